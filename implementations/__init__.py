@@ -1,0 +1,1 @@
+"""One package per workload; see suite.workload.discover."""

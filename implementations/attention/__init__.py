@@ -1,0 +1,99 @@
+"""attention: O = softmax(Q K^T / sqrt(D)) V per (batch, head), optional causal mask.
+
+Napkin math: QK^T and PV are 2*S*S*D FLOPs each per head: 4*B*H*S^2*D, half
+of it when causal (the masked half need not be computed, the usual
+FlashAttention convention).  Fused, Q, K, V are read once and O written once:
+4*B*H*S*D*b bytes.  Intensity grows with S (about S/b FLOP/byte), so beyond a
+few hundred tokens attention is compute bound, while the eager chain, which
+materialises the S x S scores, moves O(S^2) bytes and is memory bound.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from suite.workload import Case, Workload, itemsize, register_workload, torch_dtype
+
+
+def _shapes(seqs, dims, batch_tokens):
+    """Every (S, D, causal) with a fixed token count and a 2048-wide model."""
+    out = []
+    for s in seqs:
+        for d in dims:
+            for causal in (0, 1):
+                out.append({"B": max(1, batch_tokens // s), "H": 2048 // d,
+                            "S": s, "D": d, "causal": causal})
+    return out
+
+
+@register_workload
+class Attention(Workload):
+    name = "attention"
+    shape_keys = ("B", "H", "S", "D", "causal")
+    bound = "compute"
+    tolerances = {"float32": 1e-4, "float16": 3e-3, "bfloat16": 2e-2}
+    presets = {
+        "cpu": [{"B": 1, "H": 2, "S": 77, "D": 64, "causal": 0},
+                {"B": 1, "H": 2, "S": 77, "D": 64, "causal": 1},
+                {"B": 2, "H": 1, "S": 130, "D": 128, "causal": 1},
+                {"B": 1, "H": 3, "S": 64, "D": 128, "causal": 0}],
+        "quick": [{"B": 1, "H": 4, "S": 128, "D": 128, "causal": 0},
+                  {"B": 2, "H": 16, "S": 1000, "D": 64, "causal": 1},
+                  {"B": 4, "H": 32, "S": 2048, "D": 64, "causal": 0},
+                  {"B": 4, "H": 32, "S": 2048, "D": 64, "causal": 1},
+                  {"B": 4, "H": 32, "S": 4096, "D": 128, "causal": 0},
+                  {"B": 4, "H": 32, "S": 4096, "D": 128, "causal": 1},
+                  {"B": 1, "H": 16, "S": 16384, "D": 128, "causal": 1}],
+        "full": [{"B": 1, "H": 4, "S": 128, "D": 128, "causal": 0},
+                 {"B": 2, "H": 16, "S": 1000, "D": 64, "causal": 1}]
+        + _shapes((512, 2048, 4096, 8192, 16384), (64, 128), 16384),
+    }
+
+    def size(self, case: Case) -> int:
+        return case["B"] * case["H"] * case["S"] * case["D"]
+
+    def flops(self, case: Case) -> float:
+        f = 4.0 * case["B"] * case["H"] * case["S"] ** 2 * case["D"]
+        return f / 2 if case["causal"] else f
+
+    def min_bytes(self, case: Case) -> float:
+        return 4.0 * case["B"] * case["H"] * case["S"] * case["D"] * itemsize(case.dtype)
+
+    def eager_bytes(self, case: Case) -> float:
+        # eager.py, with P = B*H*S*S score elements and T = B*H*S*D:
+        #   s = q @ k^T            read 2T, write P
+        #   s = s * scale          read P, write P
+        #   s = masked_fill(mask)  read P + S*S (bool mask), write P   [causal only]
+        #   p = softmax(s)         read P, write P
+        #   o = p @ v              read P + T, write T
+        b = itemsize(case.dtype)
+        p = case["B"] * case["H"] * case["S"] ** 2
+        t = case["B"] * case["H"] * case["S"] * case["D"]
+        total = (4 * t + 6 * p) * b
+        if case["causal"]:
+            total += 2 * p * b + case["S"] ** 2
+        return float(total)
+
+    def make_inputs(self, case: Case, device: str, seed: int) -> dict:
+        g = torch.Generator(device=device).manual_seed(seed)
+        dt = torch_dtype(case.dtype)
+        shape = (case["B"], case["H"], case["S"], case["D"])
+        q, k, v = (torch.randn(*shape, generator=g, device=device).to(dt) for _ in range(3))
+        return {"q": q, "k": k, "v": v, "causal": bool(case["causal"])}
+
+    def reference(self, case: Case, inputs: dict) -> torch.Tensor:
+        q, k, v = (inputs[n].double() for n in "qkv")
+        s_len, scale = q.shape[-2], 1.0 / math.sqrt(q.shape[-1])
+        out = torch.empty_like(q)
+        # chunk the queries so the float64 S x S scores stay near 1 GiB
+        rows = max(1, int(2**27 // max(1, q.shape[0] * q.shape[1] * s_len)))
+        for start in range(0, s_len, rows):
+            stop = min(s_len, start + rows)
+            scores = torch.matmul(q[:, :, start:stop], k.transpose(-1, -2)) * scale
+            if inputs["causal"]:
+                qi = torch.arange(start, stop, device=q.device)[:, None]
+                kj = torch.arange(s_len, device=q.device)[None, :]
+                scores = scores.masked_fill(kj > qi, float("-inf"))
+            out[:, :, start:stop] = torch.matmul(torch.softmax(scores, dim=-1), v)
+        return out

@@ -1,0 +1,54 @@
+"""gelu: y = x * 0.5 * (1 + erf(x / sqrt(2))), elementwise.
+
+Napkin math for N elements of b bytes each: a fused kernel reads x once and
+writes y once, 2*N*b bytes, and does about 10 FLOPs per element (erf counted as
+a handful), far below any ridge point: memory bound at every size.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from suite.workload import Case, Workload, itemsize, register_workload, torch_dtype
+
+
+@register_workload
+class Gelu(Workload):
+    name = "gelu"
+    shape_keys = ("N",)
+    bound = "memory"
+    tolerances = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
+    presets = {
+        "cpu": [{"N": 1}, {"N": 1823}, {"N": 65537}, {"N": 1823 * 781}],
+        # launch bound (64K), L2 resident (3M: 12 MB in fp32), HBM bound
+        # (2^28: 1 GiB of traffic in bf16, 2 GiB in fp32), plus odd sizes.
+        "quick": [{"N": 65536}, {"N": 3_000_017}, {"N": 1 << 28}],
+        "full": [{"N": 65536}, {"N": 1_000_003}, {"N": 4_194_304}, {"N": 16_777_259},
+                 {"N": 67_108_864}, {"N": 100_000_007}, {"N": 1 << 28}],
+    }
+
+    def flops(self, case: Case) -> float:
+        return 10.0 * case["N"]
+
+    def min_bytes(self, case: Case) -> float:
+        return 2.0 * case["N"] * itemsize(case.dtype)
+
+    def eager_bytes(self, case: Case) -> float:
+        # eager.py, one kernel per op, in elements of the dtype:
+        #   a = 0.5 * x          read N, write N
+        #   t = x * (1/sqrt 2)   read N, write N
+        #   e = erf(t)           read N, write N
+        #   f = 1 + e            read N, write N
+        #   y = a * f            read 2N, write N
+        # 6N read + 5N written = 11N, against 2N fused: 5.5x predicted.
+        return 11.0 * case["N"] * itemsize(case.dtype)
+
+    def make_inputs(self, case: Case, device: str, seed: int) -> dict:
+        g = torch.Generator(device=device).manual_seed(seed)
+        x = torch.randn(case["N"], generator=g, device=device, dtype=torch.float32) * 2.0
+        return {"x": x.to(torch_dtype(case.dtype))}
+
+    def reference(self, case: Case, inputs: dict) -> torch.Tensor:
+        x = inputs["x"].double()
+        return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))

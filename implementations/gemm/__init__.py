@@ -1,0 +1,58 @@
+"""gemm: C = A @ B with A (M x K), B (K x N), row-major, in the input dtype.
+
+Napkin math: 2*M*N*K FLOPs; A, B read once and C written once, (MK + KN + MN)*b
+bytes.  Intensity for a square n: 2n^3 / (3n^2 b) = n / (1.5 b) FLOP/byte, so
+bf16 squares cross the H200's ridge (about 200 FLOP/B) near n = 600: large
+squares are compute bound, skinny (decode-like, M <= 128) ones memory bound.
+There is no unfused chain to speak of: `a @ b` is already the library call,
+so eager_bytes == min_bytes and fusion predicts nothing.
+"""
+from __future__ import annotations
+
+import torch
+
+from suite.workload import Case, Workload, itemsize, register_workload, torch_dtype
+
+
+@register_workload
+class Gemm(Workload):
+    name = "gemm"
+    shape_keys = ("M", "N", "K")
+    bound = "compute"
+    tolerances = {"float32": 1e-4, "float16": 2e-3, "bfloat16": 1e-2}
+    presets = {
+        "cpu": [{"M": 1, "N": 64, "K": 33}, {"M": 37, "N": 129, "K": 71},
+                {"M": 127, "N": 65, "K": 257}, {"M": 200, "N": 300, "K": 100}],
+        "quick": [{"M": 512, "N": 512, "K": 512}, {"M": 3001, "N": 2047, "K": 1531},
+                  {"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192},
+                  {"M": 1, "N": 8192, "K": 8192}, {"M": 128, "N": 8192, "K": 8192}],
+        "full": [{"M": 256, "N": 256, "K": 256}, {"M": 512, "N": 512, "K": 512},
+                 {"M": 1024, "N": 1024, "K": 1024}, {"M": 2048, "N": 2048, "K": 2048},
+                 {"M": 3001, "N": 2047, "K": 1531}, {"M": 4096, "N": 4096, "K": 4096},
+                 {"M": 6144, "N": 6144, "K": 6144}, {"M": 8192, "N": 8192, "K": 8192},
+                 {"M": 1, "N": 8192, "K": 8192}, {"M": 16, "N": 8192, "K": 8192},
+                 {"M": 64, "N": 8192, "K": 8192}, {"M": 128, "N": 8192, "K": 8192}],
+    }
+
+    def size(self, case: Case) -> int:
+        return case["M"] * case["N"] * case["K"]
+
+    def flops(self, case: Case) -> float:
+        return 2.0 * case["M"] * case["N"] * case["K"]
+
+    def min_bytes(self, case: Case) -> float:
+        m, n, k, b = case["M"], case["N"], case["K"], itemsize(case.dtype)
+        return float(m * k + k * n + m * n) * b
+
+    def eager_bytes(self, case: Case) -> float:
+        return self.min_bytes(case)  # one library call; nothing to fuse
+
+    def make_inputs(self, case: Case, device: str, seed: int) -> dict:
+        g = torch.Generator(device=device).manual_seed(seed)
+        dt = torch_dtype(case.dtype)
+        a = torch.randn(case["M"], case["K"], generator=g, device=device).to(dt)
+        b = torch.randn(case["K"], case["N"], generator=g, device=device).to(dt)
+        return {"a": a, "b": b}
+
+    def reference(self, case: Case, inputs: dict) -> torch.Tensor:
+        return inputs["a"].double() @ inputs["b"].double()

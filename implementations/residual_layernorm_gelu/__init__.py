@@ -1,0 +1,70 @@
+"""residual_layernorm_gelu: h = x + r; y = gelu(layernorm(h) * w + b) over the last dim.
+
+Napkin math for M rows of N elements of b bytes: fused, x and r are read once
+and y written once (3*M*N*b) plus the weight and bias (2*N*b); the arithmetic
+(about 20 FLOPs an element) never matters: memory bound.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from suite.workload import Case, Workload, itemsize, register_workload, torch_dtype
+
+EPS = 1e-5
+
+
+@register_workload
+class ResidualLayerNormGelu(Workload):
+    name = "residual_layernorm_gelu"
+    shape_keys = ("M", "N")
+    bound = "memory"
+    tolerances = {"float32": 1e-5, "float16": 3e-3, "bfloat16": 2e-2}
+    presets = {
+        "cpu": [{"M": 1, "N": 7}, {"M": 37, "N": 1000}, {"M": 1823, "N": 781}, {"M": 3, "N": 8192 + 3}],
+        # 64K elements; L2 resident; and HBM bound shapes of the three aspect
+        # ratios named in the issue (bf16 traffic: 768 MiB to 1.5 GiB).
+        "quick": [{"M": 64, "N": 1024}, {"M": 4096, "N": 1000}, {"M": 65536, "N": 1024},
+                  {"M": 32768, "N": 4096}, {"M": 16384, "N": 8192}],
+        "full": [{"M": 64, "N": 1024}, {"M": 1823, "N": 781}, {"M": 4096, "N": 1000},
+                 {"M": 8192, "N": 2048}, {"M": 65536, "N": 1024}, {"M": 32768, "N": 4096},
+                 {"M": 16384, "N": 8192}, {"M": 4096, "N": 32768}, {"M": 30011, "N": 5120}],
+    }
+
+    def size(self, case: Case) -> int:
+        return case["M"] * case["N"]
+
+    def flops(self, case: Case) -> float:
+        return 20.0 * case["M"] * case["N"]
+
+    def min_bytes(self, case: Case) -> float:
+        m, n, b = case["M"], case["N"], itemsize(case.dtype)
+        return (3.0 * m * n + 2.0 * n) * b
+
+    def eager_bytes(self, case: Case) -> float:
+        # eager.py, three kernels (elements of the dtype unless noted):
+        #   h = x + r                    read 2MN, write MN
+        #   l = layer_norm(h, w, b)      read MN + 2N, write MN, plus the saved
+        #                                mean and rstd (2M float32)
+        #   y = gelu(l)                  read MN, write MN
+        # 7MN + 2N against 3MN + 2N fused: about 2.33x predicted.
+        m, n, b = case["M"], case["N"], itemsize(case.dtype)
+        return (7.0 * m * n + 2.0 * n) * b + 2.0 * m * 4
+
+    def make_inputs(self, case: Case, device: str, seed: int) -> dict:
+        m, n, dt = case["M"], case["N"], torch_dtype(case.dtype)
+        g = torch.Generator(device=device).manual_seed(seed)
+
+        def rnd(*shape, scale=1.0, shift=0.0):
+            return (torch.randn(*shape, generator=g, device=device) * scale + shift).to(dt)
+
+        return {"x": rnd(m, n, shift=0.5), "r": rnd(m, n), "weight": rnd(n, scale=0.2, shift=1.0),
+                "bias": rnd(n, scale=0.2), "eps": EPS}
+
+    def reference(self, case: Case, inputs: dict) -> torch.Tensor:
+        h = inputs["x"].double() + inputs["r"].double()
+        mean = h.mean(-1, keepdim=True)
+        var = ((h - mean) ** 2).mean(-1, keepdim=True)
+        ln = (h - mean) / torch.sqrt(var + inputs["eps"]) * inputs["weight"].double() + inputs["bias"].double()
+        return ln * 0.5 * (1.0 + torch.erf(ln / math.sqrt(2.0)))

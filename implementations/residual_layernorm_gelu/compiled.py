@@ -1,0 +1,4 @@
+from implementations.residual_layernorm_gelu.eager import residual_layernorm_gelu_eager
+from suite.compiling import register_compiled
+
+register_compiled("residual_layernorm_gelu", residual_layernorm_gelu_eager)

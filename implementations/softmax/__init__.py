@@ -1,0 +1,59 @@
+"""softmax: row-wise softmax over the last dim of an M x N matrix.
+
+Napkin math: fused, each row is read once and written once: 2*M*N*b bytes
+(bf16 4096 x 4096: 2 * 4096 * 4096 * 2 = 64 MiB); about 5 FLOPs an element.
+Memory bound at every shape; rows too long for the chip need an online
+(running max and sum) pass or a second read.
+"""
+from __future__ import annotations
+
+import torch
+
+from suite.workload import Case, Workload, itemsize, register_workload, torch_dtype
+
+
+@register_workload
+class Softmax(Workload):
+    name = "softmax"
+    shape_keys = ("M", "N")
+    bound = "memory"
+    tolerances = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
+    presets = {
+        "cpu": [{"M": 1, "N": 1}, {"M": 5, "N": 3}, {"M": 1823, "N": 781}, {"M": 4, "N": 131072},
+                {"M": 300, "N": 128}],
+        # rows from 128 to 131072 columns; 64K elements to 1 GiB (bf16)
+        "quick": [{"M": 512, "N": 128}, {"M": 1823, "N": 781}, {"M": 32768, "N": 4096},
+                  {"M": 4096, "N": 131072}, {"M": 2_097_152, "N": 128}],
+        "full": [{"M": 512, "N": 128}, {"M": 16, "N": 4096}, {"M": 1823, "N": 781},
+                 {"M": 4096, "N": 4096}, {"M": 8192, "N": 1000}, {"M": 32768, "N": 4096},
+                 {"M": 16384, "N": 8192}, {"M": 4096, "N": 32768}, {"M": 4096, "N": 131072},
+                 {"M": 2_097_152, "N": 128}, {"M": 65521, "N": 2053}],
+    }
+
+    def size(self, case: Case) -> int:
+        return case["M"] * case["N"]
+
+    def flops(self, case: Case) -> float:
+        return 5.0 * case["M"] * case["N"]
+
+    def min_bytes(self, case: Case) -> float:
+        return 2.0 * case["M"] * case["N"] * itemsize(case.dtype)
+
+    def eager_bytes(self, case: Case) -> float:
+        # eager.py, five kernels (elements of the dtype):
+        #   m = x.amax(-1)      read MN, write M
+        #   d = x - m           read MN + M, write MN
+        #   e = exp(d)          read MN, write MN
+        #   s = e.sum(-1)       read MN, write M
+        #   y = e / s           read MN + M, write MN
+        # 8MN + 4M against 2MN fused: about 4x predicted.
+        m, n, b = case["M"], case["N"], itemsize(case.dtype)
+        return (8.0 * m * n + 4.0 * m) * b
+
+    def make_inputs(self, case: Case, device: str, seed: int) -> dict:
+        g = torch.Generator(device=device).manual_seed(seed)
+        x = torch.randn(case["M"], case["N"], generator=g, device=device) * 3.0
+        return {"x": x.to(torch_dtype(case.dtype))}
+
+    def reference(self, case: Case, inputs: dict) -> torch.Tensor:
+        return torch.softmax(inputs["x"].double(), dim=-1)

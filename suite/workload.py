@@ -1,0 +1,242 @@
+"""The contract between the harness and the implementations.
+
+A :class:`Workload` describes a computation: its shapes, random inputs, a
+float64 reference, and the napkin math (FLOPs, compulsory bytes, the eager
+chain's bytes).  An :class:`Implementation` is one way to compute it, registered
+with :func:`register` against ``(workload, impl name)``.  Workloads live in
+``implementations/<name>/__init__.py`` and are found by :func:`discover`; every
+other module in that folder (and its ``cuda/`` package) is imported so that its
+``@register`` decorators run.  Adding a workload means adding a folder; adding a
+backend means adding a module.  Nothing here knows any workload by name.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Iterable, Mapping
+
+DTYPES = ("float32", "float16", "bfloat16")
+BACKENDS = ("eager", "torch", "compile", "triton", "cuda")
+
+# Module file name -> the backend it provides; used to name a module that
+# failed to import, so `list` can still say which backend is missing and why.
+_MODULE_BACKEND = {"eager": "eager", "torch_ops": "torch", "compiled": "compile",
+                   "triton": "triton", "cuda": "cuda"}
+
+
+def torch_dtype(name: str):
+    import torch
+
+    try:
+        return {"float32": torch.float32, "float16": torch.float16,
+                "bfloat16": torch.bfloat16, "float64": torch.float64}[name]
+    except KeyError:
+        raise ValueError(f"unknown dtype {name!r}; choose from {', '.join(DTYPES)}") from None
+
+
+def itemsize(dtype: str) -> int:
+    return {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}[dtype]
+
+
+@dataclass(frozen=True, order=True)
+class Case:
+    """One point of a sweep: a workload at one shape and dtype."""
+
+    workload: str
+    dtype: str
+    shape: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def make(cls, workload: str, dtype: str, **dims: int) -> "Case":
+        return cls(workload, dtype, tuple((k, int(v)) for k, v in dims.items()))
+
+    @property
+    def dims(self) -> dict[str, int]:
+        return dict(self.shape)
+
+    def __getitem__(self, key: str) -> int:
+        for k, v in self.shape:
+            if k == key:
+                return v
+        raise KeyError(key)
+
+    @property
+    def label(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.shape)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.workload, self.label, self.dtype)
+
+    def __str__(self) -> str:
+        return f"{self.workload}[{self.label}] {self.dtype}"
+
+
+class Workload:
+    """Base class; subclasses fill in the class attributes and the methods."""
+
+    name: ClassVar[str]
+    shape_keys: ClassVar[tuple[str, ...]]
+    bound: ClassVar[str]  # "memory" or "compute": what limits the large shapes
+    dtypes: ClassVar[tuple[str, ...]] = DTYPES
+    # Normwise relative error allowed against the float64 reference.
+    tolerances: ClassVar[dict[str, float]] = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
+    presets: ClassVar[dict[str, list[dict[str, int]]]] = {}
+
+    def cases(self, preset: str, dtypes: Iterable[str] | None = None) -> list[Case]:
+        if preset not in self.presets:
+            raise KeyError(preset)
+        chosen = [d for d in (dtypes or self.dtypes) if d in self.dtypes]
+        return [Case.make(self.name, d, **shape) for shape in self.presets[preset] for d in chosen]
+
+    def flops(self, case: Case) -> float:
+        raise NotImplementedError
+
+    def min_bytes(self, case: Case) -> float:
+        raise NotImplementedError
+
+    def eager_bytes(self, case: Case) -> float:
+        raise NotImplementedError
+
+    def size(self, case: Case) -> int:
+        """Problem size for plots: the number of output elements by default."""
+        n = 1
+        for _, v in case.shape:
+            n *= v
+        return n
+
+    def make_inputs(self, case: Case, device: str, seed: int) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def reference(self, case: Case, inputs: Mapping[str, Any]):
+        raise NotImplementedError
+
+    def tolerance(self, case: Case) -> float:
+        return self.tolerances[case.dtype]
+
+
+@dataclass
+class Implementation:
+    """One way to compute a workload: ``fn(**inputs) -> Tensor``.
+
+    ``available(device)`` and ``supports(case)`` return ``None`` when fine and a
+    reason otherwise.  ``config(case)`` describes what was chosen after warm-up
+    (an autotuned block size, say).  ``math`` names the arithmetic used when it
+    is not the dtype's own (``"tf32"``), which picks the matching ceiling.
+    """
+
+    workload: str
+    name: str
+    fn: Callable[..., Any]
+    available: Callable[[str], str | None] = lambda device: None
+    supports: Callable[[Case], str | None] = lambda case: None
+    config: Callable[[Case], str | None] = lambda case: None
+    tolerance: Mapping[str, float] | None = None
+    math: str | None = None
+    description: str = ""
+
+    @property
+    def backend(self) -> str:
+        return self.name.split(":", 1)[0]
+
+    def check_available(self, device: str) -> str | None:
+        try:
+            return self.available(device)
+        except Exception as exc:  # an availability probe must never crash a listing
+            return f"availability check failed: {exc}"
+
+
+@dataclass
+class Registry:
+    workloads: dict[str, Workload] = field(default_factory=dict)
+    impls: dict[tuple[str, str], Implementation] = field(default_factory=dict)
+    # (workload, backend) -> reason, for backend modules that failed to import
+    broken: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def add_workload(self, wl: Workload) -> Workload:
+        self.workloads[wl.name] = wl
+        return wl
+
+    def add(self, impl: Implementation) -> Implementation:
+        key = (impl.workload, impl.name)
+        if key in self.impls and self.impls[key].fn is not impl.fn:
+            raise ValueError(f"implementation {impl.name!r} of {impl.workload!r} registered twice")
+        self.impls[key] = impl
+        return impl
+
+    def remove(self, workload: str, name: str) -> None:
+        self.impls.pop((workload, name), None)
+
+    def for_workload(self, workload: str) -> list[Implementation]:
+        return sorted((i for (w, _), i in self.impls.items() if w == workload), key=impl_sort_key)
+
+    def get(self, workload: str, name: str) -> Implementation:
+        return self.impls[(workload, name)]
+
+
+def impl_sort_key(impl: Implementation) -> tuple[int, str]:
+    backend = impl.backend
+    rank = BACKENDS.index(backend) if backend in BACKENDS else len(BACKENDS)
+    return (rank, impl.name)
+
+
+REGISTRY = Registry()
+
+
+def register_workload(cls: type[Workload]) -> type[Workload]:
+    """Class decorator: instantiate and register a workload."""
+    REGISTRY.add_workload(cls())
+    return cls
+
+
+def register(workload: str, name: str, **options: Any) -> Callable[[Callable], Callable]:
+    """Decorator: ``@register("gelu", "triton", available=..., supports=...)``."""
+
+    def deco(fn: Callable) -> Callable:
+        REGISTRY.add(Implementation(workload=workload, name=name, fn=fn, **options))
+        return fn
+
+    return deco
+
+
+_discovered = False
+
+
+def discover(plugins: Iterable[str] = ()) -> Registry:
+    """Import every workload package under ``implementations`` and its modules.
+
+    ``plugins`` names extra modules to import (tests use this to register
+    fault-injecting implementations that worker processes must also see).
+    """
+    global _discovered
+    if not _discovered:
+        _discovered = True
+        import implementations
+
+        for pkg in sorted(pkgutil.iter_modules(implementations.__path__), key=lambda m: m.name):
+            if not pkg.ispkg:
+                continue
+            name = f"implementations.{pkg.name}"
+            try:
+                mod = importlib.import_module(name)
+            except Exception:
+                REGISTRY.broken[(pkg.name, "*")] = _import_failure(name)
+                continue
+            for sub in sorted(pkgutil.iter_modules(mod.__path__), key=lambda m: m.name):
+                if sub.name.startswith("_"):
+                    continue
+                try:
+                    importlib.import_module(f"{name}.{sub.name}")
+                except Exception:
+                    backend = _MODULE_BACKEND.get(sub.name, sub.name)
+                    REGISTRY.broken[(pkg.name, backend)] = _import_failure(f"{name}.{sub.name}")
+    for plugin in plugins:
+        importlib.import_module(plugin)
+    return REGISTRY
+
+
+def _import_failure(module: str) -> str:
+    last = traceback.format_exc().strip().splitlines()[-1]
+    return f"import of {module} failed: {last}"
