@@ -1,0 +1,73 @@
+"""python -m suite VERB ...: one small CLI over the harness.
+
+Each verb lives in the module that does the work, as a ``configure(parser)``
+and a ``main(args) -> exit code`` pair, imported only when that verb runs, so
+``python -m suite list`` never imports streamlit and ``run`` works on a
+machine that has no dashboard packages.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# verb -> (module, configure attr, main attr, one-line help)
+VERBS = {
+    "run": ("suite.runner", "configure", "main",
+            "sweep cases x implementations, check against float64, time, store Parquet"),
+    "list": ("suite.listing", "configure", "main",
+             "the workloads x implementations matrix, with availability and reasons"),
+    "show": ("suite.summary", "configure", "main", "print the summary table of existing runs"),
+    "ceilings": ("suite.ceilings", "configure", "main",
+                 "measure (or show cached) copy bandwidth and matmul rate of this device"),
+    "compare": ("suite.compare", "configure", "main",
+                "compare runs (commit vs commit, GPU vs GPU); exit 1 on regression"),
+    "dashboard": ("dashboard.launch", "configure", "main", "serve the Streamlit dashboard on localhost"),
+    "import-pytest-benchmark": ("suite.interop", "configure_import", "main_import",
+                                "turn saved pytest-benchmark JSON into rows of the suite's schema"),
+    "export": ("suite.interop", "configure_export", "main_export",
+               "export runs for github-action-benchmark or bencher"),
+}
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m suite",
+        description="kernel-suite: GPU kernels on the roofline. Each verb has its own --help.",
+    )
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    for name, (module, configure, _, help_text) in VERBS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == verb:
+            getattr(importlib.import_module(module), configure)(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    verb = next((a for a in argv if not a.startswith("-")), None)
+    if verb is not None and verb not in VERBS:
+        print(f"error: unknown verb {verb!r}; choose from {', '.join(VERBS)}", file=sys.stderr)
+        return 2
+    try:
+        parser = build_parser(verb)
+    except ImportError as exc:
+        print(f"error: {verb} needs a package that is not installed: {exc}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
+    if args.verb is None:
+        parser.print_help()
+        return 0
+    module, _, main_attr, _ = VERBS[args.verb]
+    try:
+        return int(getattr(importlib.import_module(module), main_attr)(args) or 0)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

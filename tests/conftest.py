@@ -1,0 +1,26 @@
+"""Test-session setup.
+
+Without a GPU, Triton kernels run under its interpreter; the variable must be
+set before any Triton kernel is defined, so it is set here, before the
+implementation modules are imported.  On the GPU machine it is left alone.
+"""
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+if not _has_cuda():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
