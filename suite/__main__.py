@@ -2,4 +2,6 @@ import sys
 
 from suite.cli import main
 
-sys.exit(main())
+# Guarded: worker processes are spawned, and spawn re-imports the main module.
+if __name__ == "__main__":
+    sys.exit(main())

@@ -31,7 +31,8 @@ SHAPE_KEYS = ["N", "M", "K", "B", "H", "S", "D", "causal"]
 SHAPE_COLUMNS = [f"shape_{k}" for k in SHAPE_KEYS]
 # Extra columns; readers must cope with any of these missing in older files.
 EXTRA = [
-    "size", "bound", "preset", "config", "math", "samples_ms", "repeat", "shard",
+    "size", "bound", "preset", "config", "math", "samples_ms", "shard", "seed", "graph_sets",
+    "ms_median_repeat", "ms_p20_repeat", "ms_p80_repeat", "traceback",
     "peak_gbps_datasheet", "peak_tflops_datasheet", "gpu_mem_bytes", "python", "hostname",
     "sm_clock_start_mhz", "sm_clock_end_mhz", "mem_clock_start_mhz", "mem_clock_end_mhz",
     "gpu_slug", "l2_bytes",
@@ -45,8 +46,9 @@ ROW_KEY = ["workload", "impl", "dtype", "shape", "timer"]
 _FLOAT = ["ms_median", "ms_p20", "ms_p80", "ms_min", "flops", "min_bytes", "eager_bytes", "gbps",
           "tflops", "intensity", "bound_ms", "sol", "peak_gbps", "peak_tflops", "rel_err", "tol",
           "compile_s", "peak_gbps_datasheet", "peak_tflops_datasheet", "sm_clock_start_mhz",
-          "sm_clock_end_mhz", "mem_clock_start_mhz", "mem_clock_end_mhz"]
-_INT = ["schema_version", "n_samples", "peak_mem_bytes", "gpu_sms", "size", "repeat",
+          "sm_clock_end_mhz", "mem_clock_start_mhz", "mem_clock_end_mhz", "ms_median_repeat",
+          "ms_p20_repeat", "ms_p80_repeat"]
+_INT = ["schema_version", "n_samples", "peak_mem_bytes", "gpu_sms", "size", "seed", "graph_sets",
         "gpu_mem_bytes", "l2_bytes"] + SHAPE_COLUMNS
 _BOOL = ["correct", "dirty"]
 

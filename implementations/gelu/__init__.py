@@ -20,7 +20,7 @@ class Gelu(Workload):
     bound = "memory"
     tolerances = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
     presets = {
-        "cpu": [{"N": 1}, {"N": 1823}, {"N": 65537}, {"N": 1823 * 781}],
+        "cpu": [{"N": 7}, {"N": 1823}, {"N": 65537}, {"N": 1823 * 781}],
         # launch bound (64K), L2 resident (3M: 12 MB in fp32), HBM bound
         # (2^28: 1 GiB of traffic in bf16, 2 GiB in fp32), plus odd sizes.
         "quick": [{"N": 65536}, {"N": 3_000_017}, {"N": 1 << 28}],

@@ -1,0 +1,37 @@
+"""``python -m suite list``: which implementation runs where, and why not."""
+from __future__ import annotations
+
+import argparse
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", choices=("cuda", "cpu"), help="default: cuda when a GPU is visible, else cpu")
+
+
+def main(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from suite.environment import pick_device
+    from suite.workload import discover
+
+    device = pick_device(args.device)
+    reg = discover()
+    console = Console(width=160)
+    table = Table(title=f"workloads x implementations on {device}")
+    for col in ("workload", "implementation", "status", "reason / description"):
+        table.add_column(col)
+    for name in sorted(reg.workloads):
+        wl = reg.workloads[name]
+        for impl in reg.for_workload(name):
+            reason = impl.check_available(device)
+            status = "[green]available[/]" if reason is None else "[yellow]unavailable[/]"
+            table.add_row(name, impl.name, status, reason or impl.description)
+        for (w, backend), reason in sorted(reg.broken.items()):
+            if w == name:
+                table.add_row(name, backend, "[red]broken[/]", reason)
+        table.add_row("", "", "", f"[dim]{wl.bound} bound; presets "
+                      + ", ".join(f"{p} ({len(s)} shapes)" for p, s in wl.presets.items()) + "[/]",
+                      end_section=True)
+    console.print(table)
+    return 0

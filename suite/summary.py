@@ -1,0 +1,110 @@
+"""The summary of a run: the best correct implementation per workload and dtype.
+
+At each workload's largest shape (per dtype): the fastest ``ok`` row, its
+GB/s (memory bound) or TFLOP/s (compute bound), its SOL, and its speedup over
+``eager`` and ``torch`` at the same case and timer.  Rows with SOL above 1.05
+are listed as suspect: faster than the measured roofline means a wrong bytes
+or FLOP model, or a timing artifact.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Iterable
+
+import pandas as pd
+
+from suite.roofline import SUSPECT_SOL
+
+
+def best_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per (workload, dtype, timer): the fastest ok row at the largest shape."""
+    out = []
+    ok = df[df["status"] == "ok"]
+    for (wl, dtype, timer), g in df.groupby(["workload", "dtype", "timer"], sort=True):
+        biggest = g["size"].max()
+        at = g[g["size"] == biggest]
+        shape = at["shape"].iloc[0]
+        good = ok[(ok["workload"] == wl) & (ok["dtype"] == dtype) & (ok["timer"] == timer)
+                  & (ok["shape"] == shape)]
+        entry = {"workload": wl, "dtype": dtype, "timer": timer, "shape": shape,
+                 "rows": len(at), "ok": len(good)}
+        if len(good):
+            best = good.loc[good["ms_median"].idxmin()]
+            by_impl = good.set_index("impl")["ms_median"]
+            entry.update(impl=best["impl"], ms=best["ms_median"], gbps=best["gbps"],
+                         tflops=best["tflops"], sol=best["sol"], bound=best.get("bound"),
+                         vs_eager=by_impl.get("eager", math.nan) / best["ms_median"],
+                         vs_torch=by_impl.get("torch", math.nan) / best["ms_median"])
+        out.append(entry)
+    return pd.DataFrame(out)
+
+
+def _fmt(x, spec: str) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+
+
+def print_summary(rows: Iterable[dict] | pd.DataFrame, file=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    console = Console(file=file or sys.stdout, width=140)
+    if df.empty:
+        console.print("no rows")
+        return
+    if "size" not in df.columns:
+        df = df.assign(size=0)
+    table = Table(title="best correct implementation at each workload's largest shape")
+    for col in ("workload", "dtype", "timer", "shape", "best", "GB/s", "TFLOP/s", "SOL",
+                "vs eager", "vs torch"):
+        table.add_column(col, justify="right" if col in ("GB/s", "TFLOP/s", "SOL", "vs eager", "vs torch") else "left")
+    for _, b in best_rows(df).iterrows():
+        if pd.isna(b.get("impl")):
+            table.add_row(b["workload"], b["dtype"], b["timer"], b["shape"], "[red]none correct[/]",
+                          "-", "-", "-", "-", "-")
+            continue
+        mem = b.get("bound") == "memory"
+        table.add_row(b["workload"], b["dtype"], b["timer"], b["shape"], str(b["impl"]),
+                      f"[bold]{_fmt(b['gbps'], '.0f')}[/]" if mem else _fmt(b["gbps"], ".0f"),
+                      _fmt(b["tflops"], ".1f") if mem else f"[bold]{_fmt(b['tflops'], '.1f')}[/]",
+                      _fmt(b["sol"], ".2f"), _fmt(b["vs_eager"], ".2f") + "x",
+                      _fmt(b["vs_torch"], ".2f") + "x")
+    console.print(table)
+    counts = df["status"].value_counts().to_dict()
+    console.print("rows by status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    # Only a cold-cache GPU measurement can be held to the HBM roof; CPU rows
+    # of cache-resident data beat the DRAM copy rate by design.
+    suspect = df[(df["status"] == "ok") & (pd.to_numeric(df["sol"], errors="coerce") > SUSPECT_SOL)
+                 & df["l2"].astype(str).str.startswith("cold")]
+    for _, r in suspect.iterrows():
+        console.print(f"[yellow]suspect: SOL {r['sol']:.2f} > {SUSPECT_SOL} for {r['workload']} "
+                      f"{r['impl']} {r['dtype']} {r['shape']} ({r['timer']}): check its bytes/FLOP model[/]")
+    bad = df[df["status"].isin(["error", "incorrect"])]
+    for _, r in bad.head(20).iterrows():
+        console.print(f"[red]{r['status']}[/]: {r['workload']} {r['impl']} {r['dtype']} {r['shape']}: "
+                      f"{str(r['error'])[:160]}")
+    if len(bad) > 20:
+        console.print(f"... and {len(bad) - 20} more error/incorrect rows")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", help="result files, folders or globs")
+
+
+def main(args) -> int:
+    from suite.cli import UsageError
+    from suite.store import read_runs
+
+    df, problems = read_runs(args.paths)
+    for p in problems:
+        print(f"warning: {p}", file=sys.stderr)
+    if df.empty:
+        raise UsageError("no readable results in " + ", ".join(args.paths))
+    for run_id, g in df.groupby("run_id", sort=False):
+        first = g.iloc[0]
+        print(f"run {run_id}: {first['gpu_name']}, commit {str(first['commit'])[:7]}, "
+              f"{first['timestamp']}, {len(g)} rows ({first['source']})")
+        print_summary(g)
+    return 0

@@ -1,0 +1,223 @@
+"""The process that runs cases, so that a crash costs only itself.
+
+The parent (suite.runner) sends one case at a time with the implementations
+still to do; the worker answers, per implementation, ``("start", name)`` then
+``("row", row)`` for each timer.  After an error that leaves the CUDA context
+unusable (an illegal address, a device-side assert) the worker reports it and
+exits, and the parent starts a fresh one for the rest of the sweep.  Segfaults
+and hangs are the parent's to notice (the pipe closes, or a timeout passes).
+"""
+from __future__ import annotations
+
+import gc
+import math
+import signal
+import time
+import traceback
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from suite import roofline, verify
+from suite.store import SCHEMA_VERSION
+from suite.timing import l2_bytes, measure, rotation_sets
+from suite.workload import Case, Implementation, Workload, discover, itemsize
+
+# Messages after which the CUDA context cannot be trusted any more.
+FATAL_MARKERS = ("illegal memory access", "device-side assert", "unspecified launch failure",
+                 "misaligned address", "illegal instruction", "an illegal", "cudaErrorLaunchFailure",
+                 "CUDA error: unknown error", "uncorrectable ECC")
+
+
+@dataclass
+class Options:
+    device: str
+    timers: tuple[str, ...]
+    preset: str
+    seed: int
+    peaks_gbps: float
+    peaks_tflops: dict[str, float]
+    plugins: tuple[str, ...] = ()
+    limits: dict[str, Any] = field(default_factory=dict)
+    repeat: bool = False  # time every implementation a second time (noise check)
+
+
+def case_seed(base: int, case: Case) -> int:
+    return (base ^ zlib.crc32(repr(case.key).encode())) & 0x7FFFFFFF
+
+
+def is_fatal(message: str) -> bool:
+    return any(m.lower() in message.lower() for m in FATAL_MARKERS)
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _short(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return (lines[0] if lines else type(exc).__name__)[:500]
+
+
+def base_row(wl: Workload, case: Case, impl_name: str, opts: Options, math_mode: str | None = None) -> dict:
+    flops, nbytes = wl.flops(case), wl.min_bytes(case)
+    peak_tf = opts.peaks_tflops.get(math_mode or case.dtype, math.nan)
+    row = {
+        "schema_version": SCHEMA_VERSION, "workload": case.workload, "impl": impl_name,
+        "backend": impl_name.split(":", 1)[0], "dtype": case.dtype, "shape": case.label,
+        "flops": flops, "min_bytes": nbytes, "eager_bytes": wl.eager_bytes(case),
+        "intensity": roofline.intensity(flops, nbytes), "peak_gbps": opts.peaks_gbps,
+        "peak_tflops": peak_tf, "size": wl.size(case), "preset": opts.preset, "math": math_mode,
+        "bound_ms": roofline.bound_ms(flops, nbytes, opts.peaks_gbps, peak_tf),
+        "bound": roofline.limiter(flops, nbytes, opts.peaks_gbps, peak_tf),
+        "status": None, "error": None, "correct": None, "device": opts.device,
+    }
+    for k, v in case.shape:
+        row[f"shape_{k}"] = v
+    return row
+
+
+def _timed_fields(row: dict, timing) -> dict:
+    ms = timing.median
+    row.update(timer=timing.timer, l2=timing.l2, ms_median=ms, ms_p20=timing.p20, ms_p80=timing.p80,
+               ms_min=timing.min, n_samples=timing.n, samples_ms=list(timing.samples_ms),
+               gbps=roofline.gbps(row["min_bytes"], ms), tflops=roofline.tflops(row["flops"], ms),
+               sol=roofline.sol(row["bound_ms"], ms))
+    return row
+
+
+def run_impl(wl: Workload, case: Case, impl: Implementation, inputs: dict, ref, opts: Options,
+             more_inputs: Callable[[int], list[dict]]) -> list[dict]:
+    """Warm up, check, then time one implementation; one row per timer."""
+    import torch
+
+    template = base_row(wl, case, impl.name, opts, impl.math)
+    rows = lambda **kw: [dict(template, timer=t, **kw) for t in opts.timers]  # noqa: E731
+    reason = impl.supports(case)
+    if reason:
+        return rows(status="unsupported", error=reason)
+    tol = (impl.tolerance or {}).get(case.dtype, wl.tolerance(case))
+    template["tol"] = tol
+    call = lambda: impl.fn(**inputs)  # noqa: E731
+
+    t0 = time.perf_counter()
+    out = call()  # warm-up: compilation, autotuning, extension builds happen here
+    _sync(opts.device)
+    template["compile_s"] = time.perf_counter() - t0
+    del out
+
+    out_bytes = ref.numel() * itemsize(case.dtype)
+    verify.poison_allocator(opts.device, out_bytes)
+    if opts.device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base_mem = torch.cuda.memory_allocated()
+    out = call()
+    _sync(opts.device)
+    if opts.device == "cuda":
+        template["peak_mem_bytes"] = torch.cuda.max_memory_allocated() - base_mem
+    chk = verify.check(out, ref, tol)
+    del out
+    template.update(rel_err=chk.rel_err, correct=chk.correct)
+    try:
+        template["config"] = impl.config(case)
+    except Exception as exc:
+        template["config"] = f"config unavailable: {_short(exc)}"
+    if not chk.correct:
+        return rows(status="incorrect", error=chk.message)
+
+    result = []
+    for timer in opts.timers:
+        if timer == "graph":
+            set_bytes = sum(t.numel() * t.element_size() for t in inputs.values()
+                            if isinstance(t, torch.Tensor)) + out_bytes
+            k = rotation_sets(set_bytes, l2_bytes(opts.device))
+            sets = [inputs] + more_inputs(k - 1)
+            calls = [(lambda s=s: impl.fn(**s)) for s in sets]
+        else:
+            calls = [call]
+        timing = measure(calls, opts.device, timer, **opts.limits)
+        row = _timed_fields(dict(template, status="ok"), timing)
+        if opts.repeat:
+            again = measure(calls, opts.device, timer, **opts.limits)
+            row.update(ms_median_repeat=again.median, ms_p20_repeat=again.p20, ms_p80_repeat=again.p80)
+        if timer == "graph":
+            row["graph_sets"] = len(calls)
+        result.append(row)
+        del calls
+    return result
+
+
+def run_case(wl: Workload, case: Case, impls: list[Implementation], opts: Options, send) -> bool:
+    """Run every implementation of one case; False when the worker must exit."""
+    import torch
+
+    seed = case_seed(opts.seed, case)
+    try:
+        inputs = wl.make_inputs(case, opts.device, seed)
+        ref = wl.reference(case, inputs)
+    except Exception as exc:
+        msg = f"inputs or reference failed: {_short(exc)}"
+        for impl in impls:
+            send(("start", impl.name))
+            for t in opts.timers:
+                send(("row", dict(base_row(wl, case, impl.name, opts, impl.math), timer=t,
+                                  status="error", error=msg)))
+        return not is_fatal(msg)
+
+    extra_sets: list[dict] = []
+
+    def more_inputs(n: int) -> list[dict]:
+        while len(extra_sets) < n:
+            extra_sets.append(wl.make_inputs(case, opts.device, seed + 1 + len(extra_sets)))
+        return extra_sets[:n]
+
+    for impl in impls:
+        send(("start", impl.name))
+        try:
+            rows = run_impl(wl, case, impl, inputs, ref, opts, more_inputs)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a row
+            msg = _short(exc)
+            if isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in msg.lower():
+                msg = f"out of memory: {msg}"
+            template = base_row(wl, case, impl.name, opts, impl.math)
+            rows = [dict(template, timer=t, status="error", error=msg,
+                         traceback=traceback.format_exc()[-2000:]) for t in opts.timers]
+            for row in rows:
+                send(("row", row))
+            if is_fatal(msg):
+                return False
+            gc.collect()
+            if opts.device == "cuda":
+                torch.cuda.empty_cache()
+            continue
+        for row in rows:
+            send(("row", row))
+        gc.collect()
+    return True
+
+
+def worker_main(conn, opts: Options) -> None:
+    """Entry point of the worker process: serve cases until told to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    registry = discover(opts.plugins)
+    if opts.device == "cuda":
+        import torch
+
+        torch.cuda.init()
+    conn.send(("ready",))
+    while True:
+        msg = conn.recv()
+        if msg[0] == "stop":
+            return
+        _, case, names = msg
+        wl = registry.workloads[case.workload]
+        impls = [registry.get(case.workload, n) for n in names]
+        keep_going = run_case(wl, case, impls, opts, conn.send)
+        conn.send(("case_done", keep_going))
+        if not keep_going:  # the CUDA context is unusable after the error just reported
+            return
