@@ -1,0 +1,147 @@
+"""h = x + r; y = gelu(layernorm(h) * w + b), one Triton kernel, one read of x and r.
+
+Napkin math (H200: 132 SMs, 64K registers each, 60 MB L2, ~4.2 TB/s): the
+fused kernel moves (3*M*N + 2*N)*b bytes; 32768 x 4096 bf16 is 768 MiB, about
+190 us at the copy rate.  The erf GELU costs ~20 float32 FLOPs an element,
+about 13 TFLOP/s at 0.63 T elements/s (bf16 at copy speed); the erf is the
+branch-free one of gelu_f32 for 16-bit outputs, so that instruction issue
+stays well under the SM's limit.
+
+- ``_rlg_rows`` (next_pow2(N) <= 8192): ROWS x BLOCK_N of h in registers
+  (about 16 float32 a thread), mean and variance by two reductions of the
+  held values (exact two-pass variance, no second read), then normalise,
+  scale, shift and GELU, one store.  Short rows (N=1024) are packed several
+  to a program.
+- ``_rlg_split`` (wider rows, any N): one row a program, in BLOCK-wide
+  chunks.  Chunk 0's h stays in registers; its mean K is the shift for
+  per-lane sums of (h - K) and (h - K)^2 over the rest of the row, which keeps
+  the one-read variance free of cancellation.  The output walk writes chunk 0
+  from registers and re-reads the other chunks backwards, newest first, so the
+  re-read comes from L2 rather than HBM: 32768 float32 columns are 256 KB of
+  x and r a row, ~264 rows in flight re-read at most 3/4 of that, and the
+  backwards walk shortens the reuse distance further.
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from implementations.gelu.triton import gelu_f32
+from suite.backends import dtype_in, needs_triton
+from suite.workload import Case, itemsize, register
+
+MAX_FUSED = 8192  # widest row (power of two) held whole in registers
+
+
+@triton.jit
+def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps,
+              ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EXACT: tl.constexpr):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK_N)
+    cmask = cols < N
+    # Rows past the end re-load the last row and are masked only at the store.
+    src = (tl.minimum(rows, M - 1).to(tl.int64) * N)[:, None] + cols[None, :]
+    x = tl.load(x_ptr + src, mask=cmask[None, :], other=0.0, eviction_policy="evict_first")
+    r = tl.load(r_ptr + src, mask=cmask[None, :], other=0.0, eviction_policy="evict_first")
+    h = x.to(tl.float32) + r.to(tl.float32)
+    mean = tl.sum(h, axis=1) / N
+    d = tl.where(cmask[None, :], h - mean[:, None], 0.0)
+    rstd = tl.math.rsqrt(tl.sum(d * d, axis=1) / N + eps)
+    # Weight and bias are tiny and shared by every program: L2 hits.
+    w = tl.load(w_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+    y = gelu_f32(d * rstd[:, None] * w[None, :] + b[None, :], EXACT)
+    dst = (rows.to(tl.int64) * N)[:, None] + cols[None, :]
+    tl.store(y_ptr + dst, y.to(y_ptr.dtype.element_ty), mask=(rows < M)[:, None] & cmask[None, :])
+
+
+@triton.jit
+def _rlg_split(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, BLOCK: tl.constexpr, EXACT: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    xr = x_ptr + row * N
+    rr = r_ptr + row * N
+    yr = y_ptr + row * N
+    cols = tl.arange(0, BLOCK)
+    mask0 = cols < N
+    h0 = (tl.load(xr + cols, mask=mask0, other=0.0).to(tl.float32)
+          + tl.load(rr + cols, mask=mask0, other=0.0).to(tl.float32))
+    shift = tl.sum(h0, axis=0) / tl.minimum(N, BLOCK)
+    d0 = tl.where(mask0, h0 - shift, 0.0)
+    s1 = d0
+    s2 = d0 * d0
+    for start in range(BLOCK, N, BLOCK):
+        mask = start + cols < N
+        h = (tl.load(xr + start + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+             + tl.load(rr + start + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32))
+        d = tl.where(mask, h - shift, 0.0)
+        s1 += d
+        s2 += d * d
+    mu = tl.sum(s1, axis=0) / N
+    var = tl.maximum(tl.sum(s2, axis=0) / N - mu * mu, 0.0)
+    mean = shift + mu
+    rstd = tl.math.rsqrt(var + eps)
+    out_ty = y_ptr.dtype.element_ty
+    w = tl.load(w_ptr + cols, mask=mask0, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=mask0, other=0.0).to(tl.float32)
+    tl.store(yr + cols, gelu_f32((h0 - mean) * rstd * w + b, EXACT).to(out_ty), mask=mask0,
+             cache_modifier=".cs")
+    n_chunks = tl.cdiv(N, BLOCK)
+    for i in range(1, n_chunks):
+        start = (n_chunks - i) * BLOCK  # backwards: the latest loads are the likeliest L2 hits
+        mask = start + cols < N
+        h = (tl.load(xr + start + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+             + tl.load(rr + start + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32))
+        w = tl.load(w_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
+        b = tl.load(b_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(yr + start + cols, gelu_f32((h - mean) * rstd * w + b, EXACT).to(out_ty), mask=mask,
+                 cache_modifier=".cs")  # streaming: keep L2 for the rows still to re-read
+
+
+def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None) -> dict:
+    """Kernel and launch parameters for an m x n problem; pure, so config() can replay it."""
+    block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
+    if block_n <= max_fused:
+        target = 16384 // dtype_bytes  # 16 KB of x and 16 KB of r a program
+        rows = max(1, min(target // block_n, triton.next_power_of_2(m)))
+        while rows > 1 and triton.cdiv(m, rows) < 264:  # ~2 programs an SM first
+            rows //= 2
+        warps = max(1, min(16, rows * block_n // 512))  # ~16 values of h a thread
+        return dict(kernel="rows", ROWS=rows, BLOCK_N=block_n, num_warps=warps)
+    chunk = block or min(4096, max_fused)
+    return dict(kernel="split", BLOCK=chunk, num_warps=max(1, min(16, chunk // 512)))
+
+
+def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = MAX_FUSED,
+                                   block: int | None = None):
+    """``max_fused``/``block`` force the split path in tests."""
+    import torch
+
+    x, r, weight, bias = (t.contiguous() for t in (x, r, weight, bias))
+    if r.shape != x.shape or weight.shape != x.shape[-1:] or bias.shape != x.shape[-1:]:
+        raise ValueError(f"shapes x {tuple(x.shape)}, r {tuple(r.shape)}, weight {tuple(weight.shape)}, "
+                         f"bias {tuple(bias.shape)} do not match")
+    y = torch.empty_like(x)
+    n = x.shape[-1]
+    if x.numel() == 0:
+        return y
+    m = x.numel() // n
+    p = plan(m, n, x.element_size(), max_fused, block)
+    exact = x.element_size() == 4  # libdevice erf for float32; see gelu_f32
+    if p["kernel"] == "rows":
+        _rlg_rows[(triton.cdiv(m, p["ROWS"]),)](x, r, weight, bias, y, m, n, float(eps), ROWS=p["ROWS"],
+                                                BLOCK_N=p["BLOCK_N"], EXACT=exact, num_warps=p["num_warps"])
+    else:
+        _rlg_split[(m,)](x, r, weight, bias, y, n, float(eps), BLOCK=p["BLOCK"], EXACT=exact,
+                         num_warps=p["num_warps"])
+    return y
+
+
+def _config(case: Case) -> str:
+    p = plan(case["M"], case["N"], itemsize(case.dtype))
+    return " ".join(f"{k}={v}" for k, v in p.items())
+
+
+register("residual_layernorm_gelu", "triton", available=needs_triton,
+         supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
+         description="one kernel: rows in registers, or chunked rows with chunk 0 held on chip")(
+    residual_layernorm_gelu_triton)

@@ -1,0 +1,134 @@
+"""Row-wise softmax in Triton, two kernels picked by row length.
+
+Napkin math (H200: 132 SMs, 64K 32-bit registers and 228 KB shared memory
+each, 60 MB L2, ~4.2 TB/s): the fused kernel moves 2*M*N*b bytes.
+
+- Rows that fit on chip (next_pow2(N) <= 16384): ``_softmax_rows`` holds
+  ROWS x BLOCK_N values in registers, about 16 float32 per thread, and reads
+  and writes each element once.  Short rows are packed several to a program
+  (N=128 bf16: 64 rows, 16 KB a program) so that a program still moves enough
+  bytes to amortise its launch and reductions.
+- Longer rows (131072 float32 is 512 KB, more than an SM holds):
+  ``_softmax_online`` walks the row in chunks keeping a per-lane running
+  max and sum (one exp2 an element, no reduction inside the loop), then
+  walks it again to write.  The first chunk stays in registers across both walks and the second
+  walk runs backwards, so the chunks re-read are the ones most recently
+  loaded; with ~264 rows in flight of at most 512 KB, of which the re-read
+  part is in L2, the HBM traffic stays close to one read and one write.
+
+exp is exp2 of a pre-scaled argument (one FMA and one MUFU op an element):
+at 1 T elements/s (bf16 at copy speed) MUFU has room for about four.
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from suite.backends import dtype_in, needs_triton
+from suite.workload import Case, itemsize, register
+
+LOG2E = 1.4426950408889634
+MAX_FUSED = 16384  # longest row (power of two) kept whole in registers
+
+
+@triton.jit
+def _softmax_rows(x_ptr, y_ptr, M, N, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK_N)
+    cmask = cols < N
+    # Rows past the end load the last row again (no NaN from all -inf rows,
+    # no row mask on the load) and are masked only at the store.
+    src = tl.minimum(rows, M - 1).to(tl.int64) * N
+    x = tl.load(x_ptr + src[:, None] + cols[None, :], mask=cmask[None, :], other=float("-inf"),
+                eviction_policy="evict_first").to(tl.float32)
+    z = (x - tl.max(x, axis=1)[:, None]) * LOG2E
+    e = tl.exp2(z)
+    y = e * (1.0 / tl.sum(e, axis=1))[:, None]
+    dst = rows.to(tl.int64) * N
+    smask = (rows < M)[:, None] & cmask[None, :]
+    tl.store(y_ptr + dst[:, None] + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=smask)
+
+
+@triton.jit
+def _softmax_online(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    xr = x_ptr + row * N
+    yr = y_ptr + row * N
+    cols = tl.arange(0, BLOCK)
+    mask0 = cols < N
+    # Chunk 0 is kept, in its storage type, until the output walk.
+    x0 = tl.load(xr + cols, mask=mask0, other=float("-inf"))
+    # Per-lane running max m and sum s (in units of 2^(z - m)).  With
+    # d = z - m, one of the two rescale factors is 1, so one exp2 an element:
+    # d > 0: s = s*2^-d + 1, m = z;  else: s = s + 2^d.  No reduction in the
+    # loop, so nothing stalls the stream of loads.  When the loop runs
+    # (N > BLOCK) every lane of chunk 0 is valid, so m is finite there.
+    m = x0.to(tl.float32) * LOG2E
+    s = tl.where(mask0, 1.0, 0.0)
+    for start in range(BLOCK, N, BLOCK):
+        mask = start + cols < N
+        z = tl.load(xr + start + cols, mask=mask, other=float("-inf"),
+                    eviction_policy="evict_last").to(tl.float32) * LOG2E
+        d = z - m
+        e = tl.exp2(-tl.abs(d))
+        s = tl.where(d > 0, s * e + 1.0, s + e)
+        m = tl.maximum(m, z)
+    m_row = tl.max(m, axis=0)
+    inv = 1.0 / tl.sum(s * tl.exp2(m - m_row), axis=0)
+    out_ty = y_ptr.dtype.element_ty
+    tl.store(yr + cols, (tl.exp2(x0.to(tl.float32) * LOG2E - m_row) * inv).to(out_ty), mask=mask0,
+             cache_modifier=".cs")
+    n_chunks = tl.cdiv(N, BLOCK)
+    for i in range(1, n_chunks):
+        start = (n_chunks - i) * BLOCK  # backwards: the latest loads are the likeliest L2 hits
+        mask = start + cols < N
+        z = tl.load(xr + start + cols, mask=mask, other=0.0,
+                    eviction_policy="evict_first").to(tl.float32) * LOG2E
+        # Streaming stores, so that y does not push the rows still to be
+        # re-read out of L2.
+        tl.store(yr + start + cols, (tl.exp2(z - m_row) * inv).to(out_ty), mask=mask, cache_modifier=".cs")
+
+
+def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None) -> dict:
+    """Kernel and launch parameters for an m x n softmax; pure, so config() can replay it."""
+    block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
+    if block_n <= max_fused:
+        target = 16384 // dtype_bytes  # 16 KB of input a program when rows are short
+        rows = max(1, min(target // block_n, triton.next_power_of_2(m)))
+        # Keep at least ~2 programs an SM when that costs nothing in row packing.
+        while rows > 1 and triton.cdiv(m, rows) < 264:
+            rows //= 2
+        warps = max(1, min(16, rows * block_n // 512))  # ~16 values a thread
+        return dict(kernel="rows", ROWS=rows, BLOCK_N=block_n, num_warps=warps)
+    chunk = block or min(8192, max_fused)
+    return dict(kernel="online", BLOCK=chunk, num_warps=max(1, min(16, chunk // 512)))
+
+
+def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None):
+    """Softmax over the last dim; ``max_fused``/``block`` force the paths in tests."""
+    import torch
+
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    n = x.shape[-1]
+    m = x.numel() // n if n else 0
+    if x.numel() == 0:
+        return y
+    p = plan(m, n, x.element_size(), max_fused, block)
+    if p["kernel"] == "rows":
+        _softmax_rows[(triton.cdiv(m, p["ROWS"]),)](x, y, m, n, ROWS=p["ROWS"], BLOCK_N=p["BLOCK_N"],
+                                                   num_warps=p["num_warps"])
+    else:
+        _softmax_online[(m,)](x, y, n, BLOCK=p["BLOCK"], num_warps=p["num_warps"])
+    return y
+
+
+def _config(case: Case) -> str:
+    p = plan(case["M"], case["N"], itemsize(case.dtype))
+    return " ".join(f"{k}={v}" for k, v in p.items())
+
+
+register("softmax", "triton", available=needs_triton,
+         supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
+         description="rows in registers (several short rows a program); online softmax for long rows")(
+    softmax_triton)
