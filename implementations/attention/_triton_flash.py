@@ -1,0 +1,172 @@
+"""FlashAttention-2-style forward in Triton.
+
+One program per (BLOCK_M query rows, batch*head).  Q's tile stays in
+registers; K and V stream through in BLOCK_N-row tiles; the softmax is kept
+online (running max m and sum l in float32), so the S x S scores never reach
+memory: HBM traffic is Q, K, V read once per query block and O written once.
+The 1/sqrt(D) scale and log2(e) are folded into one multiplier so every
+exponential is a single exp2.  Causal programs skip the blocks above the
+diagonal entirely and apply the mask only on the diagonal blocks; a ragged S
+only masks the last key block.
+
+Napkin math (H200, bf16, D=128, BLOCK_M=128): per key block of 64 rows, 4.2
+MFLOP of tensor-core work against 32 KiB of K and V from L2/HBM, about 128
+FLOP/byte, well past the ridge, so the kernel should sit near the MMA rate and
+the softmax (exp2, max, sum on the CUDA cores) is what it must hide.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from suite.backends import interpreting
+
+
+@triton.jit
+def _stream_kv(acc, l_i, m_i, q, k_base, v_base, offs_m, S, lo, hi, qk_scale,
+               BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+               MASKED: tl.constexpr, CAUSAL: tl.constexpr, UPCAST: tl.constexpr):
+    """Fold key/value blocks [lo, hi) into the running (acc, l, m) of one query block."""
+    offs_d = tl.arange(0, HEAD_DIM)
+    for start_n in range(lo, hi, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        kv_offs = offs_n[:, None] * HEAD_DIM + offs_d[None, :]
+        if MASKED:
+            k = tl.load(k_base + kv_offs, mask=offs_n[:, None] < S, other=0.0)
+        else:
+            k = tl.load(k_base + kv_offs)
+        if UPCAST:  # the interpreter's bfloat16 dot is wrong; float32 products are exact
+            qk = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)))
+        else:
+            qk = tl.dot(q, tl.trans(k))
+        if MASKED:
+            keep = offs_n[None, :] < S
+            if CAUSAL:
+                keep = keep & (offs_m[:, None] >= offs_n[None, :])
+            # a large finite negative, not -inf: a row whose block is all
+            # masked then gives exp2(0) * 0-weight after rescaling, never NaN
+            qk = tl.where(keep, qk * qk_scale, -1.0e6)
+            m_new = tl.maximum(m_i, tl.max(qk, 1))
+            qk = qk - m_new[:, None]
+        else:
+            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_new[:, None]
+        p = tl.math.exp2(qk)
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        if MASKED:
+            v = tl.load(v_base + kv_offs, mask=offs_n[:, None] < S, other=0.0)
+        else:
+            v = tl.load(v_base + kv_offs)
+        p = p.to(v.dtype)
+        if UPCAST:
+            acc = tl.dot(p.to(tl.float32), v.to(tl.float32), acc)
+        else:
+            acc = tl.dot(p, v, acc)
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _attn_fwd(Q, K, V, O, S, qk_scale,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+              CAUSAL: tl.constexpr, UPCAST: tl.constexpr):
+    if CAUSAL:
+        # the last query blocks see the most keys: start them first so the
+        # short ones fill the tail of the grid
+        start_m = tl.num_programs(0) - 1 - tl.program_id(0)
+    else:
+        start_m = tl.program_id(0)
+    # (B, H, S, D) contiguous: each head is S * HEAD_DIM elements; int64 for big B*H*S
+    head = tl.program_id(1).to(tl.int64) * S * HEAD_DIM
+    q_base, k_base, v_base, o_base = Q + head, K + head, V + head, O + head
+
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q_offs = offs_m[:, None] * HEAD_DIM + offs_d[None, :]
+    row_ok = offs_m[:, None] < S
+    q = tl.load(q_base + q_offs, mask=row_ok, other=0.0)
+
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    if CAUSAL:
+        # keys below this block's first row are visible to all its rows (and
+        # all < S): no masks; BLOCK_M is a multiple of BLOCK_N so `diag` is aligned
+        diag = start_m * BLOCK_M
+        acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, k_base, v_base, offs_m, S, 0, diag, qk_scale,
+                                   BLOCK_N, HEAD_DIM, False, False, UPCAST)
+        acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, k_base, v_base, offs_m, S, diag,
+                                   tl.minimum(diag + BLOCK_M, S), qk_scale,
+                                   BLOCK_N, HEAD_DIM, True, True, UPCAST)
+    else:
+        full = (S // BLOCK_N) * BLOCK_N
+        acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, k_base, v_base, offs_m, S, 0, full, qk_scale,
+                                   BLOCK_N, HEAD_DIM, False, False, UPCAST)
+        acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, k_base, v_base, offs_m, S, full, S, qk_scale,
+                                   BLOCK_N, HEAD_DIM, True, False, UPCAST)
+    out = acc / l_i[:, None]
+    tl.store(o_base + q_offs, out.to(O.dtype.element_ty), mask=row_ok)
+
+
+def _cfg(bm, bn, warps, stages):
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=warps, num_stages=stages)
+
+
+# Per head dim, since K/V tiles of D=128 need twice the shared memory per stage.
+CONFIGS = {
+    64: [_cfg(128, 64, 4, 3), _cfg(128, 128, 8, 3), _cfg(128, 64, 8, 4),
+         _cfg(128, 128, 4, 3), _cfg(64, 64, 4, 3)],
+    128: [_cfg(128, 64, 4, 3), _cfg(128, 64, 8, 3), _cfg(128, 128, 8, 2),
+          _cfg(128, 64, 8, 4), _cfg(64, 64, 4, 3)],
+}
+
+
+def _prune(configs, named_args, **kwargs):
+    return CONFIGS[kwargs["HEAD_DIM"]]
+
+
+_autotuned = triton.autotune(configs=CONFIGS[64] + CONFIGS[128], key=["S", "HEAD_DIM", "CAUSAL"],
+                             prune_configs_by={"early_config_prune": _prune})(_attn_fwd)
+
+INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 16}
+HEAD_DIMS = (64, 128)
+
+
+def describe(kwargs, num_warps=None, num_stages=None) -> str:
+    text = f"BLOCK_M={kwargs['BLOCK_M']} BLOCK_N={kwargs['BLOCK_N']}"
+    if num_warps is not None:
+        text += f" warps={num_warps} stages={num_stages}"
+    return text
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> tuple[torch.Tensor, str]:
+    """softmax(q k^T / sqrt(D)) v for (B, H, S, D) tensors; returns O and the config used."""
+    if q.shape != k.shape or q.shape != v.shape or q.ndim != 4:
+        raise ValueError(f"q, k, v must share one (B, H, S, D) shape: {q.shape} {k.shape} {v.shape}")
+    B, H, S, D = q.shape
+    if D not in HEAD_DIMS:
+        raise ValueError(f"head dim {D} not supported (only {HEAD_DIMS})")
+    if q.dtype not in (torch.float16, torch.bfloat16) or k.dtype != q.dtype or v.dtype != q.dtype:
+        raise ValueError(f"float16 or bfloat16 only, not {q.dtype}/{k.dtype}/{v.dtype}")
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    o = torch.empty_like(q)
+    qk_scale = math.log2(math.e) / math.sqrt(D)
+    args = (q, k, v, o, S, qk_scale)
+    if interpreting():
+        cfg = INTERPRETER_CONFIG
+        grid = (triton.cdiv(S, cfg["BLOCK_M"]), B * H)
+        _attn_fwd[grid](*args, HEAD_DIM=D, CAUSAL=bool(causal), UPCAST=q.dtype == torch.bfloat16, **cfg)
+        return o, describe(cfg) + " (interpreter)"
+
+    def grid(meta):
+        return (triton.cdiv(S, meta["BLOCK_M"]), B * H)
+
+    _autotuned[grid](*args, HEAD_DIM=D, CAUSAL=bool(causal), UPCAST=False)
+    best = _autotuned.best_config
+    return o, describe(best.kwargs, best.num_warps, best.num_stages)
