@@ -1,0 +1,219 @@
+"""The one build helper for the hand-written CUDA kernels.
+
+Every ``implementations/<workload>/cuda/*.cu`` is built here, with the flags
+defined once below, by ``torch.utils.cpp_extension.load`` into a per-user cache
+(``~/.cache/kernel-suite/cuda/<name>-<hash>``).  The hash covers the sources,
+the headers beside them, the flags, the device's architecture and the torch and
+CUDA versions, so a second run finds the build and compiles nothing, while any
+change gets a fresh directory.  The shared library is loaded with
+``torch.ops.load_library``: each ``.cu`` registers its ops into the
+``kernel_suite`` namespace (``TORCH_LIBRARY_FRAGMENT``), and they are called as
+``torch.ops.kernel_suite.<op>``.  See implementations/CUDA.md.
+
+Nothing builds at import time, and :func:`cuda_available` never builds: on a
+machine without a GPU the backend is simply unavailable.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+NAMESPACE = "kernel_suite"
+# Shared device helpers ("ksuite/common.cuh"), on every extension's include path.
+INCLUDE_DIR = Path(__file__).resolve().parent / "cuda_include"
+
+# Not --use_fast_math: these kernels are memory bound with tens of spare FLOPs
+# per byte, so approximate erf/exp/division buy no time, while fast math's
+# flush-to-zero and approximate division change tiny softmax probabilities and
+# GELU tails.  -lineinfo keeps Nsight Compute's source view at no run-time cost.
+COMMON_CUDA_FLAGS = ["-O3", "-lineinfo", "-std=c++17", "--expt-relaxed-constexpr"]
+COMMON_CXX_FLAGS = ["-O3", "-std=c++17"]
+# KSUITE_CUDA_DEBUG=1: device debug info, no optimisation (cuda-gdb, compute-sanitizer).
+DEBUG_CUDA_FLAGS = ["-G", "-O0", "-std=c++17", "--expt-relaxed-constexpr"]
+DEBUG_CXX_FLAGS = ["-g", "-O0", "-std=c++17"]
+
+_lock = threading.Lock()
+_loaded: dict[str, Any] = {}
+_build_seconds: dict[str, float] = {}
+
+
+def debug_enabled() -> bool:
+    return os.environ.get("KSUITE_CUDA_DEBUG", "0") not in ("", "0")
+
+
+def cache_root() -> Path:
+    if os.environ.get("KSUITE_CUDA_CACHE"):
+        return Path(os.environ["KSUITE_CUDA_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kernel-suite" / "cuda"
+
+
+def nvcc_path() -> str | None:
+    """nvcc from CUDA_HOME (as torch finds it), else from PATH."""
+    try:
+        from torch.utils.cpp_extension import CUDA_HOME
+    except Exception:
+        CUDA_HOME = None
+    if CUDA_HOME and os.path.exists(os.path.join(CUDA_HOME, "bin", "nvcc")):
+        return os.path.join(CUDA_HOME, "bin", "nvcc")
+    return shutil.which("nvcc")
+
+
+def cuda_available(device: str) -> str | None:
+    """None when the CUDA backend can build and run here, else why not.  Never builds."""
+    if device != "cuda":
+        return "needs a CUDA GPU"
+    try:
+        import torch
+    except Exception as exc:
+        return f"torch import failed: {exc}"
+    if torch.version.cuda is None:
+        return "this torch build has no CUDA support"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU visible to torch"
+    if nvcc_path() is None:
+        return "nvcc not found (set CUDA_HOME or put nvcc on PATH)"
+    from torch.utils.cpp_extension import is_ninja_available
+
+    if not is_ninja_available():
+        return "ninja not found (torch.utils.cpp_extension needs it to build)"
+    return None
+
+
+def arch_flags(hopper: bool = False) -> list[str]:
+    """-gencode for the current device; sm_90a (wgmma, TMA, setmaxnreg) when asked on sm_90."""
+    import torch
+
+    major, minor = torch.cuda.get_device_capability()
+    if hopper:
+        if (major, minor) != (9, 0):
+            raise RuntimeError(f"Hopper-only kernel needs sm_90; this device is sm_{major}{minor}")
+        return ["-gencode=arch=compute_90a,code=sm_90a"]
+    return [f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}"]
+
+
+def build_flags(hopper: bool = False) -> tuple[list[str], list[str]]:
+    """(nvcc flags, host compiler flags) for a build on this device."""
+    cuda = list(DEBUG_CUDA_FLAGS if debug_enabled() else COMMON_CUDA_FLAGS)
+    cxx = list(DEBUG_CXX_FLAGS if debug_enabled() else COMMON_CXX_FLAGS)
+    return cuda + arch_flags(hopper), cxx
+
+
+def _fingerprint(sources: list[Path], flags: list[str]) -> str:
+    import torch
+
+    h = hashlib.sha256()
+    # Headers next to the sources count too: a change to a shared .cuh rebuilds.
+    dirs = sorted({p.parent for p in sources})
+    headers = sorted(q for d in dirs for q in d.iterdir() if q.suffix in (".h", ".cuh", ".hpp"))
+    headers += sorted(q for q in INCLUDE_DIR.rglob("*") if q.is_file())
+    for p in list(sources) + headers:
+        h.update(str(p.name).encode())
+        h.update(p.read_bytes())
+    h.update(" ".join(flags).encode())
+    h.update(f"{torch.__version__}|{torch.version.cuda}|{sys.version_info[:2]}".encode())
+    return h.hexdigest()[:16]
+
+
+def load(name: str, sources: list[Path], hopper: bool = False,
+         fakes: Callable[[], None] | None = None) -> Any:
+    """Build (once, cached on disk) and load an extension; return ``torch.ops.kernel_suite``.
+
+    Safe to call on every use: after the first call in a process it is a dict
+    lookup.  ``fakes`` runs once, right after loading, to register the ops'
+    fake (meta) implementations, which need the schemas the library defines.
+    The wall time of the first call (a real build, or only a load from the
+    disk cache) is kept for :func:`last_build_seconds`.
+    """
+    if name in _loaded:
+        return _loaded[name]
+    with _lock:
+        if name in _loaded:
+            return _loaded[name]
+        import torch
+        from torch.utils.cpp_extension import load as _load
+
+        sources = [Path(s).resolve() for s in sources]
+        cuda_flags, cxx_flags = build_flags(hopper)
+        tag = _fingerprint(sources, cuda_flags + cxx_flags)
+        build_dir = cache_root() / f"{name}-{tag}"
+        build_dir.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        _load(name=f"ksuite_{name}_{tag}", sources=[str(s) for s in sources],
+              extra_cflags=cxx_flags, extra_cuda_cflags=cuda_flags,
+              extra_include_paths=[str(INCLUDE_DIR)],
+              build_directory=str(build_dir), is_python_module=False,
+              verbose=os.environ.get("KSUITE_CUDA_VERBOSE", "0") not in ("", "0"))
+        _build_seconds[name] = time.perf_counter() - start
+        if fakes is not None:
+            fakes()
+        _loaded[name] = getattr(torch.ops, NAMESPACE)
+        return _loaded[name]
+
+
+def last_build_seconds(name: str) -> float | None:
+    """Seconds the first :func:`load` of ``name`` took in this process (None: not loaded)."""
+    return _build_seconds.get(name)
+
+
+def is_loaded(name: str) -> bool:
+    return name in _loaded
+
+
+# ---------------------------------------------------------------- CI compile check
+
+def _check_flags(arch: str) -> list[str]:
+    import torch
+    from torch.utils.cpp_extension import COMMON_NVCC_FLAGS, include_paths
+
+    number = arch.removeprefix("sm_")
+    includes = [str(INCLUDE_DIR)] + include_paths() + [sysconfig.get_paths()["include"]]
+    abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
+    # The same defines torch's extension build passes, so that what compiles
+    # here compiles there (no implicit half <-> float conversions, for one).
+    return (COMMON_CUDA_FLAGS + COMMON_NVCC_FLAGS
+            + [f"-gencode=arch=compute_{number},code=sm_{number}",
+               "-DTORCH_EXTENSION_NAME=ksuite_check",
+               f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-Xcompiler", "-fPIC"]
+            + [f"-I{p}" for p in includes])
+
+
+# Generated by torch's CMake build and missing from CPU-only wheels; its whole
+# content in a CUDA build is this one define.
+_CMAKE_MACROS = ("c10/cuda/impl/cuda_cmake_macros.h",
+                 "#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
+
+
+def _stub_missing_headers(tmp: str) -> list[str]:
+    from torch.utils.cpp_extension import include_paths
+
+    rel, text = _CMAKE_MACROS
+    if any(os.path.exists(os.path.join(p, rel)) for p in include_paths()):
+        return []
+    os.makedirs(os.path.dirname(os.path.join(tmp, "stub", rel)), exist_ok=True)
+    Path(tmp, "stub", rel).write_text(text)
+    return [f"-I{os.path.join(tmp, 'stub')}"]
+
+
+def nvcc_compile_check(source: Path, arch: str = "sm_90a") -> None:
+    """Compile one .cu to an object file for ``arch`` (no GPU needed); raise with nvcc's output."""
+    nvcc = nvcc_path()
+    if nvcc is None:
+        raise FileNotFoundError("nvcc not found")
+    source = Path(source)
+    with tempfile.TemporaryDirectory(prefix="ksuite-nvcc-") as tmp:
+        cmd = ([nvcc, "-c", str(source), "-o", os.path.join(tmp, source.stem + ".o")]
+               + _check_flags(arch) + _stub_missing_headers(tmp))
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"nvcc failed on {source} (exit {proc.returncode}):\n"
+                           f"{proc.stdout}{proc.stderr}")

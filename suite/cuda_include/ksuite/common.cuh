@@ -1,0 +1,97 @@
+// Small device helpers shared by the kernel-suite CUDA extensions.
+// Included as "ksuite/common.cuh"; suite/cuda_build.py puts this folder on the
+// include path (and in the build hash) of every extension and of the CI check.
+#pragma once
+
+#include <cstdint>
+
+// c10's stream and device helpers, not ATen/cuda/CUDAContext.h: that one pulls
+// in cuBLAS and cuSPARSE headers, which the CI's nvcc-only toolkit lacks.
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+namespace ksuite {
+
+// VEC elements of T as one aligned unit, so a load or store of a Pack is one
+// 16-byte (ld.global.v4) instruction when sizeof(T) * VEC == 16.
+template <typename T, int VEC>
+struct alignas(sizeof(T) * VEC) Pack {
+  T v[VEC];
+};
+
+// Elements of T in one 16-byte transaction.
+template <typename T>
+constexpr int vec16() { return 16 / static_cast<int>(sizeof(T)); }
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(c10::Half x) { return static_cast<float>(x); }
+__device__ __forceinline__ float to_float(c10::BFloat16 x) { return static_cast<float>(x); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float x) { return static_cast<T>(x); }
+
+// Exact GELU: erff, not the tanh approximation (the reference is the erf form).
+__device__ __forceinline__ float gelu_erf(float v) {
+  return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+
+// Block-wide all-reduce: shuffles within each warp, then one float per warp in
+// shared memory (`smem` holds >= 32 floats), which every warp reduces again so
+// that all threads get the result without a broadcast round.  The leading
+// barrier lets consecutive calls reuse `smem`.  blockDim.x % 32 == 0.
+__device__ __forceinline__ float block_sum(float v, float* smem) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane == 0) smem[warp] = v;
+  __syncthreads();
+  return warp_sum(lane < warps ? smem[lane] : 0.0f);
+}
+
+__device__ __forceinline__ float block_max(float v, float* smem) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) smem[warp] = v;
+  __syncthreads();
+  return warp_max(lane < warps ? smem[lane] : -INFINITY);
+}
+
+inline bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+
+// Device attributes of the current device, cached per device (launchers call
+// these on every op call).
+inline int device_attribute(cudaDeviceAttr attr, int slot) {
+  constexpr int kMaxDevices = 64, kSlots = 3;
+  static int cache[kMaxDevices][kSlots] = {};
+  const int dev = c10::cuda::current_device();
+  if (dev < kMaxDevices && cache[dev][slot] > 0) return cache[dev][slot];
+  int value = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&value, attr, dev));
+  if (dev < kMaxDevices) cache[dev][slot] = value;
+  return value;
+}
+
+inline int sm_count() { return device_attribute(cudaDevAttrMultiProcessorCount, 0); }
+inline int max_threads_per_sm() { return device_attribute(cudaDevAttrMaxThreadsPerMultiProcessor, 1); }
+// Shared memory a block may opt in to (227 KB on Hopper), beyond the default 48 KB.
+inline int max_smem_optin() { return device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, 2); }
+
+inline cudaStream_t current_stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
+
+}  // namespace ksuite
