@@ -20,13 +20,18 @@ import triton.language as tl
 from suite.backends import dtype_in, needs_triton
 from suite.workload import Case, itemsize, register
 
-SQRT1_2 = 0.7071067811865476
-LOG2E = 1.4426950408889634
+# Globals read inside kernels must be tl.constexpr.
+SQRT1_2 = tl.constexpr(0.7071067811865476)
+LOG2E = tl.constexpr(1.4426950408889634)
 # Abramowitz & Stegun 7.1.26: erfc(a) ~ t*(a1 + ... + a5*t^4) * exp(-a^2),
 # t = 1/(1 + p*a), |error| < 1.5e-7; the coefficients here are halved, so the
 # polynomial gives 0.5*erfc directly.
-AS_P = 0.3275911
-AS_C1, AS_C2, AS_C3, AS_C4, AS_C5 = 0.127414796, -0.142248368, 0.7107068705, -0.7265760135, 0.5307027145
+AS_P = tl.constexpr(0.3275911)
+AS_C1 = tl.constexpr(0.127414796)
+AS_C2 = tl.constexpr(-0.142248368)
+AS_C3 = tl.constexpr(0.7107068705)
+AS_C4 = tl.constexpr(-0.7265760135)
+AS_C5 = tl.constexpr(0.5307027145)
 
 
 @triton.jit
