@@ -1,0 +1,97 @@
+"""pytest-benchmark over every registered implementation, one small shape per workload.
+
+Kept out of ``testpaths``: run it as ``pytest benchmarks/ --benchmark-only``
+(add ``--benchmark-autosave`` / ``--benchmark-compare`` as usual).  On a CUDA
+GPU each workload uses the first ``quick`` shape and every dtype; on the CPU
+the first ``cpu`` shape in float32 only.  ``KSUITE_BENCH_DTYPES`` (comma list)
+and ``KSUITE_BENCH_ROUNDS`` override those choices.
+"""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+# As in tests/conftest.py: Triton kernels must be defined after this is set.
+if not _has_cuda():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+def bench_device() -> str:
+    return "cuda" if _has_cuda() else "cpu"
+
+
+def bench_params():
+    """(id, (workload, impl name, case) or (workload, backend, reason)) for every kernel."""
+    from suite.workload import discover
+
+    reg = discover()
+    device = bench_device()
+    preset = "quick" if device == "cuda" else "cpu"
+    wanted = os.environ.get("KSUITE_BENCH_DTYPES")
+    out = []
+    for name, wl in sorted(reg.workloads.items()):
+        dtypes = wanted.split(",") if wanted else (list(wl.dtypes) if device == "cuda" else ["float32"])
+        shape = wl.presets[preset][0]
+        cases = [c for c in wl.cases(preset, dtypes) if c.dims == shape]
+        for impl in reg.for_workload(name):
+            for case in cases:
+                out.append((f"{name}-{impl.name}-{case.dtype}-{case.label}", (wl, impl, case)))
+        for (w, backend), reason in sorted(reg.broken.items()):
+            if w == name:
+                out.append((f"{name}-{backend}-broken", (wl, None, reason)))
+    return out
+
+
+def pytest_generate_tests(metafunc):
+    if "kernel" in metafunc.fixturenames:
+        params = bench_params()
+        metafunc.parametrize("kernel", [p for _, p in params], ids=[i for i, _ in params])
+
+
+@pytest.fixture(scope="session")
+def device() -> str:
+    return bench_device()
+
+
+@pytest.fixture(scope="session")
+def env(device) -> dict:
+    from suite import environment
+
+    return environment.collect(device)
+
+
+@pytest.fixture(scope="session")
+def peaks(device, env):
+    """peaks(dtype, math) -> (GB/s, TFLOP/s) from suite.ceilings, or (None, None).
+
+    The ceilings are measured once per device and cached by suite.ceilings, so
+    only the first benchmark session on a machine pays for them.
+    """
+    try:
+        from suite import ceilings
+
+        c = ceilings.get(device, env["fingerprint"], env["gpu_name"], reuse=True)
+    except Exception:  # no ceilings: sol stays None rather than failing every benchmark
+        c = None
+
+    def lookup(dtype: str, math_mode: str | None):
+        if c is None:
+            return None, None
+        return c.copy_gbps, c.roofs().get(math_mode or dtype)
+
+    return lookup
