@@ -1,0 +1,65 @@
+"""Hand-written CUDA GEMM: ``cuda`` (tensor cores) and ``cuda:naive`` (the baseline).
+
+``cuda`` is gemm_mma.cu: mma.sync m16n8k16 fed by ldmatrix from padded (bank
+conflict free) shared memory, filled by a 4-stage cp.async pipeline; float16
+and bfloat16 only, since mma.sync has no float32 inputs (tf32 would be a
+different computation).  ``cuda:naive`` is gemm_naive.cu: one thread per
+element of C, no tiling, all three dtypes; the pair shows what tiling and
+tensor cores buy.  Built by suite.cuda_build on first use; called as
+torch.ops.kernel_suite.gemm_mma / gemm_naive.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from suite import cuda_build
+from suite.backends import dtype_in
+from suite.workload import Case, register
+
+_HERE = Path(__file__).parent
+SOURCES = [_HERE / "gemm_mma.cu", _HERE / "gemm_naive.cu"]
+
+
+def _fakes() -> None:
+    import torch
+
+    def fake(a, b):
+        torch._check(a.dim() == 2 and b.dim() == 2, lambda: "a and b must be matrices")
+        torch._check(a.shape[1] == b.shape[0], lambda: "inner dimensions differ")
+        return a.new_empty((a.shape[0], b.shape[1]))
+
+    for op in ("kernel_suite::gemm_mma", "kernel_suite::gemm_naive"):
+        torch.library.register_fake(op)(fake)
+
+
+def ops():
+    return cuda_build.load("gemm", SOURCES, fakes=_fakes)
+
+
+def _tile(case: Case) -> str:
+    """The tile gemm_mma.cu picks for this case (mirrors its use_large_tile)."""
+    m, n, k = case["M"], case["N"], case["K"]
+    if k % 8 or n % 8:
+        return "128x128x32, 4 stages, guarded 2-byte loads (K or N not a multiple of 8)"
+    import torch
+
+    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    if -(-m // 128) * -(-n // 256) >= 2 * sms:
+        return "128x256x32, 8 warps of 64x64, 4 cp.async stages"
+    return "128x128x32, 8 warps of 64x32, 4 cp.async stages"
+
+
+@register("gemm", "cuda", available=cuda_build.cuda_available,
+          supports=dtype_in("float16", "bfloat16"), config=_tile,
+          description="CUDA: mma.sync tensor cores, ldmatrix from padded shared memory, "
+                      "4-stage cp.async pipeline")
+def gemm_cuda(a, b):
+    return ops().gemm_mma(a, b)
+
+
+@register("gemm", "cuda:naive", available=cuda_build.cuda_available,
+          supports=dtype_in("float32", "float16", "bfloat16"),
+          config=lambda case: "one thread per output, 32x8 blocks, fp32 FMA",
+          description="CUDA: one thread per output element, no tiling, no tensor cores")
+def gemm_cuda_naive(a, b):
+    return ops().gemm_naive(a, b)
