@@ -1,0 +1,262 @@
+"""Pure DataFrame -> DataFrame steps behind the views: selection, best-of, fusion,
+comparison, history.  No Streamlit here, so every rule is unit-tested.
+
+One rule everywhere: only ``status == "ok"`` rows are measurements.  Anything
+else (incorrect, error, unsupported, unavailable) is listed apart with its
+status and never enters a speedup, a best-of or a plot.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+import pandas as pd
+
+from suite import roofline, store
+
+ROW_KEY = store.ROW_KEY
+FILTERS = ("run", "gpu", "commit", "workload", "dtype", "impl", "timer")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The sidebar's choices; an empty tuple means no restriction."""
+
+    run: tuple[str, ...] = ()
+    gpu: tuple[str, ...] = ()
+    commit: tuple[str, ...] = ()
+    workload: tuple[str, ...] = ()
+    dtype: tuple[str, ...] = ()
+    impl: tuple[str, ...] = ()
+    timer: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, tuple[str, ...]]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def select_runs(runs: pd.DataFrame, f: Filters) -> list[str]:
+    """The runs a view shows: the chosen ones, else the newest run of each GPU.
+
+    ``runs`` is newest first (data.Loaded.runs).  GPU and commit filters narrow
+    the candidates either way.
+    """
+    cand = runs
+    if f.gpu:
+        cand = cand[cand["gpu"].isin(f.gpu)]
+    if f.commit:
+        cand = cand[cand["commit"].isin(f.commit)]
+    if f.run:
+        return cand.loc[cand["run_id"].isin(f.run), "run_id"].tolist()
+    return cand.drop_duplicates("gpu")["run_id"].tolist()
+
+
+def narrow(df: pd.DataFrame, f: Filters) -> pd.DataFrame:
+    """Row-level filters (workload, dtype, implementation, timer)."""
+    mask = np.ones(len(df), dtype=bool)
+    for col in ("workload", "dtype", "impl", "timer"):
+        chosen = getattr(f, col)
+        if chosen:
+            mask &= df[col].isin(chosen).to_numpy()
+    return df[mask]
+
+
+def ok(df: pd.DataFrame) -> pd.DataFrame:
+    return df[(df["status"] == "ok") & df["ms_median"].gt(0).fillna(False).astype(bool)]
+
+
+def not_ok(df: pd.DataFrame) -> pd.DataFrame:
+    cols = ["gpu", "run_id", "workload", "impl", "dtype", "shape", "timer", "status", "error",
+            "rel_err", "tol"]
+    bad = df[df["status"] != "ok"]
+    return bad[[c for c in cols if c in bad.columns]].reset_index(drop=True)
+
+
+def suspects(df: pd.DataFrame) -> pd.DataFrame:
+    """ok rows faster than the roofline allows: a timing or bytes-model bug to look at."""
+    good = ok(df)
+    return good[good["sol"] > roofline.SUSPECT_SOL]
+
+
+def with_series(df: pd.DataFrame) -> pd.DataFrame:
+    """Add ``series``: the implementation, plus timer and GPU when those vary."""
+    df = df.copy()
+    label = df["impl"].astype(str)
+    if df["timer"].nunique() > 1:
+        label = label + " [" + df["timer"].astype(str) + "]"
+    if df["gpu"].nunique() > 1:
+        label = label + " · " + df["gpu"].astype(str)
+    df["series"] = label
+    return df
+
+
+def largest_shape(df: pd.DataFrame, by=("workload", "dtype")) -> pd.DataFrame:
+    """Rows at the largest problem size per group, among shapes with any ok row."""
+    good = ok(df)
+    if good.empty:
+        return good
+    top = good.groupby(list(by) + ["gpu"], dropna=False)["size"].transform("max")
+    return good[good["size"] == top]
+
+
+def best_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per GPU, workload, dtype and timer, at the largest size: the fastest correct
+    implementation, its SOL, and its speedup over eager and over the best torch op."""
+    rows = largest_shape(df, by=("workload", "dtype", "timer"))
+    out = []
+    for (gpu, wl, dt, timer), g in rows.groupby(["gpu", "workload", "dtype", "timer"], sort=True):
+        best = g.loc[g["ms_median"].idxmin()]
+        eager = g.loc[g["impl"] == "eager", "ms_median"]
+        torch = g.loc[g["backend"] == "torch", "ms_median"]
+        out.append({"gpu": gpu, "workload": wl, "dtype": dt, "timer": timer, "shape": best["shape"],
+                    "best": best["impl"], "ms": best["ms_median"], "sol": best["sol"],
+                    "vs_eager": eager.min() / best["ms_median"] if len(eager) else np.nan,
+                    "vs_torch": torch.min() / best["ms_median"] if len(torch) else np.nan})
+    return pd.DataFrame(out, columns=["gpu", "workload", "dtype", "timer", "shape", "best", "ms",
+                                      "sol", "vs_eager", "vs_torch"])
+
+
+def sol_matrix(df: pd.DataFrame, dtype: str, gpu: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(SOL, status text): workload x implementation at each workload's largest size.
+
+    Cells of implementations that failed there hold NaN and their status.
+    """
+    d = df[(df["dtype"] == dtype) & (df["gpu"] == gpu)]
+    top = largest_shape(d, by=("workload",))
+    if top.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    shapes = top.drop_duplicates("workload").set_index("workload")["shape"]
+    at = d[d["shape"].eq(d["workload"].map(shapes))]
+    # several timers: keep the best of each implementation
+    at = at.assign(_sol=at["sol"].where(at["status"] == "ok"))
+    sol = at.pivot_table(index="workload", columns="impl", values="_sol", aggfunc="max")
+    status = at.sort_values("status").groupby(["workload", "impl"])["status"].first().unstack()
+    sol = sol.reindex(index=status.index, columns=status.columns)
+    return sol, status.where(status != "ok", "")
+
+
+def pass_rate(df: pd.DataFrame, by: str = "impl") -> pd.DataFrame:
+    """Per implementation (or ``by``): counts per status, and ok / attempted rows.
+
+    Unsupported and unavailable cases were never run, so they are not failures.
+    """
+    counts = df.groupby([by, "status"]).size().unstack(fill_value=0)
+    counts = counts.reindex(columns=list(store.STATUSES), fill_value=0)
+    counts.columns.name = None
+    attempted = counts[["ok", "incorrect", "error"]].sum(axis=1)
+    counts["pass_rate"] = (counts["ok"] / attempted.where(attempted > 0)).astype(float)
+    return counts.reset_index()
+
+
+def environment(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: where and with what it ran."""
+    cols = ["run_id", "gpu_name", "gpu_sms", "driver", "cuda", "torch", "triton", "commit", "dirty",
+            "timestamp", "sm_clock_start_mhz", "sm_clock_end_mhz", "mem_clock_start_mhz",
+            "mem_clock_end_mhz", "hostname", "python", "preset"]
+    have = [c for c in cols if c in df.columns]
+    return df.drop_duplicates("run_id")[have].reset_index(drop=True)
+
+
+def ceilings(df: pd.DataFrame) -> pd.DataFrame:
+    """Measured roofs against the datasheet, per run and dtype."""
+    g = df.groupby(["run_id", "gpu", "dtype"], dropna=False).agg(
+        peak_gbps=("peak_gbps", "median"), datasheet_gbps=("peak_gbps_datasheet", "median"),
+        peak_tflops=("peak_tflops", "median"), datasheet_tflops=("peak_tflops_datasheet", "median"))
+    g["gbps_of_datasheet"] = g["peak_gbps"] / g["datasheet_gbps"]
+    g["tflops_of_datasheet"] = g["peak_tflops"] / g["datasheet_tflops"]
+    return g.reset_index()
+
+
+def roofs(df: pd.DataFrame) -> tuple[float, dict[str, float]]:
+    """(bandwidth GB/s, {dtype: TFLOP/s}) of these rows: the medians of what was measured."""
+    bw = float(df["peak_gbps"].median()) if len(df) else float("nan")
+    tf = df.groupby("dtype")["peak_tflops"].median().dropna()
+    return bw, {k: float(v) for k, v in tf.items()}
+
+
+def fusion_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Each non-eager implementation against eager on the same case and timer.
+
+    predicted = eager_bytes / min_bytes (what removing the intermediate traffic
+    can buy if both run at the bandwidth roof); measured = eager ms / impl ms;
+    reached = measured / predicted.
+    """
+    good = ok(df)
+    keys = ["gpu", "run_id", "workload", "dtype", "shape", "timer"]
+    eager = good[good["impl"] == "eager"][keys + ["ms_median"]].rename(columns={"ms_median": "eager_ms"})
+    fused = good[good["impl"] != "eager"]
+    m = fused.merge(eager.drop_duplicates(keys), on=keys, how="inner")
+    m = m.assign(predicted=m["eager_bytes"] / m["min_bytes"], measured=m["eager_ms"] / m["ms_median"])
+    m["reached"] = m["measured"] / m["predicted"]
+    cols = keys + ["impl", "size", "bound", "eager_ms", "ms_median", "predicted", "measured", "reached"]
+    return m[[c for c in cols if c in m.columns]].reset_index(drop=True)
+
+
+def no_eager(df: pd.DataFrame) -> list[str]:
+    """Workloads in these rows that have no eager implementation (gemm)."""
+    has = set(df.loc[df["impl"] == "eager", "workload"])
+    return sorted(set(df["workload"]) - has)
+
+
+def latest_per_key(df: pd.DataFrame, key: list[str]) -> pd.DataFrame:
+    """The newest row of each key (timestamps are ISO 8601, so they sort as text)."""
+    return df.sort_values("timestamp", kind="stable").drop_duplicates(key, keep="last")
+
+
+@dataclass
+class Comparison:
+    table: pd.DataFrame      # matched ok cases with base, cand, speedup, verdict
+    failed: pd.DataFrame     # matched cases not ok on one side or both
+    only_base: int
+    only_cand: int
+
+
+def compare(base: pd.DataFrame, cand: pd.DataFrame, key: list[str], metric: str = "time",
+            threshold: float = 0.05) -> Comparison:
+    """Per-case ratio of candidate to base, on rows matched by ``key``.
+
+    speedup > 1 means the candidate is better: base ms / candidate ms, or, for
+    metric == "sol" (different GPUs), candidate SOL / base SOL.  A case is a
+    regression when its speedup < 1 / (1 + threshold) and an improvement when
+    it is > 1 + threshold.
+    """
+    keep = key + ["size", "ms_median", "sol", "status"]
+    b = latest_per_key(base, key)[[c for c in keep + ["timestamp"] if c in base.columns]]
+    c = latest_per_key(cand, key)[[c for c in keep + ["timestamp"] if c in cand.columns]]
+    m = b.merge(c, on=key, how="inner", suffixes=("_base", "_cand"))
+    both = (m["status_base"] == "ok") & (m["status_cand"] == "ok")
+    t = m[both].copy()
+    if metric == "sol":
+        t["speedup"] = t["sol_cand"] / t["sol_base"]
+    else:
+        t["speedup"] = t["ms_median_base"] / t["ms_median_cand"]
+    t["verdict"] = np.select([t["speedup"] < 1 / (1 + threshold), t["speedup"] > 1 + threshold],
+                             ["regression", "improvement"], "same")
+    t = t.rename(columns={"size_base": "size"}).drop(columns=["size_cand", "timestamp_base",
+                                                              "timestamp_cand"], errors="ignore")
+    failed = m[~both][key + ["status_base", "status_cand"]]
+    return Comparison(table=t.sort_values("speedup").reset_index(drop=True),
+                      failed=failed.reset_index(drop=True),
+                      only_base=len(b) - len(m), only_cand=len(c) - len(m))
+
+
+def geomean(x: pd.Series) -> float:
+    x = x[(x > 0) & np.isfinite(x)]
+    return float(np.exp(np.log(x).mean())) if len(x) else float("nan")
+
+
+def history(df: pd.DataFrame, case: dict, metric: str) -> pd.DataFrame:
+    """One case over commits, per GPU: commit, first time seen, order, metric, status."""
+    d = df
+    for k, v in case.items():
+        d = d[d[k] == v]
+    if d.empty:
+        return pd.DataFrame(columns=["gpu", "commit", "time", "order", metric, "status", "run_id"])
+    d = d.assign(time=pd.to_datetime(d["timestamp"], utc=True, errors="coerce", format="mixed"))
+    d = d.sort_values("time", kind="stable")
+    order = {c: i for i, c in enumerate(d.drop_duplicates("commit")["commit"])}
+    d = d.drop_duplicates(["gpu", "commit"], keep="last")
+    value = d[metric].where(d["status"] == "ok")
+    out = pd.DataFrame({"gpu": d["gpu"], "commit": d["commit"], "time": d["time"],
+                        "order": d["commit"].map(order), metric: value, "status": d["status"],
+                        "run_id": d["run_id"]})
+    return out.sort_values(["gpu", "order"]).reset_index(drop=True)

@@ -1,0 +1,35 @@
+"""The dashboard's entry: ``streamlit run dashboard/app.py`` (see dashboard/launch.py).
+
+Loads the runs named by the launcher (data.py), draws the sidebar filters,
+then runs the chosen page from views/.  Every page reads the same context.
+"""
+import sys
+from pathlib import Path
+
+# streamlit puts this file's folder on sys.path, not the repository root
+ROOT = str(Path(__file__).resolve().parents[1])
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+import streamlit as st  # noqa: E402
+
+from dashboard import data, ui  # noqa: E402
+
+st.set_page_config(page_title="kernel-suite", layout="wide")
+
+VIEWS = Path(__file__).resolve().parent / "views"
+PAGES = [
+    st.Page(VIEWS / "overview.py", title="Overview", url_path="overview", default=True),
+    st.Page(VIEWS / "bandwidth.py", title="Bandwidth", url_path="bandwidth"),
+    st.Page(VIEWS / "roofline.py", title="Roofline", url_path="roofline"),
+    st.Page(VIEWS / "fusion.py", title="Fusion", url_path="fusion"),
+    st.Page(VIEWS / "compare.py", title="Compare", url_path="compare"),
+    st.Page(VIEWS / "history.py", title="History", url_path="history"),
+    st.Page(VIEWS / "data_table.py", title="Data", url_path="data"),
+]
+page = st.navigation(PAGES)
+
+loaded = data.load()
+filters = ui.sidebar(loaded)
+ui.build_context(loaded, filters)
+page.run()

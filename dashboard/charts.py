@@ -1,0 +1,217 @@
+"""Pure functions from DataFrames to Plotly figures; no Streamlit, no I/O.
+
+Callers pass only rows with status "ok" where a figure plots speed (see
+analysis.ok); the functions do not filter, so what is drawn is exactly what
+was given.  Units follow suite.roofline: ms, GB/s, TFLOP/s, FLOP/byte.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from suite import roofline
+
+# One colour per backend, the same in every figure; variants share their backend's.
+BACKEND_COLORS = {"eager": "#7f7f7f", "torch": "#1f77b4", "compile": "#9467bd",
+                  "triton": "#2ca02c", "cuda": "#d62728"}
+EXTRA_COLORS = ["#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#bcbd22", "#393b79", "#637939"]
+DTYPE_SYMBOLS = {"float32": "circle", "bfloat16": "diamond", "float16": "square"}
+STATUS_COLORS = {"ok": "#2ca02c", "incorrect": "#d62728", "error": "#ff7f0e",
+                 "unsupported": "#c7c7c7", "unavailable": "#8c8c8c"}
+VERDICT_COLORS = {"regression": "#d62728", "improvement": "#2ca02c", "same": "#7f7f7f"}
+METRICS = {"gbps": ("GB/s", "min_bytes"), "tflops": ("TFLOP/s", "flops")}
+
+
+def color(name: str, seen=()) -> str:
+    """A stable colour per implementation: its backend's, else one by order of appearance.
+
+    ``name`` may carry a suffix after a space (" [graph]", " · h100"): it shares the colour.
+    """
+    impl = str(name).split(" ")[0]
+    if impl in BACKEND_COLORS:
+        return BACKEND_COLORS[impl]
+    others = [n for n in dict.fromkeys(str(s).split(" ")[0] for s in seen) if n not in BACKEND_COLORS]
+    return EXTRA_COLORS[(others.index(impl) if impl in others else 0) % len(EXTRA_COLORS)]
+
+
+DASHES = ["solid", "dash", "dot", "dashdot"]
+
+
+def _dash(name: str, names: list[str]) -> str:
+    """Series of one implementation (several timers or GPUs) differ by dash."""
+    impl = str(name).split(" ")[0]
+    same = [n for n in names if str(n).split(" ")[0] == impl]
+    return DASHES[same.index(name) % len(DASHES)]
+
+
+def _rgba(hex_color: str, alpha: float) -> str:
+    h = hex_color.lstrip("#")
+    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def _layout(fig: go.Figure, title: str, x: str, y: str, logx=False, logy=False) -> go.Figure:
+    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, legend_title_text="",
+                      margin=dict(l=60, r=20, t=50, b=50), hovermode="closest")
+    if logx:
+        fig.update_xaxes(type="log")
+    if logy:
+        fig.update_yaxes(type="log")
+    return fig
+
+
+def bandwidth(df: pd.DataFrame, metric: str = "gbps", ceilings: dict[str, float] | None = None,
+              title: str = "") -> go.Figure:
+    """Achieved ``metric`` against problem size (log x), one line per ``series``,
+    with its p20-p80 band, and a dashed line per measured ceiling.
+
+    Three traces per series: the band's upper and lower edges, then the line.
+    """
+    unit, work = METRICS[metric]
+    fig = go.Figure()
+    names = list(dict.fromkeys(df["series"])) if len(df) else []
+    for name in names:
+        g = df[df["series"] == name].sort_values("size")
+        c = color(name, names)
+        hi = g[work] / (g["ms_p20"] * 1e-3) / (1e9 if metric == "gbps" else 1e12)
+        lo = g[work] / (g["ms_p80"] * 1e-3) / (1e9 if metric == "gbps" else 1e12)
+        fig.add_trace(go.Scatter(x=g["size"], y=hi, mode="lines", line=dict(width=0, color=c),
+                                 legendgroup=name, showlegend=False, hoverinfo="skip"))
+        fig.add_trace(go.Scatter(x=g["size"], y=lo, mode="lines", line=dict(width=0, color=c),
+                                 fill="tonexty", fillcolor=_rgba(c, 0.18), legendgroup=name,
+                                 showlegend=False, hoverinfo="skip"))
+        fig.add_trace(go.Scatter(
+            x=g["size"], y=g[metric], mode="lines+markers", name=name, legendgroup=name,
+            line=dict(color=c, dash=_dash(name, names)), customdata=np.stack([g["shape"], g["ms_median"], g["sol"]], axis=-1),
+            hovertemplate=f"%{{customdata[0]}}<br>%{{y:.1f}} {unit}<br>%{{customdata[1]:.4g}} ms"
+                          "<br>SOL %{customdata[2]:.2f}<extra>" + name + "</extra>"))
+    for label, value in (ceilings or {}).items():
+        if value and math.isfinite(value):
+            fig.add_hline(y=value, line_dash="dash", line_color="#444",
+                          annotation_text=f"{label}: {value:,.0f} {unit}", annotation_position="top left")
+    return _layout(fig, title, "problem size (elements)", f"achieved {unit}", logx=True)
+
+
+def roofline_chart(df: pd.DataFrame, peak_gbps: float, peak_tflops: dict[str, float],
+                   title: str = "") -> go.Figure:
+    """Log-log intensity vs achieved TFLOP/s: one trace per implementation (symbol
+    by dtype), then one roof per dtype (bandwidth slope, then its compute ceiling),
+    then one trace marking the ridge points."""
+    fig = go.Figure()
+    names = list(dict.fromkeys(df["impl"])) if len(df) else []
+    for name in names:
+        g = df[df["impl"] == name]
+        custom = np.stack([g["workload"], g["shape"], g["dtype"], g["ms_median"], g["gbps"],
+                           g["tflops"], g["sol"], g["timer"]], axis=-1)
+        fig.add_trace(go.Scatter(
+            x=g["intensity"], y=g["tflops"], mode="markers", name=name,
+            marker=dict(color=color(name, names), size=9, line=dict(width=0.5, color="#222"),
+                        symbol=[DTYPE_SYMBOLS.get(d, "x") for d in g["dtype"]]),
+            customdata=custom,
+            hovertemplate="%{customdata[0]} %{customdata[1]} %{customdata[2]}<br>"
+                          "%{customdata[3]:.4g} ms (%{customdata[7]})<br>%{customdata[4]:,.0f} GB/s"
+                          "<br>%{customdata[5]:.2f} TFLOP/s<br>SOL %{customdata[6]:.2f}"
+                          "<extra>" + name + "</extra>"))
+    ridges = {d: roofline.ridge_point(peak_gbps, tf) for d, tf in peak_tflops.items()
+              if tf and math.isfinite(tf) and peak_gbps and math.isfinite(peak_gbps)}
+    xs = list(df["intensity"].dropna()) if len(df) else []
+    xs = [x for x in xs if x > 0 and math.isfinite(x)] + list(ridges.values())
+    if ridges:
+        lo, hi = min(xs) / 3, max(xs) * 3
+        for d, r in ridges.items():
+            tf = peak_tflops[d]
+            fig.add_trace(go.Scatter(
+                x=[lo, r, hi], y=[peak_gbps * lo / 1e3, tf, tf], mode="lines",
+                name=f"roof {d}: {peak_gbps:,.0f} GB/s, {tf:,.0f} TFLOP/s, ridge {r:.0f}",
+                line=dict(color="#444", dash="dash" if d != "float32" else "dot", width=1.5),
+                hovertemplate=f"roof {d}<extra></extra>"))
+        fig.add_trace(go.Scatter(
+            x=list(ridges.values()), y=[peak_tflops[d] for d in ridges], mode="markers",
+            name="ridge points", marker=dict(color="#000", size=8, symbol="x"),
+            text=[f"ridge {d}: {r:.0f} FLOP/byte" for d, r in ridges.items()],
+            hovertemplate="%{text}<extra></extra>"))
+    return _layout(fig, title, "arithmetic intensity (FLOP/byte)", "achieved TFLOP/s",
+                   logx=True, logy=True)
+
+
+def sol_heatmap(sol: pd.DataFrame, status: pd.DataFrame, title: str = "") -> go.Figure:
+    """Workload x implementation SOL; failed cells show their status instead."""
+    text = sol.map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
+    if not status.empty:
+        text = text.where(text != "", status.reindex_like(sol).fillna("—"))
+    fig = go.Figure(go.Heatmap(z=sol.to_numpy(dtype=float), x=list(sol.columns), y=list(sol.index),
+                               text=text.to_numpy(), texttemplate="%{text}", zmin=0, zmax=1,
+                               colorscale="Viridis", colorbar=dict(title="SOL"),
+                               hovertemplate="%{y} · %{x}<br>SOL %{z:.2f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    return _layout(fig, title, "implementation", "workload")
+
+
+def pass_rate_bars(counts: pd.DataFrame, title: str = "", by: str = "impl") -> go.Figure:
+    """Stacked rows per status for each implementation, or ``by`` (one trace per status)."""
+    fig = go.Figure()
+    for status, c in STATUS_COLORS.items():
+        if status in counts.columns:
+            fig.add_trace(go.Bar(x=counts[by], y=counts[status], name=status, marker_color=c))
+    fig.update_layout(barmode="stack")
+    return _layout(fig, title, "implementation" if by == "impl" else by, "rows")
+
+
+def fusion_chart(ft: pd.DataFrame, title: str = "") -> go.Figure:
+    """Measured speedup over eager against predicted (eager_bytes / min_bytes),
+    log-log, one trace per implementation, then the y = x line of a prediction met."""
+    fig = go.Figure()
+    names = list(dict.fromkeys(ft["impl"])) if len(ft) else []
+    for name in names:
+        g = ft[ft["impl"] == name]
+        fig.add_trace(go.Scatter(
+            x=g["predicted"], y=g["measured"], mode="markers", name=name,
+            marker=dict(color=color(name, names), size=9),
+            customdata=np.stack([g["workload"], g["shape"], g["dtype"], g["reached"]], axis=-1),
+            hovertemplate="%{customdata[0]} %{customdata[1]} %{customdata[2]}<br>predicted %{x:.2f}x"
+                          "<br>measured %{y:.2f}x (%{customdata[3]:.0%} of it)<extra>" + name + "</extra>"))
+    vals = pd.concat([ft["predicted"], ft["measured"]]) if len(ft) else pd.Series([1.0])
+    vals = vals[(vals > 0) & np.isfinite(vals)]
+    lo, hi = (float(vals.min()) / 1.5, float(vals.max()) * 1.5) if len(vals) else (0.5, 2.0)
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="as predicted",
+                             line=dict(color="#444", dash="dash")))
+    return _layout(fig, title, "predicted speedup (eager bytes / fused bytes)",
+                   "measured speedup over eager", logx=True, logy=True)
+
+
+def compare_scatter(table: pd.DataFrame, threshold: float, label: str = "speedup",
+                    title: str = "") -> go.Figure:
+    """Candidate vs base per case against size; one trace per verdict, and lines at
+    1 and at the two thresholds."""
+    fig = go.Figure()
+    for verdict, c in VERDICT_COLORS.items():
+        g = table[table["verdict"] == verdict]
+        if g.empty:
+            continue
+        fig.add_trace(go.Scatter(
+            x=g["size"], y=g["speedup"], mode="markers", name=verdict, marker=dict(color=c, size=8),
+            customdata=np.stack([g["workload"], g["impl"], g["dtype"], g["shape"]], axis=-1),
+            hovertemplate="%{customdata[0]} · %{customdata[1]} %{customdata[2]}<br>%{customdata[3]}"
+                          "<br>%{y:.3f}x<extra></extra>"))
+    fig.add_hline(y=1.0, line_color="#444")
+    for y in (1 + threshold, 1 / (1 + threshold)):
+        fig.add_hline(y=y, line_dash="dot", line_color="#999")
+    return _layout(fig, title, "problem size (elements)", label, logx=True, logy=True)
+
+
+def history_chart(h: pd.DataFrame, metric: str, by_date: bool = False, title: str = "") -> go.Figure:
+    """``metric`` over commits, one line per GPU; failed runs leave a gap."""
+    fig = go.Figure()
+    for gpu, g in h.groupby("gpu", sort=True):
+        fig.add_trace(go.Scatter(
+            x=g["time"] if by_date else g["order"], y=g[metric], mode="lines+markers", name=str(gpu),
+            customdata=np.stack([g["commit"], g["status"]], axis=-1),
+            hovertemplate="%{customdata[0]} (%{customdata[1]})<br>%{y:.4g}<extra>" + str(gpu) + "</extra>"))
+    if not by_date and len(h):
+        order = h.drop_duplicates("order").sort_values("order")
+        fig.update_xaxes(tickmode="array", tickvals=order["order"].tolist(),
+                         ticktext=order["commit"].str[:7].tolist())
+    return _layout(fig, title, "date" if by_date else "commit (in order of first run)", metric)

@@ -1,0 +1,194 @@
+"""Loading the runs the dashboard was given, cached per server process; no widgets.
+
+The paths come only from the launcher (an environment variable holding a JSON
+list), never from a URL: query parameters select among loaded runs, they do
+not name files.  Loading follows suite.store's rules (files, folders, globs;
+a corrupt file becomes one problem line and the rest still loads) but reads
+all files as Arrow tables and converts once, and leaves out the raw
+``samples_ms`` lists that no view plots: with 200 runs of 2,000 rows this is
+several times faster than ``store.read_runs`` followed by concatenation.
+tests/test_dashboard_data.py checks that both give the same values.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import streamlit as st
+
+from suite import store
+
+PATHS_ENV = "KERNEL_SUITE_DASHBOARD_PATHS"
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_PATHS = (str(ROOT / "results"),)
+SKIPPED = {"samples_ms"}
+
+_PANDAS = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}.get
+
+
+def _arrow_types() -> dict[str, pa.DataType]:
+    """The Arrow type of each store column, as store.normalize types it in pandas."""
+    kinds = {"float64": pa.float64(), "Int64": pa.int64(), "boolean": pa.bool_()}
+    dtypes = store.normalize(pd.DataFrame(columns=store.COLUMNS)).dtypes
+    return {c: kinds.get(str(t), pa.string()) for c, t in dtypes.items()}
+
+
+def configured_paths() -> tuple[str, ...]:
+    """The launcher's paths: a JSON list in the environment, else the repo's results/."""
+    raw = os.environ.get(PATHS_ENV)
+    if not raw:
+        return DEFAULT_PATHS
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return DEFAULT_PATHS
+    if isinstance(value, str):
+        value = [value]
+    return tuple(str(v) for v in value if isinstance(v, str)) or DEFAULT_PATHS
+
+
+@dataclass
+class Loaded:
+    frame: pd.DataFrame                     # every row, read-only: shared by all sessions
+    problems: list[str]
+    runs: pd.DataFrame                      # one row per run, newest first
+    index: dict[str, np.ndarray] = field(default_factory=dict)  # run_id -> row positions
+
+    def options(self, column: str) -> list[str]:
+        if column in self.runs.columns:
+            return list(dict.fromkeys(self.runs[column].tolist()))
+        return sorted(self.frame[column].dropna().astype(str).unique().tolist())
+
+    def rows(self, run_ids) -> pd.DataFrame:
+        parts = [self.index[r] for r in run_ids if r in self.index]
+        if not parts:
+            return self.frame.iloc[0:0]
+        return self.frame.iloc[np.sort(np.concatenate(parts))]
+
+
+def _read_one(path: Path, types: dict[str, pa.DataType]) -> pa.Table:
+    """One file as a table in the store's column types, or StoreError naming it."""
+    try:
+        pf = pq.ParquetFile(path)
+        names = [n for n in pf.schema_arrow.names if n not in SKIPPED]
+        table = pf.read(columns=names, use_threads=False)
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise store.StoreError(f"{path}: not a readable Parquet file ({reason[:160]})") from None
+    missing = [c for c in ("schema_version", "workload", "impl", "status") if c not in names]
+    if missing:
+        raise store.StoreError(f"{path}: not a kernel-suite results file (no column {', '.join(missing)})")
+    try:
+        versions = table.column("schema_version").cast(pa.int64())
+        newest = pc.max(versions).as_py()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        newest = None
+    if newest is not None and newest > store.SCHEMA_VERSION:
+        raise store.StoreError(f"{path}: schema_version {newest} is newer than this suite "
+                               f"understands ({store.SCHEMA_VERSION})")
+    columns, fields = [], []
+    for name in store.COLUMNS + [n for n in names if n not in store.COLUMNS]:
+        col = table.column(name) if name in names else None
+        # extra columns keep their own type unless they are empty
+        want = types.get(name) or (pa.string() if col.type == pa.null() else col.type)
+        col = col if col is not None else pa.nulls(table.num_rows, want)
+        if not col.type.equals(want):
+            try:
+                col = col.cast(want)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                col = pa.array(pd.Series(col.to_pylist(), dtype=object).astype(str), pa.string()) \
+                    if want == pa.string() else pa.nulls(table.num_rows, want)
+        columns.append(col)
+        fields.append(pa.field(name, want))
+    columns.append(pa.array([str(path)] * table.num_rows, pa.string()))
+    fields.append(pa.field("source", pa.string()))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def read(paths) -> tuple[pd.DataFrame, list[str]]:
+    """Every results file under ``paths``: (rows in store.COLUMNS types + source, problems)."""
+    files, problems = store.expand(paths)
+    tables, types = [], _arrow_types()
+    for f in files:
+        try:
+            tables.append(_read_one(f, types))
+        except store.StoreError as exc:
+            problems.append(str(exc))
+    if not tables:
+        empty = store.normalize(pd.DataFrame(columns=store.COLUMNS))
+        return empty.drop(columns=list(SKIPPED)).assign(source=pd.Series(dtype=str)), problems
+    table = pa.concat_tables(tables, promote_options="permissive")
+    # split_blocks and self_destruct: no consolidation copy of a few hundred MB
+    df = table.to_pandas(types_mapper=_PANDAS, ignore_metadata=True, split_blocks=True,
+                         self_destruct=True)
+    del table
+    return df.drop(columns=[c for c in SKIPPED if c in df.columns]), problems
+
+
+def _derive(df: pd.DataFrame) -> pd.DataFrame:
+    """Columns the views group by, filled where an older or partial file left them empty.
+
+    Changes ``df`` in place: it is freshly read and not shared yet.
+    """
+    names = df["gpu_name"].fillna("unknown").astype(str)
+    slugs = {n: store.slug(n) for n in names.unique()}
+    df["gpu"] = df["gpu_slug"].where(df["gpu_slug"].notna() & (df["gpu_slug"] != ""), names.map(slugs))
+    df["commit"] = df["commit"].fillna("nogit").astype(str)
+    df["run_id"] = df["run_id"].where(df["run_id"].notna(), df["source"])
+    return df
+
+
+def _runs(df: pd.DataFrame) -> pd.DataFrame:
+    if df.empty:
+        return pd.DataFrame(columns=["run_id", "gpu", "gpu_name", "commit", "timestamp", "time",
+                                     "rows", "ok", "source", "label"])
+    g = df.groupby("run_id", sort=False)
+    runs = g.agg(gpu=("gpu", "first"), gpu_name=("gpu_name", "first"), commit=("commit", "first"),
+                 timestamp=("timestamp", "first"), rows=("status", "size"),
+                 ok=("status", lambda s: int((s == "ok").sum())), source=("source", "first"))
+    runs = runs.reset_index()
+    runs["time"] = pd.to_datetime(runs["timestamp"], utc=True, errors="coerce", format="mixed")
+    runs["label"] = (runs["gpu"] + " · " + runs["commit"].str[:7] + " · "
+                     + runs["time"].dt.strftime("%Y-%m-%d %H:%M").fillna("?"))
+    return runs.sort_values(["time", "run_id"], ascending=[False, True],
+                            na_position="last").reset_index(drop=True)
+
+
+def fingerprint(paths) -> tuple:
+    """What changes when a run is added or rewritten: files with sizes and times."""
+    files, problems = store.expand(paths)
+    stats = []
+    for f in files:
+        try:
+            s = f.stat()
+            stats.append((str(f), s.st_size, s.st_mtime_ns))
+        except OSError:
+            stats.append((str(f), -1, -1))
+    return tuple(stats), tuple(problems)
+
+
+def build(paths) -> Loaded:
+    df, problems = read(paths)
+    df = _derive(df)
+    runs = _runs(df)
+    index = {k: np.asarray(v) for k, v in df.groupby("run_id", sort=False).indices.items()}
+    return Loaded(frame=df, problems=problems, runs=runs, index=index)
+
+
+# cache_resource, not cache_data: the frame is shared, never copied or pickled
+# per rerun (hundreds of MB at 400k rows); views treat it as read-only.
+@st.cache_resource(max_entries=4, show_spinner="Reading results…")
+def _cached(paths: tuple[str, ...], stamp: tuple) -> Loaded:
+    return build(paths)
+
+
+def load(paths: tuple[str, ...] | None = None) -> Loaded:
+    paths = tuple(paths) if paths is not None else configured_paths()
+    return _cached(paths, fingerprint(paths))

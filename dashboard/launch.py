@@ -1,0 +1,58 @@
+"""``python -m suite dashboard [PATHS...]``: serve the dashboard on localhost.
+
+The paths go to the app in an environment variable (a JSON list), not on a
+command line the app would parse or in a URL, so the app reads exactly these
+files and folders and nothing a visitor types can point it elsewhere.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dashboard.data import DEFAULT_PATHS, PATHS_ENV
+
+APP = Path(__file__).resolve().parent / "app.py"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="results files, folders or globs (default: the repository's results/)")
+    parser.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
+    parser.add_argument("--address", default="127.0.0.1",
+                        help="address to bind (default 127.0.0.1: this machine only)")
+    parser.add_argument("--headless", action="store_true", help="do not open a browser")
+
+
+def command(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
+    """The streamlit command line and environment for these arguments."""
+    paths = [str(Path(p).expanduser().resolve()) if not any(c in p for c in "*?[") else p
+             for p in (args.paths or DEFAULT_PATHS)]
+    cmd = [sys.executable, "-m", "streamlit", "run", str(APP),
+           "--server.port", str(args.port), "--server.address", args.address,
+           "--server.headless", "true" if args.headless else "false",
+           "--server.runOnSave", "false", "--server.fileWatcherType", "none",
+           "--browser.gatherUsageStats", "false"]
+    env = dict(os.environ, **{PATHS_ENV: json.dumps(paths)})
+    return cmd, env
+
+
+def main(args: argparse.Namespace) -> int:
+    missing = [m for m in ("streamlit", "plotly") if importlib.util.find_spec(m) is None]
+    if missing:
+        print(f"error: the dashboard needs {' and '.join(missing)}: run `scripts/setup.sh dev` "
+              "(or pip install -e '.[dashboard]')", file=sys.stderr)
+        return 2
+    cmd, env = command(args)
+    for p in json.loads(env[PATHS_ENV]):
+        if not Path(p).exists() and not any(c in p for c in "*?["):
+            print(f"warning: {p} does not exist; the dashboard will say so", file=sys.stderr)
+    print(f"kernel-suite dashboard on http://{args.address}:{args.port}", file=sys.stderr)
+    try:
+        return subprocess.call(cmd, env=env)
+    except KeyboardInterrupt:
+        return 0

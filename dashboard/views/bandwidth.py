@@ -1,0 +1,38 @@
+"""Bandwidth: achieved GB/s (memory bound) or TFLOP/s (compute bound) against size."""
+import streamlit as st
+
+from dashboard import analysis, charts, ui
+
+ctx = ui.context()
+ui.header(ctx, "Bandwidth")
+rows = ctx.rows
+
+left, mid, right = st.columns(3)
+workload = left.selectbox("Workload", sorted(rows["workload"].unique()), key="bw_workload")
+d = rows[rows["workload"] == workload]
+dtypes = sorted(d["dtype"].unique())
+dtype = mid.selectbox("dtype", dtypes, key="bw_dtype",
+                      index=dtypes.index("bfloat16") if "bfloat16" in dtypes else 0)
+d = d[d["dtype"] == dtype]
+good = analysis.ok(d)
+# the limiter of the largest case decides the default metric; either can be chosen
+top = good.sort_values("size").tail(1)
+compute = bool(len(top)) and str(top["bound"].iloc[0]) == "compute"
+metric = right.radio("Metric", ["gbps", "tflops"], index=1 if compute else 0, horizontal=True,
+                     format_func=lambda m: charts.METRICS[m][0], key=f"bw_metric_{workload}")
+
+if good.empty:
+    st.info(f"No correct {workload} {dtype} rows in the chosen runs.")
+else:
+    good = analysis.with_series(good)
+    ceilings = {}
+    for gpu, g in good.groupby("gpu"):
+        gb, gt = analysis.roofs(g)
+        name = f"{gpu} measured copy" if metric == "gbps" else f"{gpu} measured {dtype} matmul"
+        ceilings[name] = gb if metric == "gbps" else gt.get(dtype)
+    st.plotly_chart(charts.bandwidth(good, metric, ceilings, title=f"{workload}, {dtype}"),
+                    key="bw_chart")
+    st.caption("Lines are medians; the band spans the 20th to 80th percentile of the samples. "
+               "GB/s counts the compulsory bytes of a fully fused kernel (min_bytes), so an "
+               "unfused chain that moves more shows less than the traffic it really made.")
+ui.not_ok_section(d, f"{workload} {dtype}")

@@ -1,0 +1,70 @@
+"""Compare: a base and a candidate (two runs, two GPUs or two commits), case by case."""
+import numpy as np
+import streamlit as st
+
+from dashboard import analysis, charts, ui
+
+ctx = ui.context()
+ui.header(ctx, "Compare", runs=False)
+runs = ctx.loaded.runs
+f = ctx.filters
+
+mode = st.radio("Compare", ["runs", "GPUs", "commits"], horizontal=True, key="cmp_mode",
+                format_func=lambda m: f"two {m}")
+if mode == "runs":
+    options = runs["run_id"].tolist()
+    labels = dict(zip(runs["run_id"], runs["label"]))
+    column, key, frame = "run_id", analysis.ROW_KEY, ctx.across_runs()
+elif mode == "GPUs":
+    options = list(dict.fromkeys(runs["gpu"]))
+    labels = {g: g for g in options}
+    # the GPU filter would hide one side; the row filters still apply
+    column, key, frame = "gpu", analysis.ROW_KEY, analysis.narrow(ctx.loaded.frame, f)
+else:
+    options = list(dict.fromkeys(runs["commit"]))  # newest first
+    labels = {c: c[:12] for c in options}
+    column, key, frame = "commit", analysis.ROW_KEY + ["gpu"], ctx.across_runs()
+
+if len(options) < 2:
+    st.info(f"Comparing {mode} needs at least two; the loaded results have {len(options)}.")
+    st.stop()
+st.caption("The sidebar's workload, dtype, implementation and timer filters apply; each side "
+           "takes the newest row of every case. Speedup > 1: the candidate is faster.")
+left, right = st.columns(2)
+base_at = 1
+if mode == "runs":  # the newest run against the one before it on the same GPU
+    same = runs.index[(runs["gpu"] == runs["gpu"].iloc[0]) & (runs.index > 0)]
+    base_at = int(same[0]) if len(same) else 1
+base = left.selectbox("Base", options, index=base_at, format_func=labels.get, key=f"cmp_base_{mode}")
+cand = right.selectbox("Candidate", options, index=0, format_func=labels.get, key=f"cmp_cand_{mode}")
+b, c = frame[frame[column] == base], frame[frame[column] == cand]
+differ = set(b["gpu"]) != set(c["gpu"])
+left, right = st.columns(2)
+threshold = left.number_input("Threshold (%)", 0.0, 100.0, 5.0, 0.5, key="cmp_threshold") / 100
+use_sol = right.toggle("Compare SOL instead of time", value=differ, key=f"cmp_sol_{mode}",
+                       help="Across different GPUs, the fraction of each GPU's own roofline is "
+                            "the fair comparison; raw time mostly measures the hardware.")
+if base == cand:
+    st.warning("Base and candidate are the same.")
+cmp = analysis.compare(b, c, key, "sol" if use_sol else "time", threshold)
+t = cmp.table
+counts = t["verdict"].value_counts()
+cols = st.columns(4)
+cols[0].metric("cases matched", len(t))
+cols[1].metric("regressions", int(counts.get("regression", 0)))
+cols[2].metric("improvements", int(counts.get("improvement", 0)))
+cols[3].metric("geomean speedup", f"{analysis.geomean(t['speedup']):.3f}x" if len(t) else "—")
+if cmp.only_base or cmp.only_cand:
+    st.caption(f"Unmatched cases: {cmp.only_base} only in base, {cmp.only_cand} only in candidate.")
+if len(t):
+    label = "SOL ratio (candidate / base)" if use_sol else "speedup (base ms / candidate ms)"
+    st.plotly_chart(charts.compare_scatter(t, threshold, label, title=label), key="cmp_chart")
+    shades = {"regression": "background-color: rgba(214,39,40,0.25)",
+              "improvement": "background-color: rgba(44,160,44,0.25)", "same": ""}
+    styled = t.style.apply(lambda r: [shades[r["verdict"]]] * len(r), axis=1).format(
+        {"ms_median_base": "{:.4g}", "ms_median_cand": "{:.4g}", "sol_base": "{:.3f}",
+         "sol_cand": "{:.3f}", "speedup": "{:.3f}"}, na_rep="—")
+    st.dataframe(styled, hide_index=True)
+if len(cmp.failed):
+    st.subheader("Not compared: not ok on one side or both")
+    st.dataframe(cmp.failed, hide_index=True)

@@ -1,0 +1,34 @@
+"""Fusion: measured speedup over eager against the bytes model's prediction."""
+import streamlit as st
+
+from dashboard import analysis, charts, ui
+
+ctx = ui.context()
+ui.header(ctx, "Fusion")
+rows = ctx.rows
+
+for wl in analysis.no_eager(rows):
+    note = ("a compute-bound matmul has nothing to gain from fusion: `a @ b` is already one "
+            "library call, so there is no unfused chain to compare with"
+            if wl == "gemm" else "there is no eager implementation to compare with")
+    st.info(f"**{wl}** has no eager implementation: {note}.")
+
+ft = analysis.fusion_table(rows)
+if ft.empty:
+    st.info("No case has both a correct eager row and a correct fused row in the chosen runs.")
+else:
+    st.plotly_chart(charts.fusion_chart(ft, title="Speedup over eager: measured vs predicted"),
+                    key="fusion_chart")
+    st.caption("Predicted = eager_bytes / min_bytes: what removing the intermediate HBM traffic "
+               "can buy when both run at the bandwidth roof. Points under the dashed line fell "
+               "short of it; compute-bound cases (large attention) can beat it, since the "
+               "prediction counts bytes only.")
+    threshold = st.slider("Fell short when reaching less than", 0.1, 1.0, 0.8, 0.05,
+                          format="%.2f of the prediction", key="fusion_short")
+    short = ft[ft["reached"] < threshold].sort_values("reached")
+    st.subheader(f"Fell short ({len(short)} of {len(ft)})")
+    st.dataframe(short, hide_index=True, column_config={
+        c: st.column_config.NumberColumn(c, format="%.2f") for c in ("predicted", "measured", "reached")})
+    with st.expander("Every fused case"):
+        st.dataframe(ft, hide_index=True)
+ui.not_ok_section(rows, "the chosen runs")

@@ -1,0 +1,36 @@
+"""History: one case's metric over commits, per GPU."""
+import streamlit as st
+
+from dashboard import analysis, charts, ui
+
+ctx = ui.context()
+ui.header(ctx, "History", runs=False)
+frame = ctx.across_runs()
+if frame.empty:
+    st.info("No rows match the filters in the sidebar.")
+    st.stop()
+st.caption("Every loaded run (the run and commit filters do not apply here); the newest run of "
+           "each commit and GPU.")
+
+cols = st.columns(5)
+case = {}
+d = frame
+for col, name in zip(cols, ["workload", "impl", "dtype", "shape", "timer"]):
+    if name == "shape":
+        values = d.drop_duplicates("shape").sort_values("size")["shape"].tolist()
+    else:
+        values = sorted(d[name].dropna().unique())
+    case[name] = col.selectbox(name, values, key=f"hist_{name}")
+    d = d[d[name] == case[name]]
+left, right = st.columns(2)
+metric = left.selectbox("Metric", ["ms_median", "gbps", "tflops", "sol"], key="hist_metric")
+by_date = right.radio("x axis", ["commit order", "date"], horizontal=True, key="hist_x") == "date"
+h = analysis.history(frame, case, metric)
+st.plotly_chart(charts.history_chart(h, metric, by_date, title=" · ".join(map(str, case.values()))),
+                key="hist_chart")
+bad = h[h["status"] != "ok"]
+if len(bad):
+    st.caption("Runs where this case was not ok (gaps in the line):")
+    st.dataframe(bad[["gpu", "commit", "status", "run_id"]], hide_index=True)
+with st.expander("Values"):
+    st.dataframe(h, hide_index=True)

@@ -1,0 +1,22 @@
+"""Roofline: arithmetic intensity against achieved TFLOP/s, under the measured roofs."""
+import streamlit as st
+
+from dashboard import analysis, charts, ui
+
+ctx = ui.context()
+ui.header(ctx, "Roofline")
+rows = ctx.rows
+
+gpus = sorted(rows["gpu"].unique())
+gpu = st.selectbox("GPU (each has its own roofs)", gpus, key="roof_gpu") if len(gpus) > 1 else gpus[0]
+d = rows[rows["gpu"] == gpu]
+good = analysis.ok(d)
+if good.empty:
+    st.info(f"No correct rows on {gpu}.")
+else:
+    bw, tf = analysis.roofs(good)
+    st.plotly_chart(charts.roofline_chart(good, bw, tf, title=f"Roofline, {gpu}"), key="roof_chart")
+    st.caption("Intensity is FLOPs per compulsory byte (min_bytes). Symbols: circle float32, "
+               "diamond bfloat16, square float16. The slope is the measured copy bandwidth, the "
+               "flat roofs the measured matmul rate per dtype; they meet at the ridge point.")
+ui.not_ok_section(d, gpu)
