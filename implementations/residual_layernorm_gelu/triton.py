@@ -103,7 +103,10 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     if block_n <= max_fused:
         target = 16384 // dtype_bytes  # 16 KB of x and 16 KB of r a program
         rows = max(1, min(target // block_n, triton.next_power_of_2(m)))
-        while rows > 1 and triton.cdiv(m, rows) < 264:  # ~2 programs an SM first
+        # Spread over more programs (~2 an SM) while a warp still gets 16-byte
+        # accesses: at least 512 bytes of row a program.
+        min_rows = min(rows, max(1, 512 // (block_n * dtype_bytes)))
+        while rows > min_rows and triton.cdiv(m, rows) < 264:
             rows //= 2
         # ~16 values of h a thread; 16384 takes 32 warps (49 registers for
         # sm_90, no spills); 32768 would spill, so it goes to the split path.

@@ -95,8 +95,10 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     if block_n <= max_fused:
         target = 16384 // dtype_bytes  # 16 KB of input a program when rows are short
         rows = max(1, min(target // block_n, triton.next_power_of_2(m)))
-        # Keep at least ~2 programs an SM when that costs nothing in row packing.
-        while rows > 1 and triton.cdiv(m, rows) < 264:
+        # Spread over more programs (~2 an SM) while a warp still gets 16-byte
+        # accesses: at least 512 bytes of row a program.
+        min_rows = min(rows, max(1, 512 // (block_n * dtype_bytes)))
+        while rows > min_rows and triton.cdiv(m, rows) < 264:
             rows //= 2
         # ~16 values a thread, 32 at the widest rows (32768: 53 registers, no
         # spills for sm_90, one 32-warp program an SM with 128 KB in flight).

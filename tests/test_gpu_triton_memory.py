@@ -1,0 +1,74 @@
+"""Triton gelu, softmax and residual_layernorm_gelu on the GPU, quick and full presets.
+
+Fresh random inputs each run (the seed is printed on failure), the caching
+allocator poisoned with NaN before each call so that an unwritten output
+element fails, and the float64 reference of the workload.  The long-row
+paths are also forced at mid sizes, where the compiled code (not the
+interpreter) takes the loops and the ragged last chunk.
+"""
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from suite import verify
+from suite.workload import Case, discover
+
+pytestmark = pytest.mark.gpu
+WORKLOADS = ("gelu", "softmax", "residual_layernorm_gelu")
+SEED = random.randrange(1 << 30)
+
+
+def _run(wl_name: str, case: Case, **overrides) -> None:
+    reg = discover()
+    wl, impl = reg.workloads[wl_name], reg.get(wl_name, "triton")
+    assert impl.check_available("cuda") is None
+    assert impl.supports(case) is None
+    inputs = wl.make_inputs(case, "cuda", SEED)
+    ref = wl.reference(case, inputs)
+    verify.poison_allocator("cuda", int(ref.numel()) * torch.empty((), dtype=inputs["x"].dtype).element_size())
+    out = impl.fn(**inputs, **overrides)
+    torch.cuda.synchronize()
+    res = verify.check(out, ref, wl.tolerance(case))
+    assert res.correct, f"{case} {overrides} seed={SEED} config={impl.config(case)}: {res.message}"
+
+
+def _cases():
+    reg = discover()
+    seen, params = set(), []
+    for w in WORKLOADS:
+        for preset in ("quick", "full"):
+            for c in reg.workloads[w].cases(preset):
+                if c not in seen:
+                    seen.add(c)
+                    params.append(pytest.param(c, id=f"{w}-{c.label}-{c.dtype}"))
+    return params
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_preset(case):
+    _run(case.workload, case)
+    torch.cuda.empty_cache()
+
+
+@pytest.mark.parametrize("dtype", ("float32", "bfloat16"))
+@pytest.mark.parametrize("m,n,block", [(257, 3001, 1024), (64, 131072 + 5, 8192), (33, 40000, 4096),
+                                       (17, 17, 16)])
+def test_forced_long_row_paths(m, n, block, dtype):
+    _run("softmax", Case.make("softmax", dtype, M=m, N=n), max_fused=1, block=block)
+    _run("residual_layernorm_gelu", Case.make("residual_layernorm_gelu", dtype, M=m, N=n),
+         max_fused=1, block=block)
+
+
+@pytest.mark.parametrize("m,n", [(1, 1), (1, 7), (3, 1), (1, 131072), (2, 65539)])
+def test_degenerate_rows(m, n):
+    for w in ("softmax", "residual_layernorm_gelu"):
+        _run(w, Case.make(w, "bfloat16", M=m, N=n))
+
+
+def test_gelu_huge_odd_size_exact_and_fast_erf():
+    case = Case.make("gelu", "bfloat16", N=(1 << 27) + 3)
+    _run("gelu", case, exact=True)
+    _run("gelu", case, exact=False)
