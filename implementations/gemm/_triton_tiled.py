@@ -87,19 +87,25 @@ LARGE = [_cfg(128, 256, 64, 3, 8), _cfg(128, 256, 64, 4, 8), _cfg(256, 128, 64, 
 # M <= 128: B is the traffic; narrow column blocks put more programs on it.
 SKINNY = [_cfg(16, 64, 256, 4, 4, 1), _cfg(64, 64, 128, 4, 4, 1), _cfg(128, 64, 64, 4, 4, 1)]
 SKINNY_M = 128
+# Exact float32 runs on the CUDA cores (FMA): the wgmma tiles above spill there
+# (ptxas, sm_90), so it gets smaller per-thread tiles.
+FMA = [_cfg(128, 128, 32, 3, 8), _cfg(64, 128, 32, 3, 4), _cfg(128, 64, 32, 3, 4), _cfg(64, 64, 32, 4, 4)]
 
 
 def prune(configs, named_args, **kwargs):
-    """Only the configs that fit the problem, and a halved BLOCK_K for 4-byte inputs."""
-    keep = SKINNY if named_args["M"] <= SKINNY_M else LARGE
+    """Only the configs meant for this problem: at most five are compiled and timed."""
     if named_args["a_ptr"].element_size() == 4:
-        # float32 tiles cost twice the shared memory per stage
-        keep = [_cfg(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], max(16, c.kwargs["BLOCK_K"] // 2),
-                     c.num_stages, c.num_warps, c.kwargs["GROUP_M"]) for c in keep]
-    return keep
+        if kwargs["PRECISION"] == "ieee":
+            return FMA
+        # TF32 tiles cost twice the shared memory per stage of 16-bit ones
+        base = SKINNY if named_args["M"] <= SKINNY_M else LARGE
+        return [_cfg(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"] // 2,
+                     c.num_stages, c.num_warps, c.kwargs["GROUP_M"]) for c in base]
+    return SKINNY if named_args["M"] <= SKINNY_M else LARGE
 
 
-_autotuned = triton.autotune(configs=LARGE + SKINNY, key=["M", "N", "K"],
+# PRECISION is in the key: exact and TF32 float32 pick from different lists
+_autotuned = triton.autotune(configs=LARGE + SKINNY + FMA, key=["M", "N", "K", "PRECISION"],
                              prune_configs_by={"early_config_prune": prune})(_gemm_kernel)
 
 # Under TRITON_INTERPRET every config would be run and timed on the CPU: one small one instead.

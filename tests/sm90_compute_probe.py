@@ -1,0 +1,99 @@
+"""Compile the gemm and attention Triton kernels for sm_90 without a GPU.
+
+Run without TRITON_INTERPRET (the kernels must be real JITFunctions):
+    python tests/sm90_compute_probe.py
+Prints one JSON list: per (kernel, config) the shared memory, registers and
+spill bytes (from Triton's bundled ptxas) and which instructions the PTX uses,
+so that a CPU test can hold the GPU configs to what the interpreter cannot
+check: shared memory limits, register spills, wgmma and TMA being used.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def _compile(fn, sig, const, divisible, warps, stages):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    sig = dict(sig, **{k: "constexpr" for k in const})
+    sig = {name: sig[name] for name in fn.arg_names}
+    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in divisible}
+    k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=const, attrs=attrs),
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": stages})
+    ptx = k.asm["ptx"]
+    ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+        f.write(ptx)
+    try:
+        log = subprocess.run([ptxas, "-arch=sm_90a", "-v", f.name, "-o", os.devnull],
+                             capture_output=True, text=True, check=True).stderr
+    finally:
+        os.unlink(f.name)
+    return {"shared": k.metadata.shared,
+            "regs": int(re.search(r"Used (\d+) registers", log).group(1)),
+            "spill": int(re.search(r"(\d+) bytes spill stores", log).group(1)),
+            "wgmma": "wgmma.mma_async" in ptx, "tma": "cp.async.bulk.tensor" in ptx}
+
+
+def _gemm_jobs():
+    from implementations.gemm import _triton_persistent as P
+    from implementations.gemm import _triton_tiled as T
+
+    class _Operand:  # what prune() reads of the A operand
+        def __init__(self, size):
+            self.size = size
+
+        def element_size(self):
+            return self.size
+
+    ints = ["M", "N", "K", "stride_am", "stride_bk", "stride_cm"]
+    for label, ptr, size, prec, m in (("bf16", "*bf16", 2, "tf32", 4096), ("bf16", "*bf16", 2, "tf32", 64),
+                                      ("fp32-ieee", "*fp32", 4, "ieee", 4096)):
+        for cfg in T.prune(None, {"M": m, "a_ptr": _Operand(size)}, PRECISION=prec):
+            const = dict(cfg.kwargs, PRECISION=prec, UPCAST=False, EVEN_M=True, EVEN_N=True, EVEN_K=True,
+                         stride_ak=1, stride_bn=1, stride_cn=1)
+            sig = dict({p: ptr for p in ("a_ptr", "b_ptr", "c_ptr")}, **{n: "i32" for n in ints})
+            yield (f"gemm-tiled-{label}", cfg, T._gemm_kernel.fn, sig, const,
+                   ["a_ptr", "b_ptr", "c_ptr"] + ints)
+    for cfg in P.LARGE + P.SKINNY:
+        bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+        sig = {"a_desc": f"tensordesc<bf16[{bm}, {bk}]>", "b_desc": f"tensordesc<bf16[{bk}, {bn}]>",
+               "c_desc": f"tensordesc<bf16[{bm}, {bn}]>", "M": "i32", "N": "i32", "K": "i32"}
+        const = dict(cfg.kwargs, NUM_SMS=132, UPCAST=False, DTYPE="torch.bfloat16")
+        yield "gemm-persistent-bf16", cfg, P._persistent_kernel, sig, const, []
+
+
+def _attention_jobs():
+    from implementations.attention import _triton_flash as A
+
+    for d, configs in A.CONFIGS.items():
+        for cfg in configs:
+            sig = {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "O": "*bf16", "S": "i32", "qk_scale": "fp32"}
+            const = dict(cfg.kwargs, HEAD_DIM=d, CAUSAL=True, UPCAST=False)
+            yield f"attention-d{d}-causal", cfg, A._attn_fwd, sig, const, ["Q", "K", "V", "O"]
+
+
+def main() -> int:
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        print("run without TRITON_INTERPRET", file=sys.stderr)
+        return 2
+    out = []
+    for name, cfg, fn, sig, const, divisible in list(_gemm_jobs()) + list(_attention_jobs()):
+        res = _compile(fn, sig, const, divisible, cfg.num_warps, cfg.num_stages)
+        out.append(dict(res, kernel=name, config=dict(cfg.kwargs), warps=cfg.num_warps, stages=cfg.num_stages))
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

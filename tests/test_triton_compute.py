@@ -1,0 +1,136 @@
+"""Triton gemm and attention on the CPU (TRITON_INTERPRET=1).
+
+Every `cpu` preset shape in every dtype the kernels claim, against the float64
+reference; the persistent TMA gemm (GPU-only in the suite) is run here too,
+directly, at ragged shapes that meet its 16-byte stride rule.  Outputs come
+from a poisoned allocator: an element a kernel never writes reads back as NaN
+and fails the check.  bfloat16 runs too: its tiles are upcast to float32 just
+before tl.dot (the interpreter multiplies bfloat16 bit patterns as integers),
+so loads, masks, the online softmax and the stores are all exercised; the real
+bfloat16 tensor-core path is covered by tests/test_gpu_triton_compute.py.
+
+The interpreter enforces none of the GPU's limits, so the last test compiles
+every GPU autotune config for sm_90 (tests/sm90_compute_probe.py) and checks
+shared memory, spills, and that wgmma and TMA are really used.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+import torch
+
+from suite import verify
+from suite.workload import Case, discover
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="interpreter tests; the GPU has its own file")
+
+
+@pytest.fixture
+def poisoned(monkeypatch):
+    """torch.empty / empty_like hand out NaN-filled tensors while the kernels run."""
+    real_empty, real_like = torch.empty, torch.empty_like
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: verify.poison_(real_empty(*a, **k)))
+    monkeypatch.setattr(torch, "empty_like", lambda *a, **k: verify.poison_(real_like(*a, **k)))
+
+
+def _run(workload: str, impl_name: str, case: Case):
+    reg = discover()
+    wl, impl = reg.workloads[workload], reg.get(workload, impl_name)
+    assert impl.supports(case) is None, impl.supports(case)
+    inputs = wl.make_inputs(case, "cpu", seed=zlib.crc32(repr((impl_name, case.key)).encode()))
+    out = impl.fn(**inputs)
+    tol = (impl.tolerance or {}).get(case.dtype, wl.tolerance(case))
+    res = verify.check(out, wl.reference(case, inputs), tol)
+    assert res.correct, f"{impl_name} {case}: {res.message}"
+    config = impl.config(case)
+    assert config and "BLOCK_M=" in config, f"no config recorded for {case}: {config!r}"
+
+
+def _cases(workload: str, dtypes):
+    return [pytest.param(c, id=f"{c.label}-{c.dtype}") for c in discover().workloads[workload].cases("cpu", dtypes)]
+
+
+@pytest.mark.parametrize("case", _cases("gemm", ("float32", "float16", "bfloat16")))
+def test_gemm_cpu_preset(case, poisoned):
+    _run("gemm", "triton", case)
+
+
+@pytest.mark.parametrize("case", _cases("gemm", ("float32",)))
+def test_gemm_tf32_cpu_preset(case, poisoned):
+    _run("gemm", "triton:tf32", case)
+
+
+# Multiples of 8 (TMA's 16-byte rows) but ragged against the 32-wide interpreter
+# tiles, one row, and more tiles than programs so each program loops.
+PERSISTENT_SHAPES = [dict(M=37, N=72, K=104), dict(M=1, N=64, K=40), dict(M=100, N=136, K=64)]
+
+
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+@pytest.mark.parametrize("dims", PERSISTENT_SHAPES, ids=lambda d: "x".join(map(str, d.values())))
+def test_gemm_persistent_in_interpreter(dims, dtype, poisoned):
+    _run("gemm", "triton:persistent", Case.make("gemm", dtype, **dims))
+
+
+def test_gemm_supports():
+    reg = discover()
+    tiled, tf32, pers = (reg.get("gemm", n) for n in ("triton", "triton:tf32", "triton:persistent"))
+    wl = reg.workloads["gemm"]
+    for case in wl.cases("full") + wl.cases("quick") + wl.cases("cpu"):
+        assert tiled.supports(case) is None
+        assert (tf32.supports(case) is None) == (case.dtype == "float32")
+    assert "float32" in pers.supports(Case.make("gemm", "float32", M=64, N=64, K=64))
+    assert "16-byte" in pers.supports(Case.make("gemm", "bfloat16", M=3001, N=2047, K=1531))
+    assert "16-byte" in pers.supports(Case.make("gemm", "float16", M=64, N=100, K=64))
+    assert pers.supports(Case.make("gemm", "bfloat16", M=1, N=8192, K=8192)) is None
+    assert pers.check_available("cpu")  # says why: it needs a Hopper GPU
+    assert tf32.math == "tf32" and tf32.tolerance == {"float32": 2e-3}
+
+
+@pytest.mark.parametrize("case", _cases("attention", ("float16", "bfloat16")))
+def test_attention_cpu_preset(case, poisoned):
+    _run("attention", "triton", case)
+
+
+def test_attention_long_ragged_causal(poisoned):
+    """Several off-diagonal blocks, two diagonal sub-blocks and a ragged tail in one row of programs."""
+    _run("attention", "triton", Case.make("attention", "float16", B=1, H=1, S=203, D=64, causal=1))
+
+
+def test_attention_supports():
+    impl = discover().get("attention", "triton")
+    shape = dict(B=1, H=2, S=77, D=64, causal=0)
+    assert "float32" in impl.supports(Case.make("attention", "float32", **shape))
+    assert "head dim 96" in impl.supports(Case.make("attention", "bfloat16", **dict(shape, D=96)))
+    for case in discover().workloads["attention"].cases("full", ("float16", "bfloat16")):
+        assert impl.supports(case) is None
+
+
+def test_gpu_configs_compile_for_sm90():
+    import triton
+
+    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+    if not ptxas.exists():
+        pytest.skip(f"this triton install has no bundled ptxas at {ptxas}")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "sm90_compute_probe.py")], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(proc.stdout)
+    kernels = {r["kernel"] for r in rows}
+    assert {"gemm-tiled-bf16", "gemm-tiled-fp32-ieee", "gemm-persistent-bf16",
+            "attention-d64-causal", "attention-d128-causal"} <= kernels
+    for r in rows:
+        where = f"{r['kernel']} {r['config']} warps={r['warps']} stages={r['stages']}"
+        assert r["shared"] <= 227 * 1024, f"{where}: {r['shared']} bytes of shared memory"
+        assert r["spill"] == 0, f"{where}: spills {r['spill']} bytes"
+        tensor_cores = "fp32-ieee" not in r["kernel"] and r["config"]["BLOCK_M"] >= 64
+        assert r["wgmma"] == tensor_cores, f"{where}: wgmma={r['wgmma']}"
+        assert r["tma"] == ("persistent" in r["kernel"]), f"{where}: tma={r['tma']}"
