@@ -338,8 +338,8 @@ def newest_baseline(candidate: str, roots: list[str]) -> tuple[Path | None, str]
     gpus = {store.slug(g) for g in cand["gpu_name"].dropna()} or {"unknown"}
     timers = set(cand["timer"].dropna())
     files, problems = store.expand(roots)
-    if problems:
-        raise UsageError(problems[0])
+    for problem in problems:  # no results/ yet simply means no baseline yet
+        print(f"notice: {problem}", file=sys.stderr)
     best, best_key = None, None
     me = Path(candidate).resolve()
     for f in files:

@@ -122,7 +122,9 @@ def table(results: list[Result], opt: Options, code: int, show_all: bool, out) -
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=out, width=max(120, Console(file=out).width))
+    probe = Console(file=out)
+    # Piped output (CI logs, files) is not truncated to an 80-column guess.
+    console = Console(file=out, width=max(120, probe.width) if probe.is_terminal else 240)
     style = {"broke": "bold red", "slower": "red", "faster": "green", "fixed": "green",
              "not comparable": "yellow"}
     for res in results:
