@@ -105,7 +105,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, str]:
     problem = alignment_problem(K, N, a.element_size())
     if problem:
         raise ValueError(problem)
-    a, b = a.contiguous(), b.contiguous()
+    # TMA also needs 16-byte aligned bases: a view that starts mid-row gets a copy
+    a, b = (t if t.is_contiguous() and t.data_ptr() % 16 == 0 else t.clone(memory_format=torch.contiguous_format)
+            for t in (a, b))
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     if interpreting():
         cfg = INTERPRETER_CONFIG

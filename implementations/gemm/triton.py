@@ -59,7 +59,10 @@ def gemm_triton_tf32(a, b):
 
 
 def _hopper(device: str) -> str | None:
-    return needs_triton(device) or needs_hopper(device)
+    err = needs_hopper(device)
+    if err:
+        return err if "Hopper" in err else f"needs a Hopper GPU (sm_90: TMA descriptors, wgmma): {err}"
+    return needs_triton(device)
 
 
 @register("gemm", "triton:persistent", available=_hopper, supports=_persistent_supports,
