@@ -134,11 +134,13 @@ def latest_rows(df: pd.DataFrame, gpu: str | None) -> pd.DataFrame:
     if len(gpus) > 1:
         raise UsageError(f"the runs hold {len(gpus)} GPUs ({', '.join(gpus)}); "
                          "export one at a time with --gpu NAME")
-    df = df[(df["status"] == "ok") & df["ms_median"].notna()].copy()
+    df = df.assign(_t=pd.to_datetime(df["timestamp"], utc=True, errors="coerce"))
+    # Newest first, then ok only: a case that fails now is left out, not shown at its old time.
+    df = df.sort_values("_t", na_position="first", kind="stable")
+    df = df.drop_duplicates(store.ROW_KEY, keep="last")
+    df = df[(df["status"] == "ok") & df["ms_median"].notna()]
     if df.empty:
         raise UsageError("no ok rows to export" + (f" for GPU {gpu!r}" if gpu else ""))
-    df["_t"] = pd.to_datetime(df["timestamp"], utc=True, errors="coerce")
-    df = df.sort_values("_t", na_position="first").drop_duplicates(store.ROW_KEY, keep="last")
     return df.sort_values(store.ROW_KEY).drop(columns="_t")
 
 
