@@ -23,30 +23,35 @@ SOURCES = [_HERE / "gemm_mma.cu", _HERE / "gemm_naive.cu"]
 def _fakes() -> None:
     import torch
 
-    def fake(a, b):
+    def out_like(a, b):
         torch._check(a.dim() == 2 and b.dim() == 2, lambda: "a and b must be matrices")
         torch._check(a.shape[1] == b.shape[0], lambda: "inner dimensions differ")
         return a.new_empty((a.shape[0], b.shape[1]))
 
-    for op in ("kernel_suite::gemm_mma", "kernel_suite::gemm_naive"):
-        torch.library.register_fake(op)(fake)
+    torch.library.register_fake("kernel_suite::gemm_mma")(lambda a, b, tile=-1: out_like(a, b))
+    torch.library.register_fake("kernel_suite::gemm_naive")(out_like)
 
 
 def ops():
     return cuda_build.load("gemm", SOURCES, fakes=_fakes)
 
 
+# The `tile` argument of gemm_mma: BM x BN x BK, warp tile, cp.async stages.
+TILES = {0: "128x128x32, 8 warps of 64x32, 4 stages, 2 CTAs/SM",
+         1: "128x256x32, 8 warps of 64x64, 4 stages",
+         2: "128x256x64, 8 warps of 64x64, 3 stages",
+         3: "128x128x64, 8 warps of 64x32, 3 stages, 2 CTAs/SM"}
+
+
 def _tile(case: Case) -> str:
-    """The tile gemm_mma.cu picks for this case (mirrors its use_large_tile)."""
+    """The tile gemm_mma.cu picks for this case (mirrors its auto_tile)."""
     m, n, k = case["M"], case["N"], case["K"]
     if k % 8 or n % 8:
-        return "128x128x32, 4 stages, guarded 2-byte loads (K or N not a multiple of 8)"
+        return TILES[0] + ", guarded 2-byte loads (K or N not a multiple of 8)"
     import torch
 
     sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    if -(-m // 128) * -(-n // 256) >= 2 * sms:
-        return "128x256x32, 8 warps of 64x64, 4 cp.async stages"
-    return "128x128x32, 8 warps of 64x32, 4 cp.async stages"
+    return TILES[1] if -(-m // 128) * -(-n // 256) >= 2 * sms else TILES[0]
 
 
 @register("gemm", "cuda", available=cuda_build.cuda_available,

@@ -45,10 +45,15 @@ struct TileConfig {
   static_assert(STAGES >= 2);
 };
 
-// 128x128 tiles, 2 CTAs per SM: enough CTAs for medium and skinny problems.
-using Tile128x128 = TileConfig<128, 128, 32, 64, 32, 4, 2>;
-// 128x256 tiles, 64x64 per warp: fewer shared-memory reads per mma, for large problems.
-using Tile128x256 = TileConfig<128, 256, 32, 64, 64, 4, 1>;
+// The tiles the op can run (the `tile` argument; -1 picks one, see dispatch).
+// 128x128: 8 warps of 64x32, 2 CTAs per SM, enough CTAs for medium and skinny problems.
+using Tile0 = TileConfig<128, 128, 32, 64, 32, 4, 2>;
+// 128x256: 8 warps of 64x64, fewer shared-memory reads per mma, for large problems.
+using Tile1 = TileConfig<128, 256, 32, 64, 64, 4, 1>;
+// The same two with BK = 64: half the barriers per FLOP, at fewer stages.
+using Tile2 = TileConfig<128, 256, 64, 64, 64, 3, 1>;
+using Tile3 = TileConfig<128, 128, 64, 64, 32, 3, 2>;
+constexpr int NUM_TILES = 4;
 
 constexpr int GROUP_M = 8;  // CTAs sharing a column band run together, so B stays in L2
 
@@ -223,26 +228,26 @@ void launch(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// The large tile only for aligned problems that still fill two waves of CTAs
-// on this GPU; otherwise the 128x128 tile, which keeps more SMs busy.
+// Without a choice: the large tile for problems that still fill two waves of
+// CTAs on this GPU, else the 128x128 one, which keeps more SMs busy.
 // Mirrored in implementations/gemm/cuda/__init__.py (_tile) for `config`.
-bool use_large_tile(int64_t M, int64_t N) {
+int auto_tile(int64_t M, int64_t N) {
   const int64_t tiles = ((M + 127) / 128) * ((N + 255) / 256);
-  return tiles >= 2 * ksuite::sm_count();
+  return tiles >= 2 * ksuite::sm_count() ? 1 : 0;
 }
 
 template <typename T>
-void dispatch(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, bool aligned) {
-  if (!aligned) {
-    launch<T, Tile128x128, false>(a, b, c);
-  } else if (use_large_tile(a.size(0), b.size(1))) {
-    launch<T, Tile128x256, true>(a, b, c);
-  } else {
-    launch<T, Tile128x128, true>(a, b, c);
+void dispatch(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, bool aligned, int64_t tile) {
+  if (!aligned) return launch<T, Tile0, false>(a, b, c);  // the edge path has one tile
+  switch (tile < 0 ? auto_tile(a.size(0), b.size(1)) : tile) {
+    case 0: return launch<T, Tile0, true>(a, b, c);
+    case 1: return launch<T, Tile1, true>(a, b, c);
+    case 2: return launch<T, Tile2, true>(a, b, c);
+    default: return launch<T, Tile3, true>(a, b, c);
   }
 }
 
-at::Tensor gemm_mma(const at::Tensor& a, const at::Tensor& b) {
+at::Tensor gemm_mma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
   TORCH_CHECK(a.is_cuda() && b.is_cuda(), "gemm_mma: a and b must be CUDA tensors, got ",
               a.device(), " and ", b.device());
   TORCH_CHECK(a.device() == b.device(), "gemm_mma: a and b are on different devices (",
@@ -258,6 +263,8 @@ at::Tensor gemm_mma(const at::Tensor& a, const at::Tensor& b) {
               ", b is ", b.sizes());
   TORCH_CHECK(a.is_contiguous() && b.is_contiguous(),
               "gemm_mma: a and b must be contiguous (row-major)");
+  TORCH_CHECK(tile >= -1 && tile < NUM_TILES, "gemm_mma: tile must be -1 (automatic) or 0..",
+              NUM_TILES - 1, ", got ", tile);
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
   TORCH_CHECK(M < (1LL << 31) && N < (1LL << 31) && K < (1LL << 31),
               "gemm_mma: dimensions must fit in 32-bit ints");
@@ -270,9 +277,9 @@ at::Tensor gemm_mma(const at::Tensor& a, const at::Tensor& b) {
   const bool aligned = K % 8 == 0 && N % 8 == 0 && ksuite::aligned16(a.data_ptr()) &&
                        ksuite::aligned16(b.data_ptr());
   if (a.scalar_type() == at::kHalf) {
-    dispatch<__half>(a, b, c, aligned);
+    dispatch<__half>(a, b, c, aligned, tile);
   } else {
-    dispatch<__nv_bfloat16>(a, b, c, aligned);
+    dispatch<__nv_bfloat16>(a, b, c, aligned, tile);
   }
   return c;
 }
@@ -280,7 +287,7 @@ at::Tensor gemm_mma(const at::Tensor& a, const at::Tensor& b) {
 }  // namespace ksuite_gemm
 
 TORCH_LIBRARY_FRAGMENT(kernel_suite, m) {
-  m.def("gemm_mma(Tensor a, Tensor b) -> Tensor");
+  m.def("gemm_mma(Tensor a, Tensor b, int tile=-1) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(kernel_suite, CUDA, m) {

@@ -1,0 +1,160 @@
+"""CUDA gemm and attention on the GPU: correctness, edges, and opcheck.
+
+Every case of the cpu and quick presets, plus shapes chosen for the kernels'
+edges (ragged tiles, unaligned rows, the large-tile path with ragged edges,
+sequences shorter than a tile), with fresh random inputs (the seed is printed
+on failure), the caching allocator poisoned with NaN first so that an output
+element no thread writes fails, and the workload's float64 reference.
+"""
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from suite import verify
+from suite.workload import Case, discover
+
+pytestmark = pytest.mark.gpu
+SEED = random.randrange(1 << 30)
+IMPLS = (("gemm", "cuda"), ("gemm", "cuda:naive"), ("attention", "cuda"))
+
+
+def _check(wl_name: str, impl_name: str, case: Case, transform=None) -> None:
+    reg = discover()
+    wl, impl = reg.workloads[wl_name], reg.get(wl_name, impl_name)
+    assert impl.check_available("cuda") is None
+    assert impl.supports(case) is None, impl.supports(case)
+    inputs = wl.make_inputs(case, "cuda", SEED)
+    if transform is not None:
+        inputs = transform(inputs)
+    ref = wl.reference(case, inputs)
+    verify.poison_allocator("cuda", ref.numel() * torch.empty((), dtype=torch_dtype(case)).element_size())
+    out = impl.fn(**inputs)
+    torch.cuda.synchronize()
+    res = verify.check(out, ref, wl.tolerance(case))
+    assert out.dtype == torch_dtype(case)
+    assert res.correct, f"{impl_name} {case} seed={SEED} config={impl.config(case)}: {res.message}"
+
+
+def torch_dtype(case: Case) -> torch.dtype:
+    return getattr(torch, case.dtype)
+
+
+def _preset_params():
+    reg = discover()
+    params = []
+    for wl_name, impl_name in IMPLS:
+        impl = reg.get(wl_name, impl_name)
+        for preset in ("cpu", "quick"):
+            for case in reg.workloads[wl_name].cases(preset):
+                if impl.supports(case) is None:
+                    params.append(pytest.param(wl_name, impl_name, case,
+                                               id=f"{impl_name}-{preset}-{case.label}-{case.dtype}"))
+    return params
+
+
+@pytest.mark.parametrize("wl_name,impl_name,case", _preset_params())
+def test_preset(wl_name, impl_name, case):
+    _check(wl_name, impl_name, case)
+    torch.cuda.empty_cache()
+
+
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+@pytest.mark.parametrize("m,n,k", [
+    (1000, 264, 72),     # aligned, K not a multiple of the 32-wide k-tile
+    (129, 8, 8),         # one k-tile, one column fragment
+    (4095, 4104, 4096),  # the 128x256 tile with ragged M and N
+    (77, 1001, 999),     # unaligned (guarded loads, element stores)
+    (5, 3, 2),           # everything smaller than one fragment
+])
+def test_gemm_edges(m, n, k, dtype):
+    _check("gemm", "cuda", Case.make("gemm", dtype, M=m, N=n, K=k))
+
+
+@pytest.mark.parametrize("tile", (0, 1, 2, 3))
+@pytest.mark.parametrize("m,n,k", [(1000, 264, 72), (515, 1032, 1000)])
+def test_gemm_every_tile(m, n, k, tile):
+    """Each tile the op offers (implementations/gemm/cuda/tune.py ranks them), not only the automatic one."""
+    from implementations.gemm.cuda import ops
+
+    g = torch.Generator(device="cuda").manual_seed(SEED)
+    a = torch.randn(m, k, generator=g, device="cuda").to(torch.bfloat16)
+    b = torch.randn(k, n, generator=g, device="cuda").to(torch.bfloat16)
+    verify.poison_allocator("cuda", m * n * 2)
+    out = ops().gemm_mma(a, b, tile)
+    res = verify.check(out, a.double() @ b.double(), 1e-2)
+    assert res.correct, f"tile {tile} {m}x{n}x{k} seed={SEED}: {res.message}"
+
+
+def test_gemm_unaligned_pointers():
+    """Views that start 2 bytes into their storage must take the guarded path."""
+    def shift(inputs):
+        out = {}
+        for name, t in inputs.items():
+            buf = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)
+            view = buf[1:].view(t.shape)
+            view.copy_(t)
+            out[name] = view
+        return out
+
+    _check("gemm", "cuda", Case.make("gemm", "bfloat16", M=300, N=512, K=256), transform=shift)
+
+
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+@pytest.mark.parametrize("d", (64, 128))
+@pytest.mark.parametrize("s", (1, 17, 63, 64, 65, 127, 129, 255, 257))
+@pytest.mark.parametrize("causal", (0, 1))
+def test_attention_short_and_ragged(s, d, causal, dtype):
+    _check("attention", "cuda", Case.make("attention", dtype, B=2, H=3, S=s, D=d, causal=causal))
+
+
+def test_attention_large_logits():
+    """Scores of several hundred: the running max must keep exp2 in range."""
+    def scale(inputs):
+        return dict(inputs, q=inputs["q"] * 8, k=inputs["k"] * 8)
+
+    _check("attention", "cuda", Case.make("attention", "bfloat16", B=1, H=2, S=300, D=64, causal=1),
+           transform=scale)
+
+
+def test_boundary_checks_explain_themselves():
+    from implementations.attention.cuda import ops as attention_ops
+    from implementations.gemm.cuda import ops as gemm_ops
+
+    a = torch.randn(64, 64, device="cuda")
+    with pytest.raises(RuntimeError, match="float16 and bfloat16"):
+        gemm_ops().gemm_mma(a, a)
+    with pytest.raises(RuntimeError, match="tile must be"):
+        gemm_ops().gemm_mma(a.bfloat16(), a.bfloat16(), 7)
+    with pytest.raises(RuntimeError, match="inner dimensions"):
+        gemm_ops().gemm_naive(a, torch.randn(32, 64, device="cuda"))
+    q = torch.randn(1, 1, 16, 96, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match="head dim"):
+        attention_ops().attention_flash(q, q, q, False)
+    q = torch.randn(1, 1, 64, 16, device="cuda", dtype=torch.bfloat16).transpose(-1, -2)
+    with pytest.raises(RuntimeError, match="contiguous"):
+        attention_ops().attention_flash(q, q, q, False)
+
+
+@pytest.mark.parametrize("op,dtype,shape", [
+    ("gemm_mma", torch.bfloat16, (40, 24, 48)),
+    ("gemm_mma", torch.float16, (33, 17, 11)),
+    ("gemm_naive", torch.float32, (33, 17, 11)),
+])
+def test_opcheck_gemm(op, dtype, shape):
+    from implementations.gemm.cuda import ops
+
+    m, n, k = shape
+    a = torch.randn(m, k, device="cuda", dtype=dtype)
+    b = torch.randn(k, n, device="cuda", dtype=dtype)
+    torch.library.opcheck(getattr(ops(), op).default, (a, b))
+
+
+@pytest.mark.parametrize("causal", (False, True))
+def test_opcheck_attention(causal):
+    from implementations.attention.cuda import ops
+
+    q, k, v = (torch.randn(1, 2, 80, 64, device="cuda", dtype=torch.float16) for _ in range(3))
+    torch.library.opcheck(ops().attention_flash.default, (q, k, v, causal))
