@@ -132,7 +132,7 @@ def read(paths) -> tuple[pd.DataFrame, list[str]]:
     return df.drop(columns=[c for c in SKIPPED if c in df.columns]), problems
 
 
-def _derive(df: pd.DataFrame) -> pd.DataFrame:
+def derive(df: pd.DataFrame) -> pd.DataFrame:
     """Columns the views group by, filled where an older or partial file left them empty.
 
     Changes ``df`` in place: it is freshly read and not shared yet.
@@ -176,7 +176,7 @@ def fingerprint(paths) -> tuple:
 
 def build(paths) -> Loaded:
     df, problems = read(paths)
-    df = _derive(df)
+    df = derive(df)
     runs = _runs(df)
     index = {k: np.asarray(v) for k, v in df.groupby("run_id", sort=False).indices.items()}
     return Loaded(frame=df, problems=problems, runs=runs, index=index)

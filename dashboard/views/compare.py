@@ -31,12 +31,15 @@ if len(options) < 2:
 st.caption("The sidebar's workload, dtype, implementation and timer filters apply; each side "
            "takes the newest row of every case. Speedup > 1: the candidate is faster.")
 left, right = st.columns(2)
-base_at = 1
-if mode == "runs":  # the newest run against the one before it on the same GPU
-    same = runs.index[(runs["gpu"] == runs["gpu"].iloc[0]) & (runs.index > 0)]
-    base_at = int(same[0]) if len(same) else 1
+base_at, cand_at = 1, 0
+if mode == "runs":  # the newest run that has an older one on the same GPU, against that one
+    for i, gpu in enumerate(runs["gpu"]):
+        older = runs.index[(runs["gpu"] == gpu) & (runs.index > i)]
+        if len(older):
+            cand_at, base_at = i, int(older[0])
+            break
 base = left.selectbox("Base", options, index=base_at, format_func=labels.get, key=f"cmp_base_{mode}")
-cand = right.selectbox("Candidate", options, index=0, format_func=labels.get, key=f"cmp_cand_{mode}")
+cand = right.selectbox("Candidate", options, index=cand_at, format_func=labels.get, key=f"cmp_cand_{mode}")
 b, c = frame[frame[column] == base], frame[frame[column] == cand]
 differ = set(b["gpu"]) != set(c["gpu"])
 left, right = st.columns(2)

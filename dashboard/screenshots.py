@@ -1,0 +1,113 @@
+"""Screenshots of every page in headless Chromium, for docs/ and the browser test.
+
+    python -m dashboard.screenshots results/ --out docs/screenshots
+
+Starts the dashboard the way ``python -m suite dashboard`` does, on a free
+localhost port, and drives the system's Chromium through playwright (no
+browser download).  Needs scripts/setup.sh dev.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from types import SimpleNamespace
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+               "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+PAGES = [("", "Overview"), ("bandwidth", "Bandwidth"), ("roofline", "Roofline"), ("fusion", "Fusion"),
+         ("compare", "Compare"), ("history", "History"), ("data", "Data")]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve(paths: list[str], port: int | None = None, timeout: float = 60.0):
+    """Run the dashboard server on 127.0.0.1; yields its base URL, stops it after."""
+    from dashboard import launch
+
+    port = port or free_port()
+    cmd, env = launch.command(SimpleNamespace(paths=[str(p) for p in paths], port=port,
+                                              address="127.0.0.1", headless=True))
+    log = tempfile.NamedTemporaryFile(prefix="dashboard-", suffix=".log", delete=False)
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the dashboard server did not start:\n"
+                                   + Path(log.name).read_text(errors="replace")[-3000:])
+            time.sleep(0.3)
+        yield base
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # the server we started, and only it
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+        os.unlink(log.name)
+
+
+@contextlib.contextmanager
+def browser_page(timeout_ms: int = 60_000):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(timeout_ms)
+            yield page
+        finally:
+            browser.close()
+
+
+def wait_ready(page, title: str, chart: bool = True) -> None:
+    """The page's heading is shown and, if asked, a Plotly chart has drawn its SVG."""
+    page.get_by_role("heading", name=title, exact=True).wait_for()
+    if chart:
+        page.locator(".js-plotly-plot .main-svg").first.wait_for()
+    page.wait_for_load_state("networkidle")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m dashboard.screenshots", description=__doc__.split("\n")[0])
+    ap.add_argument("paths", nargs="*", default=["results"])
+    ap.add_argument("--out", default="docs/screenshots")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with serve(args.paths) as base, browser_page() as page:
+        for path, title in PAGES:
+            page.goto(f"{base}/{path}")
+            wait_ready(page, title)
+            target = out / f"{path or 'overview'}.png"
+            page.screenshot(path=str(target), full_page=True)
+            print(target)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""dashboard/analysis.py on small hand-made frames: each rule, checked by value."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard import analysis, data
+from dashboard.analysis import Filters
+from suite import store
+
+BASE = {"schema_version": 1, "run_id": "r1", "timestamp": "2025-06-01T00:00:00Z", "gpu_name": "NVIDIA H200",
+        "gpu_slug": "h200", "commit": "aaaaaaa", "timer": "events", "dtype": "float32", "status": "ok",
+        "workload": "softmax", "backend": None, "peak_gbps": 4000.0, "peak_tflops": 50.0}
+
+
+def frame(*rows: dict) -> pd.DataFrame:
+    full = []
+    for r in rows:
+        r = {**BASE, **r}
+        r.setdefault("backend", str(r["impl"]).split(":")[0])
+        r["backend"] = r["backend"] or str(r["impl"]).split(":")[0]
+        full.append(r)
+    return data.derive(store.to_frame(full).assign(source="mem"))
+
+
+def case(impl, shape, size, ms, **kw):
+    return {"impl": impl, "shape": shape, "size": size, "ms_median": ms, **kw}
+
+
+def test_select_runs_defaults_to_newest_per_gpu():
+    runs = pd.DataFrame({"run_id": ["c", "b", "a", "z"], "gpu": ["h200", "h100", "h200", "h100"],
+                         "commit": ["3", "2", "1", "1"]})  # newest first
+    assert analysis.select_runs(runs, Filters()) == ["c", "b"]
+    assert analysis.select_runs(runs, Filters(commit=("1",))) == ["a", "z"]
+    assert analysis.select_runs(runs, Filters(run=("a", "b"))) == ["b", "a"]
+    assert analysis.select_runs(runs, Filters(run=("a",), gpu=("h100",))) == []
+
+
+def test_narrow_and_ok_keep_failures_out():
+    df = frame(case("eager", "N=1", 1, 2.0), case("triton", "N=1", 1, 1.0, status="incorrect"),
+               case("cuda", "N=1", 1, None, status="error", error="boom"),
+               case("cuda", "N=1", 1, 1.0, dtype="float16"))
+    assert list(analysis.ok(df)["impl"]) == ["eager", "cuda"]
+    bad = analysis.not_ok(df)
+    assert list(bad["status"]) == ["incorrect", "error"] and bad["error"].iloc[1] == "boom"
+    assert list(analysis.narrow(df, Filters(dtype=("float16",)))["impl"]) == ["cuda"]
+
+
+def test_best_table_at_largest_shape_with_speedups():
+    df = frame(case("eager", "small", 10, 1.0), case("triton", "small", 10, 0.1),
+               case("eager", "big", 100, 8.0), case("torch", "big", 100, 4.0, sol=0.5),
+               case("triton", "big", 100, 2.0, sol=0.9),
+               case("cuda", "big", 100, 1.0, sol=1.0, status="incorrect"))
+    best = analysis.best_table(df)
+    assert len(best) == 1
+    b = best.iloc[0]
+    assert (b["best"], b["shape"], b["ms"], b["sol"]) == ("triton", "big", 2.0, 0.9)
+    assert b["vs_eager"] == pytest.approx(4.0) and b["vs_torch"] == pytest.approx(2.0)
+
+
+def test_best_table_without_eager_says_nan():
+    best = analysis.best_table(frame(case("torch", "s", 1, 1.0, workload="gemm")))
+    assert math.isnan(best["vs_eager"].iloc[0]) and best["vs_torch"].iloc[0] == 1.0
+
+
+def test_sol_matrix_shows_status_of_failed_cells():
+    df = frame(case("triton", "big", 100, 1.0, sol=0.8), case("cuda", "big", 100, None, status="error"),
+               case("triton", "small", 1, 1.0, sol=0.1))
+    sol, status = analysis.sol_matrix(df, "float32", "h200")
+    assert sol.loc["softmax", "triton"] == 0.8 and np.isnan(sol.loc["softmax", "cuda"])
+    assert status.loc["softmax", "cuda"] == "error" and status.loc["softmax", "triton"] == ""
+
+
+def test_pass_rate_leaves_unsupported_out_of_the_denominator():
+    df = frame(case("t", "a", 1, 1.0), case("t", "b", 1, 1.0, status="incorrect"),
+               case("t", "c", 1, None, status="unsupported"), case("t", "d", 1, None, status="unavailable"))
+    pr = analysis.pass_rate(df).set_index("impl")
+    assert pr.loc["t", "pass_rate"] == 0.5
+    assert pr.loc["t", ["ok", "incorrect", "error", "unsupported", "unavailable"]].tolist() == [1, 1, 0, 1, 1]
+
+
+def test_fusion_table_predicted_and_measured():
+    kw = {"eager_bytes": 11.0, "min_bytes": 2.0}
+    df = frame(case("eager", "s", 1, 5.5, **kw), case("triton", "s", 1, 1.1, **kw),
+               case("cuda", "s", 1, 0.5, status="incorrect", **kw),
+               case("torch", "s", 1, 1.0, workload="gemm", eager_bytes=3.0, min_bytes=3.0))
+    ft = analysis.fusion_table(df)
+    assert list(ft["impl"]) == ["triton"]
+    r = ft.iloc[0]
+    assert r["predicted"] == pytest.approx(5.5) and r["measured"] == pytest.approx(5.0)
+    assert r["reached"] == pytest.approx(5.0 / 5.5)
+    assert analysis.no_eager(df) == ["gemm"]
+
+
+def test_compare_ratios_verdicts_and_failures():
+    base = frame(case("a", "s", 1, 1.0, sol=0.5), case("b", "s", 1, 1.0, sol=0.5),
+                 case("c", "s", 1, 1.0, sol=0.5), case("d", "s", 1, 1.0),
+                 case("e", "s", 1, 1.0))
+    cand = frame(case("a", "s", 1, 1.2, sol=0.4), case("b", "s", 1, 0.8, sol=0.6),
+                 case("c", "s", 1, 1.02, sol=0.49), case("d", "s", 1, None, status="error"),
+                 case("f", "s", 1, 1.0))
+    cmp = analysis.compare(base, cand, analysis.ROW_KEY, "time", 0.05)
+    t = cmp.table.set_index("impl")
+    assert t.loc["a", "speedup"] == pytest.approx(1 / 1.2) and t.loc["a", "verdict"] == "regression"
+    assert t.loc["b", "speedup"] == pytest.approx(1.25) and t.loc["b", "verdict"] == "improvement"
+    assert t.loc["c", "verdict"] == "same"
+    assert list(cmp.failed["impl"]) == ["d"] and cmp.failed["status_cand"].iloc[0] == "error"
+    assert (cmp.only_base, cmp.only_cand) == (1, 1)
+    sol = analysis.compare(base, cand, analysis.ROW_KEY, "sol", 0.05).table.set_index("impl")
+    assert sol.loc["a", "speedup"] == pytest.approx(0.8) and sol.loc["b", "speedup"] == pytest.approx(1.2)
+
+
+def test_compare_takes_the_newest_row_per_case():
+    base = frame(case("a", "s", 1, 1.0, timestamp="2025-01-01T00:00:00Z"),
+                 case("a", "s", 1, 2.0, timestamp="2025-02-01T00:00:00Z", run_id="r2"))
+    cand = frame(case("a", "s", 1, 1.0))
+    assert analysis.compare(base, cand, analysis.ROW_KEY).table["speedup"].iloc[0] == pytest.approx(2.0)
+
+
+def test_history_orders_commits_and_gaps_failures():
+    df = frame(case("t", "s", 1, 3.0, commit="c3", timestamp="2025-03-01T00:00:00Z", run_id="3"),
+               case("t", "s", 1, 1.0, commit="c1", timestamp="2025-01-01T00:00:00Z", run_id="1"),
+               case("t", "s", 1, None, commit="c2", timestamp="2025-02-01T00:00:00Z", run_id="2",
+                    status="error"),
+               case("t", "s", 1, 9.0, commit="c1", timestamp="2025-01-02T00:00:00Z", run_id="x",
+                    gpu_slug="h100", gpu_name="NVIDIA H100"))
+    h = analysis.history(df, {"workload": "softmax", "impl": "t"}, "ms_median")
+    h200 = h[h["gpu"] == "h200"]
+    assert list(h200["commit"]) == ["c1", "c2", "c3"] and list(h200["order"]) == [0, 1, 2]
+    assert h200["ms_median"].iloc[0] == 1.0 and np.isnan(h200["ms_median"].iloc[1])
+    assert list(h[h["gpu"] == "h100"]["ms_median"]) == [9.0]
+
+
+def test_with_series_names_timer_and_gpu_only_when_they_vary():
+    one = analysis.with_series(frame(case("t", "s", 1, 1.0)))
+    assert list(one["series"]) == ["t"]
+    two = analysis.with_series(frame(case("t", "s", 1, 1.0), case("t", "s", 1, 1.0, timer="graph",
+                                                                   gpu_slug="h100")))
+    assert list(two["series"]) == ["t [events] · h200", "t [graph] · h100"]
+
+
+def test_suspects_and_roofs():
+    df = frame(case("t", "s", 1, 1.0, sol=1.3), case("u", "s", 1, 1.0, sol=0.9),
+               case("v", "s", 1, 1.0, sol=2.0, status="incorrect"),
+               case("u", "s", 1, 1.0, dtype="bfloat16", peak_tflops=700.0))
+    assert list(analysis.suspects(df)["impl"]) == ["t"]
+    bw, tf = analysis.roofs(df)
+    assert bw == 4000.0 and tf == {"bfloat16": 700.0, "float32": 50.0}

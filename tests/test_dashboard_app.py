@@ -1,0 +1,149 @@
+"""Every page through streamlit.testing.v1.AppTest, on fixture runs: no exception,
+a heading, and Plotly figures whose spec can be read back."""
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import fixtures_dashboard as fx
+from dashboard import data
+
+APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
+PAGES = {"overview": "Overview", "bandwidth": "Bandwidth", "roofline": "Roofline", "fusion": "Fusion",
+         "compare": "Compare", "history": "History", "data_table": "Data"}
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dash")
+    paths = fx.write_fixture_tree(root)
+    # one GPU and two commits only; one commit and two GPUs only
+    two_commits = root / "two_commits"
+    two_gpus = root / "two_gpus"
+    for dst, names in ((two_commits, ("old", "new")), (two_gpus, ("new", "h100"))):
+        for n in names:
+            target = dst / paths[n].parent.name / paths[n].name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(paths[n].read_bytes())
+    return {**paths, "two_commits": two_commits, "two_gpus": two_gpus}
+
+
+DATASETS = {
+    "all": lambda t: [t["results"], t["corrupt"]],
+    "empty": lambda t: [t["empty"]],
+    "corrupt": lambda t: [t["corrupt"]],
+    "two_gpus": lambda t: [t["two_gpus"]],
+    "two_commits": lambda t: [t["two_commits"]],
+}
+
+
+def app(monkeypatch, paths, page="overview", params=None) -> AppTest:
+    monkeypatch.setenv(data.PATHS_ENV, json.dumps([str(p) for p in paths]))
+    at = AppTest.from_file(APP, default_timeout=60)
+    for k, v in (params or {}).items():
+        at.query_params[k] = v
+    at.run()
+    if page != "overview":
+        at.switch_page(f"views/{page}.py").run()
+    return at
+
+
+def url(at: AppTest, key: str) -> list[str]:
+    value = at.query_params.get(key)
+    return value if isinstance(value, list) else [value]
+
+
+def figures(at: AppTest) -> list[dict]:
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+@pytest.mark.parametrize("dataset", list(DATASETS))
+@pytest.mark.parametrize("page", list(PAGES))
+def test_page_renders(monkeypatch, tree, page, dataset):
+    at = app(monkeypatch, DATASETS[dataset](tree), page)
+    assert not at.exception, at.exception
+    assert [t.value for t in at.title] == [PAGES[page]]
+    warnings = " ".join(w.value for w in at.warning)
+    if dataset in ("all", "corrupt"):
+        assert str(tree["corrupt"]) in warnings
+    if dataset in ("empty", "corrupt"):
+        assert any("No results loaded" in i.value for i in at.info)
+        assert not figures(at)
+        return
+    figs = figures(at)
+    assert figs, "no Plotly chart on the page"
+    for fig in figs:
+        assert fig["data"], "a figure without traces"
+
+
+def test_overview_content(monkeypatch, tree):
+    at = app(monkeypatch, [tree["results"]])
+    best = at.dataframe[0].value
+    assert set(best["gpu"]) == {"h200", "h100-80gb-hbm3"}
+    assert set(best["workload"]) == set(fx.SHAPES)
+    heat = figures(at)[0]["data"][0]
+    assert heat["type"] == "heatmap" and "cuda" in heat["x"]
+    # the planted L2-resident row is flagged, not hidden
+    assert any("claim more than" in w.value for w in at.warning)
+
+
+def test_bandwidth_never_plots_failed_rows(monkeypatch, tree):
+    at = app(monkeypatch, [tree["two_commits"]], "bandwidth")
+    at.selectbox(key="bw_workload").set_value("attention").run()
+    at.selectbox(key="bw_dtype").set_value("float32").run()
+    names = {t.get("name") for t in figures(at)[0]["data"] if t.get("name")}
+    # torch:flash is unsupported in float32: never a line
+    assert "torch:flash" not in names and "torch" in names
+    assert figures(at)[0]["layout"]["xaxis"]["type"] == "log"
+
+
+def test_filters_read_from_and_written_to_the_url(monkeypatch, tree):
+    at = app(monkeypatch, [tree["results"]], "bandwidth", {"dtype": "float16", "gpu": "h200"})
+    assert at.multiselect(key="filter_dtype").value == ["float16"]
+    assert at.multiselect(key="filter_gpu").value == ["h200"]
+    assert at.selectbox(key="bw_dtype").options == ["float16"]
+    at.multiselect(key="filter_workload").set_value(["softmax"]).run()
+    assert url(at, "workload") == ["softmax"] and url(at, "dtype") == ["float16"]
+    at.multiselect(key="filter_impl").set_value(["triton", "cuda"]).run()
+    assert url(at, "impl") == ["triton", "cuda"]
+    at.multiselect(key="filter_dtype").set_value([]).run()
+    assert "dtype" not in at.query_params
+
+
+def test_url_values_outside_the_loaded_runs_are_ignored(monkeypatch, tree):
+    at = app(monkeypatch, [tree["results"]], params={"gpu": "../../etc/passwd", "path": "/etc",
+                                                     "workload": "gelu"})
+    assert not at.exception
+    assert at.multiselect(key="filter_gpu").value == []
+    assert at.multiselect(key="filter_workload").value == ["gelu"]
+    assert any("gpu=../../etc/passwd" in c.value for c in at.sidebar.caption)
+    assert set(at.dataframe[0].value["workload"]) == {"gelu"}
+
+
+@pytest.mark.parametrize("mode", ["runs", "GPUs", "commits"])
+def test_compare_modes(monkeypatch, tree, mode):
+    at = app(monkeypatch, [tree["results"]], "compare")
+    at.radio(key="cmp_mode").set_value(mode).run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert len(table) > 0 and (table["speedup"] > 0).all()
+    if mode == "runs":
+        # newest H200 run against the older one: the planted triton softmax slowdown shows
+        reg = table[table["verdict"] == "regression"]
+        assert set(reg["impl"]) == {"triton"} and set(reg["workload"]) == {"softmax"}
+    if mode == "GPUs":
+        assert at.toggle(key="cmp_sol_GPUs").value is True
+    figs = figures(at)
+    assert len(figs) == 1 and figs[0]["layout"]["yaxis"]["type"] == "log"
+
+
+def test_history_and_fusion_content(monkeypatch, tree):
+    at = app(monkeypatch, [tree["two_commits"]], "history")
+    trace = figures(at)[0]["data"][0]
+    assert len(trace["x"]) == 2
+    at = app(monkeypatch, [tree["results"]], "fusion")
+    assert any("gemm" in i.value and "nothing to gain from fusion" in i.value for i in at.info)
+    spec = figures(at)[0]
+    assert spec["data"][-1]["name"] == "as predicted"
+    assert "gemm" not in json.dumps([t.get("customdata") for t in spec["data"]])

@@ -1,0 +1,76 @@
+"""The dashboard in a real browser: headless Debian Chromium through playwright.
+
+Starts the server the way `python -m suite dashboard` does (dashboard.launch,
+via dashboard.screenshots.serve), opens every page, checks its heading, a
+rendered Plotly chart and no Streamlit exception, checks that a sidebar filter
+change reaches the URL and survives a page change, and saves screenshots under
+tests/artifacts/dashboard/.
+"""
+import os
+from pathlib import Path
+
+import pytest
+
+import fixtures_dashboard as fx
+from dashboard import screenshots as shots
+
+pytestmark = pytest.mark.browser
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "dashboard"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if not os.path.exists(shots.CHROMIUM):
+        pytest.skip(f"no chromium at {shots.CHROMIUM} (scripts/setup.sh dev installs it)")
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed (scripts/setup.sh dev)")
+    tree = fx.write_fixture_tree(tmp_path_factory.mktemp("browser"))
+    with shots.serve([tree["results"], tree["corrupt"]]) as base:
+        yield base, tree
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    with shots.browser_page() as pg:
+        yield pg
+
+
+def no_exception(page) -> bool:
+    return page.locator('[data-testid="stException"]').count() == 0
+
+
+@pytest.mark.parametrize("path,title", shots.PAGES)
+def test_every_page_renders(server, page, path, title):
+    base, tree = server
+    page.goto(f"{base}/{path}")
+    shots.wait_ready(page, title)
+    assert no_exception(page)
+    # the corrupt file is named, the rest is shown
+    assert page.get_by_text(str(tree["corrupt"])).count() >= 1
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{path or 'overview'}.png"), full_page=True)
+
+
+def test_filter_change_reaches_the_url_and_survives_navigation(server, page):
+    base, _ = server
+    page.goto(f"{base}/bandwidth")
+    shots.wait_ready(page, "Bandwidth")
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    sidebar.locator('[data-testid="stMultiSelect"]').filter(has_text="dtype").click()
+    page.get_by_role("option", name="float16", exact=True).click()
+    page.wait_for_url("**dtype=float16**")
+    page.keyboard.press("Escape")
+    sidebar.get_by_role("link", name="Roofline").click()
+    shots.wait_ready(page, "Roofline")
+    page.wait_for_url("**/roofline?**dtype=float16**")
+    assert no_exception(page)
+
+
+def test_a_shared_link_restores_the_filters(server, page):
+    base, _ = server
+    page.goto(f"{base}/bandwidth?gpu=h200&dtype=float32")
+    shots.wait_ready(page, "Bandwidth")
+    gpu = page.locator('[data-testid="stSidebar"] [data-testid="stMultiSelect"]').filter(has_text="GPU")
+    assert "h200" in gpu.inner_text()
+    # with both GPUs the legend would name the H100's series
+    assert "h100" not in page.locator(".js-plotly-plot").first.inner_text()
+    assert "gpu=h200" in page.url

@@ -1,0 +1,119 @@
+"""dashboard/charts.py: trace counts, axis types, and lines at the right values."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard import charts
+from suite import roofline
+
+
+def rows(series=("triton", "eager"), sizes=(1e3, 1e5, 1e7)):
+    out = []
+    for s in series:
+        for i, n in enumerate(sizes):
+            ms = 1e-3 * (i + 1)
+            out.append({"series": s, "impl": s, "size": n, "shape": f"N={int(n)}", "ms_median": ms,
+                        "ms_p20": ms * 0.9, "ms_p80": ms * 1.2, "min_bytes": 8.0 * n, "flops": 10.0 * n,
+                        "gbps": 8.0 * n / ms / 1e6, "tflops": 10.0 * n / ms / 1e9, "sol": 0.5,
+                        "intensity": 10.0 / 8.0, "dtype": "bfloat16" if i else "float32",
+                        "workload": "gelu", "timer": "events"})
+    return pd.DataFrame(out)
+
+
+def test_bandwidth_traces_band_log_x_and_ceiling():
+    df = rows()
+    fig = charts.bandwidth(df, "gbps", {"copy": 4210.0})
+    assert len(fig.data) == 3 * 2
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type != "log"
+    hi, lo, line = fig.data[:3]
+    g = df[df["series"] == "triton"]
+    np.testing.assert_allclose(line.y, g["gbps"])
+    np.testing.assert_allclose(hi.y, g["min_bytes"] / (g["ms_p20"] * 1e-3) / 1e9)
+    np.testing.assert_allclose(lo.y, g["min_bytes"] / (g["ms_p80"] * 1e-3) / 1e9)
+    assert lo.fill == "tonexty" and line.name == "triton"
+    assert [s.y0 for s in fig.layout.shapes] == [4210.0]
+
+
+def test_bandwidth_in_tflops_uses_flops():
+    df = rows(series=("torch",))
+    fig = charts.bandwidth(df, "tflops", {"bf16": 740.0, "missing": None})
+    np.testing.assert_allclose(fig.data[2].y, df["tflops"])
+    assert [s.y0 for s in fig.layout.shapes] == [740.0]
+    assert "TFLOP/s" in fig.layout.yaxis.title.text
+
+
+def test_roofline_traces_roofs_and_ridge():
+    df = rows(series=("triton", "eager", "cuda"))
+    fig = charts.roofline_chart(df, 4000.0, {"bfloat16": 800.0, "float32": 50.0})
+    assert len(fig.data) == 3 + 2 + 1
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    triton = fig.data[0]
+    assert list(triton.marker.symbol) == ["circle", "diamond", "diamond"]
+    roof16 = fig.data[3]
+    ridge = roofline.ridge_point(4000.0, 800.0)
+    assert roof16.x[1] == pytest.approx(ridge) == pytest.approx(200.0)
+    assert roof16.y[1] == roof16.y[2] == 800.0
+    assert roof16.y[0] == pytest.approx(4000.0 * roof16.x[0] / 1e3)  # on the bandwidth slope
+    assert list(fig.data[-1].x) == pytest.approx([200.0, 12.5])
+    assert list(fig.data[-1].y) == [800.0, 50.0]
+
+
+def test_roofline_without_ceilings_has_points_only():
+    fig = charts.roofline_chart(rows(series=("triton",)), float("nan"), {})
+    assert len(fig.data) == 1
+
+
+def test_sol_heatmap_values_and_status_text():
+    sol = pd.DataFrame({"triton": [0.8, np.nan]}, index=["gelu", "softmax"])
+    status = pd.DataFrame({"triton": ["", "error"]}, index=["gelu", "softmax"])
+    fig = charts.sol_heatmap(sol, status)
+    assert len(fig.data) == 1 and fig.data[0].type == "heatmap"
+    assert fig.data[0].z[0][0] == 0.8 and np.isnan(fig.data[0].z[1][0])
+    assert [list(r) for r in fig.data[0].text] == [["0.80"], ["error"]]
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (0, 1)
+
+
+def test_pass_rate_bars_one_trace_per_status():
+    counts = pd.DataFrame({"impl": ["a", "b"], "ok": [3, 1], "incorrect": [0, 2], "error": [1, 0],
+                           "unsupported": [0, 0], "unavailable": [0, 1], "pass_rate": [0.75, 1 / 3]})
+    fig = charts.pass_rate_bars(counts)
+    assert [t.name for t in fig.data] == ["ok", "incorrect", "error", "unsupported", "unavailable"]
+    assert list(fig.data[1].y) == [0, 2] and fig.layout.barmode == "stack"
+
+
+def test_fusion_chart_diagonal_and_log_axes():
+    ft = pd.DataFrame({"impl": ["triton", "cuda", "triton"], "predicted": [5.5, 5.5, 2.0],
+                       "measured": [5.0, 3.0, 2.1], "reached": [0.9, 0.55, 1.05],
+                       "workload": ["gelu"] * 3, "shape": ["N=1"] * 3, "dtype": ["float32"] * 3})
+    fig = charts.fusion_chart(ft)
+    assert len(fig.data) == 2 + 1
+    diag = fig.data[-1]
+    assert list(diag.x) == list(diag.y) and diag.x[0] < 2.0 and diag.x[1] > 5.5
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+
+
+def test_compare_scatter_threshold_lines():
+    t = pd.DataFrame({"size": [1, 10, 100], "speedup": [0.8, 1.0, 1.3],
+                      "verdict": ["regression", "same", "improvement"], "workload": ["w"] * 3,
+                      "impl": ["i"] * 3, "dtype": ["d"] * 3, "shape": ["s"] * 3})
+    fig = charts.compare_scatter(t, 0.1)
+    assert [tr.name for tr in fig.data] == ["regression", "improvement", "same"]
+    assert sorted(s.y0 for s in fig.layout.shapes) == pytest.approx([1 / 1.1, 1.0, 1.1])
+    assert fig.layout.xaxis.type == "log"
+
+
+def test_history_chart_one_line_per_gpu_with_commit_ticks():
+    h = pd.DataFrame({"gpu": ["h200", "h200", "h100"], "commit": ["aaaaaaaaa", "bbbbbbbbb", "aaaaaaaaa"],
+                      "time": pd.to_datetime(["2025-01-01", "2025-01-02", "2025-01-01"], utc=True),
+                      "order": [0, 1, 0], "sol": [0.5, np.nan, 0.4], "status": ["ok", "error", "ok"]})
+    fig = charts.history_chart(h, "sol")
+    assert [t.name for t in fig.data] == ["h100", "h200"]
+    assert list(fig.layout.xaxis.ticktext) == ["aaaaaaa", "bbbbbbb"]
+    by_date = charts.history_chart(h, "sol", by_date=True)
+    assert by_date.layout.xaxis.tickmode is None
+
+
+def test_colors_are_stable_per_backend():
+    assert charts.color("triton") == charts.color("triton [graph] · h100") == charts.BACKEND_COLORS["triton"]
+    seen = ["torch:flash", "torch:cudnn"]
+    assert charts.color("torch:flash", seen) != charts.color("torch:cudnn", seen)

@@ -1,0 +1,108 @@
+"""dashboard/data.py: what is loaded from which paths, and what is refused."""
+import json
+
+import pandas as pd
+import pytest
+
+import fixtures_dashboard as fx
+from dashboard import data
+from suite import store
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    return fx.write_fixture_tree(tmp_path_factory.mktemp("dash"))
+
+
+def _same(a: pd.Series, b: pd.Series) -> bool:
+    na, nb = a.isna().to_numpy(), b.isna().to_numpy()
+    return bool((na == nb).all() and (a[~na].astype(object).to_numpy() == b[~nb].astype(object).to_numpy()).all())
+
+
+def test_read_matches_store_read_runs(tree):
+    ours, p1 = data.read([tree["results"]])
+    theirs, p2 = store.read_runs([tree["results"]])
+    assert p1 == p2 == []
+    # the old H200 run has two timers, the others one
+    assert len(ours) == len(theirs) == 4 * len(fx.make_run())
+    assert "samples_ms" not in ours.columns
+    for col in theirs.columns.drop("samples_ms"):
+        assert _same(ours[col], theirs[col]), col
+        if col in store.COLUMNS and pd.api.types.is_numeric_dtype(theirs[col]):
+            assert ours[col].dtype == theirs[col].dtype, col
+
+
+def test_corrupt_file_is_named_and_the_rest_loads(tree):
+    loaded = data.build([str(tree["results"]), str(tree["corrupt"])])
+    assert len(loaded.problems) == 1 and str(tree["corrupt"]) in loaded.problems[0]
+    assert len(loaded.runs) == 3 and len(loaded.frame) > 0
+
+
+def test_empty_folder_and_missing_path(tree, tmp_path):
+    loaded = data.build([str(tree["empty"])])
+    assert loaded.frame.empty and loaded.problems == [] and loaded.runs.empty
+    loaded = data.build([str(tmp_path / "nowhere")])
+    assert loaded.frame.empty and "no such file" in loaded.problems[0]
+
+
+def test_foreign_and_newer_files_are_refused(tmp_path):
+    pd.DataFrame({"a": [1.0]}).to_parquet(tmp_path / "foreign.parquet")
+    rows = store.to_frame(fx.make_run()[:3]).assign(schema_version=store.SCHEMA_VERSION + 1)
+    rows.drop(columns=["samples_ms"]).to_parquet(tmp_path / "future.parquet")
+    df, problems = data.read([tmp_path])
+    assert df.empty
+    assert any("foreign.parquet: not a kernel-suite results file" in p for p in problems)
+    assert any("future.parquet: schema_version" in p for p in problems)
+
+
+def test_runs_table_newest_first_and_index(tree):
+    loaded = data.build([str(tree["results"])])
+    assert list(loaded.runs["commit"]) == ["bbbbbbb", "bbbbbbb", "aaaaaaa"]
+    assert list(loaded.runs["gpu"]) == ["h100-80gb-hbm3", "h200", "h200"]
+    rid = loaded.runs["run_id"].iloc[2]
+    rows = loaded.rows([rid])
+    assert len(rows) == loaded.runs["rows"].iloc[2] and set(rows["run_id"]) == {rid}
+    assert loaded.rows(["not-a-run"]).empty
+
+
+def test_gpu_falls_back_to_the_name_slug(tmp_path):
+    rows = fx.make_run()[:4]
+    for r in rows:
+        r["gpu_slug"] = None
+    fx.write_run(rows, tmp_path)
+    loaded = data.build([str(tmp_path)])
+    assert set(loaded.frame["gpu"]) == {"h200"}
+
+
+def test_paths_come_from_the_environment_only(monkeypatch):
+    monkeypatch.delenv(data.PATHS_ENV, raising=False)
+    assert data.configured_paths() == data.DEFAULT_PATHS
+    monkeypatch.setenv(data.PATHS_ENV, json.dumps(["/a b/c", "/d"]))
+    assert data.configured_paths() == ("/a b/c", "/d")
+    monkeypatch.setenv(data.PATHS_ENV, "not json")
+    assert data.configured_paths() == data.DEFAULT_PATHS
+
+
+def test_fingerprint_changes_when_a_run_is_added(tmp_path):
+    fx.write_run(fx.make_run()[:5], tmp_path)
+    before = data.fingerprint([str(tmp_path)])
+    fx.write_run(fx.make_run(commit="ccccccc")[:5], tmp_path)
+    assert data.fingerprint([str(tmp_path)]) != before
+
+
+def test_fixture_napkin_math_matches_the_workloads():
+    import implementations.attention  # noqa: F401  registers the workloads only
+    import implementations.gelu  # noqa: F401
+    import implementations.gemm  # noqa: F401
+    import implementations.residual_layernorm_gelu  # noqa: F401
+    import implementations.softmax  # noqa: F401
+    from suite.workload import REGISTRY, Case
+
+    for name, shapes in fx.SHAPES.items():
+        wl = REGISTRY.workloads[name]
+        for s in shapes:
+            for dtype in fx.DTYPES:
+                case = Case.make(name, dtype, **s)
+                assert fx.napkin(name, s, dtype) == (wl.flops(case), wl.min_bytes(case),
+                                                     wl.eager_bytes(case)), case
+                assert fx.size(name, s) == wl.size(case)

@@ -1,0 +1,41 @@
+"""dashboard/launch.py: the streamlit command line, and paths passed only by environment."""
+import argparse
+import json
+import sys
+
+from dashboard import data, launch
+from suite import cli
+
+
+def args(*argv):
+    p = argparse.ArgumentParser()
+    launch.configure(p)
+    return p.parse_args(list(argv))
+
+
+def test_command_passes_paths_in_the_environment(tmp_path):
+    cmd, env = launch.command(args(str(tmp_path), "results/*.parquet", "--port", "9999", "--headless"))
+    assert cmd[:4] == [sys.executable, "-m", "streamlit", "run"] and cmd[4] == str(launch.APP)
+    assert cmd[cmd.index("--server.port") + 1] == "9999"
+    assert cmd[cmd.index("--server.address") + 1] == "127.0.0.1"
+    assert cmd[cmd.index("--server.headless") + 1] == "true"
+    assert str(tmp_path) not in " ".join(cmd)
+    assert json.loads(env[data.PATHS_ENV]) == [str(tmp_path.resolve()), "results/*.parquet"]
+
+
+def test_default_paths_are_the_results_folder():
+    cmd, env = launch.command(args())
+    assert json.loads(env[data.PATHS_ENV]) == list(data.DEFAULT_PATHS)
+    assert data.DEFAULT_PATHS[0].endswith("results")
+    assert cmd[cmd.index("--server.headless") + 1] == "false"
+
+
+def test_missing_packages_exit_2(monkeypatch, capsys):
+    monkeypatch.setattr(launch.importlib.util, "find_spec", lambda name: None)
+    assert launch.main(args()) == 2
+    assert "scripts/setup.sh dev" in capsys.readouterr().err
+
+
+def test_cli_wires_the_verb():
+    parsed = cli.build_parser("dashboard").parse_args(["dashboard", "a", "b", "--port", "1234"])
+    assert parsed.paths == ["a", "b"] and parsed.port == 1234 and parsed.headless is False
