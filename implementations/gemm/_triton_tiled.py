@@ -128,6 +128,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, precision: str) -> tuple[torch.Tens
         raise ValueError(f"mixed dtypes {a.dtype} and {b.dtype}")
     M, K = a.shape
     N = b.shape[1]
+    if max(M * K, K * N, M * N) >= 2**31:
+        raise ValueError("operands of 2^31 elements or more: the kernel's offsets are 32-bit")
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     args = (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
     # tf32/ieee only matter for float32; 16-bit inputs take the default path
