@@ -169,6 +169,30 @@ def is_loaded(name: str) -> bool:
     return name in _loaded
 
 
+def row_plan(n: int, size: int, smem_optin: int = 232448) -> str:
+    """Python mirror of ksuite::plan_rows (ksuite/common.cuh) for the `config` column.
+
+    ``size`` is the element size in bytes; ``smem_optin`` defaults to the H200's
+    227 KB of opt-in shared memory a block.
+    """
+    vec = 16 // size if n % (16 // size) == 0 else 1
+    if n <= 1024:
+        for e in (4, 8, 16, 32):
+            if e % vec:
+                continue
+            lanes = 1
+            while lanes * e < n:
+                lanes *= 2
+            if lanes <= 32:
+                return f"registers: {lanes} lanes/row, {e} elems/thread, vec {vec}"
+    t = max(64, (-(-n // 16) + 31) // 32 * 32)
+    if t <= 1024:
+        return f"registers: block of {t}/row, 16 elems/thread, vec {vec}"
+    if n * 4 + 1024 <= smem_optin:
+        return f"shared memory: block of 1024/row, vec {vec}"
+    return f"online: 2 reads/row, grid = SMs, vec {vec}"
+
+
 # ---------------------------------------------------------------- CI compile check
 
 def _check_flags(arch: str) -> list[str]:

@@ -81,7 +81,7 @@ at::Tensor gelu_cuda(const at::Tensor& x) {
   const int64_t n = x.numel();
   if (n == 0) return y;
   cudaStream_t stream = ksuite::current_stream();
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "ksuite_gelu", [&] {
+  KSUITE_DISPATCH_FLOATS(x.scalar_type(), "ksuite_gelu", [&] {
     const scalar_t* xp = x.const_data_ptr<scalar_t>();
     scalar_t* yp = y.mutable_data_ptr<scalar_t>();
     if (ksuite::aligned16(xp) && ksuite::aligned16(yp)) {
@@ -109,7 +109,7 @@ at::Tensor gelu_scalar_cuda(const at::Tensor& x) {
   const int64_t n = x.numel();
   if (n == 0) return y;
   cudaStream_t stream = ksuite::current_stream();
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "ksuite_gelu_scalar", [&] {
+  KSUITE_DISPATCH_FLOATS(x.scalar_type(), "ksuite_gelu_scalar", [&] {
     const int64_t blocks = (n + kThreads - 1) / kThreads;
     gelu_scalar_kernel<scalar_t><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
         x.const_data_ptr<scalar_t>(), y.mutable_data_ptr<scalar_t>(), n);

@@ -3,15 +3,26 @@
 // include path (and in the build hash) of every extension and of the CI check.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 
 // c10's stream and device helpers, not ATen/cuda/CUDAContext.h: that one pulls
 // in cuBLAS and cuSPARSE headers, which the CI's nvcc-only toolkit lacks.
+#include <ATen/Dispatch.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
+
+// Dispatch over the three dtypes the suite runs (AT_DISPATCH_FLOATING_TYPES_AND2
+// would also instantiate every kernel for double: compile time for nothing).
+#define KSUITE_DISPATCH_FLOATS(TYPE, NAME, ...)                       \
+  AT_DISPATCH_SWITCH(TYPE, NAME,                                      \
+                     AT_DISPATCH_CASE(at::ScalarType::Float, __VA_ARGS__) \
+                     AT_DISPATCH_CASE(at::ScalarType::Half, __VA_ARGS__)  \
+                     AT_DISPATCH_CASE(at::ScalarType::BFloat16, __VA_ARGS__))
 
 namespace ksuite {
 
@@ -72,6 +83,22 @@ __device__ __forceinline__ float block_max(float v, float* smem) {
   return warp_max(lane < warps ? smem[lane] : -INFINITY);
 }
 
+// Reductions over the `tpr` threads that share one row: a power-of-two group
+// of lanes inside a warp (tpr <= 32; xor offsets below tpr stay in the group),
+// or the whole block (tpr == blockDim.x > 32).  Every lane of the warp must
+// call these, including lanes whose row is past the end.
+__device__ __forceinline__ float row_sum(float v, int tpr, float* smem) {
+  if (tpr > 32) return block_sum(v, smem);
+  for (int off = tpr >> 1; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+__device__ __forceinline__ float row_max(float v, int tpr, float* smem) {
+  if (tpr > 32) return block_max(v, smem);
+  for (int off = tpr >> 1; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+
 inline bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
 
 // Device attributes of the current device, cached per device (launchers call
@@ -93,5 +120,43 @@ inline int max_threads_per_sm() { return device_attribute(cudaDevAttrMaxThreadsP
 inline int max_smem_optin() { return device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, 2); }
 
 inline cudaStream_t current_stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
+
+}  // namespace ksuite
+
+namespace ksuite {
+
+// How a row-wise kernel (softmax, layer norm) maps rows of n columns to threads.
+//  kRegisters: the row lives in registers, `elems` per thread (a template
+//    parameter of the kernel) over `tpr` threads: a power-of-two group of
+//    lanes for rows up to 1024 columns (several rows per 128-thread block), a
+//    whole block (64..1024 threads, 16 elements each) up to 16384 columns.
+//    Kernels must allow 1024 threads for elems <= 16, and 128 for elems 32.
+//  kShared: one block of 1024 threads a row, the row staged in shared memory.
+//  kStreaming: rows too long for the chip, read twice from global memory.
+enum class RowMode { kRegisters, kShared, kStreaming };
+
+struct RowPlan {
+  RowMode mode;
+  int elems;    // per thread, kRegisters only
+  int tpr;      // threads per row
+  int threads;  // block size
+};
+
+inline RowPlan plan_rows(int64_t n, int vec, int64_t smem_bytes_per_col, int smem_limit) {
+  if (n <= 32 * 32) {
+    for (int e : {4, 8, 16, 32}) {
+      if (e % vec) continue;
+      int lanes = 1;
+      while (int64_t(lanes) * e < n) lanes <<= 1;
+      if (lanes <= 32) return {RowMode::kRegisters, e, lanes, 128};
+    }
+  }
+  // 16 a thread fits the 64 registers of a 1024-thread block without spills.
+  int64_t t = (n + 15) / 16;
+  t = std::max<int64_t>(64, (t + 31) / 32 * 32);
+  if (t <= 1024) return {RowMode::kRegisters, 16, int(t), int(t)};
+  const bool fits = n * smem_bytes_per_col + 1024 <= smem_limit;
+  return {fits ? RowMode::kShared : RowMode::kStreaming, 0, 1024, 1024};
+}
 
 }  // namespace ksuite
