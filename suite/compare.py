@@ -367,7 +367,11 @@ TEST_HELP = ("A change counts only when |ratio of medians - 1| exceeds --thresho
              "change exceeds --floor-us, and a two-sided Mann-Whitney U test on the raw samples "
              "(scipy.stats.mannwhitneyu when scipy is installed, else a built-in normal "
              "approximation with tie correction) gives p < --alpha. Rows with fewer than 3 "
-             "samples fall back to requiring disjoint p20-p80 ranges.")
+             "samples fall back to requiring disjoint p20-p80 ranges, and rows with neither to "
+             "the threshold alone. ok -> incorrect/error is a regression whatever the times. "
+             "When the GPUs differ the verdict is taken on SOL (time over each run's own "
+             "roofline bound). Cases timed with a different timer or L2 mode are listed as not "
+             "comparable. Exit 0: no regression; 1: a regression; 2: bad input.")
 
 
 def configure(p) -> None:

@@ -19,8 +19,10 @@ import pandas as pd
 from suite import store
 
 ROOT = Path(__file__).resolve().parents[1]
+# Fewer dtypes and samples than a default run: the CI's two cores pay for every second.
 RUNNER_ARGS = ["--device", "cpu", "--preset", "cpu", "--workloads", "gelu,softmax",
-               "--impls", "eager,torch"]
+               "--impls", "eager,torch", "--dtypes", "float32,bfloat16", "--samples", "10,60",
+               "--budget-ms", "60", "--reuse-ceilings", "--no-progress"]
 
 
 def newest_committed_run() -> Path | None:

@@ -354,3 +354,14 @@ def test_workflow_gate_passes_clean_run_and_missing_baseline(steady, tmp_path):
     assert "no regression" in summary
     r, summary = _gate(tmp_path / "x", df.assign(gpu_name="NVIDIA H200"))
     assert r.returncode == 0 and "::notice" in r.stdout and "nothing compared" in summary
+
+
+def test_gate_works_without_scipy(steady, tmp_path, capsys, monkeypatch):
+    """The GPU image may lack scipy: the built-in U test must carry the gate alone."""
+    monkeypatch.setitem(sys.modules, "scipy", None)
+    monkeypatch.setitem(sys.modules, "scipy.stats", None)
+    df, base, case = steady
+    cand = cf.write(cf.scale_case(cf.jitter(df, 0.02), case, 1.10), tmp_path / "cand.parquet")
+    code, doc = as_json(capsys, base, cand)
+    flagged = [r for r in rows_of(doc) if r["regression"]]
+    assert code == 1 and len(flagged) == 1 and same_key(flagged[0], case)
