@@ -37,3 +37,39 @@ def test_flags_are_defined_once_and_precise():
     assert "--use_fast_math" not in cuda_build.COMMON_CUDA_FLAGS
     assert {"-O3", "-lineinfo", "-std=c++17"} <= set(cuda_build.COMMON_CUDA_FLAGS)
     assert {"-G", "-O0"} <= set(cuda_build.DEBUG_CUDA_FLAGS)
+
+
+def test_debug_switch_and_hopper_arch(monkeypatch):
+    monkeypatch.setattr("torch.cuda.get_device_capability", lambda *a: (9, 0))
+    monkeypatch.delenv("KSUITE_CUDA_DEBUG", raising=False)
+    cuda, _ = cuda_build.build_flags()
+    assert "-O3" in cuda and "-G" not in cuda
+    assert "-gencode=arch=compute_90,code=sm_90" in cuda
+    assert "-gencode=arch=compute_90a,code=sm_90a" in cuda_build.build_flags(hopper=True)[0]
+    monkeypatch.setenv("KSUITE_CUDA_DEBUG", "1")
+    cuda, cxx = cuda_build.build_flags()
+    assert {"-G", "-O0"} <= set(cuda) and "-O3" not in cuda and "-O0" in cxx
+    monkeypatch.setattr("torch.cuda.get_device_capability", lambda *a: (8, 0))
+    with pytest.raises(RuntimeError, match="sm_90"):
+        cuda_build.build_flags(hopper=True)
+
+
+def test_cache_key_follows_sources_and_flags(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text("// v1\n")
+    key = cuda_build._fingerprint([src], ["-O3"])
+    assert key == cuda_build._fingerprint([src], ["-O3"])
+    assert key != cuda_build._fingerprint([src], ["-O0"])
+    (tmp_path / "k.cuh").write_text("// a header beside the source\n")
+    with_header = cuda_build._fingerprint([src], ["-O3"])
+    assert with_header != key
+    src.write_text("// v2\n")
+    assert cuda_build._fingerprint([src], ["-O3"]) != with_header
+
+
+@pytest.mark.parametrize("n,size,plan", [
+    (1, 4, "registers: 1 lanes"), (781, 4, "registers: 32 lanes"), (128, 2, "registers: 16 lanes"),
+    (8195, 4, "registers: block of 544"), (16384, 2, "registers: block of 1024"),
+    (32768, 4, "shared memory"), (131072, 2, "online")])
+def test_row_plan_picks_the_plan_by_row_width(n, size, plan):
+    assert cuda_build.row_plan(n, size).startswith(plan)
