@@ -41,8 +41,8 @@ def best_rows(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _fmt(x, spec: str) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+def _fmt(x, spec: str, unit: str = "") -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec) + unit
 
 
 def print_summary(rows: Iterable[dict] | pd.DataFrame, file=None) -> None:
@@ -69,8 +69,8 @@ def print_summary(rows: Iterable[dict] | pd.DataFrame, file=None) -> None:
         table.add_row(b["workload"], b["dtype"], b["timer"], b["shape"], str(b["impl"]),
                       f"[bold]{_fmt(b['gbps'], '.0f')}[/]" if mem else _fmt(b["gbps"], ".0f"),
                       _fmt(b["tflops"], ".1f") if mem else f"[bold]{_fmt(b['tflops'], '.1f')}[/]",
-                      _fmt(b["sol"], ".2f"), _fmt(b["vs_eager"], ".2f") + "x",
-                      _fmt(b["vs_torch"], ".2f") + "x")
+                      _fmt(b["sol"], ".2f"), _fmt(b["vs_eager"], ".2f", "x"),
+                      _fmt(b["vs_torch"], ".2f", "x"))
     console.print(table)
     counts = df["status"].value_counts().to_dict()
     console.print("rows by status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))

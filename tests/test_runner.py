@@ -1,0 +1,148 @@
+"""The runner end to end on the CPU: rows, faults, resume, shards, bad files."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from suite import store
+from suite.runner import shard
+from tests.helpers import ROOT, suite
+
+FAULTS = ["fault:raises", "fault:wrong", "fault:nan", "fault:unwritten", "fault:segfault",
+          "fault:hang", "fault:picky", "fault:absent"]
+
+
+@pytest.fixture(scope="module")
+def cpu_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "cpu.parquet"
+    r = suite("run", "--device", "cpu", "--preset", "cpu", "--backends", "eager,torch",
+              "--out", str(out), "--no-progress", "--samples", "3,10")
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out, r
+
+
+def test_cpu_run_writes_every_required_column(cpu_run):
+    out, r = cpu_run
+    df = store.read_file(out)
+    assert set(store.REQUIRED) <= set(df.columns)
+    assert (df["status"] == "ok").sum() > 50
+    ok = df[df["status"] == "ok"]
+    assert ok["ms_median"].gt(0).all() and ok["gbps"].gt(0).all() and ok["correct"].all()
+    assert (ok["ms_p20"] <= ok["ms_median"]).all() and (ok["ms_median"] <= ok["ms_p80"]).all()
+    assert ok["samples_ms"].map(len).ge(3).all()
+    assert df["run_id"].nunique() == 1 and (df["timer"] == "wall").all()
+    assert set(df["workload"]) == {"gelu", "residual_layernorm_gelu", "softmax", "gemm", "attention"}
+    # the attention SDPA variants pinned to GPU kernels are recorded, with their reason
+    flash = df[df["impl"] == "torch:flash"]
+    assert len(flash) and (flash["status"] == "unavailable").all()
+    assert flash["error"].str.contains("CUDA").all()
+    assert "best correct implementation" in r.stdout
+
+
+def test_faults_are_contained_and_every_other_row_is_present(tmp_path):
+    out = tmp_path / "faults.parquet"
+    r = suite("run", "--device", "cpu", "--preset", "cpu", "--workloads", "gelu", "--dtypes",
+              "float32", "--impls", ",".join(["torch"] + FAULTS), "--plugin",
+              "tests.fault_impls", "--timeout", "10", "--out", str(out), "--no-progress",
+              "--samples", "3,5", "--reuse-ceilings")
+    assert r.returncode == 0, r.stderr[-3000:]
+    df = store.read_file(out)
+    cases = 4  # cpu shapes, one dtype
+    assert len(df) == cases * (1 + len(FAULTS))
+    st = df.groupby("impl")["status"].agg(lambda s: set(s))
+    assert st["torch"] == {"ok"}
+    assert st["fault:raises"] == {"error"}
+    assert st["fault:wrong"] == {"incorrect"}
+    assert st["fault:nan"] == {"incorrect"}
+    assert st["fault:unwritten"] == {"incorrect"}
+    assert st["fault:segfault"] == {"error"}
+    assert st["fault:hang"] == {"error"}
+    assert st["fault:picky"] == {"ok", "unsupported"}
+    assert st["fault:absent"] == {"unavailable"}
+    err = df.set_index("impl")["error"]
+    assert err["fault:raises"].str.contains("deliberate failure").all()
+    assert err["fault:nan"].str.contains("NaN").all()
+    assert err["fault:segfault"].str.contains("SIGSEGV").all()
+    assert err["fault:hang"].str.contains("timed out after 10 s").all()
+    assert err["fault:picky"].dropna().str.contains("only N < 10000").all()
+    assert err["fault:absent"].str.contains("lacks").all()
+    # incorrect rows are never timed
+    assert df[df["status"] != "ok"]["ms_median"].isna().all()
+
+
+def _keys(df):
+    return set(map(tuple, df[store.ROW_KEY].astype(str).values))
+
+
+def test_interrupted_run_resumes_to_the_same_rows(tmp_path):
+    args = ["run", "--device", "cpu", "--preset", "cpu", "--workloads", "gelu,softmax,gemm",
+            "--impls", "eager,torch", "--no-progress", "--samples", "3,5", "--budget-ms", "50"]
+    full = tmp_path / "full.parquet"
+    assert suite(*args, "--out", str(full)).returncode == 0
+    part = tmp_path / "part.parquet"
+    proc = subprocess.Popen([sys.executable, "-m", "suite", *args, "--out", str(part)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not part.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert "--resume" in err
+    partial = store.read_file(part)
+    assert 0 < len(partial) < len(store.read_file(full))
+    r = suite(*args, "--resume", str(part))
+    assert r.returncode == 0, r.stderr[-2000:]
+    resumed = store.read_file(part)
+    assert _keys(resumed) == _keys(store.read_file(full))
+    assert len(resumed) == len(_keys(resumed)), "no case was done twice"
+    assert resumed["run_id"].nunique() == 1
+
+
+def test_shards_are_disjoint_and_cover_the_sweep():
+    items = list(range(23))
+    parts = [shard(items, f"{k}/4") for k in range(1, 5)]
+    assert sorted(sum(parts, [])) == items
+    assert all(set(a).isdisjoint(b) for i, a in enumerate(parts) for b in parts[i + 1:])
+
+
+def test_shard_runs_merge_into_the_whole(tmp_path):
+    base = ["run", "--device", "cpu", "--preset", "cpu", "--workloads", "softmax", "--impls", "torch",
+            "--dtypes", "float32", "--no-progress", "--samples", "3,3"]
+    for k in (1, 2):
+        assert suite(*base, "--shard", f"{k}/2", "--out", str(tmp_path / f"s{k}.parquet")).returncode == 0
+    df, problems = store.read_runs([str(tmp_path / "s*.parquet")])
+    assert not problems
+    assert sorted(df["shape"]) == sorted(["M=1,N=1", "M=5,N=3", "M=1823,N=781", "M=4,N=131072", "M=300,N=128"])
+
+
+def test_corrupt_and_foreign_files_are_named_and_the_rest_loads(tmp_path, cpu_run):
+    good, _ = cpu_run
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "good.parquet").write_bytes(good.read_bytes())
+    (tmp_path / "runs" / "broken.parquet").write_bytes(b"PAR1 this is not parquet")
+    pd.DataFrame({"a": [1]}).to_parquet(tmp_path / "runs" / "foreign.parquet")
+    df, problems = store.read_runs([tmp_path / "runs"])
+    assert len(df) == len(store.read_file(good))
+    assert any("broken.parquet" in p and "not a readable Parquet" in p for p in problems)
+    assert any("foreign.parquet" in p and "not a kernel-suite results file" in p for p in problems)
+    r = suite("show", str(tmp_path / "runs"))
+    assert r.returncode == 0 and "broken.parquet" in r.stderr and "best correct" in r.stdout
+    r = suite("show", str(tmp_path / "runs" / "broken.parquet"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_atomic_write_leaves_no_temp_files(tmp_path):
+    df = store.to_frame([{"workload": "gelu", "impl": "x", "status": "ok", "schema_version": 1}])
+    for _ in range(3):
+        store.write_atomic(df, tmp_path / "a.parquet")
+    assert [p.name for p in tmp_path.iterdir()] == ["a.parquet"]
+
+
+def test_default_path_layout():
+    p = store.default_path("results", "NVIDIA H200", "2026-11-29T10:15:00Z", "abcdef0123")
+    assert p.as_posix() == "results/h200/20261129T101500Z-abcdef0.parquet"
