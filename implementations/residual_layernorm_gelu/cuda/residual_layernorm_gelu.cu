@@ -103,6 +103,9 @@ template <typename T, int VEC, bool STAGE>
 __global__ void __launch_bounds__(1024)
 rlg_wide_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
                 const T* __restrict__ b, T* __restrict__ y, int64_t m, int64_t n, float eps) {
+  // Element k of pack i sits at row_buf[k * packs + i]: consecutive threads
+  // touch consecutive words, so no bank conflicts (i * VEC + k would be
+  // VEC-way conflicted).
   extern __shared__ float row_buf[];
   __shared__ float smem[32];
   const int64_t packs = n / VEC;
@@ -111,12 +114,14 @@ rlg_wide_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __res
     // The shift: any value near the mean keeps sum((h-K)^2) free of cancellation.
     const float shift = STAGE ? 0.0f : to_float(x[off]) + to_float(r[off]);
     float s1 = 0.0f, s2 = 0.0f;
+    // Unrolled so that several packs' loads are in flight per thread.
+#pragma unroll 4
     for (int64_t i = threadIdx.x; i < packs; i += blockDim.x) {
       float h[VEC];
       load_h<T, VEC>(x + off + i * VEC, r + off + i * VEC, h);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        if constexpr (STAGE) row_buf[i * VEC + k] = h[k];
+        if constexpr (STAGE) row_buf[k * packs + i] = h[k];
         const float d = h[k] - shift;
         s1 += d;
         s2 += d * d;
@@ -134,11 +139,12 @@ rlg_wide_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __res
       var = fmaxf(ksuite::block_sum(s2, smem) / float(n) - s1 * s1, 0.0f);
     }
     const float rstd = rsqrtf(var + eps);
+#pragma unroll 4
     for (int64_t i = packs - 1 - threadIdx.x; i >= 0; i -= blockDim.x) {
       float h[VEC];
       if constexpr (STAGE) {
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) h[k] = row_buf[i * VEC + k];
+        for (int k = 0; k < VEC; ++k) h[k] = row_buf[k * packs + i];
       } else {
         load_h<T, VEC>(x + off + i * VEC, r + off + i * VEC, h);
       }

@@ -94,6 +94,9 @@ softmax_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int64
 template <typename T, int VEC, bool STAGE>
 __global__ void __launch_bounds__(1024)
 softmax_wide_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int64_t n) {
+  // Element k of pack i sits at row_buf[k * packs + i]: consecutive threads
+  // touch consecutive words, so no bank conflicts (i * VEC + k would be
+  // VEC-way conflicted).
   extern __shared__ float row_buf[];
   __shared__ float smem[32];
   const int64_t packs = n / VEC;
@@ -103,6 +106,8 @@ softmax_wide_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int64
     // Per-thread running max and sum of exp(v - max), rescaled only when a
     // pack raises the max.
     float mx = -INFINITY, sum = 0.0f;
+    // Unrolled so that several packs' loads are in flight per thread.
+#pragma unroll 4
     for (int64_t i = threadIdx.x; i < packs; i += blockDim.x) {
       float v[VEC];
       load_pack<T, VEC>(xr + i * VEC, v);
@@ -115,7 +120,7 @@ softmax_wide_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int64
       }
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        if constexpr (STAGE) row_buf[i * VEC + k] = v[k];
+        if constexpr (STAGE) row_buf[k * packs + i] = v[k];
         sum += v[k] == -INFINITY ? 0.0f : expf(v[k] - mx);
       }
     }
@@ -123,11 +128,12 @@ softmax_wide_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int64
     sum = mx == -INFINITY ? 0.0f : sum * expf(mx - row_mx);
     const float inv = 1.0f / ksuite::block_sum(sum, smem);
     // Backwards: the tail of the row was read last and is the likeliest L2 hit.
+#pragma unroll 4
     for (int64_t i = packs - 1 - threadIdx.x; i >= 0; i -= blockDim.x) {
       float v[VEC];
       if constexpr (STAGE) {
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) v[k] = row_buf[i * VEC + k];
+        for (int k = 0; k < VEC; ++k) v[k] = row_buf[k * packs + i];
       } else {
         load_pack<T, VEC>(xr + i * VEC, v);
       }
