@@ -45,7 +45,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workloads", help="comma-separated workload names (default: all)")
     p.add_argument("--impls", help="comma-separated implementation names, e.g. torch,triton,compile:dynamic")
     p.add_argument("--backends", help="comma-separated backends (eager, torch, compile, triton, cuda): all their variants")
-    p.add_argument("--dtypes", help=f"comma-separated dtypes (default: {','.join(DTYPES)})")
+    p.add_argument("--dtypes", help=f"comma-separated dtypes from {','.join(DTYPES)} "
+                   "(default: all three; float32,bfloat16 for the quick preset)")
     p.add_argument("--timer", default=None,
                    help=f"comma-separated timers from {', '.join(TIMERS)} (default: events on a GPU, wall on the CPU)")
     p.add_argument("--out", type=Path, help="output Parquet file (default: results/<gpu>/<UTC time>-<commit>.parquet)")

@@ -84,11 +84,15 @@ class Workload:
     # Normwise relative error allowed against the float64 reference.
     tolerances: ClassVar[dict[str, float]] = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
     presets: ClassVar[dict[str, list[dict[str, int]]]] = {}
+    # dtypes a preset sweeps when none are asked for: quick keeps float32 and
+    # bfloat16 (the targets' dtypes); full and cpu sweep all three
+    preset_dtypes: ClassVar[dict[str, tuple[str, ...]]] = {"quick": ("float32", "bfloat16")}
 
     def cases(self, preset: str, dtypes: Iterable[str] | None = None) -> list[Case]:
         if preset not in self.presets:
             raise KeyError(preset)
-        chosen = [d for d in (dtypes or self.dtypes) if d in self.dtypes]
+        default = self.preset_dtypes.get(preset, self.dtypes)
+        chosen = [d for d in (dtypes or default) if d in self.dtypes]
         return [Case.make(self.name, d, **shape) for shape in self.presets[preset] for d in chosen]
 
     def flops(self, case: Case) -> float:
