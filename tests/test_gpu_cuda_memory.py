@@ -21,10 +21,12 @@ pytestmark = pytest.mark.gpu
 IMPLS = [("gelu", "cuda"), ("gelu", "cuda:scalar"), ("residual_layernorm_gelu", "cuda"),
          ("softmax", "cuda")]
 DTYPES = ("float32", "float16", "bfloat16")
-# Beyond the presets: the shared-memory and streaming plans, odd widths.
+# Beyond the presets: every plan (registers, cluster/shared memory, streaming),
+# odd widths, and the boundaries between plans.
 EXTRA = {
     "gelu": [{"N": 3}, {"N": 4099}, {"N": 1 << 20}],
     "softmax": [{"M": 7, "N": 20000}, {"M": 5, "N": 70001}, {"M": 300, "N": 65536},
+                {"M": 2, "N": 1_000_003}, {"M": 3, "N": 600_000},
                 {"M": 33, "N": 1024}, {"M": 9, "N": 1025}, {"M": 3, "N": 16385}],
     "residual_layernorm_gelu": [{"M": 5, "N": 50000}, {"M": 3, "N": 100003}, {"M": 130, "N": 65536},
                                 {"M": 33, "N": 1024}, {"M": 9, "N": 1025}, {"M": 3, "N": 16385}],

@@ -5,8 +5,13 @@
 //  - registers: the whole row is loaded before any reduction (all its loads in
 //    flight at once), max and sum by shuffles (+ shared memory across warps
 //    when a block owns the row); one read, one write.
-//  - shared: rows up to ~56K columns are staged as float in shared memory,
-//    still one read from HBM.
+//  - cluster (sm_90+): longer rows are split over a thread-block cluster of
+//    1..8 CTAs, each keeping its slice in shared memory in the input dtype
+//    (<= 64 KB, so three CTAs share an SM and one's loads overlap another's
+//    reductions); the CTAs swap (max, sum) through distributed shared
+//    memory.  One read from HBM up to 8 x 64 KB a row (131072 fp32 columns).
+//  - shared (before sm_90): rows up to ~56K columns staged as float in shared
+//    memory, one read.
 //  - streaming (online softmax): a running (max, sum) pass, then an output
 //    pass that walks the row backwards so the most recently read part is the
 //    first re-read and is still in L2.  Grid = one 1024-thread block per SM,
@@ -17,6 +22,8 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
+
+#include <cooperative_groups.h>
 
 #include "ksuite/common.cuh"
 
@@ -146,6 +153,104 @@ softmax_wide_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int64
   }
 }
 
+// A row split over a cluster of cluster.num_blocks() CTAs; CTA `rank` owns
+// packs [rank * chunk, (rank + 1) * chunk) and keeps them in shared memory.
+constexpr int kClusterThreads = 512;
+constexpr int64_t kClusterSliceBytes = 64 * 1024;
+
+template <typename T, int VEC>
+__global__ void __launch_bounds__(kClusterThreads)
+softmax_cluster_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, int64_t chunk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // the launcher uses this kernel on sm_90+ only
+#else
+  namespace cg = cooperative_groups;
+  using P = Pack<T, VEC>;
+  cg::cluster_group cluster = cg::this_cluster();
+  extern __shared__ __align__(16) unsigned char slice_raw[];
+  P* slice = reinterpret_cast<P*>(slice_raw);  // consecutive threads, consecutive 16 B: no conflicts
+  __shared__ float smem[32];
+  __shared__ float2 partial;  // this CTA's (max, sum), read by the whole cluster
+  const unsigned ctas = cluster.num_blocks();
+  const int64_t row = blockIdx.x / ctas;
+  const int64_t p0 = int64_t(cluster.block_rank()) * chunk;
+  const int64_t count = std::max<int64_t>(0, std::min<int64_t>(n / VEC - p0, chunk));
+  const P* xr = reinterpret_cast<const P*>(x + row * n) + p0;
+  P* yr = reinterpret_cast<P*>(y + row * n) + p0;
+
+  float mx = -INFINITY;
+#pragma unroll 4
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
+    const P v = xr[i];
+    slice[i] = v;
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) mx = fmaxf(mx, to_float(v.v[k]));
+  }
+  mx = ksuite::block_max(mx, smem);
+  float sum = 0.0f;
+  if (mx != -INFINITY) {
+    for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) sum += expf(to_float(slice[i].v[k]) - mx);
+    }
+  }
+  sum = ksuite::block_sum(sum, smem);
+  if (threadIdx.x == 0) partial = make_float2(mx, sum);
+  cluster.sync();  // every CTA's partial is written
+  float row_mx = -INFINITY, row_sum = 0.0f;
+  for (unsigned r = 0; r < ctas; ++r) row_mx = fmaxf(row_mx, cluster.map_shared_rank(&partial, r)->x);
+  for (unsigned r = 0; r < ctas; ++r) {
+    const float2 q = *cluster.map_shared_rank(&partial, r);
+    if (q.y > 0.0f) row_sum += q.y * expf(q.x - row_mx);
+  }
+  cluster.sync();  // no CTA leaves while another may still read its `partial`
+  const float inv = 1.0f / row_sum;
+#pragma unroll 4
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
+    float v[VEC];
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      const float t = to_float(slice[i].v[k]);
+      v[k] = t == -INFINITY ? 0.0f : expf(t - row_mx) * inv;
+    }
+    store_pack<T, VEC>(reinterpret_cast<T*>(yr + i), v);
+  }
+#endif
+}
+
+// CTAs a cluster needs to hold a row of `packs` packs (0: more than 8 would).
+inline int cluster_ctas(int64_t packs, int64_t pack_bytes, int smem_limit) {
+  for (int c = 1; c <= 8; c *= 2)
+    if ((packs + c - 1) / c * pack_bytes <= kClusterSliceBytes) return c;
+  return (packs + 7) / 8 * pack_bytes + 1024 <= smem_limit ? 8 : 0;
+}
+
+template <typename T, int VEC>
+bool launch_cluster(const T* x, T* y, int64_t m, int64_t n, int smem_limit, cudaStream_t stream) {
+  const int64_t packs = n / VEC;
+  const int ctas = cluster_ctas(packs, sizeof(Pack<T, VEC>), smem_limit);
+  if (ctas == 0 || m * ctas > int64_t(0x7fffffff) || ksuite::compute_major() < 9) return false;
+  const int64_t chunk = (packs + ctas - 1) / ctas;
+  const int bytes = static_cast<int>(chunk * sizeof(Pack<T, VEC>));
+  auto kernel = softmax_cluster_kernel<T, VEC>;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = ctas;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(m * ctas));
+  config.blockDim = dim3(kClusterThreads);
+  config.dynamicSmemBytes = bytes;
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, x, y, n, chunk));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
 template <typename T, int VEC>
 void launch(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
   const int smem_limit = ksuite::max_smem_optin();
@@ -166,6 +271,7 @@ void launch(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
+  if (launch_cluster<T, VEC>(x, y, m, n, smem_limit, stream)) return;
   const int64_t sms = ksuite::sm_count();
   const auto grid = static_cast<unsigned>(std::min<int64_t>(m, plan.mode == ksuite::RowMode::kShared ? m : sms));
   if (plan.mode == ksuite::RowMode::kShared) {

@@ -104,7 +104,7 @@ inline bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(
 // Device attributes of the current device, cached per device (launchers call
 // these on every op call).
 inline int device_attribute(cudaDeviceAttr attr, int slot) {
-  constexpr int kMaxDevices = 64, kSlots = 3;
+  constexpr int kMaxDevices = 64, kSlots = 4;
   static int cache[kMaxDevices][kSlots] = {};
   const int dev = c10::cuda::current_device();
   if (dev < kMaxDevices && cache[dev][slot] > 0) return cache[dev][slot];
@@ -118,6 +118,8 @@ inline int sm_count() { return device_attribute(cudaDevAttrMultiProcessorCount, 
 inline int max_threads_per_sm() { return device_attribute(cudaDevAttrMaxThreadsPerMultiProcessor, 1); }
 // Shared memory a block may opt in to (227 KB on Hopper), beyond the default 48 KB.
 inline int max_smem_optin() { return device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, 2); }
+
+inline int compute_major() { return device_attribute(cudaDevAttrComputeCapabilityMajor, 3); }
 
 inline cudaStream_t current_stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
 
