@@ -169,11 +169,13 @@ def is_loaded(name: str) -> bool:
     return name in _loaded
 
 
-def row_plan(n: int, size: int, smem_optin: int = 232448) -> str:
-    """Python mirror of ksuite::plan_rows (ksuite/common.cuh) for the `config` column.
+def row_plan(n: int, size: int, staged_bytes: int, smem_optin: int = 232448) -> str:
+    """Python mirror of the row kernels' launch choice (ksuite::plan_rows,
+    ksuite::cluster_ctas in ksuite/common.cuh) on sm_90, for the `config` column.
 
-    ``size`` is the element size in bytes; ``smem_optin`` defaults to the H200's
-    227 KB of opt-in shared memory a block.
+    ``size`` is the element size in bytes, ``staged_bytes`` what one column
+    takes in shared memory (the element for softmax, a float for layer norm);
+    ``smem_optin`` defaults to the H200's 227 KB of opt-in shared memory a block.
     """
     vec = 16 // size if n % (16 // size) == 0 else 1
     if n <= 1024:
@@ -188,9 +190,13 @@ def row_plan(n: int, size: int, smem_optin: int = 232448) -> str:
     t = max(64, (-(-n // 16) + 31) // 32 * 32)
     if t <= 1024:
         return f"registers: block of {t}/row, 16 elems/thread, vec {vec}"
-    if n * 4 + 1024 <= smem_optin:
-        return f"shared memory: block of 1024/row, vec {vec}"
-    return f"online: 2 reads/row, grid = SMs, vec {vec}"
+    packs, pack_bytes = n // vec, vec * staged_bytes
+    for ctas in (1, 2, 4, 8):
+        if -(-packs // ctas) * pack_bytes <= 64 * 1024:
+            return f"cluster of {ctas} x 512 threads, row in shared memory, vec {vec}"
+    if -(-packs // 8) * pack_bytes + 1024 <= smem_optin:
+        return f"cluster of 8 x 512 threads, row in shared memory, vec {vec}"
+    return f"two reads a row (online stats), grid = SMs, vec {vec}"
 
 
 # ---------------------------------------------------------------- CI compile check

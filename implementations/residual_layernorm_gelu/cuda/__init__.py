@@ -28,7 +28,7 @@ def ops():
 
 @register("residual_layernorm_gelu", "cuda", available=cuda_build.cuda_available,
           supports=dtype_in("float32", "float16", "bfloat16"),
-          config=lambda case: cuda_build.row_plan(case["N"], itemsize(case.dtype)).replace("online", "two-pass"),
-          description="CUDA: row in registers (warp or block a row), shared-memory rows, two-pass for very long rows")
+          config=lambda case: cuda_build.row_plan(case["N"], itemsize(case.dtype), 4),
+          description="CUDA: row in registers (warp or block a row), cluster shared memory for long rows, two reads beyond")
 def residual_layernorm_gelu_cuda(x, r, weight, bias, eps):
     return ops().residual_layernorm_gelu(x, r, weight, bias, float(eps))

@@ -3,16 +3,21 @@
 //
 // Napkin math: (3*M*N + 2*N) * sizeof(T) bytes compulsory (x and r read once,
 // y written once, w and b once per SM from L2), ~20 FLOPs an element: memory
-// bound.  Same three plans as softmax (ksuite::plan_rows): h in registers
-// (the row's loads all in flight before the first reduction, mean then
-// variance from registers), h as float in shared memory for rows up to ~56K
-// columns, and for longer rows a shifted-sums statistics pass followed by a
+// bound.  Plans as in softmax (ksuite::plan_rows): h in registers (the row's
+// loads all in flight before the first reduction, mean then variance from
+// registers); longer rows on sm_90 split over a thread-block cluster, each CTA
+// holding its slice of h as float in shared memory and the CTAs merging
+// (count, mean, M2) through distributed shared memory (Chan et al.'s
+// pairwise formula); before sm_90 h as float in one CTA's shared memory; and
+// for rows longer than that a shifted-sums statistics pass followed by a
 // backwards output pass whose re-reads mostly hit L2.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
+
+#include <cooperative_groups.h>
 
 #include "ksuite/common.cuh"
 
@@ -155,10 +160,90 @@ rlg_wide_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __res
   }
 }
 
+constexpr int kClusterThreads = 512;
+
+// CTA `rank` of the cluster owns packs [rank * chunk, (rank + 1) * chunk) of
+// the row; element k of its pack i is slice[k * count + i] (conflict free).
+template <typename T, int VEC>
+__global__ void __launch_bounds__(kClusterThreads)
+rlg_cluster_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
+                   const T* __restrict__ b, T* __restrict__ y, int64_t n, int64_t chunk, float eps) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // the launcher uses this kernel on sm_90+ only
+#else
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  extern __shared__ float slice[];
+  __shared__ float smem[32];
+  __shared__ float3 partial;  // this CTA's (count, mean, M2), read by the whole cluster
+  const unsigned ctas = cluster.num_blocks();
+  const int64_t row = blockIdx.x / ctas;
+  const int64_t p0 = int64_t(cluster.block_rank()) * chunk;
+  const int64_t count = std::max<int64_t>(0, std::min<int64_t>(n / VEC - p0, chunk));
+  const int64_t off = row * n + p0 * VEC;
+
+  float s = 0.0f;
+#pragma unroll 4
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
+    float h[VEC];
+    load_h<T, VEC>(x + off + i * VEC, r + off + i * VEC, h);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      slice[k * count + i] = h[k];
+      s += h[k];
+    }
+  }
+  const float cnt = float(count * VEC);
+  const float total = ksuite::block_sum(s, smem);
+  const float local_mean = count ? total / cnt : 0.0f;
+  float m2 = 0.0f;
+  for (int64_t j = threadIdx.x; j < count * VEC; j += blockDim.x)
+    m2 += (slice[j] - local_mean) * (slice[j] - local_mean);
+  m2 = ksuite::block_sum(m2, smem);
+  if (threadIdx.x == 0) partial = make_float3(cnt, local_mean, m2);
+  cluster.sync();  // every CTA's partial is written
+  float mean = 0.0f;
+  for (unsigned q = 0; q < ctas; ++q) {
+    const float3 p = *cluster.map_shared_rank(&partial, q);
+    mean += p.x * p.y;
+  }
+  mean /= float(n);
+  float var = 0.0f;
+  for (unsigned q = 0; q < ctas; ++q) {
+    const float3 p = *cluster.map_shared_rank(&partial, q);
+    var += p.z + p.x * (p.y - mean) * (p.y - mean);
+  }
+  cluster.sync();  // no CTA leaves while another may still read its `partial`
+  const float rstd = rsqrtf(var / float(n) + eps);
+#pragma unroll 4
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
+    float h[VEC];
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) h[k] = slice[k * count + i];
+    const int64_t c = p0 * VEC + i * VEC;
+    finish_pack<T, VEC>(h, mean, rstd, w + c, b + c, y + row * n + c);
+  }
+#endif
+}
+
+template <typename T, int VEC>
+bool launch_cluster(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n,
+                    float eps, int smem_limit, cudaStream_t stream) {
+  const int64_t packs = n / VEC;
+  const int ctas = ksuite::cluster_ctas(packs, VEC * sizeof(float), smem_limit);
+  if (ctas == 0 || m * ctas > int64_t(0x7fffffff) || ksuite::compute_major() < 9) return false;
+  const int64_t chunk = (packs + ctas - 1) / ctas;
+  ksuite::launch_clustered(rlg_cluster_kernel<T, VEC>, static_cast<unsigned>(m * ctas), kClusterThreads,
+                           static_cast<int>(chunk * VEC * sizeof(float)), ctas, stream, x, r, w, b, y, n,
+                           chunk, eps);
+  return true;
+}
+
 template <typename T, int VEC>
 void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
             cudaStream_t stream) {
-  const ksuite::RowPlan plan = ksuite::plan_rows(n, VEC, sizeof(float), ksuite::max_smem_optin());
+  const int smem_limit = ksuite::max_smem_optin();
+  const ksuite::RowPlan plan = ksuite::plan_rows(n, VEC, sizeof(float), smem_limit);
   if (plan.mode == ksuite::RowMode::kRegisters) {
     const int64_t rows_per_block = plan.threads / plan.tpr;
     const auto grid = static_cast<unsigned>((m + rows_per_block - 1) / rows_per_block);
@@ -177,6 +262,7 @@ void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
+  if (launch_cluster<T, VEC>(x, r, w, b, y, m, n, eps, smem_limit, stream)) return;
   if (plan.mode == ksuite::RowMode::kShared) {
     const int bytes = static_cast<int>(n * sizeof(float));
     C10_CUDA_CHECK(cudaFuncSetAttribute(rlg_wide_kernel<T, VEC, true>,

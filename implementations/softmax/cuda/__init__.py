@@ -21,28 +21,13 @@ def _fakes() -> None:
     torch.library.register_fake("kernel_suite::softmax")(lambda x: torch.empty_like(x))
 
 
-def plan(n: int, size: int) -> str:
-    """What softmax.cu's launcher picks on sm_90 (mirrors cluster_ctas there)."""
-    described = cuda_build.row_plan(n, size)
-    if described.startswith("registers"):
-        return described
-    vec = 16 // size if n % (16 // size) == 0 else 1
-    packs, pack_bytes = n // vec, vec * size
-    for ctas in (1, 2, 4, 8):
-        if -(-packs // ctas) * pack_bytes <= 64 * 1024:
-            return f"cluster of {ctas} CTAs x 512, row in shared memory, vec {vec}"
-    if -(-packs // 8) * pack_bytes + 1024 <= 232448:
-        return f"cluster of 8 CTAs x 512, row in shared memory, vec {vec}"
-    return f"online: 2 reads/row, grid = SMs, vec {vec}"
-
-
 def ops():
     return cuda_build.load("softmax", SOURCES, fakes=_fakes)
 
 
 @register("softmax", "cuda", available=cuda_build.cuda_available,
           supports=dtype_in("float32", "float16", "bfloat16"),
-          config=lambda case: plan(case["N"], itemsize(case.dtype)),
+          config=lambda case: cuda_build.row_plan(case["N"], itemsize(case.dtype), itemsize(case.dtype)),
           description="CUDA: warp/block per row in registers, cluster shared memory for long rows, online beyond")
 def softmax_cuda(x):
     return ops().softmax(x)

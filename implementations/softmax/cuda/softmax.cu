@@ -156,7 +156,6 @@ softmax_wide_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int64
 // A row split over a cluster of cluster.num_blocks() CTAs; CTA `rank` owns
 // packs [rank * chunk, (rank + 1) * chunk) and keeps them in shared memory.
 constexpr int kClusterThreads = 512;
-constexpr int64_t kClusterSliceBytes = 64 * 1024;
 
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kClusterThreads)
@@ -218,36 +217,14 @@ softmax_cluster_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, in
 #endif
 }
 
-// CTAs a cluster needs to hold a row of `packs` packs (0: more than 8 would).
-inline int cluster_ctas(int64_t packs, int64_t pack_bytes, int smem_limit) {
-  for (int c = 1; c <= 8; c *= 2)
-    if ((packs + c - 1) / c * pack_bytes <= kClusterSliceBytes) return c;
-  return (packs + 7) / 8 * pack_bytes + 1024 <= smem_limit ? 8 : 0;
-}
-
 template <typename T, int VEC>
 bool launch_cluster(const T* x, T* y, int64_t m, int64_t n, int smem_limit, cudaStream_t stream) {
   const int64_t packs = n / VEC;
-  const int ctas = cluster_ctas(packs, sizeof(Pack<T, VEC>), smem_limit);
+  const int ctas = ksuite::cluster_ctas(packs, sizeof(Pack<T, VEC>), smem_limit);
   if (ctas == 0 || m * ctas > int64_t(0x7fffffff) || ksuite::compute_major() < 9) return false;
   const int64_t chunk = (packs + ctas - 1) / ctas;
-  const int bytes = static_cast<int>(chunk * sizeof(Pack<T, VEC>));
-  auto kernel = softmax_cluster_kernel<T, VEC>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = ctas;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(m * ctas));
-  config.blockDim = dim3(kClusterThreads);
-  config.dynamicSmemBytes = bytes;
-  config.stream = stream;
-  config.attrs = attr;
-  config.numAttrs = 1;
-  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, x, y, n, chunk));
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  ksuite::launch_clustered(softmax_cluster_kernel<T, VEC>, static_cast<unsigned>(m * ctas), kClusterThreads,
+                           static_cast<int>(chunk * sizeof(Pack<T, VEC>)), ctas, stream, x, y, n, chunk);
   return true;
 }
 

@@ -133,8 +133,10 @@ namespace ksuite {
 //    lanes for rows up to 1024 columns (several rows per 128-thread block), a
 //    whole block (64..1024 threads, 16 elements each) up to 16384 columns.
 //    Kernels must allow 1024 threads for elems <= 16, and 128 for elems 32.
-//  kShared: one block of 1024 threads a row, the row staged in shared memory.
-//  kStreaming: rows too long for the chip, read twice from global memory.
+//  kShared / kStreaming: the row does not fit in registers.  On sm_90 the
+//    kernels first try a thread-block cluster (cluster_ctas below); otherwise
+//    kShared stages the row as float in one 1024-thread block's shared
+//    memory, and kStreaming reads it twice from global memory.
 enum class RowMode { kRegisters, kShared, kStreaming };
 
 struct RowPlan {
@@ -159,6 +161,45 @@ inline RowPlan plan_rows(int64_t n, int vec, int64_t smem_bytes_per_col, int sme
   if (t <= 1024) return {RowMode::kRegisters, 16, int(t), int(t)};
   const bool fits = n * smem_bytes_per_col + 1024 <= smem_limit;
   return {fits ? RowMode::kShared : RowMode::kStreaming, 0, 1024, 1024};
+}
+
+}  // namespace ksuite
+
+namespace ksuite {
+
+// Thread-block clusters (sm_90+): a row too long for one CTA's shared memory
+// is split over `ctas` CTAs of one cluster, which swap partial statistics
+// through distributed shared memory.  Slices of <= 64 KB let three CTAs share
+// an SM, so one CTA's loads overlap another's reductions.
+constexpr int64_t kClusterSliceBytes = 64 * 1024;
+
+// CTAs a cluster needs to hold `packs` packs of `pack_bytes` (0: more than 8).
+inline int cluster_ctas(int64_t packs, int64_t pack_bytes, int smem_limit) {
+  for (int c = 1; c <= 8; c *= 2)
+    if ((packs + c - 1) / c * pack_bytes <= kClusterSliceBytes) return c;
+  return (packs + 7) / 8 * pack_bytes + 1024 <= smem_limit ? 8 : 0;
+}
+
+// Launch `kernel` on clusters of `ctas` CTAs along x, with `smem` bytes of
+// dynamic shared memory; checked.
+template <typename... Params, typename... Args>
+void launch_clustered(void (*kernel)(Params...), unsigned grid, int threads, int smem, int ctas,
+                      cudaStream_t stream, Args... args) {
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = ctas;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace ksuite
