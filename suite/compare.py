@@ -207,7 +207,7 @@ def _verdict(r, opt: Options, gpus_differ: bool) -> dict:
         return {**row, "verdict": "gone", "reason": "only in base"}
     if r.side == "right_only":
         return {**row, "verdict": "new", "reason": "only in candidate"}
-    if (r.l2_b or "") != (r.l2_c or ""):
+    if _text(r.l2_b) != _text(r.l2_c):
         return {**row, "verdict": "not comparable", "reason": f"l2 {r.l2_b} vs {r.l2_c}"}
     if bs == "ok" and cs in BAD_STATUS:
         return {**row, "verdict": "broke", "reason": f"ok -> {cs}", "regression": True}
@@ -289,6 +289,10 @@ def _rollup(rows: list[dict], b: pd.DataFrame, c: pd.DataFrame) -> list[dict]:
                     "regressions": sum(r["regression"] for r in mine),
                     "improvements": sum(r["improvement"] for r in mine)})
     return out
+
+
+def _text(x) -> str:
+    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else str(x)
 
 
 def _f(x) -> float | None:

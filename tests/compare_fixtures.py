@@ -89,20 +89,38 @@ def synthetic_rows(seed: int = 0, gpu: str = "NVIDIA H200", commit: str = "a" * 
 def base_run(tmp: Path) -> tuple[pd.DataFrame, str]:
     """A run's rows and where they came from ("committed", "runner" or "synthetic")."""
     committed = newest_committed_run()
+    found = []
     if committed is not None:
-        return store.read_file(committed).drop(columns="source"), f"committed {committed.name}"
-    ran = runner_run(tmp / "runner.parquet")
-    if ran is not None:
-        return store.read_file(ran).drop(columns="source"), "runner"
+        found.append((store.read_file(committed), f"committed {committed.name}"))
+    else:
+        ran = runner_run(tmp / "runner.parquet")
+        if ran is not None:
+            found.append((store.read_file(ran), "runner"))
+    for df, origin in found:
+        if len(measurable(df)) >= 2:
+            return df.drop(columns="source"), origin
+        # A run on a busy machine can be too noisy for any 10% change to be
+        # significant; then the gate is right not to flag it, and these tests
+        # need steadier numbers than the run has.
+        warnings.warn(f"{origin} run has fewer than 2 cases steady enough to show a 10% "
+                      "change; using synthetic rows")
     return store.to_frame(synthetic_rows()), "synthetic"
 
 
 def measurable(df: pd.DataFrame) -> pd.DataFrame:
-    """Ok rows whose samples are many and steady enough to show a 10% change."""
+    """Ok rows whose samples are steady enough to show a 10% change, steadiest first.
+
+    Steadiness is judged the way the gate judges it: the U test's p-value
+    between the samples and the same samples 8% slower (a margin under the
+    10% the tests inject, which also get 2% jitter) must be tiny.  A case with
+    a few slow outliers among few samples fails this and is not chosen.
+    """
+    from suite.compare import mann_whitney_p
+
     ok = df[(df["status"] == "ok") & df["samples_ms"].map(lambda s: s is not None and len(s) >= 10)]
-    ok = ok[ok["ms_median"] >= 0.05]
-    spread = (ok["ms_p80"] - ok["ms_p20"]) / ok["ms_median"]
-    return ok.assign(_spread=spread).sort_values("_spread")
+    ok = ok[ok["ms_median"] >= 0.02]  # 10% of it is well over the 1 us floor
+    p = ok["samples_ms"].map(lambda s: mann_whitney_p(np.asarray(s), np.asarray(s) * 1.08))
+    return ok.assign(_spread=p)[p < 1e-3].sort_values("_spread")
 
 
 def key_mask(df: pd.DataFrame, row) -> pd.Series:

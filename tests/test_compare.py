@@ -24,7 +24,7 @@ from suite import cli, compare, store
 def real(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("real")
     df, origin = cf.base_run(tmp)
-    assert len(cf.measurable(df)) >= 2, f"base run ({origin}) has too few steady cases"
+    assert len(cf.measurable(df)) >= 2, f"{origin} rows have too few steady cases"
     return df, cf.write(df, tmp / "base.parquet")
 
 

@@ -105,7 +105,7 @@ def test_round_trip_into_the_suite_schema(saved, tmp_path, capsys):
 def test_gpu_benchmarks_flush_l2_and_report_sol(tmp_path):
     """On the GPU: the first quick shape, every dtype, cold L2, SOL from measured ceilings."""
     out = tmp_path / "gpu.json"
-    r = bench(tmp_path, f"--benchmark-json={out}", k="gelu or softmax")
+    r = bench(tmp_path, f"--benchmark-json={out}", k="(gelu or softmax) and not compile")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     doc = json.loads(out.read_text())
     assert doc["benchmarks"], "nothing was benchmarked"
