@@ -70,5 +70,9 @@ def register_compiled(workload: str, fn: Callable,
             return _state["fn"](**inputs)
 
         extra = {"supports": supports} if supports else {}
+        if options.get("mode"):
+            # Autotuning costs 15-60 s per new shape on an H200 (measured), too
+            # much for a sweep: it runs when named with --impls.
+            extra["in_default_sweep"] = False
         register(workload, name, available=_available,
                  description=f"torch.compile({fn.__name__}, {options})", **extra)(compiled)

@@ -26,7 +26,8 @@ def main(args) -> int:
         for impl in reg.for_workload(name):
             reason = impl.check_available(device)
             status = "[green]available[/]" if reason is None else "[yellow]unavailable[/]"
-            table.add_row(name, impl.name, status, reason or impl.description)
+            note = "" if impl.in_default_sweep else " (runs only when named with --impls)"
+            table.add_row(name, impl.name, status, (reason or impl.description) + note)
         for (w, backend), reason in sorted(reg.broken.items()):
             if w == name:
                 table.add_row(name, backend, "[red]broken[/]", reason)

@@ -43,7 +43,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", choices=PRESETS,
                    help="shape preset: cpu (tiny, irregular), quick or full (GPU); default quick on a GPU, cpu on the CPU")
     p.add_argument("--workloads", help="comma-separated workload names (default: all)")
-    p.add_argument("--impls", help="comma-separated implementation names, e.g. torch,triton,compile:dynamic")
+    p.add_argument("--impls", help="comma-separated implementation names, e.g. torch,triton,compile:dynamic; "
+                   "compile:max-autotune (15-60 s of autotuning per shape) runs only when named here")
     p.add_argument("--backends", help="comma-separated backends (eager, torch, compile, triton, cuda): all their variants")
     p.add_argument("--dtypes", help=f"comma-separated dtypes from {','.join(DTYPES)} "
                    "(default: all three; float32,bfloat16 for the quick preset)")
@@ -56,8 +57,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=600.0,
                    help="seconds one implementation may take on one case, compilation included (default 600)")
     p.add_argument("--seed", type=int, help="base seed for the random inputs (default: fresh each run)")
-    p.add_argument("--samples", default="10,200", metavar="MIN,MAX", help="timed samples per measurement (default 10,200)")
-    p.add_argument("--budget-ms", type=float, default=400.0, help="target timing time per measurement (default 400)")
+    p.add_argument("--samples", default="10,100", metavar="MIN,MAX", help="timed samples per measurement (default 10,100)")
+    p.add_argument("--budget-ms", type=float, default=150.0,
+                   help="target time spent in timed samples per measurement (default 150)")
     p.add_argument("--repeat", action="store_true", help="time every implementation twice, to show run-to-run noise")
     p.add_argument("--reuse-ceilings", action="store_true", help="use this device's cached ceilings instead of measuring")
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
@@ -111,7 +113,7 @@ def make_plan(args, registry) -> Plan:
     cases = []
     for w in workloads:
         impls = [i for i in registry.for_workload(w)
-                 if (impl_filter is None or i.name in impl_filter)
+                 if (i.name in impl_filter if impl_filter else i.in_default_sweep)
                  and (backend_filter is None or i.backend in backend_filter)]
         if not impls:
             continue

@@ -140,6 +140,8 @@ class Implementation:
     tolerance: Mapping[str, float] | None = None
     math: str | None = None
     description: str = ""
+    # False: skipped by a sweep unless named with --impls (too slow to sweep)
+    in_default_sweep: bool = True
 
     @property
     def backend(self) -> str:

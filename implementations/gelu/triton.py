@@ -81,7 +81,9 @@ def plan(n: int, dtype_bytes: int) -> tuple[int, int]:
 
 
 def gelu_triton(x, *, block: int | None = None, exact: bool | None = None):
-    """``exact`` picks the erf (default: libdevice for float32 only)."""
+    """``exact=True`` uses libdevice's erf; the default polynomial is within
+    1.5e-7 of it, far inside every dtype's tolerance, and measured faster on
+    the H200 in float32 too (0.935 of copy bandwidth with libdevice)."""
     import torch
 
     x = x.contiguous()
@@ -93,15 +95,14 @@ def gelu_triton(x, *, block: int | None = None, exact: bool | None = None):
     if block is not None:
         blk = block
     if exact is None:
-        exact = x.element_size() == 4
+        exact = False
     _gelu_kernel[(triton.cdiv(n, blk),)](x, y, n, BLOCK=blk, EXACT=exact, num_warps=warps)
     return y
 
 
 def _config(case: Case) -> str:
     blk, warps = plan(case["N"], itemsize(case.dtype))
-    erf = "libdevice" if case.dtype == "float32" else "A&S-7.1.26"
-    return f"BLOCK={blk} warps={warps} erf={erf}"
+    return f"BLOCK={blk} warps={warps} erf=A&S-7.1.26"
 
 
 register("gelu", "triton", available=needs_triton,
