@@ -57,7 +57,7 @@ def _cells(r: dict, cols: list[str]) -> list[str]:
         "workload": r["workload"], "impl": r["impl"], "dtype": r["dtype"], "shape": r["shape"],
         "timer": r["timer"], "base ms": _num(r["base_ms"], ".4g"), "cand ms": _num(r["cand_ms"], ".4g"),
         "speedup": _num(r["speedup"], ".3f") + ("x" if r["speedup"] is not None else ""),
-        "base SOL": _num(r["base_sol"], ".3f"), "cand SOL": _num(r["cand_sol"], ".3f"),
+        "base SOL": _num(r["base_sol"], ".3g"), "cand SOL": _num(r["cand_sol"], ".3g"),
         "p": _num(r["p_value"], ".2g"),
         "verdict": _MARK.get(r["verdict"], r["verdict"]) + (f" ({r['reason']})" if r["reason"] else ""),
     }
@@ -78,8 +78,9 @@ def _summary(result: Result, code: int) -> str:
     n = len(result.regressions)
     i = len(result.improvements)
     matched = sum(r["speedup"] is not None for r in result.rows)
+    fails = bool(n) or (bool(i) and code == 1)  # improvements fail only when asked to
     return (f"{matched} cases compared: {n} regression(s), {i} improvement(s). "
-            + ("FAIL" if code else "PASS"))
+            + ("FAIL" if fails else "PASS"))
 
 
 ROLLUP_COLS = ["impl", "matched", "geomean speedup", "geomean SOL ratio", "base pass rate",
