@@ -2,9 +2,10 @@
 
 Kept out of ``testpaths``: run it as ``pytest benchmarks/ --benchmark-only``
 (add ``--benchmark-autosave`` / ``--benchmark-compare`` as usual).  On a CUDA
-GPU each workload uses the first ``quick`` shape and every dtype; on the CPU
-the first ``cpu`` shape in float32 only.  ``KSUITE_BENCH_DTYPES`` (comma list)
-and ``KSUITE_BENCH_ROUNDS`` override those choices.
+GPU each workload uses the first ``quick`` shape in float32 and bfloat16; on
+the CPU the first ``cpu`` shape in float32 only.  ``KSUITE_BENCH_DTYPES``
+(comma list) and ``KSUITE_BENCH_ROUNDS`` override those choices;
+``KSUITE_BENCH_AUTOTUNE=1`` adds compile:max-autotune.
 """
 import os
 import sys
@@ -45,7 +46,9 @@ def bench_params():
     wanted = os.environ.get("KSUITE_BENCH_DTYPES")
     out = []
     for name, wl in sorted(reg.workloads.items()):
-        dtypes = wanted.split(",") if wanted else (list(wl.dtypes) if device == "cuda" else ["float32"])
+        # float32 and bfloat16 on the GPU, as the quick preset sweeps them; float32 on the CPU.
+        default = ["float32", "bfloat16"] if device == "cuda" else ["float32"]
+        dtypes = wanted.split(",") if wanted else default
         shape = wl.presets[preset][0]
         cases = [c for c in wl.cases(preset, dtypes) if c.dims == shape]
         for impl in reg.for_workload(name):

@@ -15,6 +15,9 @@ import torch
 
 from suite import roofline, verify
 
+# As in `python -m suite run`: these run only when asked for.
+OPT_IN = ("compile:max-autotune",)
+
 
 def _flush_l2(device: str) -> None:
     from suite.timing import flush_l2
@@ -44,6 +47,8 @@ def test_kernel(benchmark, kernel, device, env, peaks):
     if impl is None:
         pytest.skip(case)  # a backend module that failed to import: case holds the reason
     reason = impl.check_available(device) or impl.supports(case)
+    if impl.name in OPT_IN and os.environ.get("KSUITE_BENCH_AUTOTUNE", "0") in ("", "0"):
+        reason = f"{impl.name} autotunes for 15-60 s per shape; set KSUITE_BENCH_AUTOTUNE=1 to include it"
     if reason:
         pytest.skip(reason)
 
