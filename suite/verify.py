@@ -51,7 +51,7 @@ def poison_(t: torch.Tensor) -> torch.Tensor:
     return t.fill_(-12345)
 
 
-def poison_allocator(device: str, nbytes: int) -> None:
+def poison_allocator(device: str, nbytes: float) -> None:
     """Hand the caching allocator NaN-filled blocks of about ``nbytes``.
 
     Implementations allocate their own outputs; on CUDA the next allocation of
@@ -60,6 +60,6 @@ def poison_allocator(device: str, nbytes: int) -> None:
     """
     if device != "cuda" or nbytes <= 0:
         return
-    blocks = [torch.empty(max(1, nbytes // 4), dtype=torch.float32, device=device).fill_(math.nan)
+    blocks = [torch.empty(max(1, int(nbytes) // 4), dtype=torch.float32, device=device).fill_(math.nan)
               for _ in range(2)]
     del blocks
