@@ -276,8 +276,8 @@ at::Tensor attention_flash(const at::Tensor& q, const at::Tensor& k, const at::T
               q.scalar_type());
   TORCH_CHECK(q.dim() == 4, "attention_flash: q must be (B, H, S, D), got ", q.dim(), " dims");
   TORCH_CHECK(k.sizes() == q.sizes() && v.sizes() == q.sizes(),
-              "attention_flash: q, k and v must have one shape (self-attention), got ", q.sizes(),
-              ", ", k.sizes(), ", ", v.sizes());
+              "attention_flash: q, k and v must have one shape (self-attention), got ", ksuite::shape_str(q),
+              ", ", ksuite::shape_str(k), ", ", ksuite::shape_str(v));
   TORCH_CHECK(q.size(3) == 64 || q.size(3) == 128,
               "attention_flash: head dim D must be 64 or 128, got ", q.size(3));
   TORCH_CHECK(q.is_contiguous() && k.is_contiguous() && v.is_contiguous(),

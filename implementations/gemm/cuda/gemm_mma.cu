@@ -259,8 +259,8 @@ at::Tensor gemm_mma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
   TORCH_CHECK(a.scalar_type() == at::kHalf || a.scalar_type() == at::kBFloat16,
               "gemm_mma: only float16 and bfloat16 are supported (tensor-core mma), got ",
               a.scalar_type());
-  TORCH_CHECK(a.size(1) == b.size(0), "gemm_mma: inner dimensions differ: a is ", a.sizes(),
-              ", b is ", b.sizes());
+  TORCH_CHECK(a.size(1) == b.size(0), "gemm_mma: inner dimensions differ: a is ", ksuite::shape_str(a),
+              ", b is ", ksuite::shape_str(b));
   TORCH_CHECK(a.is_contiguous() && b.is_contiguous(),
               "gemm_mma: a and b must be contiguous (row-major)");
   TORCH_CHECK(tile >= -1 && tile < NUM_TILES, "gemm_mma: tile must be -1 (automatic) or 0..",

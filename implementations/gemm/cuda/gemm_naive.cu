@@ -52,8 +52,8 @@ at::Tensor gemm_naive(const at::Tensor& a, const at::Tensor& b) {
   const auto dt = a.scalar_type();
   TORCH_CHECK(dt == at::kFloat || dt == at::kHalf || dt == at::kBFloat16,
               "gemm_naive: only float32, float16 and bfloat16 are supported, got ", dt);
-  TORCH_CHECK(a.size(1) == b.size(0), "gemm_naive: inner dimensions differ: a is ", a.sizes(),
-              ", b is ", b.sizes());
+  TORCH_CHECK(a.size(1) == b.size(0), "gemm_naive: inner dimensions differ: a is ", ksuite::shape_str(a),
+              ", b is ", ksuite::shape_str(b));
   TORCH_CHECK(a.is_contiguous() && b.is_contiguous(),
               "gemm_naive: a and b must be contiguous (row-major)");
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);

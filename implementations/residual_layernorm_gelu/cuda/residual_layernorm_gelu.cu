@@ -291,11 +291,12 @@ at::Tensor rlg_cuda(const at::Tensor& x, const at::Tensor& r, const at::Tensor& 
     TORCH_CHECK(t->scalar_type() == x.scalar_type(), op, ": ", name, " is ", t->scalar_type(),
                 " but x is ", x.scalar_type(), "; pass all inputs in one dtype");
   }
-  TORCH_CHECK(r.sizes() == x.sizes(), op, ": r has shape ", r.sizes(), " but x has ", x.sizes());
+  TORCH_CHECK(r.sizes() == x.sizes(), op, ": r has shape ", ksuite::shape_str(r), " but x has ",
+              ksuite::shape_str(x));
   TORCH_CHECK(weight.dim() == 1 && weight.size(0) == n, op, ": weight must have shape [", n,
-              "] (the last dim of x), got ", weight.sizes());
+              "] (the last dim of x), got ", ksuite::shape_str(weight));
   TORCH_CHECK(bias.dim() == 1 && bias.size(0) == n, op, ": bias must have shape [", n,
-              "] (the last dim of x), got ", bias.sizes());
+              "] (the last dim of x), got ", ksuite::shape_str(bias));
   TORCH_CHECK(x.is_contiguous() && r.is_contiguous() && weight.is_contiguous() && bias.is_contiguous(),
               op, ": x, r, weight and bias must be contiguous (call .contiguous() first)");
   TORCH_CHECK(eps > 0.0, op, ": eps must be positive, got ", eps);

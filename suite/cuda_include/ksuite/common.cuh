@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 
 // c10's stream and device helpers, not ATen/cuda/CUDAContext.h: that one pulls
 // in cuBLAS and cuSPARSE headers, which the CI's nvcc-only toolkit lacks.
 #include <ATen/Dispatch.h>
+#include <ATen/core/Tensor.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
@@ -122,6 +124,17 @@ inline int max_smem_optin() { return device_attribute(cudaDevAttrMaxSharedMemory
 inline int compute_major() { return device_attribute(cudaDevAttrComputeCapabilityMajor, 3); }
 
 inline cudaStream_t current_stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
+
+// "[2, 3, 4]" for error messages.  Streaming t.sizes() into TORCH_CHECK
+// crashed the process on the H200 image (torch 2.11, nvcc 13.0) instead of
+// raising, so shapes are formatted here with std::to_string only.
+inline std::string shape_str(const at::Tensor& t) {
+  std::string s = "[";
+  for (int64_t i = 0; i < t.dim(); ++i) {
+    s += (i ? ", " : "") + std::to_string(t.size(i));
+  }
+  return s + "]";
+}
 
 }  // namespace ksuite
 
