@@ -213,6 +213,8 @@ def _verdict(r, opt: Options, gpus_differ: bool) -> dict:
         return {**row, "verdict": "broke", "reason": f"ok -> {cs}", "regression": True}
     if bs in BAD_STATUS and cs == "ok":
         return {**row, "verdict": "fixed", "reason": f"{bs} -> ok", "improvement": True}
+    if bs == cs and bs != "ok":  # unsupported (say) on both sides: nothing changed
+        return {**row, "verdict": "same", "reason": f"{bs} in both"}
     if bs != "ok" or cs != "ok":
         return {**row, "verdict": "status", "reason": f"{bs} -> {cs}"}
     if r.ms_b > 0 and r.ms_c > 0:
