@@ -44,7 +44,10 @@ def select_runs(runs: pd.DataFrame, f: Filters) -> list[str]:
     if f.gpu:
         cand = cand[cand["gpu"].isin(f.gpu)]
     if f.commit:
-        cand = cand[cand["commit"].isin(f.commit)]
+        if "commits" in cand.columns:  # a run with rows of several commits matches any of them
+            cand = cand[cand["commits"].map(lambda cs: not set(cs).isdisjoint(f.commit)).astype(bool)]
+        else:
+            cand = cand[cand["commit"].isin(f.commit)]
     if f.run:
         return cand.loc[cand["run_id"].isin(f.run), "run_id"].tolist()
     return cand.drop_duplicates("gpu")["run_id"].tolist()
@@ -52,12 +55,19 @@ def select_runs(runs: pd.DataFrame, f: Filters) -> list[str]:
 
 def narrow(df: pd.DataFrame, f: Filters) -> pd.DataFrame:
     """Row-level filters (workload, dtype, implementation, timer)."""
+    if not (f.workload or f.dtype or f.impl or f.timer):
+        return df  # no copy: a mask over every column of 400k rows costs ~0.5 s
     mask = np.ones(len(df), dtype=bool)
     for col in ("workload", "dtype", "impl", "timer"):
         chosen = getattr(f, col)
         if chosen:
             mask &= df[col].isin(chosen).to_numpy()
     return df[mask]
+
+
+def at_commits(df: pd.DataFrame, f: Filters) -> pd.DataFrame:
+    """Rows measured at the chosen commits; a resumed run's rows of another commit drop out."""
+    return df[df["commit"].isin(f.commit)] if f.commit else df
 
 
 def ok(df: pd.DataFrame) -> pd.DataFrame:
@@ -87,6 +97,32 @@ def with_series(df: pd.DataFrame) -> pd.DataFrame:
         label = label + " · " + df["gpu"].astype(str)
     df["series"] = label
     return df
+
+
+def shares_sizes(df: pd.DataFrame) -> bool:
+    """Whether two shapes of these rows have the same size (elements): a line over
+    size would then jump up and down at one x (causal and non-causal attention)."""
+    shapes = df.drop_duplicates("shape")
+    return bool(shapes["size"].duplicated().any())
+
+
+def family_key(df: pd.DataFrame, most: int = 4) -> str | None:
+    """The shape key with the fewest values (2 to ``most``) that, held fixed, leaves
+    no two shapes of one size and at least two shapes in each family: the lines a
+    size plot can draw one family at a time."""
+    shapes = df.drop_duplicates("shape")
+    best = None
+    for col in store.SHAPE_COLUMNS:
+        if col not in shapes.columns:
+            continue
+        values = shapes[col].dropna().unique()
+        if not 2 <= len(values) <= most or shapes[col].isna().any():
+            continue
+        if shapes.duplicated([col, "size"]).any() or shapes[col].value_counts().min() < 2:
+            continue
+        if best is None or len(values) < best[1]:
+            best = (col, len(values))
+    return best[0] if best else None
 
 
 def largest_shape(df: pd.DataFrame, by=("workload", "dtype")) -> pd.DataFrame:
@@ -148,12 +184,12 @@ def pass_rate(df: pd.DataFrame, by: str = "impl") -> pd.DataFrame:
 
 
 def environment(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per run: where and with what it ran."""
+    """One row per run and commit (a resumed run may span two): where and with what it ran."""
     cols = ["run_id", "gpu_name", "gpu_sms", "driver", "cuda", "torch", "triton", "commit", "dirty",
             "timestamp", "sm_clock_start_mhz", "sm_clock_end_mhz", "mem_clock_start_mhz",
             "mem_clock_end_mhz", "hostname", "python", "preset"]
     have = [c for c in cols if c in df.columns]
-    return df.drop_duplicates("run_id")[have].reset_index(drop=True)
+    return df.drop_duplicates(["run_id", "commit"])[have].reset_index(drop=True)
 
 
 def ceilings(df: pd.DataFrame) -> pd.DataFrame:
@@ -237,6 +273,38 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, key: list[str], metric: str 
     return Comparison(table=t.sort_values("speedup").reset_index(drop=True),
                       failed=failed.reset_index(drop=True),
                       only_base=len(b) - len(m), only_cand=len(c) - len(m))
+
+
+def default_pair(frame: pd.DataFrame, column: str, options: list[str], key: list[str],
+                 limit: int = 12) -> tuple[int, int]:
+    """(candidate, base) positions in ``options`` (newest first) for Compare's first view:
+    the newest option that shares an ok case with an older one, against the newest such.
+
+    Runs of different presets, or the two commits of a resumed run, may share no
+    case at all; (0, 1) when no pair among the first ``limit`` options does.
+    """
+    head = options[:limit]
+    # only the columns needed: a row mask over every column of 400k rows costs ~0.5 s
+    cols = list(dict.fromkeys(key + [column, "status", "ms_median"]))
+    good = ok(frame.loc[frame[column].isin(head).to_numpy(), cols])
+    cases = {opt: set(g[key].itertuples(index=False, name=None))
+             for opt, g in good.groupby(column, sort=False)}
+    for i, cand in enumerate(head):
+        for j in range(i + 1, len(head)):
+            if not cases.get(cand, set()).isdisjoint(cases.get(head[j], ())):
+                return i, j
+    return 0, 1
+
+
+def richest_case(frame: pd.DataFrame, names: list[str]) -> pd.Series:
+    """Per case (``names``), how many commits have an ok row, most first: History's default."""
+    good = ok(frame[names + ["commit", "status", "ms_median"]])
+    if good.empty:
+        return pd.Series(dtype="int64")
+    # distinct (case, commit) pairs counted per case: much faster than nunique at 400k rows
+    pairs = good[names + ["commit"]].drop_duplicates()
+    per = pairs.groupby(names, sort=True, dropna=False).size()
+    return per.sort_values(ascending=False, kind="stable")
 
 
 def geomean(x: pd.Series) -> float:

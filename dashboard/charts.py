@@ -17,7 +17,9 @@ from suite import roofline
 # One colour per backend, the same in every figure; variants share their backend's.
 BACKEND_COLORS = {"eager": "#7f7f7f", "torch": "#1f77b4", "compile": "#9467bd",
                   "triton": "#2ca02c", "cuda": "#d62728"}
-EXTRA_COLORS = ["#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#bcbd22", "#393b79", "#637939"]
+# enough for the variants of one real run (the H200 quick preset has eight) to differ
+EXTRA_COLORS = ["#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#bcbd22", "#393b79", "#637939",
+                "#ad494a", "#6b6ecf", "#e7ba52", "#31a354", "#843c39"]
 DTYPE_SYMBOLS = {"float32": "circle", "bfloat16": "diamond", "float16": "square"}
 STATUS_COLORS = {"ok": "#2ca02c", "incorrect": "#d62728", "error": "#ff7f0e",
                  "unsupported": "#c7c7c7", "unavailable": "#8c8c8c"}
@@ -64,20 +66,32 @@ def _layout(fig: go.Figure, title: str, x: str, y: str, logx=False, logy=False) 
 
 
 def bandwidth(df: pd.DataFrame, metric: str = "gbps", ceilings: dict[str, float] | None = None,
-              title: str = "") -> go.Figure:
+              title: str = "", lines: bool = True) -> go.Figure:
     """Achieved ``metric`` against problem size (log x), one line per ``series``,
     with its p20-p80 band, and a dashed line per measured ceiling.
 
     Three traces per series: the band's upper and lower edges, then the line.
+    ``lines=False`` (several shapes share a size): one trace of points per
+    series, the p20-p80 spread as error bars.
     """
     unit, work = METRICS[metric]
     fig = go.Figure()
     names = list(dict.fromkeys(df["series"])) if len(df) else []
     for name in names:
-        g = df[df["series"] == name].sort_values("size")
+        g = df[df["series"] == name].sort_values(["size", "shape"])
         c = color(name, names)
         hi = g[work] / (g["ms_p20"] * 1e-3) / (1e9 if metric == "gbps" else 1e12)
         lo = g[work] / (g["ms_p80"] * 1e-3) / (1e9 if metric == "gbps" else 1e12)
+        custom = np.stack([g["shape"], g["ms_median"], g["sol"]], axis=-1)
+        hover = (f"%{{customdata[0]}}<br>%{{y:.1f}} {unit}<br>%{{customdata[1]:.4g}} ms"
+                 "<br>SOL %{customdata[2]:.2f}<extra>" + name + "</extra>")
+        if not lines:
+            fig.add_trace(go.Scatter(
+                x=g["size"], y=g[metric], mode="markers", name=name, marker=dict(color=c, size=8),
+                error_y=dict(type="data", array=(hi - g[metric]).to_numpy(),
+                             arrayminus=(g[metric] - lo).to_numpy(), thickness=1, width=3),
+                customdata=custom, hovertemplate=hover))
+            continue
         fig.add_trace(go.Scatter(x=g["size"], y=hi, mode="lines", line=dict(width=0, color=c),
                                  legendgroup=name, showlegend=False, hoverinfo="skip"))
         fig.add_trace(go.Scatter(x=g["size"], y=lo, mode="lines", line=dict(width=0, color=c),
@@ -85,9 +99,7 @@ def bandwidth(df: pd.DataFrame, metric: str = "gbps", ceilings: dict[str, float]
                                  showlegend=False, hoverinfo="skip"))
         fig.add_trace(go.Scatter(
             x=g["size"], y=g[metric], mode="lines+markers", name=name, legendgroup=name,
-            line=dict(color=c, dash=_dash(name, names)), customdata=np.stack([g["shape"], g["ms_median"], g["sol"]], axis=-1),
-            hovertemplate=f"%{{customdata[0]}}<br>%{{y:.1f}} {unit}<br>%{{customdata[1]:.4g}} ms"
-                          "<br>SOL %{customdata[2]:.2f}<extra>" + name + "</extra>"))
+            line=dict(color=c, dash=_dash(name, names)), customdata=custom, hovertemplate=hover))
     for label, value in (ceilings or {}).items():
         if value and math.isfinite(value):
             fig.add_hline(y=value, line_dash="dash", line_color="#444",
@@ -143,7 +155,7 @@ def sol_heatmap(sol: pd.DataFrame, status: pd.DataFrame, title: str = "") -> go.
     if not status.empty:
         text = text.where(text != "", status.reindex_like(sol).fillna("—"))
     fig = go.Figure(go.Heatmap(z=sol.to_numpy(dtype=float), x=list(sol.columns), y=list(sol.index),
-                               text=text.to_numpy(), texttemplate="%{text}", zmin=0, zmax=1,
+                               text=text.to_numpy(), texttemplate="%{text}", textfont=dict(size=12), zmin=0, zmax=1,
                                colorscale="Viridis", colorbar=dict(title="SOL"),
                                hovertemplate="%{y} · %{x}<br>SOL %{z:.2f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")

@@ -29,6 +29,10 @@ PATHS_ENV = "KERNEL_SUITE_DASHBOARD_PATHS"
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PATHS = (str(ROOT / "results"),)
 SKIPPED = {"samples_ms"}
+# Columns the dashboard fills itself.  A file may carry one already: a resumed
+# run is checkpointed from rows that store.read_file had tagged with "source"
+# (the partial file's path on the GPU machine); the reader's own value wins.
+DERIVED = {"source"}
 
 _PANDAS = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}.get
 
@@ -62,6 +66,10 @@ class Loaded:
     index: dict[str, np.ndarray] = field(default_factory=dict)  # run_id -> row positions
 
     def options(self, column: str) -> list[str]:
+        if column == "commit" and "commits" in self.runs.columns:
+            # every commit measured, not only each run's first: a resumed run has two
+            # (newest first: within a run, the commit whose rows came last is the newer)
+            return list(dict.fromkeys(c for cs in self.runs["commits"] for c in reversed(cs)))
         if column in self.runs.columns:
             return list(dict.fromkeys(self.runs[column].tolist()))
         return sorted(self.frame[column].dropna().astype(str).unique().tolist())
@@ -77,7 +85,7 @@ def _read_one(path: Path, types: dict[str, pa.DataType]) -> pa.Table:
     """One file as a table in the store's column types, or StoreError naming it."""
     try:
         pf = pq.ParquetFile(path)
-        names = [n for n in pf.schema_arrow.names if n not in SKIPPED]
+        names = [n for n in dict.fromkeys(pf.schema_arrow.names) if n not in SKIPPED | DERIVED]
         table = pf.read(columns=names, use_threads=False)
     except Exception as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -147,16 +155,19 @@ def derive(df: pd.DataFrame) -> pd.DataFrame:
 
 def _runs(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
-        return pd.DataFrame(columns=["run_id", "gpu", "gpu_name", "commit", "timestamp", "time",
-                                     "rows", "ok", "source", "label"])
+        return pd.DataFrame(columns=["run_id", "gpu", "gpu_name", "commit", "commits", "timestamp",
+                                     "time", "rows", "ok", "source", "label"])
     g = df.groupby("run_id", sort=False)
+    # a run resumed after a new commit holds rows of both: "commit" is the first,
+    # "commits" all of them in the order their rows were written
     runs = g.agg(gpu=("gpu", "first"), gpu_name=("gpu_name", "first"), commit=("commit", "first"),
+                 commits=("commit", lambda s: tuple(dict.fromkeys(s))),
                  timestamp=("timestamp", "first"), rows=("status", "size"),
                  ok=("status", lambda s: int((s == "ok").sum())), source=("source", "first"))
     runs = runs.reset_index()
     runs["time"] = pd.to_datetime(runs["timestamp"], utc=True, errors="coerce", format="mixed")
-    runs["label"] = (runs["gpu"] + " · " + runs["commit"].str[:7] + " · "
-                     + runs["time"].dt.strftime("%Y-%m-%d %H:%M").fillna("?"))
+    runs["label"] = (runs["gpu"] + " · " + runs["commits"].map(lambda cs: "+".join(c[:7] for c in cs))
+                     + " · " + runs["time"].dt.strftime("%Y-%m-%d %H:%M").fillna("?"))
     return runs.sort_values(["time", "run_id"], ascending=[False, True],
                             na_position="last").reset_index(drop=True)
 

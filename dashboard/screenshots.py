@@ -92,6 +92,17 @@ def wait_ready(page, title: str, chart: bool = True) -> None:
     page.wait_for_load_state("networkidle")
 
 
+def fit_height(page, width: int = 1400, least: int = 1000, most: int = 4000) -> None:
+    """Grow the viewport to the page's content: Streamlit scrolls inside its main
+    section, so a full-page screenshot of the window would stop at the first screen."""
+    height = page.evaluate("""() => {
+        const main = document.querySelector('[data-testid="stMain"]');
+        return main ? main.scrollHeight : document.documentElement.scrollHeight; }""")
+    page.set_viewport_size({"width": width, "height": max(least, min(most, int(height)))})
+    page.wait_for_timeout(500)  # Plotly redraws on resize
+    page.wait_for_load_state("networkidle")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dashboard.screenshots", description=__doc__.split("\n")[0])
     ap.add_argument("paths", nargs="*", default=["results"])
@@ -102,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     with serve(args.paths) as base, browser_page() as page:
         for path, title in PAGES:
             page.goto(f"{base}/{path}")
+            page.set_viewport_size({"width": 1400, "height": 1000})
             wait_ready(page, title)
+            fit_height(page)
             target = out / f"{path or 'overview'}.png"
             page.screenshot(path=str(target), full_page=True)
             print(target)

@@ -93,7 +93,7 @@ def sidebar(loaded: data.Loaded) -> Filters:
 
 def build_context(loaded: data.Loaded, filters: Filters) -> Context:
     run_ids = analysis.select_runs(loaded.runs, filters)
-    rows = analysis.narrow(loaded.rows(run_ids), filters)
+    rows = analysis.narrow(analysis.at_commits(loaded.rows(run_ids), filters), filters)
     ctx = Context(loaded=loaded, filters=filters, run_ids=run_ids, rows=rows)
     st.session_state[_CTX] = ctx
     return ctx

@@ -147,3 +147,39 @@ def test_suspects_and_roofs():
     assert list(analysis.suspects(df)["impl"]) == ["t"]
     bw, tf = analysis.roofs(df)
     assert bw == 4000.0 and tf == {"bfloat16": 700.0, "float32": 50.0}
+
+
+def test_default_pair_skips_options_with_no_case_in_common():
+    # newest first: "c" shares nothing with anyone (another preset), "b" shares with "a"
+    df = frame(case("eager", "x", 1, 1.0, run_id="c"), case("eager", "y", 1, 1.0, run_id="b"),
+               case("eager", "z", 1, 1.0, run_id="b"), case("eager", "y", 1, 2.0, run_id="a"),
+               case("eager", "x", 1, 1.0, run_id="a", status="error"))
+    assert analysis.default_pair(df, "run_id", ["c", "b", "a"], store.ROW_KEY) == (1, 2)
+    assert analysis.default_pair(df, "run_id", ["c", "z"], store.ROW_KEY) == (0, 1)
+
+
+def test_richest_case_counts_commits_with_ok_rows():
+    df = frame(case("eager", "x", 1, 1.0), case("eager", "y", 1, 1.0),
+               case("eager", "y", 1, 1.0, commit="bbbbbbb"),
+               case("eager", "x", 1, 1.0, commit="ccccccc"), case("eager", "x", 1, 1.0, commit="ddddddd",
+                                                                 status="incorrect"))
+    per = analysis.richest_case(df, ["workload", "shape"])
+    assert list(per.items()) == [(("softmax", "x"), 2), (("softmax", "y"), 2)]
+    df = frame(case("eager", "y", 1, 1.0, commit="bbbbbbb"), case("eager", "y", 1, 1.0),
+               case("eager", "x", 1, 1.0))
+    assert analysis.richest_case(df, ["workload", "shape"]).index[0] == ("softmax", "y")
+
+
+def test_family_key_splits_shapes_that_share_a_size():
+    def att(causal, s, b, **kw):
+        shape = f"B={b},S={s},causal={causal}"
+        return case("eager", shape, b * s, 1.0, workload="attention", shape_B=b, shape_S=s,
+                    shape_causal=causal, **kw)
+
+    df = frame(att(0, 512, 4), att(0, 1024, 4), att(1, 512, 4), att(1, 1024, 4), att(1, 8192, 1))
+    assert analysis.shares_sizes(df)
+    assert analysis.family_key(df) == "shape_causal"
+    # a family of one shape is no line to draw: no key then
+    df = frame(att(0, 512, 4), att(1, 512, 4), att(1, 1024, 4))
+    assert analysis.shares_sizes(df) and analysis.family_key(df) is None
+    assert not analysis.shares_sizes(frame(att(0, 512, 4), att(0, 1024, 4)))

@@ -34,6 +34,16 @@ def test_bandwidth_traces_band_log_x_and_ceiling():
     assert [s.y0 for s in fig.layout.shapes] == [4210.0]
 
 
+def test_bandwidth_points_only_when_shapes_share_a_size():
+    df = rows(sizes=(1e3, 1e3, 1e5))
+    fig = charts.bandwidth(df, "gbps", lines=False)
+    assert len(fig.data) == 2 and {t.mode for t in fig.data} == {"markers"}
+    g = df[df["series"] == "triton"]
+    np.testing.assert_allclose(fig.data[0].y, g["gbps"])
+    np.testing.assert_allclose(fig.data[0].error_y.array,
+                               g["min_bytes"] / (g["ms_p20"] * 1e-3) / 1e9 - g["gbps"])
+
+
 def test_bandwidth_in_tflops_uses_flops():
     df = rows(series=("torch",))
     fig = charts.bandwidth(df, "tflops", {"bf16": 740.0, "missing": None})

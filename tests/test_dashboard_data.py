@@ -106,3 +106,30 @@ def test_fixture_napkin_math_matches_the_workloads():
                 assert fx.napkin(name, s, dtype) == (wl.flops(case), wl.min_bytes(case),
                                                      wl.eager_bytes(case)), case
                 assert fx.size(name, s) == wl.size(case)
+
+
+def test_resumed_run_with_stale_source_and_two_commits(tmp_path):
+    # what store.RunFile.resume writes: rows read back by store.read_file keep its
+    # "source" column, and the rows added after the resume carry a newer commit
+    old = fx.make_run(commit="aaaaaaa")[:6]
+    new = [dict(r, commit="bbbbbbb") for r in fx.make_run(commit="aaaaaaa")[6:10]]
+    df = store.to_frame(old + new)
+    df["source"] = ["/gpu/results/partial.parquet"] * len(old) + [None] * len(new)
+    df["traceback"] = float("nan")  # an all-null column typed float64 in this file only
+    path = tmp_path / "h200" / "resumed.parquet"
+    path.parent.mkdir()
+    df.to_parquet(path, index=False)
+    fx.write_run(fx.make_run(commit="ccccccc", timestamp="2025-05-01T00:00:00Z")[:3], tmp_path)
+
+    loaded = data.build([str(tmp_path)])
+    assert loaded.problems == [] and loaded.frame.columns.is_unique
+    resumed = loaded.frame[loaded.frame["commit"] != "ccccccc"]
+    assert set(resumed["source"]) == {str(path)}
+    run = loaded.runs.iloc[0]
+    assert run["commits"] == ("aaaaaaa", "bbbbbbb") and "aaaaaaa+bbbbbbb" in run["label"]
+    # every commit is offered, newest first; choosing one keeps only its rows
+    assert loaded.options("commit") == ["bbbbbbb", "aaaaaaa", "ccccccc"]
+    from dashboard.analysis import Filters, at_commits, select_runs
+    f = Filters(commit=("bbbbbbb",))
+    assert select_runs(loaded.runs, f) == [run["run_id"]]
+    assert len(at_commits(loaded.rows([run["run_id"]]), f)) == len(new)

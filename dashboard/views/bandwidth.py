@@ -14,6 +14,20 @@ dtypes = sorted(d["dtype"].unique())
 dtype = mid.selectbox("dtype", dtypes, key="bw_dtype",
                       index=dtypes.index("bfloat16") if "bfloat16" in dtypes else 0)
 d = d[d["dtype"] == dtype]
+# shapes of one size (causal or not, same B*H*S*D) would zigzag on one line: draw one
+# family of shapes at a time where one shape key separates them, else points only
+lines, family = True, ""
+if analysis.shares_sizes(d):
+    key = analysis.family_key(d)
+    if key:
+        values = sorted(d[key].dropna().unique().tolist())
+        most = d.drop_duplicates("shape")[key].value_counts().idxmax()
+        label = key.removeprefix("shape_")
+        value = left.selectbox(f"Shapes with {label} =", values, index=values.index(most),
+                               key=f"bw_family_{workload}")
+        d, family = d[d[key] == value], f", {label}={value}"
+    else:
+        lines = False
 good = analysis.ok(d)
 # the limiter of the largest case decides the default metric; either can be chosen
 top = good.sort_values("size").tail(1)
@@ -30,9 +44,12 @@ else:
         gb, gt = analysis.roofs(g)
         name = f"{gpu} measured copy" if metric == "gbps" else f"{gpu} measured {dtype} matmul"
         ceilings[name] = gb if metric == "gbps" else gt.get(dtype)
-    st.plotly_chart(charts.bandwidth(good, metric, ceilings, title=f"{workload}, {dtype}"),
-                    key="bw_chart")
-    st.caption("Lines are medians; the band spans the 20th to 80th percentile of the samples. "
+    st.plotly_chart(charts.bandwidth(good, metric, ceilings, title=f"{workload}, {dtype}{family}",
+                                     lines=lines), key="bw_chart")
+    spread = ("Lines are medians; the band spans" if lines else
+              "Several shapes share a size here, so points are not joined (hover names the shape); "
+              "points are medians, bars span")
+    st.caption(f"{spread} the 20th to 80th percentile of the samples. "
                "GB/s counts the compulsory bytes of a fully fused kernel (min_bytes), so an "
                "unfused chain that moves more shows less than the traffic it really made.")
 ui.not_ok_section(d, f"{workload} {dtype}")

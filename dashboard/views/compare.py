@@ -21,7 +21,7 @@ elif mode == "GPUs":
     # the GPU filter would hide one side; the row filters still apply
     column, key, frame = "gpu", analysis.ROW_KEY, analysis.narrow(ctx.loaded.frame, f)
 else:
-    options = list(dict.fromkeys(runs["commit"]))  # newest first
+    options = ctx.loaded.options("commit")  # newest run first, every commit a run measured at
     labels = {c: c[:12] for c in options}
     column, key, frame = "commit", analysis.ROW_KEY + ["gpu"], ctx.across_runs()
 
@@ -31,13 +31,9 @@ if len(options) < 2:
 st.caption("The sidebar's workload, dtype, implementation and timer filters apply; each side "
            "takes the newest row of every case. Speedup > 1: the candidate is faster.")
 left, right = st.columns(2)
-base_at, cand_at = 1, 0
-if mode == "runs":  # the newest run that has an older one on the same GPU, against that one
-    for i, gpu in enumerate(runs["gpu"]):
-        older = runs.index[(runs["gpu"] == gpu) & (runs.index > i)]
-        if len(older):
-            cand_at, base_at = i, int(older[0])
-            break
+# first view: the newest option against the newest older one measuring a case in common
+# on the same GPU (presets differ; a resumed run's two commits cover different workloads)
+cand_at, base_at = analysis.default_pair(frame, column, options, list(dict.fromkeys(key + ["gpu"])))
 base = left.selectbox("Base", options, index=base_at, format_func=labels.get, key=f"cmp_base_{mode}")
 cand = right.selectbox("Candidate", options, index=cand_at, format_func=labels.get, key=f"cmp_cand_{mode}")
 b, c = frame[frame[column] == base], frame[frame[column] == cand]
@@ -59,7 +55,9 @@ cols[2].metric("improvements", int(counts.get("improvement", 0)))
 cols[3].metric("geomean speedup", f"{analysis.geomean(t['speedup']):.3f}x" if len(t) else "—")
 if cmp.only_base or cmp.only_cand:
     st.caption(f"Unmatched cases: {cmp.only_base} only in base, {cmp.only_cand} only in candidate.")
-if len(t):
+if t.empty:
+    st.info("No case was measured correctly on both sides: pick another base or candidate.")
+else:
     label = "SOL ratio (candidate / base)" if use_sol else "speedup (base ms / candidate ms)"
     st.plotly_chart(charts.compare_scatter(t, threshold, label, title=label), key="cmp_chart")
     shades = {"regression": "background-color: rgba(214,39,40,0.25)",

@@ -10,8 +10,8 @@ rows = ctx.rows
 for wl in analysis.no_eager(rows):
     note = ("a compute-bound matmul has nothing to gain from fusion: `a @ b` is already one "
             "library call, so there is no unfused chain to compare with"
-            if wl == "gemm" else "there is no eager implementation to compare with")
-    st.info(f"**{wl}** has no eager implementation: {note}.")
+            if wl == "gemm" else "the chosen runs have no eager rows to compare with")
+    st.info(f"**{wl}** has no eager implementation here: {note}.")
 
 ft = analysis.fusion_table(rows)
 if ft.empty:

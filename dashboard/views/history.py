@@ -12,16 +12,22 @@ if frame.empty:
 st.caption("Every loaded run (the run and commit filters do not apply here); the newest run of "
            "each commit and GPU.")
 
+NAMES = ["workload", "impl", "dtype", "shape", "timer"]
+# first view: the case measured at the most commits (most runs measure few cases twice)
+richest = analysis.richest_case(frame, NAMES)
 cols = st.columns(5)
 case = {}
 d = frame
-for col, name in zip(cols, ["workload", "impl", "dtype", "shape", "timer"]):
+for level, (col, name) in enumerate(zip(cols, NAMES)):
     if name == "shape":
         values = d.drop_duplicates("shape").sort_values("size")["shape"].tolist()
     else:
         values = sorted(d[name].dropna().unique())
-    case[name] = col.selectbox(name, values, key=f"hist_{name}")
+    best = richest.index[0][level] if len(richest) else None
+    case[name] = col.selectbox(name, values, key=f"hist_{name}",
+                               index=values.index(best) if best in values else 0)
     d = d[d[name] == case[name]]
+    richest = richest[richest.index.get_level_values(level) == case[name]]
 left, right = st.columns(2)
 metric = left.selectbox("Metric", ["ms_median", "gbps", "tflops", "sol"], key="hist_metric")
 by_date = right.radio("x axis", ["commit order", "date"], horizontal=True, key="hist_x") == "date"

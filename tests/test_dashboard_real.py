@@ -1,0 +1,88 @@
+"""Every page over the committed GPU runs under results/, through AppTest.
+
+The fixtures are synthetic; these files are what the runner really writes:
+list-typed samples, all-null columns typed differently from file to file, a
+stale ``source`` column in a resumed run, a run whose rows carry two commits,
+and harness workloads (``copy``) beyond the five.  Skipped only when results/
+holds no Parquet file.
+"""
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import data
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+APP = str(ROOT / "dashboard" / "app.py")
+PAGES = {"overview": "Overview", "bandwidth": "Bandwidth", "roofline": "Roofline", "fusion": "Fusion",
+         "compare": "Compare", "history": "History", "data_table": "Data"}
+
+pytestmark = pytest.mark.skipif(not any(RESULTS.rglob("*.parquet")),
+                                reason="no committed results under results/")
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return data.build([str(RESULTS)])
+
+
+def app(monkeypatch, page="overview", params=None) -> AppTest:
+    monkeypatch.setenv(data.PATHS_ENV, json.dumps([str(RESULTS)]))
+    at = AppTest.from_file(APP, default_timeout=60)
+    for k, v in (params or {}).items():
+        at.query_params[k] = v
+    at.run()
+    if page != "overview":
+        at.switch_page(f"views/{page}.py").run()
+    return at
+
+
+def figures(at: AppTest) -> list[dict]:
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def test_every_file_loads(loaded):
+    assert loaded.problems == []
+    files = {str(p) for p in RESULTS.rglob("*.parquet") if not p.name.startswith(".")}
+    assert set(loaded.frame["source"]) == files, "source must name the file read here"
+    assert loaded.frame.columns.is_unique
+
+
+def test_runs_name_every_commit_they_hold(loaded):
+    for _, run in loaded.runs.iterrows():
+        rows = loaded.rows([run["run_id"]])
+        assert set(run["commits"]) == set(rows["commit"])
+        for c in run["commits"]:
+            assert c[:7] in run["label"]
+    assert set(loaded.options("commit")) == set(loaded.frame["commit"])
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_page_renders_real_runs(monkeypatch, page):
+    at = app(monkeypatch, page)
+    assert not at.exception, at.exception
+    assert [t.value for t in at.title] == [PAGES[page]]
+    assert not at.warning, [w.value for w in at.warning]
+    figs = figures(at)
+    assert figs, "no Plotly chart on the page"
+    for fig in figs:
+        assert fig["data"], "a figure without traces"
+
+
+def test_each_run_alone_shows_all_its_workloads(monkeypatch, loaded):
+    for run_id in loaded.runs["run_id"]:
+        at = app(monkeypatch, "bandwidth", {"run": run_id})
+        assert not at.exception, (run_id, at.exception)
+        want = set(loaded.rows([run_id])["workload"])
+        assert set(at.selectbox(key="bw_workload").options) == want
+        assert figures(at), run_id
+
+
+def test_commit_filter_keeps_only_that_commits_rows(monkeypatch, loaded):
+    commit = loaded.options("commit")[0]
+    at = app(monkeypatch, "data_table", {"commit": commit})
+    assert not at.exception, at.exception
+    assert set(at.dataframe[0].value["commit"]) == {commit}
