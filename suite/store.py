@@ -113,7 +113,8 @@ class RunFile:
 
     @classmethod
     def resume(cls, path: str | os.PathLike) -> "RunFile":
-        df = read_file(path)
+        # "source" is added by the reader, not part of the run: do not store it back
+        df = read_file(path).drop(columns=["source"])
         return cls(path, df.to_dict("records"))
 
     def done_keys(self) -> set[tuple]:

@@ -101,6 +101,7 @@ def test_interrupted_run_resumes_to_the_same_rows(tmp_path):
     assert _keys(resumed) == _keys(store.read_file(full))
     assert len(resumed) == len(_keys(resumed)), "no case was done twice"
     assert resumed["run_id"].nunique() == 1
+    assert "source" not in pd.read_parquet(part).columns, "the reader's column must not be stored back"
 
 
 def test_shards_are_disjoint_and_cover_the_sweep():
