@@ -27,14 +27,16 @@ import triton
 import triton.language as tl
 
 from implementations.gelu.triton import gelu_f32
-from suite.backends import dtype_in, needs_triton
+from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 
 MAX_FUSED = 16384  # widest row (power of two) held whole in registers
 
 
-@triton.jit
-def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps,
+# M_BUCKET (next_pow2(M)) is only an autotuning key: one tuning per row width,
+# dtype and order of magnitude of M.  Never specialised, so it costs no recompiles.
+@triton.jit(do_not_specialize=["M_BUCKET"])
+def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
               ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EXACT: tl.constexpr):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_N)
@@ -55,8 +57,8 @@ def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps,
     tl.store(y_ptr + dst, y.to(y_ptr.dtype.element_ty), mask=(rows < M)[:, None] & cmask[None, :])
 
 
-@triton.jit
-def _rlg_split(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, BLOCK: tl.constexpr, EXACT: tl.constexpr):
+@triton.jit(do_not_specialize=["M_BUCKET"])
+def _rlg_split(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, BLOCK: tl.constexpr, EXACT: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     xr = x_ptr + row * N
     rr = r_ptr + row * N
@@ -117,9 +119,63 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     return dict(kernel="split", BLOCK=chunk, num_warps=max(1, min(16, chunk // 256)))
 
 
+def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
+    """What the autotuner tries on the GPU: the plan and its neighbours.
+
+    Rows kernel: ROWS kept, halved and doubled, each with 16 or 8 values a
+    thread, and 32 for single rows at up to 16 warps.  Split kernel: chunks of
+    2048 to 8192 with 8 or 16 values a thread.  The sm_90 compile
+    test checks every one of these for spills.
+    """
+    base = plan(m, n, dtype_bytes)
+    out = [base]
+    if base["kernel"] == "rows":
+        r0, bn = base["ROWS"], base["BLOCK_N"]
+        for rows in (r0, r0 // 2, min(2 * r0, triton.next_power_of_2(m))):
+            for ept in (16, 8, 32):
+                warps = rows * bn // (32 * ept)
+                # 32 values a thread only for single rows below 32 warps:
+                # packed rows at 32 hit ptxas's register cap and spilled.
+                if rows >= 1 and 1 <= warps <= 32 and (ept < 32 or (rows == 1 and warps <= 16)):
+                    out.append(dict(kernel="rows", ROWS=rows, BLOCK_N=bn, num_warps=warps))
+    else:
+        for chunk, warps in ((4096, 16), (4096, 8), (2048, 8), (2048, 4), (8192, 16), (8192, 32)):
+            out.append(dict(kernel="split", BLOCK=chunk, num_warps=warps))
+    unique = []
+    for c in out:
+        if c not in unique:
+            unique.append(c)
+    return unique
+
+
+def _prune(configs, named_args, **kwargs):
+    x = named_args["x_ptr"]
+    n = named_args["N"]
+    cands = candidates(x.numel() // n, n, x.element_size())
+    return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps")},
+                          num_warps=c["num_warps"]) for c in cands]
+
+
+# The real candidates depend on the problem and come from _prune; the two
+# placeholders only make the list long enough for the autotuner to tune.
+_PLACEHOLDERS = [triton.Config({}, num_warps=4), triton.Config({}, num_warps=8)]
+_rows_tuned = triton.autotune(configs=_PLACEHOLDERS, key=["N", "M_BUCKET"],
+                              prune_configs_by={"early_config_prune": _prune})(_rlg_rows)
+_split_tuned = triton.autotune(configs=_PLACEHOLDERS, key=["N", "M_BUCKET"],
+                               prune_configs_by={"early_config_prune": _prune})(_rlg_split)
+
+# (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for config()
+_CHOSEN: dict[tuple, str] = {}
+
+
+def _describe(kernel: str, kwargs: dict, warps: int) -> str:
+    return " ".join([f"kernel={kernel}"] + [f"{k}={v}" for k, v in kwargs.items()] + [f"num_warps={warps}"])
+
+
 def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = MAX_FUSED,
                                    block: int | None = None):
-    """``max_fused``/``block`` force the split path in tests."""
+    """``max_fused``/``block`` force the split path in tests (a forced path runs
+    its plan as is, untuned)."""
     import torch
 
     x, r, weight, bias = (t.contiguous() for t in (x, r, weight, bias))
@@ -133,18 +189,36 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
     m = x.numel() // n
     p = plan(m, n, x.element_size(), max_fused, block)
     exact = x.element_size() == 4  # libdevice erf for float32; see gelu_f32
+    bucket = triton.next_power_of_2(m)
+    args = (x, r, weight, bias, y)
+    if interpreting() or max_fused != MAX_FUSED or block is not None:
+        # One config: the interpreter would run every candidate on the CPU.
+        if p["kernel"] == "rows":
+            _rlg_rows[(triton.cdiv(m, p["ROWS"]),)](*args, m, n, float(eps), bucket, ROWS=p["ROWS"],
+                                                    BLOCK_N=p["BLOCK_N"], EXACT=exact, num_warps=p["num_warps"])
+        else:
+            _rlg_split[(m,)](*args, n, float(eps), bucket, BLOCK=p["BLOCK"], EXACT=exact,
+                             num_warps=p["num_warps"])
+        return y
     if p["kernel"] == "rows":
-        _rlg_rows[(triton.cdiv(m, p["ROWS"]),)](x, r, weight, bias, y, m, n, float(eps), ROWS=p["ROWS"],
-                                                BLOCK_N=p["BLOCK_N"], EXACT=exact, num_warps=p["num_warps"])
+        tuned = _rows_tuned
+        tuned[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](*args, m, n, float(eps), bucket, EXACT=exact)
     else:
-        _rlg_split[(m,)](x, r, weight, bias, y, n, float(eps), BLOCK=p["BLOCK"], EXACT=exact,
-                         num_warps=p["num_warps"])
+        tuned = _split_tuned
+        tuned[(m,)](*args, n, float(eps), bucket, EXACT=exact)
+    best = tuned.best_config
+    _CHOSEN[(p["kernel"], n, x.element_size(), bucket)] = _describe(p["kernel"], best.kwargs, best.num_warps)
     return y
 
 
 def _config(case: Case) -> str:
-    p = plan(case["M"], case["N"], itemsize(case.dtype))
-    return " ".join(f"{k}={v}" for k, v in p.items())
+    """The autotuned choice once the case has run on the GPU, else the untuned plan."""
+    m, n, b = case["M"], case["N"], itemsize(case.dtype)
+    p = plan(m, n, b)
+    chosen = _CHOSEN.get((p["kernel"], n, b, triton.next_power_of_2(m)))
+    if chosen:
+        return chosen + " (autotuned)"
+    return _describe(p.pop("kernel"), {k: v for k, v in p.items() if k != "num_warps"}, p["num_warps"])
 
 
 register("residual_layernorm_gelu", "triton", available=needs_triton,

@@ -24,15 +24,17 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from suite.backends import dtype_in, needs_triton
+from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 
 LOG2E = tl.constexpr(1.4426950408889634)  # kernels may read only constexpr globals
 MAX_FUSED = 32768  # longest row (power of two) kept whole in registers
 
 
-@triton.jit
-def _softmax_rows(x_ptr, y_ptr, M, N, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+# M_BUCKET (next_pow2(M)) is only an autotuning key: one tuning per row width,
+# dtype and order of magnitude of M.  Never specialised, so it costs no recompiles.
+@triton.jit(do_not_specialize=["M_BUCKET"])
+def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_N)
     cmask = cols < N
@@ -49,8 +51,8 @@ def _softmax_rows(x_ptr, y_ptr, M, N, ROWS: tl.constexpr, BLOCK_N: tl.constexpr)
     tl.store(y_ptr + dst[:, None] + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=smask)
 
 
-@triton.jit
-def _softmax_online(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["M_BUCKET"])
+def _softmax_online(x_ptr, y_ptr, N, M_BUCKET, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     xr = x_ptr + row * N
     yr = y_ptr + row * N
@@ -110,8 +112,62 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     return dict(kernel="online", BLOCK=chunk, num_warps=max(1, min(32, chunk // 256)))
 
 
+def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
+    """What the autotuner tries on the GPU: the plan and its neighbours.
+
+    Rows kernel: ROWS kept, halved and doubled, each with 16 or 8 values a
+    thread, and 32 for single rows at up to 16 warps.  Online kernel: chunks
+    of 2048 to 8192 with 8 or 16 values a thread (16384 spilled at 16 or 32
+    warps).  The sm_90 compile test checks every one of these for spills.
+    """
+    base = plan(m, n, dtype_bytes)
+    out = [base]
+    if base["kernel"] == "rows":
+        r0, bn = base["ROWS"], base["BLOCK_N"]
+        for rows in (r0, r0 // 2, min(2 * r0, triton.next_power_of_2(m))):
+            for ept in (16, 8, 32):
+                warps = rows * bn // (32 * ept)
+                # 32 values a thread only for single rows below 32 warps:
+                # packed rows at 32 hit ptxas's register cap and spilled.
+                if rows >= 1 and 1 <= warps <= 32 and (ept < 32 or (rows == 1 and warps <= 16)):
+                    out.append(dict(kernel="rows", ROWS=rows, BLOCK_N=bn, num_warps=warps))
+    else:
+        for chunk, warps in ((4096, 16), (8192, 32), (8192, 16), (4096, 8), (2048, 8), (2048, 4)):
+            out.append(dict(kernel="online", BLOCK=chunk, num_warps=warps))
+    unique = []
+    for c in out:
+        if c not in unique:
+            unique.append(c)
+    return unique
+
+
+def _prune(configs, named_args, **kwargs):
+    x = named_args["x_ptr"]
+    n = named_args["N"]
+    cands = candidates(x.numel() // n, n, x.element_size())
+    return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps")},
+                          num_warps=c["num_warps"]) for c in cands]
+
+
+# The real candidates depend on the problem and come from _prune; the two
+# placeholders only make the list long enough for the autotuner to tune.
+_PLACEHOLDERS = [triton.Config({}, num_warps=4), triton.Config({}, num_warps=8)]
+_rows_tuned = triton.autotune(configs=_PLACEHOLDERS, key=["N", "M_BUCKET"],
+                              prune_configs_by={"early_config_prune": _prune})(_softmax_rows)
+_online_tuned = triton.autotune(configs=_PLACEHOLDERS, key=["N", "M_BUCKET"],
+                                prune_configs_by={"early_config_prune": _prune})(_softmax_online)
+
+# (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for config()
+_CHOSEN: dict[tuple, str] = {}
+
+
+def _describe(kernel: str, kwargs: dict, warps: int) -> str:
+    return " ".join([f"kernel={kernel}"] + [f"{k}={v}" for k, v in kwargs.items()] + [f"num_warps={warps}"])
+
+
 def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None):
-    """Softmax over the last dim; ``max_fused``/``block`` force the paths in tests."""
+    """Softmax over the last dim; ``max_fused``/``block`` force the paths in tests
+    (a forced path runs its plan as is, untuned)."""
     import torch
 
     x = x.contiguous()
@@ -121,17 +177,34 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None):
     if x.numel() == 0:
         return y
     p = plan(m, n, x.element_size(), max_fused, block)
+    bucket = triton.next_power_of_2(m)
+    if interpreting() or max_fused != MAX_FUSED or block is not None:
+        # One config: the interpreter would run every candidate on the CPU.
+        if p["kernel"] == "rows":
+            _softmax_rows[(triton.cdiv(m, p["ROWS"]),)](x, y, m, n, bucket, ROWS=p["ROWS"], BLOCK_N=p["BLOCK_N"],
+                                                       num_warps=p["num_warps"])
+        else:
+            _softmax_online[(m,)](x, y, n, bucket, BLOCK=p["BLOCK"], num_warps=p["num_warps"])
+        return y
     if p["kernel"] == "rows":
-        _softmax_rows[(triton.cdiv(m, p["ROWS"]),)](x, y, m, n, ROWS=p["ROWS"], BLOCK_N=p["BLOCK_N"],
-                                                   num_warps=p["num_warps"])
+        tuned = _rows_tuned
+        tuned[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](x, y, m, n, bucket)
     else:
-        _softmax_online[(m,)](x, y, n, BLOCK=p["BLOCK"], num_warps=p["num_warps"])
+        tuned = _online_tuned
+        tuned[(m,)](x, y, n, bucket)
+    best = tuned.best_config
+    _CHOSEN[(p["kernel"], n, x.element_size(), bucket)] = _describe(p["kernel"], best.kwargs, best.num_warps)
     return y
 
 
 def _config(case: Case) -> str:
-    p = plan(case["M"], case["N"], itemsize(case.dtype))
-    return " ".join(f"{k}={v}" for k, v in p.items())
+    """The autotuned choice once the case has run on the GPU, else the untuned plan."""
+    m, n, b = case["M"], case["N"], itemsize(case.dtype)
+    p = plan(m, n, b)
+    chosen = _CHOSEN.get((p["kernel"], n, b, triton.next_power_of_2(m)))
+    if chosen:
+        return chosen + " (autotuned)"
+    return _describe(p.pop("kernel"), {k: v for k, v in p.items() if k != "num_warps"}, p["num_warps"])
 
 
 register("softmax", "triton", available=needs_triton,
