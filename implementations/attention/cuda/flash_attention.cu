@@ -25,9 +25,11 @@
 #include <cmath>
 
 #include "ksuite/common.cuh"
-#include "mma_ptx.cuh"
+#include "ksuite/mma_ptx.cuh"
 
 namespace ksuite_attn {
+
+using namespace ksuite::ptx;
 
 constexpr int BM = 128, BN = 64, WARPS = 8, THREADS = WARPS * 32;
 static_assert(BM == WARPS * 16, "each warp owns 16 query rows");

@@ -21,9 +21,11 @@
 #include <torch/library.h>
 
 #include "ksuite/common.cuh"
-#include "mma_ptx.cuh"
+#include "ksuite/mma_ptx.cuh"
 
 namespace ksuite_gemm {
+
+using namespace ksuite::ptx;
 
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_, int MIN_BLOCKS_>
 struct TileConfig {

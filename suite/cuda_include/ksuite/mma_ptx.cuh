@@ -1,9 +1,8 @@
-// Thin wrappers over the sm_80+ PTX that the attention kernel uses (the same
-// set as implementations/gemm/cuda/mma_ptx.cuh, kept beside each kernel so
-// that the build hash, which covers the headers next to the sources, sees it):
-// cp.async (global -> shared without a register round trip, zero-filled when
-// out of range), ldmatrix (shared -> the exact register layout mma expects),
-// and mma.sync m16n8k16 with fp32 accumulators.
+// Thin wrappers over the sm_80+ PTX that the tensor-core kernels (gemm and
+// attention) use: cp.async (global -> shared without a register round trip,
+// zero-filled when out of range), ldmatrix (shared -> the exact register
+// layout mma expects), and mma.sync m16n8k16 with fp32 accumulators.
+// Shared from here so the build hash (which covers suite/cuda_include) sees it.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +11,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-namespace ksuite_attn {
+namespace ksuite::ptx {
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -77,12 +76,13 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   }
 }
 
-// 2^x on the special-function unit.  ex2.approx(-inf) is +0, which the masked
-// scores rely on; the relative error (about 2^-22) is far below bf16/fp16 rounding.
+// 2^x on the special-function unit.  ex2.approx(-inf) is +0, which masked
+// attention scores rely on; the relative error (about 2^-22) is far below
+// bf16/fp16 rounding.
 __device__ __forceinline__ float ex2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
 
-}  // namespace ksuite_attn
+}  // namespace ksuite::ptx
