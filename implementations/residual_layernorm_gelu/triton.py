@@ -26,6 +26,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from implementations._row_tuning import describe, neighbours, tuned
+
 from implementations.gelu.triton import gelu_f32
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
@@ -127,49 +129,15 @@ def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     2048 to 8192 with 8 or 16 values a thread.  The sm_90 compile
     test checks every one of these for spills.
     """
-    base = plan(m, n, dtype_bytes)
-    out = [base]
-    if base["kernel"] == "rows":
-        r0, bn = base["ROWS"], base["BLOCK_N"]
-        for rows in (r0, r0 // 2, min(2 * r0, triton.next_power_of_2(m))):
-            for ept in (16, 8, 32):
-                warps = rows * bn // (32 * ept)
-                # 32 values a thread only for single rows below 32 warps:
-                # packed rows at 32 hit ptxas's register cap and spilled.
-                if rows >= 1 and 1 <= warps <= 32 and (ept < 32 or (rows == 1 and warps <= 16)):
-                    out.append(dict(kernel="rows", ROWS=rows, BLOCK_N=bn, num_warps=warps))
-    else:
-        for chunk, warps in ((4096, 16), (4096, 8), (2048, 8), (2048, 4), (8192, 16), (8192, 32)):
-            out.append(dict(kernel="split", BLOCK=chunk, num_warps=warps))
-    unique = []
-    for c in out:
-        if c not in unique:
-            unique.append(c)
-    return unique
+    return neighbours(plan(m, n, dtype_bytes), m, "split",
+                      ((4096, 16), (4096, 8), (2048, 8), (2048, 4), (8192, 16), (8192, 32)))
 
 
-def _prune(configs, named_args, **kwargs):
-    x = named_args["x_ptr"]
-    n = named_args["N"]
-    cands = candidates(x.numel() // n, n, x.element_size())
-    return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps")},
-                          num_warps=c["num_warps"]) for c in cands]
-
-
-# The real candidates depend on the problem and come from _prune; the two
-# placeholders only make the list long enough for the autotuner to tune.
-_PLACEHOLDERS = [triton.Config({}, num_warps=4), triton.Config({}, num_warps=8)]
-_rows_tuned = triton.autotune(configs=_PLACEHOLDERS, key=["N", "M_BUCKET"],
-                              prune_configs_by={"early_config_prune": _prune})(_rlg_rows)
-_split_tuned = triton.autotune(configs=_PLACEHOLDERS, key=["N", "M_BUCKET"],
-                               prune_configs_by={"early_config_prune": _prune})(_rlg_split)
+_rows_tuned = tuned(_rlg_rows, candidates)
+_split_tuned = tuned(_rlg_split, candidates)
 
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for config()
 _CHOSEN: dict[tuple, str] = {}
-
-
-def _describe(kernel: str, kwargs: dict, warps: int) -> str:
-    return " ".join([f"kernel={kernel}"] + [f"{k}={v}" for k, v in kwargs.items()] + [f"num_warps={warps}"])
 
 
 def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = MAX_FUSED,
@@ -201,13 +169,13 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
                              num_warps=p["num_warps"])
         return y
     if p["kernel"] == "rows":
-        tuned = _rows_tuned
-        tuned[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](*args, m, n, float(eps), bucket, EXACT=exact)
+        kernel = _rows_tuned
+        kernel[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](*args, m, n, float(eps), bucket, EXACT=exact)
     else:
-        tuned = _split_tuned
-        tuned[(m,)](*args, n, float(eps), bucket, EXACT=exact)
-    best = tuned.best_config
-    _CHOSEN[(p["kernel"], n, x.element_size(), bucket)] = _describe(p["kernel"], best.kwargs, best.num_warps)
+        kernel = _split_tuned
+        kernel[(m,)](*args, n, float(eps), bucket, EXACT=exact)
+    best = kernel.best_config
+    _CHOSEN[(p["kernel"], n, x.element_size(), bucket)] = describe(p["kernel"], best.kwargs, best.num_warps)
     return y
 
 
@@ -218,7 +186,7 @@ def _config(case: Case) -> str:
     chosen = _CHOSEN.get((p["kernel"], n, b, triton.next_power_of_2(m)))
     if chosen:
         return chosen + " (autotuned)"
-    return _describe(p.pop("kernel"), {k: v for k, v in p.items() if k != "num_warps"}, p["num_warps"])
+    return describe(p.pop("kernel"), {k: v for k, v in p.items() if k != "num_warps"}, p["num_warps"])
 
 
 register("residual_layernorm_gelu", "triton", available=needs_triton,

@@ -24,6 +24,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from implementations._row_tuning import describe, neighbours, tuned
+
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 
@@ -120,49 +122,15 @@ def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     of 2048 to 8192 with 8 or 16 values a thread (16384 spilled at 16 or 32
     warps).  The sm_90 compile test checks every one of these for spills.
     """
-    base = plan(m, n, dtype_bytes)
-    out = [base]
-    if base["kernel"] == "rows":
-        r0, bn = base["ROWS"], base["BLOCK_N"]
-        for rows in (r0, r0 // 2, min(2 * r0, triton.next_power_of_2(m))):
-            for ept in (16, 8, 32):
-                warps = rows * bn // (32 * ept)
-                # 32 values a thread only for single rows below 32 warps:
-                # packed rows at 32 hit ptxas's register cap and spilled.
-                if rows >= 1 and 1 <= warps <= 32 and (ept < 32 or (rows == 1 and warps <= 16)):
-                    out.append(dict(kernel="rows", ROWS=rows, BLOCK_N=bn, num_warps=warps))
-    else:
-        for chunk, warps in ((4096, 16), (8192, 32), (8192, 16), (4096, 8), (2048, 8), (2048, 4)):
-            out.append(dict(kernel="online", BLOCK=chunk, num_warps=warps))
-    unique = []
-    for c in out:
-        if c not in unique:
-            unique.append(c)
-    return unique
+    return neighbours(plan(m, n, dtype_bytes), m, "online",
+                      ((4096, 16), (8192, 32), (8192, 16), (4096, 8), (2048, 8), (2048, 4)))
 
 
-def _prune(configs, named_args, **kwargs):
-    x = named_args["x_ptr"]
-    n = named_args["N"]
-    cands = candidates(x.numel() // n, n, x.element_size())
-    return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps")},
-                          num_warps=c["num_warps"]) for c in cands]
-
-
-# The real candidates depend on the problem and come from _prune; the two
-# placeholders only make the list long enough for the autotuner to tune.
-_PLACEHOLDERS = [triton.Config({}, num_warps=4), triton.Config({}, num_warps=8)]
-_rows_tuned = triton.autotune(configs=_PLACEHOLDERS, key=["N", "M_BUCKET"],
-                              prune_configs_by={"early_config_prune": _prune})(_softmax_rows)
-_online_tuned = triton.autotune(configs=_PLACEHOLDERS, key=["N", "M_BUCKET"],
-                                prune_configs_by={"early_config_prune": _prune})(_softmax_online)
+_rows_tuned = tuned(_softmax_rows, candidates)
+_online_tuned = tuned(_softmax_online, candidates)
 
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for config()
 _CHOSEN: dict[tuple, str] = {}
-
-
-def _describe(kernel: str, kwargs: dict, warps: int) -> str:
-    return " ".join([f"kernel={kernel}"] + [f"{k}={v}" for k, v in kwargs.items()] + [f"num_warps={warps}"])
 
 
 def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None):
@@ -187,13 +155,13 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None):
             _softmax_online[(m,)](x, y, n, bucket, BLOCK=p["BLOCK"], num_warps=p["num_warps"])
         return y
     if p["kernel"] == "rows":
-        tuned = _rows_tuned
-        tuned[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](x, y, m, n, bucket)
+        kernel = _rows_tuned
+        kernel[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](x, y, m, n, bucket)
     else:
-        tuned = _online_tuned
-        tuned[(m,)](x, y, n, bucket)
-    best = tuned.best_config
-    _CHOSEN[(p["kernel"], n, x.element_size(), bucket)] = _describe(p["kernel"], best.kwargs, best.num_warps)
+        kernel = _online_tuned
+        kernel[(m,)](x, y, n, bucket)
+    best = kernel.best_config
+    _CHOSEN[(p["kernel"], n, x.element_size(), bucket)] = describe(p["kernel"], best.kwargs, best.num_warps)
     return y
 
 
@@ -204,7 +172,7 @@ def _config(case: Case) -> str:
     chosen = _CHOSEN.get((p["kernel"], n, b, triton.next_power_of_2(m)))
     if chosen:
         return chosen + " (autotuned)"
-    return _describe(p.pop("kernel"), {k: v for k, v in p.items() if k != "num_warps"}, p["num_warps"])
+    return describe(p.pop("kernel"), {k: v for k, v in p.items() if k != "num_warps"}, p["num_warps"])
 
 
 register("softmax", "triton", available=needs_triton,

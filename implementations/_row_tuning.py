@@ -1,0 +1,58 @@
+"""Autotuning shared by the row-wise Triton kernels (softmax, residual_layernorm_gelu).
+
+Each kernel has a hand-written ``plan()``; the autotuner tries that plan and a
+few neighbours on the GPU at the first call (the harness's warm-up) and keeps
+the fastest per (N, dtype, power-of-two M bucket).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import triton
+
+# The real candidates depend on the problem and come from the prune hook; the
+# two placeholders only make the list long enough for the autotuner to tune.
+PLACEHOLDERS = [triton.Config({}, num_warps=4), triton.Config({}, num_warps=8)]
+
+
+def neighbours(base: dict, m: int, long_kernel: str, long_choices) -> list[dict]:
+    """The plan first, then its neighbours, without duplicates.
+
+    Rows kernel: ROWS kept, halved and doubled, each with 16 or 8 values a
+    thread, and 32 for single rows at up to 16 warps (packed rows at 32 hit
+    ptxas's register cap and spilled).  Looped kernel: ``long_choices`` as
+    (chunk, warps) pairs.  The sm_90 compile test checks every one for spills.
+    """
+    out = [base]
+    if base["kernel"] == "rows":
+        r0, bn = base["ROWS"], base["BLOCK_N"]
+        for rows in (r0, r0 // 2, min(2 * r0, triton.next_power_of_2(m))):
+            for ept in (16, 8, 32):
+                warps = rows * bn // (32 * ept)
+                if rows >= 1 and 1 <= warps <= 32 and (ept < 32 or (rows == 1 and warps <= 16)):
+                    out.append(dict(kernel="rows", ROWS=rows, BLOCK_N=bn, num_warps=warps))
+    else:
+        for chunk, warps in long_choices:
+            out.append(dict(kernel=long_kernel, BLOCK=chunk, num_warps=warps))
+    unique: list[dict] = []
+    for c in out:
+        if c not in unique:
+            unique.append(c)
+    return unique
+
+
+def tuned(kernel, candidates: Callable[[int, int, int], list[dict]]):
+    """``kernel`` autotuned over ``candidates(m, n, dtype bytes)``, keyed on N and M_BUCKET."""
+
+    def prune(configs, named_args, **kwargs):
+        x, n = named_args["x_ptr"], named_args["N"]
+        return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps")},
+                              num_warps=c["num_warps"])
+                for c in candidates(x.numel() // n, n, x.element_size())]
+
+    return triton.autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"],
+                           prune_configs_by={"early_config_prune": prune})(kernel)
+
+
+def describe(kernel: str, kwargs: dict, warps: int) -> str:
+    return " ".join([f"kernel={kernel}"] + [f"{k}={v}" for k, v in kwargs.items()] + [f"num_warps={warps}"])
