@@ -207,12 +207,9 @@ class Sweep:
     def _finish(self) -> None:
         end = environment.clocks() if self.plan.device == "cuda" else {}
         for r in self.out.rows:
-            if r.get("run_id") == self.run_id:
-                r.setdefault("sm_clock_end_mhz", end.get("sm_mhz"))
-                r.setdefault("mem_clock_end_mhz", end.get("mem_mhz"))
-                if r.get("sm_clock_end_mhz") is None:
-                    r["sm_clock_end_mhz"] = end.get("sm_mhz")
-                    r["mem_clock_end_mhz"] = end.get("mem_mhz")
+            if r.get("run_id") == self.run_id and r.get("sm_clock_end_mhz") is None:
+                r["sm_clock_end_mhz"] = end.get("sm_mhz")
+                r["mem_clock_end_mhz"] = end.get("mem_mhz")
         if self.out.rows:
             self.out.save()
 
