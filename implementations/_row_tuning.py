@@ -15,6 +15,22 @@ import triton
 PLACEHOLDERS = [triton.Config({}, num_warps=4), triton.Config({}, num_warps=8)]
 
 
+def rows_plan(m: int, block_n: int, dtype_bytes: int) -> dict:
+    """Launch parameters when whole rows fit on chip (block_n is the padded row).
+
+    About 16 KB of each input a program, spread over more programs (about two
+    an SM) as long as a warp still gets 16-byte accesses (at least 512 bytes
+    of row a program), and about 16 values a thread, up to 32 warps.
+    """
+    target = 16384 // dtype_bytes
+    rows = max(1, min(target // block_n, triton.next_power_of_2(m)))
+    min_rows = min(rows, max(1, 512 // (block_n * dtype_bytes)))
+    while rows > min_rows and triton.cdiv(m, rows) < 264:
+        rows //= 2
+    warps = max(1, min(32, rows * block_n // 512))
+    return dict(kernel="rows", ROWS=rows, BLOCK_N=block_n, num_warps=warps)
+
+
 def neighbours(base: dict, m: int, long_kernel: str, long_choices) -> list[dict]:
     """The plan first, then its neighbours, without duplicates.
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from implementations._row_tuning import describe, neighbours, tuned
+from implementations._row_tuning import describe, neighbours, rows_plan, tuned
 
 from implementations.gelu.triton import gelu_f32
 from suite.backends import dtype_in, interpreting, needs_triton
@@ -105,17 +105,9 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     """Kernel and launch parameters for an m x n problem; pure, so config() can replay it."""
     block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
     if block_n <= max_fused:
-        target = 16384 // dtype_bytes  # 16 KB of x and 16 KB of r a program
-        rows = max(1, min(target // block_n, triton.next_power_of_2(m)))
-        # Spread over more programs (~2 an SM) while a warp still gets 16-byte
-        # accesses: at least 512 bytes of row a program.
-        min_rows = min(rows, max(1, 512 // (block_n * dtype_bytes)))
-        while rows > min_rows and triton.cdiv(m, rows) < 264:
-            rows //= 2
-        # ~16 values of h a thread; 16384 takes 32 warps (49 registers for
-        # sm_90, no spills); 32768 would spill, so it goes to the split path.
-        warps = max(1, min(32, rows * block_n // 512))
-        return dict(kernel="rows", ROWS=rows, BLOCK_N=block_n, num_warps=warps)
+        # 16384 takes 32 warps (49 registers for sm_90, no spills); 32768
+        # would spill, so it goes to the split path.
+        return rows_plan(m, block_n, dtype_bytes)
     # 4096 with 16 warps: 8 values a thread, ~55 registers, two programs an SM.
     chunk = block or min(4096, max_fused)
     return dict(kernel="split", BLOCK=chunk, num_warps=max(1, min(16, chunk // 256)))

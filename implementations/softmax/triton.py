@@ -24,7 +24,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from implementations._row_tuning import describe, neighbours, tuned
+from implementations._row_tuning import describe, neighbours, rows_plan, tuned
 
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
@@ -97,17 +97,9 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     """Kernel and launch parameters for an m x n softmax; pure, so config() can replay it."""
     block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
     if block_n <= max_fused:
-        target = 16384 // dtype_bytes  # 16 KB of input a program when rows are short
-        rows = max(1, min(target // block_n, triton.next_power_of_2(m)))
-        # Spread over more programs (~2 an SM) while a warp still gets 16-byte
-        # accesses: at least 512 bytes of row a program.
-        min_rows = min(rows, max(1, 512 // (block_n * dtype_bytes)))
-        while rows > min_rows and triton.cdiv(m, rows) < 264:
-            rows //= 2
-        # ~16 values a thread, 32 at the widest rows (32768: 53 registers, no
-        # spills for sm_90, one 32-warp program an SM with 128 KB in flight).
-        warps = max(1, min(32, rows * block_n // 512))
-        return dict(kernel="rows", ROWS=rows, BLOCK_N=block_n, num_warps=warps)
+        # 32 values a thread at the widest rows (32768: 53 registers, no spills
+        # for sm_90, one 32-warp program an SM with 128 KB in flight).
+        return rows_plan(m, block_n, dtype_bytes)
     # 8192 with 32 warps: 8 values a thread, ~48 registers, one program an SM,
     # so ~132 rows share L2 (fp32 131072: 64 MB, the later chunks fitting).
     chunk = block or min(8192, max_fused)
