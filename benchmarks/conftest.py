@@ -18,22 +18,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def _has_cuda() -> bool:
-    try:
-        import torch
+from suite.backends import has_cuda, interpret_triton_without_gpu  # noqa: E402
 
-        return torch.cuda.is_available()
-    except Exception:
-        return False
-
-
-# As in tests/conftest.py: Triton kernels must be defined after this is set.
-if not _has_cuda():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+interpret_triton_without_gpu()  # before any Triton kernel is defined
 
 
 def bench_device() -> str:
-    return "cuda" if _has_cuda() else "cpu"
+    return "cuda" if has_cuda() else "cpu"
 
 
 def bench_params():

@@ -15,6 +15,25 @@ def needs_cuda(device: str) -> str | None:
     return None
 
 
+def has_cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+def interpret_triton_without_gpu() -> None:
+    """Run Triton kernels under its interpreter where there is no GPU.
+
+    Must be called before any Triton kernel is defined (test and benchmark
+    session set-up); on a GPU machine it leaves the environment alone.
+    """
+    if not has_cuda():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
 def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 

@@ -4,7 +4,6 @@ Without a GPU, Triton kernels run under its interpreter; the variable must be
 set before any Triton kernel is defined, so it is set here, before the
 implementation modules are imported.  On the GPU machine it is left alone.
 """
-import os
 import sys
 from pathlib import Path
 
@@ -13,23 +12,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def _has_cuda() -> bool:
-    try:
-        import torch
+from suite.backends import has_cuda, interpret_triton_without_gpu  # noqa: E402
 
-        return torch.cuda.is_available()
-    except Exception:
-        return False
-
-
-if not _has_cuda():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+interpret_triton_without_gpu()
 
 
 def pytest_collection_modifyitems(config, items):
     import pytest
 
-    if _has_cuda():
+    if has_cuda():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:
