@@ -5,8 +5,11 @@ Three timers share one interface, ``measure(calls, ...) -> Timing``, where
 
 - ``events`` (GPU default): CUDA events around one call, with L2 flushed
   before every sample by writing a buffer several times the L2 size, outside
-  the timed interval.  The flush also lets the host run ahead of the device,
-  so a single kernel's launch latency is not counted as its run time.
+  the timed interval.  After the flush a spin kernel holds the GPU for about
+  twice the host time one call takes to launch, so the start event, the
+  call's kernels and the end event are all queued before the start event
+  fires: a Python launcher's overhead (Triton's is 10-20 us) is not counted
+  as kernel time.
 - ``graph``: the calls are captured into one CUDA graph, one call per input
   set, with enough sets that their total exceeds three L2s: every call finds
   its inputs cold, and launch overhead between calls disappears.  A replay is
@@ -101,13 +104,56 @@ def rotation_sets(set_bytes: int, l2: int, max_sets: int = 512) -> int:
     return int(min(max_sets, max(2, math.ceil(3 * l2 / set_bytes) + 1)))
 
 
-def _time_events(fn: Callable[[], Any], device: str, n: int) -> list[float]:
+_spin_cycles_per_us: dict[str, float] = {}
+HOLD_MIN_US = 20.0  # the least the GPU is held before a sample
+HOLD_MAX_US = 2000.0
+
+
+def hold_us(launch_us: float) -> float:
+    """How long to hold the GPU before a sample whose call takes ``launch_us`` to issue."""
+    return min(HOLD_MAX_US, max(HOLD_MIN_US, 2.0 * launch_us))
+
+
+def _spin_rate(device: str) -> float:
+    """Cycles of ``torch.cuda._sleep`` per microsecond, measured once per process."""
+    rate = _spin_cycles_per_us.get(device)
+    if rate is None:
+        import torch
+
+        cycles = 2_000_000
+        torch.cuda._sleep(cycles // 10)  # first launch of the spin kernel
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        end.synchronize()
+        rate = _spin_cycles_per_us[device] = cycles / max(start.elapsed_time(end) * 1e3, 1e-3)
+    return rate
+
+
+def launch_us(fn: Callable[[], Any], device: str, n: int = 5) -> float:
+    """Median host time to issue one call (no synchronisation inside)."""
+    import torch
+
+    times = []
+    for _ in range(n):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(times)
+
+
+def _time_events(fn: Callable[[], Any], device: str, n: int, hold_cycles: int = 0) -> list[float]:
     import torch
 
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
     for i in range(n):
         flush_l2(device)
+        if hold_cycles:
+            torch.cuda._sleep(hold_cycles)
         starts[i].record()
         fn()
         ends[i].record()
@@ -118,9 +164,13 @@ def _time_events(fn: Callable[[], Any], device: str, n: int) -> list[float]:
 def measure_events(calls: Sequence[Callable[[], Any]], device: str, *, min_samples: int = 10,
                    max_samples: int = 200, budget_ms: float = 400.0) -> Timing:
     fn = calls[0]
-    estimate = statistics.median(_time_events(fn, device, 3))
+    issue_us = launch_us(fn, device)
+    hold = hold_us(issue_us)
+    cycles = int(hold * _spin_rate(device))
+    estimate = statistics.median(_time_events(fn, device, 3, cycles))
     n = sample_count(estimate, budget_ms, min_samples, max_samples)
-    return Timing(_time_events(fn, device, n), "events", "cold-flush")
+    timing = Timing(_time_events(fn, device, n, cycles), "events", "cold-flush")
+    return timing
 
 
 def measure_graph(calls: Sequence[Callable[[], Any]], device: str, *, min_samples: int = 10,
