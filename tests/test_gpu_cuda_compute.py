@@ -73,8 +73,8 @@ def test_gemm_edges(m, n, k, dtype):
     _check("gemm", "cuda", Case.make("gemm", dtype, M=m, N=n, K=k))
 
 
-@pytest.mark.parametrize("tile", (0, 1, 2, 3))
-@pytest.mark.parametrize("m,n,k", [(1000, 264, 72), (515, 1032, 1000)])
+@pytest.mark.parametrize("tile", (0, 1, 2, 3, 4, 5))
+@pytest.mark.parametrize("m,n,k", [(1000, 264, 72), (515, 1032, 1000), (300, 520, 4104)])
 def test_gemm_every_tile(m, n, k, tile):
     """Each tile the op offers (implementations/gemm/cuda/tune.py ranks them), not only the automatic one."""
     from implementations.gemm.cuda import ops
@@ -128,6 +128,8 @@ with pytest.raises(RuntimeError, match="float16 and bfloat16"):
     gemm_ops().gemm_mma(a, a)
 with pytest.raises(RuntimeError, match="tile must be"):
     gemm_ops().gemm_mma(a.bfloat16(), a.bfloat16(), 7)
+with pytest.raises(RuntimeError, match="inner dimensions"):
+    gemm_ops().gemm_mma(a.bfloat16(), torch.randn(32, 64, device="cuda").bfloat16())
 with pytest.raises(RuntimeError, match="inner dimensions"):
     gemm_ops().gemm_naive(a, torch.randn(32, 64, device="cuda"))
 q = torch.randn(1, 1, 16, 96, device="cuda", dtype=torch.bfloat16)

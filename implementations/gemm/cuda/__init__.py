@@ -1,9 +1,11 @@
 """Hand-written CUDA GEMM: ``cuda`` (tensor cores) and ``cuda:naive`` (the baseline).
 
-``cuda`` is gemm_mma.cu: mma.sync m16n8k16 fed by ldmatrix from padded (bank
-conflict free) shared memory, filled by a 4-stage cp.async pipeline; float16
-and bfloat16 only, since mma.sync has no float32 inputs (tf32 would be a
-different computation).  ``cuda:naive`` is gemm_naive.cu: one thread per
+``cuda`` is gemm_mma.cu (kernel in gemm_mma_kernel.cuh): mma.sync m16n8k16
+fed by ldmatrix from padded (bank conflict free) shared memory, filled by a
+3- or 4-stage cp.async pipeline, 64x64 of C per warp, fragments double
+buffered in registers, one barrier per k-tile, C stored through shared memory
+in 16-byte rows; float16 and bfloat16 only, since mma.sync has no float32
+inputs (tf32 would be a different computation).  ``cuda:naive`` is gemm_naive.cu: one thread per
 element of C, no tiling, all three dtypes; the pair shows what tiling and
 tensor cores buy.  Built by suite.cuda_build on first use; called as
 torch.ops.kernel_suite.gemm_mma / gemm_naive.
@@ -36,11 +38,13 @@ def ops():
     return cuda_build.load("gemm", SOURCES, fakes=_fakes)
 
 
-# The `tile` argument of gemm_mma: BM x BN x BK, warp tile, cp.async stages.
-TILES = {0: "128x128x32, 8 warps of 64x32, 4 stages, 2 CTAs/SM",
-         1: "128x256x32, 8 warps of 64x64, 4 stages",
-         2: "128x256x64, 8 warps of 64x64, 3 stages",
-         3: "128x128x64, 8 warps of 64x32, 3 stages, 2 CTAs/SM"}
+# The `tile` argument of gemm_mma: BM x BN x BK, warps (each 64x64 of C), stages.
+TILES = {0: "128x128x32, 4 warps, 4 stages, 2 CTAs/SM",
+         1: "128x256x32, 8 warps, 4 stages",
+         2: "128x256x64, 8 warps, 3 stages",
+         3: "256x128x64, 8 warps, 3 stages",
+         4: "128x128x64, 4 warps, 3 stages, 2 CTAs/SM",
+         5: "128x256x64, 8 warps, 4 stages"}
 
 
 def _tile(case: Case) -> str:
@@ -51,13 +55,15 @@ def _tile(case: Case) -> str:
     import torch
 
     sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    return TILES[1] if -(-m // 128) * -(-n // 256) >= 2 * sms else TILES[0]
+    if -(-m // 128) * -(-n // 256) >= 2 * sms and k >= 256:
+        return TILES[2]
+    return TILES[4] if k >= 256 else TILES[0]
 
 
 @register("gemm", "cuda", available=cuda_build.cuda_available,
           supports=dtype_in("float16", "bfloat16"), config=_tile,
           description="CUDA: mma.sync tensor cores, ldmatrix from padded shared memory, "
-                      "4-stage cp.async pipeline")
+                      "multi-stage cp.async pipeline, register double-buffered fragments")
 def gemm_cuda(a, b):
     return ops().gemm_mma(a, b)
 

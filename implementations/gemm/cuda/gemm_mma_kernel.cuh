@@ -1,0 +1,306 @@
+// The tensor-core GEMM kernel of gemm_mma.cu, kept free of torch headers so
+// that it can be compiled alone for register and SASS inspection.
+//
+// C = A @ B, row-major A (M x K), B (K x N), C (M x N), float16 or bfloat16
+// inputs, fp32 accumulation, result rounded to the input dtype.
+//
+// Structure (per CTA: a BM x BN tile of C; per warp: a 64 x 64 sub-tile held
+// as 4 x 8 m16n8 fp32 accumulator fragments, 128 registers per thread):
+//  - K is walked BK at a time through a STAGES-deep ring of shared-memory
+//    buffers filled by cp.async (16-byte chunks, zero-filled out of range);
+//    wait_group STAGES-2 and one __syncthreads per BK step.
+//  - Shared rows are padded by 8 elements: row strides of 80/144/272/528 bytes
+//    put the eight 16-byte rows of every ldmatrix phase (and of every
+//    epilogue store phase) in eight distinct bank groups, and keep every
+//    ldmatrix address a per-thread base plus a compile-time offset, so the
+//    inner loop has no address arithmetic at all.
+//  - The A and B fragments are double-buffered in registers: the ldmatrix of
+//    k16 slice kk+1 is issued before the 32 mma of slice kk, so its latency
+//    hides behind them.  The barrier for the next BK step sits just before
+//    the last slice's mma, whose fragments are already loaded, and the
+//    cp.async of the tile STAGES-1 ahead is issued right after it.
+//  - Global addresses are one pointer per operand advanced by BK per step;
+//    the M/N bounds are per-thread bit masks computed once, the K bound one
+//    compare per chunk; an invalid chunk reads from the matrix base with
+//    src-size 0 (nothing read, 16 zero bytes written).
+//  - CTAs run in groups of GROUP_M row tiles down each column band, so the
+//    concurrently resident CTAs share their A rows and B columns in L2.
+//  - Epilogue: accumulators are rounded, staged through (padded) shared
+//    memory and written as coalesced 16-byte rows.
+//
+// ALIGNED=false (K or N not a multiple of 8, or a base pointer not 16-byte
+// aligned): shared memory is filled with guarded 2-byte loads instead
+// (synchronous; the edge path, not the fast one) and C is stored element by
+// element from shared memory.
+#pragma once
+
+#include <cstdint>
+
+#include "ksuite/mma_ptx.cuh"
+
+namespace ksuite_gemm {
+
+using namespace ksuite::ptx;
+
+template <int BM_, int BN_, int BK_, int STAGES_, int MIN_BLOCKS_>
+struct TileConfig {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, STAGES = STAGES_, MIN_BLOCKS = MIN_BLOCKS_;
+  static constexpr int WM = 64, WN = 64;  // warp tile
+  static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
+  static constexpr int THREADS = WARPS_M * WARPS_N * 32;
+  static constexpr int A_LD = BK + 8;  // padded row lengths, in elements
+  static constexpr int B_LD = BN + 8;
+  static constexpr int C_LD = BN + 8;
+  static constexpr int A_STAGE = BM * A_LD;  // elements
+  static constexpr int B_STAGE = BK * B_LD;
+  static constexpr int PIPE_BYTES = STAGES * (A_STAGE + B_STAGE) * 2;
+  static constexpr int C_BYTES = BM * C_LD * 2;
+  static constexpr int SMEM_BYTES = PIPE_BYTES > C_BYTES ? PIPE_BYTES : C_BYTES;
+  static constexpr int MT = WM / 16;  // m16 fragments per warp
+  static constexpr int NT = WN / 8;   // n8 fragments per warp
+  static constexpr int KG = BK / 16;  // k16 slices per BK step
+  // cp.async mapping: thread t copies chunks t, t+THREADS, ...; a row of A has
+  // A_CPR 16-byte chunks, so thread t's chunks sit in column (t % A_CPR) of
+  // rows t / A_CPR + i * A_RSTEP (likewise for B).
+  static constexpr int A_CPR = BK / 8, B_CPR = BN / 8;
+  static constexpr int A_RSTEP = THREADS / A_CPR, B_RSTEP = THREADS / B_CPR;
+  static constexpr int A_COPIES = BM * BK / 8 / THREADS;
+  static constexpr int B_COPIES = BK * BN / 8 / THREADS;
+  static_assert(BM % WM == 0 && BN % WN == 0 && BK % 16 == 0);
+  static_assert(THREADS % A_CPR == 0 && THREADS % B_CPR == 0);
+  static_assert(A_COPIES * THREADS * 8 == BM * BK && B_COPIES * THREADS * 8 == BK * BN);
+  static_assert(A_COPIES <= 32 && B_COPIES <= 32);
+  // Fragment buffer b holds slice kk with kk % 2 == b, across k-tiles too.
+  static_assert(STAGES >= 2 && KG % 2 == 0);
+};
+
+constexpr int GROUP_M = 8;
+
+// Eight consecutive elements src[0..7], of which the first `valid` (0..8)
+// exist, to 16-byte aligned shared memory at dst, zero-filling the rest.
+// Raw 16-bit patterns: 0 is +0.0 in both float16 and bfloat16.
+template <typename T>
+__device__ __forceinline__ void copy8_guarded(uint32_t dst, const T* src, int valid) {
+  const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
+  uint32_t w[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const uint32_t lo = 2 * e < valid ? s[2 * e] : 0u;
+    const uint32_t hi = 2 * e + 1 < valid ? s[2 * e + 1] : 0u;
+    w[e] = lo | (hi << 16);
+  }
+  asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};\n" ::"r"(dst), "r"(w[0]), "r"(w[1]), "r"(w[2]),
+               "r"(w[3])
+               : "memory");
+}
+
+template <typename T, typename Cfg, bool ALIGNED>
+__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
+gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
+                int M, int N, int K) {
+  constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, WM = Cfg::WM, WN = Cfg::WN;
+  constexpr int STAGES = Cfg::STAGES, THREADS = Cfg::THREADS, KG = Cfg::KG;
+  constexpr int A_LD = Cfg::A_LD, B_LD = Cfg::B_LD, C_LD = Cfg::C_LD, MT = Cfg::MT, NT = Cfg::NT;
+  constexpr uint32_t A_STAGE_B = Cfg::A_STAGE * 2, B_STAGE_B = Cfg::B_STAGE * 2;
+
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  const uint32_t sA0 = smem_addr(smem_raw);
+  const uint32_t sB0 = sA0 + STAGES * A_STAGE_B;
+
+  // Grouped raster: GROUP_M row tiles walk down a column band before moving right.
+  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+  const int pid = blockIdx.x;
+  const int per_group = GROUP_M * tiles_n;
+  const int first_m = (pid / per_group) * GROUP_M;
+  const int group_rows = min(tiles_m - first_m, GROUP_M);
+  const int tm = first_m + (pid % per_group) % group_rows;
+  const int tn = (pid % per_group) / group_rows;
+  const int m0 = tm * BM, n0 = tn * BN;
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp / Cfg::WARPS_N, wn = warp % Cfg::WARPS_N;
+
+  // ---- global -> shared copies: per-thread constants ----
+  const int a_row = tid / Cfg::A_CPR, a_col = (tid % Cfg::A_CPR) * 8;
+  const int b_row = tid / Cfg::B_CPR, b_col = (tid % Cfg::B_CPR) * 8;
+  uint32_t a_rows_ok = 0;  // bit i: chunk i's row of A is inside M
+#pragma unroll
+  for (int i = 0; i < Cfg::A_COPIES; ++i)
+    a_rows_ok |= (m0 + a_row + i * Cfg::A_RSTEP < M ? 1u : 0u) << i;
+  const bool b_col_ok = n0 + b_col < N;
+  const int64_t a_step = static_cast<int64_t>(Cfg::A_RSTEP) * K;  // elements between chunk rows
+  const int64_t b_step = static_cast<int64_t>(Cfg::B_RSTEP) * N;
+  const int64_t b_ktile = static_cast<int64_t>(BK) * N;
+  const T* gA = A + (static_cast<int64_t>(min(m0 + a_row, M - 1)) * K + a_col);
+  const T* gB = B + (static_cast<int64_t>(b_row) * N + min(n0 + b_col, N - 1));
+  const uint32_t sA_thr = (a_row * A_LD + a_col) * 2;
+  const uint32_t sB_thr = (b_row * B_LD + b_col) * 2;
+
+  // Loads k-tile `kt` (its first column k0 = kt*BK; gA/gB already point at it)
+  // into stage `slot`.
+  auto load_stage = [&](int slot, int k0) {
+    const int kres = K - k0;  // columns of A / rows of B left from k0
+    const uint32_t sa = sA0 + slot * A_STAGE_B + sA_thr;
+    const uint32_t sb = sB0 + slot * B_STAGE_B + sB_thr;
+    if constexpr (ALIGNED) {
+      const T* p = gA;
+#pragma unroll
+      for (int i = 0; i < Cfg::A_COPIES; ++i) {
+        const bool ok = ((a_rows_ok >> i) & 1u) && a_col < kres;
+        cp_async_16(sa + i * Cfg::A_RSTEP * A_LD * 2, ok ? p : A, ok);
+        p += a_step;
+      }
+      const T* q = gB;
+#pragma unroll
+      for (int i = 0; i < Cfg::B_COPIES; ++i) {
+        const bool ok = b_col_ok && b_row + i * Cfg::B_RSTEP < kres;
+        cp_async_16(sb + i * Cfg::B_RSTEP * B_LD * 2, ok ? q : B, ok);
+        q += b_step;
+      }
+    } else {
+      const int a_valid = max(0, min(8, kres - a_col));
+      const T* p = gA;
+#pragma unroll
+      for (int i = 0; i < Cfg::A_COPIES; ++i) {
+        const int v = ((a_rows_ok >> i) & 1u) ? a_valid : 0;
+        copy8_guarded(sa + i * Cfg::A_RSTEP * A_LD * 2, v > 0 ? p : A, v);
+        p += a_step;
+      }
+      const int b_valid = max(0, min(8, N - (n0 + b_col)));
+      const T* q = gB;
+#pragma unroll
+      for (int i = 0; i < Cfg::B_COPIES; ++i) {
+        const int v = b_row + i * Cfg::B_RSTEP < kres ? b_valid : 0;
+        copy8_guarded(sb + i * Cfg::B_RSTEP * B_LD * 2, v > 0 ? q : B, v);
+        q += b_step;
+      }
+    }
+    gA += BK;
+    gB += b_ktile;
+  };
+
+  // ---- shared -> registers: per-thread ldmatrix bases ----
+  // A (x4): lanes 0-15 address rows 0-15 at k+0, lanes 16-31 the same rows at
+  // k+8 -> a0..a3 of the m16k16 fragment.
+  const uint32_t a_frag_thr = ((wm * WM + (lane & 15)) * A_LD + (lane >> 4) * 8) * 2;
+  // B (x4, transposed): lanes 0-15 address k rows 0-15 at n+0, lanes 16-31 the
+  // same at n+8 -> b0,b1 of two adjacent n8 fragments.
+  const uint32_t b_frag_thr = ((lane & 15) * B_LD + wn * WN + (lane >> 4) * 8) * 2;
+
+  uint32_t af[2][MT][4];
+  uint32_t bf[2][NT][2];
+  auto load_frags = [&](int buf, uint32_t sa, uint32_t sb, int kk) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+      ldmatrix_x4(af[buf][i], sa + (i * 16 * A_LD + kk * 16) * 2);
+#pragma unroll
+    for (int j = 0; j < NT / 2; ++j) {
+      uint32_t r[4];
+      ldmatrix_x4_trans(r, sb + (kk * 16 * B_LD + j * 16) * 2);
+      bf[buf][2 * j][0] = r[0];
+      bf[buf][2 * j][1] = r[1];
+      bf[buf][2 * j + 1][0] = r[2];
+      bf[buf][2 * j + 1][1] = r[3];
+    }
+  };
+
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+
+  const int ktiles = (K + BK - 1) / BK;
+  // Prologue: STAGES-1 k-tiles in flight, one commit group each (empty past
+  // the end, so that the group count, and with it every wait, stays uniform).
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < ktiles) load_stage(s, s * BK);
+    cp_async_commit();
+  }
+  cp_async_wait<STAGES - 2>();
+  __syncthreads();
+
+  int read_slot = 0, write_slot = STAGES - 1;
+  uint32_t sa_rd = sA0 + a_frag_thr, sb_rd = sB0 + b_frag_thr;
+  load_frags(0, sa_rd, sb_rd, 0);
+
+  for (int kt = 0; kt < ktiles; ++kt) {
+#pragma unroll
+    for (int kk = 0; kk < KG; ++kk) {
+      if (kk == KG - 1) {
+        // Groups committed: STAGES-1+kt+1; allowing STAGES-2 pending means
+        // k-tile kt+1 has landed.  The barrier publishes every thread's copies
+        // and, since all ldmatrix of k-tile kt are issued by now, frees its
+        // slot for the copy issued at kk == 0 of the next step.
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        read_slot = read_slot == STAGES - 1 ? 0 : read_slot + 1;
+        sa_rd = sA0 + read_slot * A_STAGE_B + a_frag_thr;
+        sb_rd = sB0 + read_slot * B_STAGE_B + b_frag_thr;
+      }
+      // Next slice's fragments (the next k-tile's first slice at kk == KG-1;
+      // past the last k-tile they are read and never used).
+      load_frags((kk + 1) & 1, sa_rd, sb_rd, (kk + 1) % KG);
+      if (kk == 0) {
+        const int next = kt + STAGES - 1;
+        if (next < ktiles) load_stage(write_slot, next * BK);
+        cp_async_commit();
+        write_slot = write_slot == STAGES - 1 ? 0 : write_slot + 1;
+      }
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const int jj = (i & 1) ? NT - 1 - j : j;  // serpentine: reuse B across i
+          mma_16816<T>(acc[i][jj], af[kk & 1][i], bf[kk & 1][jj][0], bf[kk & 1][jj][1]);
+        }
+    }
+  }
+
+  // ---- epilogue: round, stage the C tile in shared memory, store rows ----
+  cp_async_wait<0>();  // only empty groups remain
+  __syncthreads();     // every warp is done with the pipeline buffers
+  const int g = lane >> 2, t = lane & 3;
+  const uint32_t sC = sA0;
+#pragma unroll
+  for (int i = 0; i < MT; ++i) {
+    const int row = wm * WM + i * 16 + g;
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int col = wn * WN + j * 8 + 2 * t;
+      const uint32_t lo = pack2<T>(acc[i][j][0], acc[i][j][1]);
+      const uint32_t hi = pack2<T>(acc[i][j][2], acc[i][j][3]);
+      asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sC + (row * C_LD + col) * 2), "r"(lo) : "memory");
+      asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sC + ((row + 8) * C_LD + col) * 2), "r"(hi)
+                   : "memory");
+    }
+  }
+  __syncthreads();
+  constexpr int CPR = BN / 8;  // 16-byte chunks per C row
+#pragma unroll 4
+  for (int c = tid; c < BM * CPR; c += THREADS) {
+    const int r = c / CPR, cc = (c % CPR) * 8;
+    const int gr = m0 + r, gc = n0 + cc;
+    if (gr >= M || gc >= N) continue;
+    uint32_t v[4];
+    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                 : "r"(sC + (r * C_LD + cc) * 2)
+                 : "memory");
+    T* p = C + (static_cast<int64_t>(gr) * N + gc);
+    if constexpr (ALIGNED) {
+      *reinterpret_cast<uint4*>(p) = make_uint4(v[0], v[1], v[2], v[3]);
+    } else {
+      uint16_t* q = reinterpret_cast<uint16_t*>(p);
+      const int n = min(8, N - gc);
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (e < n) q[e] = static_cast<uint16_t>(v[e >> 1] >> (16 * (e & 1)));
+    }
+  }
+}
+
+}  // namespace ksuite_gemm
