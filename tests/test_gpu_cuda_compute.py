@@ -119,6 +119,41 @@ def test_attention_large_logits():
            transform=scale)
 
 
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+@pytest.mark.parametrize("d", (64, 128))
+@pytest.mark.parametrize("variant", (0, 1, 2, 3))
+@pytest.mark.parametrize("s,causal", [(1000, 0), (1000, 1), (333, 1), (2048, 1), (40, 0)])
+def test_attention_every_variant(variant, d, s, causal, dtype):
+    """Each tiling the op offers (VARIANTS in implementations/attention/cuda), not only the automatic one."""
+    from implementations.attention.cuda import ops
+
+    wl = discover().workloads["attention"]
+    g = torch.Generator(device="cuda").manual_seed(SEED)
+    q, k, v = (torch.randn(2, 3, s, d, generator=g, device="cuda").to(dtype) for _ in range(3))
+    ref = wl.reference(None, {"q": q, "k": k, "v": v, "causal": bool(causal)})
+    verify.poison_allocator("cuda", q.numel() * q.element_size())
+    out = ops().attention_flash(q, k, v, bool(causal), variant)
+    tol = 3e-3 if dtype == torch.float16 else 2e-2
+    res = verify.check(out, ref, tol)
+    assert res.correct, f"variant {variant} D={d} S={s} causal={causal} {dtype} seed={SEED}: {res.message}"
+
+
+_VARIANT_BOUNDARY = """
+import pytest, torch
+from implementations.attention.cuda import ops
+q = torch.randn(1, 1, 16, 64, device="cuda", dtype=torch.bfloat16)
+with pytest.raises(RuntimeError, match="variant must be"):
+    ops().attention_flash(q, q, q, False, 4)
+print("variant check ok")
+"""
+
+
+def test_attention_variant_out_of_range():
+    from tests.helpers import run_python
+
+    run_python(_VARIANT_BOUNDARY, expect="variant check ok")
+
+
 _BOUNDARY = """
 import pytest, torch
 from implementations.attention.cuda import ops as attention_ops
@@ -164,9 +199,10 @@ def test_opcheck_gemm(op, dtype, shape):
     torch.library.opcheck(getattr(ops(), op).default, (a, b))
 
 
+@pytest.mark.parametrize("variant", (-1, 1))
 @pytest.mark.parametrize("causal", (False, True))
-def test_opcheck_attention(causal):
+def test_opcheck_attention(causal, variant):
     from implementations.attention.cuda import ops
 
     q, k, v = (torch.randn(1, 2, 80, 64, device="cuda", dtype=torch.float16) for _ in range(3))
-    torch.library.opcheck(ops().attention_flash.default, (q, k, v, causal))
+    torch.library.opcheck(ops().attention_flash.default, (q, k, v, causal, variant))

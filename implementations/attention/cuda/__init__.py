@@ -1,26 +1,49 @@
 """Hand-written CUDA attention: ``cuda``, a FlashAttention-2-style forward.
 
-flash_attention.cu: 128 queries per CTA (8 warps x 16 rows), K/V tiles of 64
-keys double buffered through shared memory by cp.async, Q K^T and P V on
-tensor cores (mma.sync m16n8k16), online softmax in fp32 with exp2; causal
-skips the tiles above the diagonal.  float16 and bfloat16, head dims 64 and
-128.  Built by suite.cuda_build on first use; called as
-torch.ops.kernel_suite.attention_flash.
+flash_attention.cuh holds the kernel, a template over its tiling: each warp
+owns 16 or 32 query rows (one or two m16 tiles), K/V tiles of 32-128 keys are
+double buffered through shared memory by cp.async with one barrier per tile,
+Q K^T and P V run on tensor cores (mma.sync m16n8k16), the online softmax in
+fp32 with exp2, P goes from the S accumulators to the A operand in registers;
+causal skips the tiles above the diagonal and masks only the ones crossing
+it.  float16 and bfloat16, head dims 64 and 128.  The op
+torch.ops.kernel_suite.attention_flash(q, k, v, causal, variant=-1) takes a
+tiling index (VARIANTS below), -1 for the automatic one; the environment
+variable KSUITE_ATTN_VARIANT, read at each call, overrides the automatic
+choice of the registered implementation (for comparing tilings in a sweep).
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from suite import cuda_build
 from suite.workload import Case, register
 
-SOURCES = [Path(__file__).with_name("flash_attention.cu")]
+_HERE = Path(__file__).parent
+SOURCES = [_HERE / "flash_attention.cu"] + [
+    _HERE / f"flash_attention_{dt}_d{d}.cu" for dt in ("bf16", "fp16") for d in (64, 128)]
+
+# (query rows per CTA, warps, rows per warp, keys per K/V tile, Q home, CTAs per SM);
+# the same table as in flash_attention.cuh, index = the op's `variant`.
+VARIANTS = {
+    128: [(128, 4, 32, 64, "smem", 2),
+          (256, 8, 32, 64, "smem", 1),
+          (128, 8, 16, 64, "registers", 1),
+          (128, 4, 32, 32, "smem", 2)],
+    64: [(128, 4, 32, 64, "registers", 2),
+         (128, 4, 32, 128, "registers", 2),
+         (256, 8, 32, 64, "registers", 1),
+         (128, 8, 16, 64, "registers", 2)],
+}
+# The automatic choice (auto_variant in flash_attention.cu): D -> index.
+AUTO = {128: 0, 64: 0}
 
 
 def _fakes() -> None:
     import torch
 
-    def fake(q, k, v, causal):
+    def fake(q, k, v, causal, variant=-1):
         torch._check(q.dim() == 4, lambda: "q must be (B, H, S, D)")
         torch._check(q.shape == k.shape and q.shape == v.shape, lambda: "q, k, v shapes differ")
         return torch.empty_like(q, memory_format=torch.contiguous_format)
@@ -30,6 +53,23 @@ def _fakes() -> None:
 
 def ops():
     return cuda_build.load("attention", SOURCES, fakes=_fakes)
+
+
+def variant_for(d: int) -> int:
+    """The tiling the registered implementation runs at head dim ``d``."""
+    env = os.environ.get("KSUITE_ATTN_VARIANT", "")
+    if env not in ("", "-1"):
+        v = int(env)
+        if not 0 <= v < len(VARIANTS[d]):
+            raise ValueError(f"KSUITE_ATTN_VARIANT={env}: expected 0..{len(VARIANTS[d]) - 1} or -1")
+        return v
+    return AUTO[d]
+
+
+def describe(d: int, variant: int) -> str:
+    bm, warps, rows, bn, qhome, ctas = VARIANTS[d][variant]
+    return (f"v{variant}: BM={bm} ({warps} warps x {rows} rows), BN={bn}, Q in {qhome}, "
+            f"cp.async double buffer, {ctas} CTA{'s' if ctas > 1 else ''}/SM")
 
 
 def _supports(case: Case) -> str | None:
@@ -43,8 +83,7 @@ def _supports(case: Case) -> str | None:
 
 
 def _config(case: Case) -> str:
-    occupancy = "2 CTAs/SM" if case["D"] == 64 else "1 CTA/SM"
-    return f"BM=128 (8 warps x 16 rows), BN=64, cp.async double buffer, {occupancy}"
+    return describe(case["D"], variant_for(case["D"]))
 
 
 @register("attention", "cuda", available=cuda_build.cuda_available, supports=_supports,
@@ -52,4 +91,4 @@ def _config(case: Case) -> str:
           description="CUDA: FlashAttention-2-style forward, mma.sync, online softmax, "
                       "cp.async double-buffered K/V")
 def attention_cuda(q, k, v, causal):
-    return ops().attention_flash(q, k, v, bool(causal))
+    return ops().attention_flash(q, k, v, bool(causal), variant_for(q.shape[-1]))

@@ -1,0 +1,375 @@
+// The attention forward kernel as a template over its tiling, shared by the
+// translation units that instantiate it (flash_attention_*.cu) and described
+// by flash_attention.cu, which defines the op.
+//
+// O = softmax(Q K^T / sqrt(D)) V, FlashAttention-2 style on tensor cores
+// (mma.sync m16n8k16, fp32 accumulation); q, k, v, o are (B, H, S, D)
+// contiguous, float16 or bfloat16.
+//
+// Tiling (template Cfg): a CTA takes BM = WARPS * 16 * MT queries of one
+// (batch, head); each warp owns 16 * MT consecutive query rows end to end
+// (MT m16 tiles), so the softmax statistics of a row never leave the four
+// threads of a quad that hold it.  With MT = 2 every K or V fragment a warp
+// reads from shared memory feeds two MMAs, which halves the shared-memory
+// traffic per FLOP against MT = 1: at D = 128 the MT = 1 design reads 32 KB
+// through ldmatrix per 0.5 MFLOP of a warp, more than the 128 B/clk of an SM
+// can feed the tensor cores.  Q is either kept in registers (QREG) or, where
+// the registers do not allow it (D = 128 with MT = 2: O alone takes 128), read
+// again from shared memory for every K tile.
+//
+// K and V stream through shared memory in tiles of BN keys, double buffered
+// with cp.async and one barrier per tile: at the top of tile j the copy of
+// tile j has landed and every warp is done with tile j - 1, so tile j + 1 is
+// issued into that buffer at once and has the whole of tile j's math to land.
+//
+// Per tile: S = Q K^T in accumulator registers; causal and ragged masks only
+// on the tiles that need them (a warp skips tiles wholly above its rows);
+// online softmax with the running max and sum in fp32, exponentials as ex2 of
+// one FFMA (log2(e) / sqrt(D) folded in); P rounded to 16 bits in registers
+// and used straight as the A operand of P V (the m16n8 accumulator layout of
+// two n8 tiles is the m16k16 A layout); O rescaled by exp2(m_old - m_new).
+// Causal CTAs start with the heaviest query blocks.  Shared rows are padded
+// by 8 elements (16 bytes), which makes every ldmatrix phase and the O
+// staging stores conflict-free.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAException.h>
+
+#include <cmath>
+
+#include "ksuite/common.cuh"
+#include "ksuite/mma_ptx.cuh"
+
+namespace ksuite_attn {
+
+using namespace ksuite::ptx;
+
+template <int D_, int MT_, int WARPS_, int BN_, bool QREG_, int MINB_>
+struct Cfg {
+  static constexpr int D = D_, MT = MT_, WARPS = WARPS_, BN = BN_, MINB = MINB_;
+  static constexpr bool QREG = QREG_;
+  static constexpr int THREADS = WARPS * 32;
+  static constexpr int BM = WARPS * 16 * MT;
+  static constexpr int LD = D + 8;  // padded row, in elements
+  // Q, then two K tiles and two V tiles; 2-byte elements.
+  static constexpr int SMEM = (BM + 4 * BN) * LD * 2;
+  static_assert(D % 16 == 0 && BN % 16 == 0, "tile sizes");
+};
+
+// ROWS x D elements of src (row stride D, already at the tile's first row)
+// into dst (row stride D + 8).  Rows at or past `rows` are zero-filled, so
+// they add nothing to P V and are masked out of S.  Each thread copies the
+// same column of rows r0, r0 + THREADS / CHUNKS, ...: one pointer and one
+// shared address per tile, the rest immediate offsets.
+template <int ROWS, int D, int THREADS, typename T>
+__device__ __forceinline__ void load_tile(uint32_t dst, const T* src, int rows, int tid) {
+  constexpr int CHUNKS = D / 8;  // 16-byte copies per row
+  constexpr int STEP = THREADS / CHUNKS;
+  static_assert(THREADS % CHUNKS == 0 && ROWS % STEP == 0, "whole copies per thread");
+  const int r0 = tid / CHUNKS, col = (tid % CHUNKS) * 8;
+  const T* p = src + r0 * D + col;
+  dst += (r0 * (D + 8) + col) * 2;
+  if (rows >= ROWS) {
+#pragma unroll
+    for (int i = 0; i < ROWS / STEP; ++i) cp_async_16(dst + i * STEP * (D + 8) * 2, p + i * STEP * D, true);
+  } else {
+#pragma unroll
+    for (int i = 0; i < ROWS / STEP; ++i) {
+      const bool ok = r0 + i * STEP < rows;
+      cp_async_16(dst + i * STEP * (D + 8) * 2, ok ? p + i * STEP * D : src, ok);
+    }
+  }
+}
+
+template <typename T, class C>
+__global__ void __launch_bounds__(C::THREADS, C::MINB)
+flash_fwd_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict__ V,
+                 T* __restrict__ O, int S, float scale_log2, bool causal) {
+  constexpr int D = C::D, MT = C::MT, BN = C::BN, BM = C::BM, LD = C::LD, THREADS = C::THREADS;
+  constexpr int DK = D / 16;  // k16 steps of Q K^T
+  constexpr int DN = D / 8;   // n8 fragments of O
+  constexpr int SN = BN / 8;  // n8 fragments of S
+  constexpr int WROWS = 16 * MT;
+
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sQ = reinterpret_cast<T*>(smem_raw);
+  T* sK = sQ + BM * LD;
+  T* sV = sK + 2 * BN * LD;
+
+  // Causal CTAs differ in work by up to S / BN tiles; the heaviest (last)
+  // query blocks go first so that light ones fill the last wave.
+  const int q_blocks = gridDim.x;
+  const int qb = causal ? q_blocks - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
+  const int q0 = qb * BM;
+  const int64_t base = static_cast<int64_t>(blockIdx.y) * S * D;
+  Q += base;
+  K += base;
+  V += base;
+  O += base;
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int wrow = warp * WROWS;  // this warp's first row within the CTA's block
+  const int w0 = q0 + wrow;       // ... and in the sequence
+
+  const int kv_end = causal ? min(S, q0 + BM) : S;
+  const int n_tiles = (kv_end + BN - 1) / BN;
+
+  // One commit group per tile: {Q, K0, V0}, then {K(j+1), V(j+1)} from tile j.
+  load_tile<BM, D, THREADS>(smem_addr(sQ), Q + static_cast<int64_t>(q0) * D, S - q0, tid);
+  load_tile<BN, D, THREADS>(smem_addr(sK), K, S, tid);
+  load_tile<BN, D, THREADS>(smem_addr(sV), V, S, tid);
+  cp_async_commit();
+
+  uint32_t qf[C::QREG ? MT : 1][C::QREG ? DK : 1][4];
+  float o[MT][DN][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int i = 0; i < DN; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[mt][i][e] = 0.f;
+  float m_run[MT][2], l_run[MT][2];  // running max of raw scores; this thread's share of the sum
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      m_run[mt][h] = -INFINITY;
+      l_run[mt][h] = 0.f;
+    }
+
+  for (int j = 0; j < n_tiles; ++j) {
+    const int k0 = j * BN, slot = j & 1;
+    cp_async_wait<0>();  // tile j landed (this thread's copies)...
+    __syncthreads();     // ...and everyone's; all warps are done with tile j - 1
+    if (j + 1 < n_tiles) {
+      const int64_t off = static_cast<int64_t>(k0 + BN) * D;
+      load_tile<BN, D, THREADS>(smem_addr(sK + (slot ^ 1) * BN * LD), K + off, S - k0 - BN, tid);
+      load_tile<BN, D, THREADS>(smem_addr(sV + (slot ^ 1) * BN * LD), V + off, S - k0 - BN, tid);
+    }
+    cp_async_commit();
+    if constexpr (C::QREG) {
+      if (j == 0) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int kk = 0; kk < DK; ++kk)
+            ldmatrix_x4(qf[mt][kk],
+                        smem_addr(sQ + (wrow + mt * 16 + (lane & 15)) * LD + kk * 16 + (lane >> 4) * 8));
+      }
+    }
+    // Causal: every key of this tile is after every row of this warp (never
+    // the case for tile 0, so the Q registers above are always loaded).
+    if (causal && k0 > w0 + WROWS - 1) continue;
+
+    // S = Q K^T for this warp's rows x BN keys.  K is [key][d] in shared
+    // memory, already the "col" layout of the B operand.
+    float s[MT][SN][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int i = 0; i < SN; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][i][e] = 0.f;
+    const T* kt = sK + slot * BN * LD;
+#pragma unroll
+    for (int kk = 0; kk < DK; ++kk) {
+      uint32_t qa[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        if constexpr (C::QREG) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) qa[mt][e] = qf[mt][kk][e];
+        } else {
+          ldmatrix_x4(qa[mt], smem_addr(sQ + (wrow + mt * 16 + (lane & 15)) * LD + kk * 16 + (lane >> 4) * 8));
+        }
+      }
+#pragma unroll
+      for (int np = 0; np < SN / 2; ++np) {
+        // matrices: keys 0-7 x d 0-7, keys 0-7 x d 8-15, keys 8-15 x d 0-7, keys 8-15 x d 8-15
+        uint32_t r[4];
+        const int key = np * 16 + (lane & 7) + (lane >> 4) * 8;
+        ldmatrix_x4(r, smem_addr(kt + key * LD + kk * 16 + ((lane >> 3) & 1) * 8));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma_16816<T>(s[mt][2 * np], qa[mt], r[0], r[1]);
+          mma_16816<T>(s[mt][2 * np + 1], qa[mt], r[2], r[3]);
+        }
+      }
+    }
+
+    // Masks: keys past S (the ragged last tile), keys after the query (causal).
+    if (k0 + BN > S || (causal && k0 + BN - 1 > w0)) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int i = 0; i < SN; ++i)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int col = k0 + i * 8 + 2 * t + (e & 1);
+            const int row = w0 + mt * 16 + g + (e < 2 ? 0 : 8);
+            if (col >= S || (causal && col > row)) s[mt][i][e] = -INFINITY;
+          }
+    }
+
+    // Online softmax.  The four threads of a quad hold one row between them.
+    // P is rounded to 16 bits as soon as it exists: pa[mt][kk] is the m16k16
+    // A fragment of keys 16kk..16kk+15 (the accumulators of n8 tiles 2kk and
+    // 2kk+1 have exactly its layout), half the registers of S.
+    uint32_t pa[MT][BN / 16][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      float mx[2] = {m_run[mt][0], m_run[mt][1]};
+#pragma unroll
+      for (int i = 0; i < SN; ++i) {
+        mx[0] = fmaxf(mx[0], fmaxf(s[mt][i][0], s[mt][i][1]));
+        mx[1] = fmaxf(mx[1], fmaxf(s[mt][i][2], s[mt][i][3]));
+      }
+      float alpha[2], m_scaled[2], row_sum[2] = {0.f, 0.f};
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+        // A row with no visible key yet keeps max -inf; subtracting 0 instead
+        // keeps exp2 away from (-inf) - (-inf).  Key 0 is visible to every
+        // query and tile 0 comes first, so this is only a guard.
+        m_scaled[h] = (mx[h] == -INFINITY ? 0.f : mx[h]) * scale_log2;
+        alpha[h] = ex2(fmaf(m_run[mt][h], scale_log2, -m_scaled[h]));  // 0 on the first tile
+        m_run[mt][h] = mx[h];
+      }
+#pragma unroll
+      for (int i = 0; i < SN; ++i) {
+        const float p0 = ex2(fmaf(s[mt][i][0], scale_log2, -m_scaled[0]));
+        const float p1 = ex2(fmaf(s[mt][i][1], scale_log2, -m_scaled[0]));
+        const float p2 = ex2(fmaf(s[mt][i][2], scale_log2, -m_scaled[1]));
+        const float p3 = ex2(fmaf(s[mt][i][3], scale_log2, -m_scaled[1]));
+        row_sum[0] += p0 + p1;
+        row_sum[1] += p2 + p3;
+        pa[mt][i / 2][(i & 1) * 2] = pack2<T>(p0, p1);
+        pa[mt][i / 2][(i & 1) * 2 + 1] = pack2<T>(p2, p3);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) l_run[mt][h] = l_run[mt][h] * alpha[h] + row_sum[h];
+#pragma unroll
+      for (int i = 0; i < DN; ++i) {
+        o[mt][i][0] *= alpha[0];
+        o[mt][i][1] *= alpha[0];
+        o[mt][i][2] *= alpha[1];
+        o[mt][i][3] *= alpha[1];
+      }
+    }
+
+    // O += P V.
+    const T* vt = sV + slot * BN * LD;
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+#pragma unroll
+      for (int dp = 0; dp < D / 16; ++dp) {
+        // V is [key][d]: row-major B, so transpose on load.
+        uint32_t r[4];
+        ldmatrix_x4_trans(r, smem_addr(vt + (kk * 16 + (lane & 15)) * LD + dp * 16 + (lane >> 4) * 8));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma_16816<T>(o[mt][2 * dp], pa[mt][kk], r[0], r[1]);
+          mma_16816<T>(o[mt][2 * dp + 1], pa[mt][kk], r[2], r[3]);
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();  // only empty groups remain; leave nothing in flight
+
+  // Normalise, stage this warp's rows in its own rows of sQ (read by no other
+  // warp, and by this one no more), then 16-byte coalesced stores.
+  __syncwarp();
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    float inv[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float l = l_run[mt][h];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      inv[h] = l > 0.f ? 1.f / l : 0.f;
+    }
+    T* srow = sQ + (wrow + mt * 16 + g) * LD + 2 * t;
+#pragma unroll
+    for (int i = 0; i < DN; ++i) {
+      *reinterpret_cast<uint32_t*>(srow + i * 8) = pack2<T>(o[mt][i][0] * inv[0], o[mt][i][1] * inv[0]);
+      *reinterpret_cast<uint32_t*>(srow + 8 * LD + i * 8) =
+          pack2<T>(o[mt][i][2] * inv[1], o[mt][i][3] * inv[1]);
+    }
+  }
+  __syncwarp();
+  constexpr int CHUNKS = D / 8;
+#pragma unroll
+  for (int i = 0; i < WROWS * CHUNKS / 32; ++i) {
+    const int c = lane + i * 32;
+    const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+    if (w0 + r < S)
+      *reinterpret_cast<uint4*>(O + static_cast<int64_t>(w0 + r) * D + col) =
+          *reinterpret_cast<const uint4*>(sQ + (wrow + r) * LD + col);
+  }
+}
+
+// Launches one tiling on the current stream; q, k, v, o checked by the caller.
+template <typename T, class C>
+void launch_cfg(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& o,
+                bool causal) {
+  const int64_t B = q.size(0), H = q.size(1), S = q.size(2);
+  auto kernel = flash_fwd_kernel<T, C>;
+  // More than 48 KiB of dynamic shared memory must be opted into per kernel.
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
+  const dim3 grid(static_cast<unsigned>((S + C::BM - 1) / C::BM), static_cast<unsigned>(B * H));
+  const float scale_log2 =
+      static_cast<float>(1.0 / std::sqrt(static_cast<double>(C::D)) * 1.4426950408889634);  // log2(e)
+  kernel<<<grid, C::THREADS, C::SMEM, ksuite::current_stream()>>>(
+      reinterpret_cast<const T*>(q.data_ptr()), reinterpret_cast<const T*>(k.data_ptr()),
+      reinterpret_cast<const T*>(v.data_ptr()), reinterpret_cast<T*>(o.data_ptr()),
+      static_cast<int>(S), scale_log2, causal);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// The tilings the op offers, per head dim; index = the op's `variant`.
+// Mirrored (descriptions, automatic choice) in __init__.py.
+//   D = 128: 0: BM 128, 4 warps x 32 rows, BN 64, Q re-read from smem, 2 CTAs/SM
+//            1: BM 256, 8 warps x 32 rows, BN 64, Q re-read from smem, 1 CTA/SM
+//            2: BM 128, 8 warps x 16 rows, BN 64, Q in registers,      1 CTA/SM
+//            3: BM 128, 4 warps x 32 rows, BN 32, Q re-read from smem, 2 CTAs/SM
+//   D = 64:  0: BM 128, 4 warps x 32 rows, BN 64,  Q in registers, 2 CTAs/SM
+//            1: BM 128, 4 warps x 32 rows, BN 128, Q in registers, 2 CTAs/SM
+//            2: BM 256, 8 warps x 32 rows, BN 64,  Q in registers, 1 CTA/SM
+//            3: BM 128, 8 warps x 16 rows, BN 64,  Q in registers, 2 CTAs/SM
+constexpr int N_VARIANTS = 4;
+using D128V0 = Cfg<128, 2, 4, 64, false, 2>;
+using D128V1 = Cfg<128, 2, 8, 64, false, 1>;
+using D128V2 = Cfg<128, 1, 8, 64, true, 1>;
+using D128V3 = Cfg<128, 2, 4, 32, false, 2>;
+using D64V0 = Cfg<64, 2, 4, 64, true, 2>;
+using D64V1 = Cfg<64, 2, 4, 128, true, 2>;
+using D64V2 = Cfg<64, 2, 8, 64, true, 1>;
+using D64V3 = Cfg<64, 1, 8, 64, true, 2>;
+
+// Defined in flash_attention_<dtype>_d<D>.cu, one translation unit each so
+// that the build compiles them in parallel.
+#define KSUITE_ATTN_DECLARE(NAME)                                                              \
+  void NAME(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& o, \
+            bool causal, int variant);
+KSUITE_ATTN_DECLARE(run_bf16_d64)
+KSUITE_ATTN_DECLARE(run_bf16_d128)
+KSUITE_ATTN_DECLARE(run_fp16_d64)
+KSUITE_ATTN_DECLARE(run_fp16_d128)
+#undef KSUITE_ATTN_DECLARE
+
+#define KSUITE_ATTN_DEFINE(NAME, T, D)                                                         \
+  void NAME(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& o, \
+            bool causal, int variant) {                                                    \
+    switch (variant) {                                                                     \
+      case 0: launch_cfg<T, D##V0>(q, k, v, o, causal); break;                             \
+      case 1: launch_cfg<T, D##V1>(q, k, v, o, causal); break;                             \
+      case 2: launch_cfg<T, D##V2>(q, k, v, o, causal); break;                             \
+      default: launch_cfg<T, D##V3>(q, k, v, o, causal); break;                            \
+    }                                                                                      \
+  }
+
+}  // namespace ksuite_attn

@@ -1,0 +1,8 @@
+// The fp16, D = 64 tilings of the attention forward (flash_attention.cuh),
+// in a translation unit of their own so that the build compiles the four
+// dtype x head-dim groups in parallel.
+#include "flash_attention.cuh"
+
+namespace ksuite_attn {
+KSUITE_ATTN_DEFINE(run_fp16_d64, __half, D64)
+}  // namespace ksuite_attn
