@@ -1,0 +1,387 @@
+// Hopper GEMM: C = A @ B, A (M x K), B (K x N), C (M x N), all row-major,
+// float16 or bfloat16 in and out, fp32 accumulation.  Needs sm_90a.
+//
+// Design (one CTA per SM, persistent over output tiles):
+//   * 3 warpgroups: warpgroup 0 is the producer (one thread issues TMA loads;
+//     setmaxnreg.dec to 40 registers), warpgroups 1 and 2 are consumers
+//     (setmaxnreg.inc to 232), each owning 64 rows of the 128-row CTA tile and
+//     the full BN columns: a 64 x BN fp32 accumulator, BN/2 registers a thread.
+//   * K is walked 64 at a time through a ring of STAGES shared-memory stages.
+//     Each stage holds A (128 x 64, one TMA box) and B (64 x BN, BN/64 TMA
+//     boxes of 64 x 64), all in the 128-byte swizzle.  Two mbarriers a stage:
+//     `full` (producer's arrive.expect_tx + the TMA bytes) and `empty` (one
+//     arrival from each of the 8 consumer warps once its wgmmas that read the
+//     stage have completed).
+//   * Consumers issue 4 wgmma.mma_async m64nBNk16 per stage, commit them as one
+//     group, and wait with wait_group 1: the group of stage s is still running
+//     on the tensor cores while the warp waits for stage s+1's data, and stage
+//     s-1 is released as soon as its group is known complete.
+//   * Tiles are visited in groups of 8 tile-rows (grouped rasterisation) so the
+//     ~132 tiles in flight share A and B panels in L2.  Because the producer
+//     runs ahead across tile boundaries, the next tile's loads overlap this
+//     tile's epilogue.
+//   * Epilogue: fp32 -> 16-bit straight from the accumulator registers, two
+//     adjacent columns (4 bytes) per store, rows and columns masked against
+//     M and N.  Out-of-range rows/columns/k of the loaded boxes are zero-filled
+//     by TMA, so ragged M, N and K need no other care.
+//
+// Shapes: TMA needs every row stride to be a multiple of 16 bytes, so K and N
+// must be multiples of 8, and both base pointers 16-byte aligned.
+//
+// Tiles (op argument `tile`; -1 picks by a wave-count model, mirrored in
+// implementations/gemm/cuda_wgmma.py):
+//   0: 128 x 256 x 64, 4 stages (48 KB each), wgmma m64n256k16
+//   1: 128 x 128 x 64, 6 stages (32 KB each), wgmma m64n128k16
+//   2: 128 x  64 x 64, 8 stages (24 KB each), wgmma m64n64k16 (skinny M: more CTAs)
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "ksuite/common.cuh"
+#include "wgmma_ptx.cuh"
+
+namespace {
+
+using namespace ksuite_wgmma;
+
+constexpr int BM = 128;                  // rows of a CTA tile (2 consumer warpgroups x 64)
+constexpr int BK = 64;                   // k per stage: 64 x 2 bytes = one 128-byte swizzle row
+constexpr int CONSUMERS = 2;             // consumer warpgroups
+constexpr int THREADS = 128 * (1 + CONSUMERS);
+constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
+constexpr int GROUP_M = 8;               // tile-rows per rasterisation group
+constexpr int PRODUCER_REGS = 40;
+constexpr int CONSUMER_REGS = 232;       // 128*40 + 256*232 = 64512 <= 65536
+constexpr int NUM_TILES = 3;
+
+static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 128 * CONSUMERS <= 65536, "register budget");
+
+template <int BN>
+struct Config {
+  static constexpr int STAGES = BN == 256 ? 4 : BN == 128 ? 6 : 8;
+  static constexpr int A_BYTES = BM * BK * 2;             // 16 KB
+  static constexpr int B_CHUNK_BYTES = BK * 64 * 2;       // one 64 (k) x 64 (n) box: 8 KB
+  static constexpr int B_BYTES = BK * BN * 2;
+  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;   // the expect_tx count of a stage
+  // +1024: the dynamic buffer is aligned up to 1024 bytes inside the kernel.
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;
+};
+
+__device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int& tm, int& tn) {
+  const int per_group = GROUP_M * tiles_n;
+  const int group = tile / per_group;
+  const int first_m = group * GROUP_M;
+  const int rows = min(tiles_m - first_m, GROUP_M);
+  const int in_group = tile - group * per_group;
+  tm = first_m + in_group % rows;
+  tn = in_group / rows;
+}
+
+__device__ __forceinline__ uint32_t pack2(float lo, float hi, bool bf16) {
+  if (bf16) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&v);
+  }
+  __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+template <int BN, bool BF16>
+__global__ void __launch_bounds__(THREADS, 1)
+gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
+                  void* __restrict__ c_ptr, int M, int N, int K, uint32_t b_lbo, uint32_t b_sbo) {
+  using Cfg = Config<BN>;
+  constexpr int STAGES = Cfg::STAGES;
+
+  __shared__ __align__(8) uint64_t full_bar[STAGES];
+  __shared__ __align__(8) uint64_t empty_bar[STAGES];
+  extern __shared__ uint8_t smem_raw[];
+  // 128-byte swizzle atoms are 8 rows x 128 bytes; the descriptors' base
+  // offset of 0 and TMA's address-based swizzle agree only from a 1024-byte
+  // boundary, so the stages start on one (every stage size is a multiple of 1024).
+  uint8_t* smem = reinterpret_cast<uint8_t*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
+  uint8_t* smem_a = smem;                              // STAGES x [128 rows][128 bytes]
+  uint8_t* smem_b = smem + STAGES * Cfg::A_BYTES;      // STAGES x BN/64 x [64 k-rows][128 bytes]
+
+  const int tiles_m = (M + BM - 1) / BM;
+  const int tiles_n = (N + BN - 1) / BN;
+  const int num_tiles = tiles_m * tiles_n;
+  const int k_tiles = (K + BK - 1) / BK;
+  const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
+
+  if (threadIdx.x == 0) {
+    tma_prefetch_desc(&tma_a);
+    tma_prefetch_desc(&tma_b);
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full_bar[s], 1);                  // the producer's arrive.expect_tx
+      mbar_init(&empty_bar[s], CONSUMER_WARPS);    // one arrival per consumer warp
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // ---------------------------------------------------------------- producer
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      int stage = 0;
+      uint32_t phase = 0;
+      for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+        int tm, tn;
+        tile_coords(tile, tiles_m, tiles_n, tm, tn);
+        const int m0 = tm * BM, n0 = tn * BN;
+        for (int kt = 0; kt < k_tiles; ++kt) {
+          // Slot free?  (First pass: parity 1 of a fresh barrier is complete.)
+          mbar_wait(&empty_bar[stage], phase ^ 1);
+          mbar_arrive_expect_tx(&full_bar[stage], Cfg::STAGE_BYTES);
+          const int k0 = kt * BK;
+          // A box: 64 k (inner, 128 bytes) x 128 rows of A.
+          tma_load_2d(smem_a + stage * Cfg::A_BYTES, &tma_a, &full_bar[stage], k0, m0);
+          // B boxes: 64 n (inner, 128 bytes) x 64 k-rows each, one per 64 columns.
+#pragma unroll
+          for (int j = 0; j < BN / 64; ++j) {
+            tma_load_2d(smem_b + stage * Cfg::B_BYTES + j * Cfg::B_CHUNK_BYTES, &tma_b,
+                        &full_bar[stage], n0 + 64 * j, k0);
+          }
+          if (++stage == STAGES) { stage = 0; phase ^= 1; }
+        }
+      }
+    }
+  } else {
+    // ---------------------------------------------------------------- consumers
+    setmaxnreg_inc<CONSUMER_REGS>();
+    const int cw = warpgroup - 1;                         // which 64-row half of the tile
+    const int warp = (threadIdx.x / 32) % 4;              // warp within the warpgroup
+    const int lane = threadIdx.x % 32;
+
+    // Descriptors for stage 0; stage s adds s * bytes >> 4 to the address field.
+    //
+    // A (K-major, 128B swizzle): row r of the stage's A box is the 128-byte line
+    // at r * 128; 8-row groups (core-matrix rows) are SBO = 1024 bytes apart;
+    // LBO is unused for K-major swizzled layouts (16 by convention).  This
+    // warpgroup's 64 rows start 64 * 128 = 8192 bytes in (a multiple of 1024,
+    // so the swizzle phase is unchanged).  The k16 slice kk is 32 bytes into
+    // each 128-byte line: the descriptor's start address moves by 32 bytes and
+    // the hardware applies the XOR swizzle to the full address, exactly as TMA
+    // did when it wrote the line.
+    //
+    // B (MN-major, transpose-b = 1, 128B swizzle): in the canonical layout
+    // ((T,8,m),(8,k)) : ((1,T,LBO),(8T,SBO)), the 64 contiguous n of one k sit
+    // in one 128-byte line; the 8 k-lines of a core group are 128 bytes apart
+    // (implicit), the next 8 k are SBO = 1024 bytes further, and the next 64
+    // columns of n are LBO = one 64 x 64 box = 8192 bytes further.  A k16 slice
+    // kk starts 16 k-lines = 2048 bytes in.
+    const uint64_t desc_a0 = make_desc_sw128(smem_u32(smem_a + cw * 64 * 128), 16, 1024);
+    // (b_lbo, b_sbo) = (8192, 1024) from the host; see gemm_wgmma() for the diagnostic switch.
+    const uint64_t desc_b0 = make_desc_sw128(smem_u32(smem_b), b_lbo, b_sbo);
+
+    float acc[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+      int tm, tn;
+      tile_coords(tile, tiles_m, tiles_n, tm, tn);
+      int prev_stage = 0;
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        mbar_wait(&full_bar[stage], phase);
+        const uint64_t da = desc_a0 + static_cast<uint64_t>((stage * Cfg::A_BYTES) >> 4);
+        const uint64_t db = desc_b0 + static_cast<uint64_t>((stage * Cfg::B_BYTES) >> 4);
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) fence_operand(acc[i]);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+          // (kt | kk) == 0: the first product of the tile overwrites the accumulators.
+          wgmma_m64k16<BN, BF16>(acc, da + 2 * kk, db + 128 * kk, (kt | kk) != 0);
+        }
+        wgmma_commit();
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) fence_operand(acc[i]);
+        // The previous stage's group is complete once at most this one is pending.
+        wgmma_wait<1>();
+        if (kt > 0 && lane == 0) mbar_arrive(&empty_bar[prev_stage]);
+        prev_stage = stage;
+        if (++stage == STAGES) { stage = 0; phase ^= 1; }
+      }
+      wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) fence_operand(acc[i]);
+      if (k_tiles > 0 && lane == 0) mbar_arrive(&empty_bar[prev_stage]);
+
+      // Epilogue.  Accumulator fragment of m64nNk16 (fp32): warp w of the
+      // warpgroup owns rows 16w..16w+15; register i holds
+      //   row = 16w + lane/4 + 8 * ((i / 2) % 2)
+      //   col = 8 * (i / 4) + 2 * (lane % 4) + (i % 2)
+      // so registers 4j, 4j+1 are two adjacent columns of one row and 4j+2,
+      // 4j+3 the same columns 8 rows lower.
+      uint16_t* c = static_cast<uint16_t*>(c_ptr);
+      const int row0 = tm * BM + cw * 64 + warp * 16 + lane / 4;
+      const int col0 = tn * BN + 2 * (lane % 4);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = row0 + 8 * h;
+        if (row < M) {
+          uint16_t* crow = c + static_cast<size_t>(row) * N;
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const int col = col0 + 8 * j;
+            // N is a multiple of 8 and col is even, so col < N covers col + 1.
+            if (col < N) {
+              *reinterpret_cast<uint32_t*>(crow + col) = pack2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], BF16);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------ host side
+
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// cuTensorMapEncodeTiled from the driver through the runtime, so the
+// extension needs no -lcuda.
+EncodeTiledFn encode_tiled() {
+  static EncodeTiledFn fn = nullptr;
+  static std::once_flag once;
+  static cudaError_t err = cudaSuccess;
+  static cudaDriverEntryPointQueryResult status = cudaDriverEntryPointSuccess;
+  std::call_once(once, [] {
+    void* p = nullptr;
+    err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &status);
+    if (err == cudaSuccess && status == cudaDriverEntryPointSuccess) fn = reinterpret_cast<EncodeTiledFn>(p);
+  });
+  TORCH_CHECK(fn != nullptr, "gemm_wgmma: could not get cuTensorMapEncodeTiled from the driver (",
+              cudaGetErrorString(err), ", query status ", static_cast<int>(status), ")");
+  return fn;
+}
+
+// A row-major rows x cols matrix as a 2-D tensor map with 64 x box_rows boxes
+// (64 16-bit elements = 128 bytes inner, the 128-byte swizzle's width).
+CUtensorMap make_map(const at::Tensor& t, int64_t rows, int64_t cols, uint32_t box_rows, const char* name) {
+  CUtensorMap map;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * 2};   // bytes between rows
+  const cuuint32_t box[2] = {64, box_rows};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUtensorMapDataType dtype = t.scalar_type() == at::kBFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const CUresult res = encode_tiled()(&map, dtype, 2, const_cast<void*>(t.data_ptr()), dims, strides, box,
+                                      elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  TORCH_CHECK(res == CUDA_SUCCESS, "gemm_wgmma: cuTensorMapEncodeTiled failed for ", name, " (error ",
+              static_cast<int>(res), ", shape ", std::to_string(rows), " x ", std::to_string(cols), ")");
+  return map;
+}
+
+int tile_bn(int tile) { return tile == 0 ? 256 : tile == 1 ? 128 : 64; }
+
+// Fewest (waves x per-tile cost): a wave is one tile per SM (the grid is
+// persistent), and a 128 x BN tile costs about BN plus a per-tile overhead
+// that smaller BN pay more often (relative weights 40 : 22 : 13 for
+// BN = 256 : 128 : 64).  Ties go to the larger tile.
+int auto_tile(int64_t M, int64_t N, int sms) {
+  const int weight[NUM_TILES] = {40, 22, 13};
+  int best = 0;
+  int64_t best_cost = -1;
+  for (int t = 0; t < NUM_TILES; ++t) {
+    const int64_t tiles = ((M + BM - 1) / BM) * ((N + tile_bn(t) - 1) / tile_bn(t));
+    const int64_t cost = ((tiles + sms - 1) / sms) * weight[t];
+    if (best_cost < 0 || cost < best_cost) { best = t; best_cost = cost; }
+  }
+  return best;
+}
+
+template <int BN, bool BF16>
+void launch(const CUtensorMap& ma, const CUtensorMap& mb, at::Tensor& c, int M, int N, int K, int sms,
+            bool swap_b_desc) {
+  using Cfg = Config<BN>;
+  auto kernel = gemm_wgmma_kernel<BN, BF16>;
+  // Per device and instantiation; cheap to repeat, so simply done every call.
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+  const int64_t tiles = static_cast<int64_t>((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+  const int grid = static_cast<int>(std::min<int64_t>(tiles, sms));
+  const uint32_t lbo = Cfg::B_CHUNK_BYTES, sbo = 1024;
+  kernel<<<grid, THREADS, Cfg::SMEM_BYTES, ksuite::current_stream()>>>(
+      ma, mb, c.data_ptr(), M, N, K, swap_b_desc ? sbo : lbo, swap_b_desc ? lbo : sbo);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+at::Tensor gemm_wgmma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
+  TORCH_CHECK(a.is_cuda() && b.is_cuda(), "gemm_wgmma: a and b must be CUDA tensors, got ",
+              a.device().str(), " and ", b.device().str());
+  TORCH_CHECK(a.device() == b.device(), "gemm_wgmma: a and b are on different devices (",
+              a.device().str(), ", ", b.device().str(), ")");
+  TORCH_CHECK(a.dim() == 2 && b.dim() == 2, "gemm_wgmma: a and b must be matrices, got ",
+              std::to_string(a.dim()), "-d and ", std::to_string(b.dim()), "-d tensors");
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "gemm_wgmma: a and b must share a dtype, got ",
+              c10::toString(a.scalar_type()), " and ", c10::toString(b.scalar_type()));
+  TORCH_CHECK(a.scalar_type() == at::kHalf || a.scalar_type() == at::kBFloat16,
+              "gemm_wgmma: only float16 and bfloat16 are supported, got ", c10::toString(a.scalar_type()));
+  TORCH_CHECK(a.size(1) == b.size(0), "gemm_wgmma: inner dimensions differ: a is ", ksuite::shape_str(a),
+              ", b is ", ksuite::shape_str(b));
+  TORCH_CHECK(a.is_contiguous() && b.is_contiguous(), "gemm_wgmma: a and b must be contiguous (row-major)");
+  TORCH_CHECK(tile >= -1 && tile < NUM_TILES, "gemm_wgmma: tile must be -1 (automatic) or 0..",
+              std::to_string(NUM_TILES - 1), ", got ", std::to_string(tile));
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  TORCH_CHECK(M < (1LL << 31) && N < (1LL << 31) && K < (1LL << 31),
+              "gemm_wgmma: every dimension must be below 2^31, got M=", std::to_string(M), " N=",
+              std::to_string(N), " K=", std::to_string(K));
+  TORCH_CHECK(K % 8 == 0 && N % 8 == 0,
+              "gemm_wgmma: N and K must be multiples of 8 for TMA (16-byte row strides), got N=",
+              std::to_string(N), " K=", std::to_string(K));
+
+  const c10::cuda::CUDAGuard guard(a.device());
+  TORCH_CHECK(ksuite::compute_major() == 9, "gemm_wgmma: needs a Hopper GPU (sm_90), this one is sm_",
+              std::to_string(ksuite::compute_major()), "x");
+  at::Tensor c = at::empty({M, N}, a.options());
+  if (M == 0 || N == 0) return c;
+  if (K == 0) return c.zero_();
+  TORCH_CHECK(ksuite::aligned16(a.data_ptr()) && ksuite::aligned16(b.data_ptr()),
+              "gemm_wgmma: a and b must start at 16-byte aligned addresses for TMA");
+
+  const int sms = ksuite::sm_count();
+  const int t = tile < 0 ? auto_tile(M, N, sms) : static_cast<int>(tile);
+  const CUtensorMap ma = make_map(a, M, K, BM, "a");
+  const CUtensorMap mb = make_map(b, K, N, BK, "b");
+  const bool bf16 = a.scalar_type() == at::kBFloat16;
+  const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
+  // Diagnostic only: KSUITE_WGMMA_SWAP_B_DESC=1 swaps the B descriptor's
+  // leading and stride byte offsets, the one convention here that the PTX
+  // ISA's MN-major table fixes but no CPU check can confirm.  Off by default.
+  const char* swap_env = std::getenv("KSUITE_WGMMA_SWAP_B_DESC");
+  const bool sw = swap_env != nullptr && swap_env[0] != '\0' && swap_env[0] != '0';
+  switch (t) {
+    case 0: bf16 ? launch<256, true>(ma, mb, c, m, n, k, sms, sw) : launch<256, false>(ma, mb, c, m, n, k, sms, sw); break;
+    case 1: bf16 ? launch<128, true>(ma, mb, c, m, n, k, sms, sw) : launch<128, false>(ma, mb, c, m, n, k, sms, sw); break;
+    default: bf16 ? launch<64, true>(ma, mb, c, m, n, k, sms, sw) : launch<64, false>(ma, mb, c, m, n, k, sms, sw); break;
+  }
+  return c;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(kernel_suite, m) {
+  m.def("gemm_wgmma(Tensor a, Tensor b, int tile=-1) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(kernel_suite, CUDA, m) {
+  m.impl("gemm_wgmma", &gemm_wgmma);
+}

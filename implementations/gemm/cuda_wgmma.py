@@ -1,0 +1,92 @@
+"""Hopper CUDA GEMM ``cuda:wgmma``: TMA loads, an mbarrier pipeline and wgmma.mma_async.
+
+The kernel is implementations/gemm/cuda/gemm_wgmma.cu (PTX wrappers in
+wgmma_ptx.cuh beside it), built for sm_90a by suite.cuda_build and called as
+``torch.ops.kernel_suite.gemm_wgmma(a, b, tile=-1)``.  One CTA per SM walks
+output tiles persistently: a producer warpgroup issues TMA loads into a ring of
+128-byte-swizzled shared-memory stages, two consumer warpgroups run
+m64nNk16 wgmma on them straight from shared memory and write the 16-bit
+result from registers.  float16 and bfloat16 only; N and K must be multiples
+of 8 (TMA needs 16-byte row strides).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from suite import cuda_build
+from suite.backends import needs_hopper
+from suite.workload import Case, register
+
+SOURCES = [Path(__file__).parent / "cuda" / "gemm_wgmma.cu"]
+BM = 128
+
+# The `tile` argument of gemm_wgmma: (BN, stages, description); BM = 128, BK = 64.
+TILES = {0: (256, 4, "128x256x64, 4 stages, 2 consumer warpgroups of m64n256k16"),
+         1: (128, 6, "128x128x64, 6 stages, 2 consumer warpgroups of m64n128k16"),
+         2: (64, 8, "128x64x64, 8 stages, 2 consumer warpgroups of m64n64k16")}
+# Relative cost of one tile per wave in auto_tile (gemm_wgmma.cu).
+_WEIGHT = {0: 40, 1: 22, 2: 13}
+
+
+def _fakes() -> None:
+    import torch
+
+    def out_like(a, b, tile=-1):
+        torch._check(a.dim() == 2 and b.dim() == 2, lambda: "a and b must be matrices")
+        torch._check(a.shape[1] == b.shape[0], lambda: "inner dimensions differ")
+        return a.new_empty((a.shape[0], b.shape[1]))
+
+    torch.library.register_fake("kernel_suite::gemm_wgmma")(out_like)
+
+
+def ops():
+    return cuda_build.load("gemm_wgmma", SOURCES, hopper=True, fakes=_fakes)
+
+
+def auto_tile(m: int, n: int, sms: int) -> int:
+    """The tile gemm_wgmma picks with tile=-1 (mirrors auto_tile in the .cu):
+    fewest waves of tiles over the SMs, weighted by the tile's cost."""
+    best, best_cost = 0, None
+    for t, (bn, _, _) in TILES.items():
+        tiles = -(-m // BM) * -(-n // bn)
+        cost = -(-tiles // sms) * _WEIGHT[t]
+        if best_cost is None or cost < best_cost:
+            best, best_cost = t, cost
+    return best
+
+
+def alignment_problem(n: int, k: int) -> str | None:
+    if n % 8 or k % 8:
+        return f"N and K must be multiples of 8 for TMA (16-byte row strides); got N={n}, K={k}"
+    return None
+
+
+def _available(device: str) -> str | None:
+    err = needs_hopper(device)
+    if err:
+        return err if "Hopper" in err else f"needs a Hopper GPU (sm_90: TMA, wgmma): {err}"
+    return cuda_build.cuda_available(device)
+
+
+def _supports(case: Case) -> str | None:
+    if case.dtype not in ("float16", "bfloat16"):
+        return f"wgmma here takes 16-bit inputs only, not {case.dtype}"
+    return alignment_problem(case["N"], case["K"])
+
+
+def _config(case: Case) -> str:
+    import torch
+
+    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    t = auto_tile(case["M"], case["N"], sms)
+    bn = TILES[t][0]
+    tiles = -(-case["M"] // BM) * -(-case["N"] // bn)
+    return (f"tile {t}: {TILES[t][2]}, TMA producer warpgroup, persistent grid of "
+            f"{min(tiles, sms)} CTAs for {tiles} tiles")
+
+
+@register("gemm", "cuda:wgmma", available=_available, supports=_supports, config=_config,
+          description="CUDA on Hopper: TMA into 128B-swizzled stages, mbarrier pipeline, "
+                      "wgmma.mma_async from shared memory, warp-specialised persistent CTAs; needs sm_90")
+def gemm_cuda_wgmma(a, b):
+    return ops().gemm_wgmma(a, b)

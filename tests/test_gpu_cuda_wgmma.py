@@ -1,0 +1,178 @@
+"""The Hopper GEMM ``cuda:wgmma`` (TMA + mbarriers + wgmma): correctness on the GPU.
+
+Fresh random inputs (the seed is printed on failure), the caching allocator
+poisoned with NaN so an output element no thread writes fails, and a float64
+reference.  Shapes cover ragged M and N against every tile width (256, 128,
+64), ragged K against the 64-wide k step, K shorter than one step, a single
+row, and skinny/large cases; each tile is checked, not only the automatic one.
+The .cu itself is compiled for sm_90a by tests/test_cuda_compile.py (a glob).
+"""
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from suite import verify
+from suite.workload import Case, discover
+
+SEED = random.randrange(1 << 30)
+IMPL = "cuda:wgmma"
+TOL = {torch.bfloat16: 1e-2, torch.float16: 2e-3}
+gpu = pytest.mark.gpu
+
+
+def _inputs(m, n, k, dtype, seed=SEED):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(m, k, generator=g, device="cuda").to(dtype)
+    b = torch.randn(k, n, generator=g, device="cuda").to(dtype)
+    return a, b
+
+
+def _rel_err(out, ref):
+    return ((out.double() - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
+
+
+def _check_op(m, n, k, dtype, tile):
+    from implementations.gemm.cuda_wgmma import ops
+
+    a, b = _inputs(m, n, k, dtype)
+    ref = a.double() @ b.double()
+    verify.poison_allocator("cuda", m * n * 2)
+    out = ops().gemm_wgmma(a, b, tile)
+    torch.cuda.synchronize()
+    assert out.dtype == dtype and tuple(out.shape) == (m, n)
+    bad = int((~torch.isfinite(out)).sum().item())
+    assert bad == 0, f"tile {tile} {m}x{n}x{k} {dtype} seed={SEED}: {bad} non-finite outputs (unwritten?)"
+    err = _rel_err(out, ref)
+    assert err <= TOL[dtype], f"tile {tile} {m}x{n}x{k} {dtype} seed={SEED}: rel err {err:.3g}"
+
+
+# ------------------------------------------------------------------ CPU
+
+def test_registered_and_gated():
+    reg = discover()
+    impl = reg.get("gemm", IMPL)
+    assert impl.backend == "cuda"
+    assert impl.check_available("cpu")
+    bad = impl.supports(Case.make("gemm", "bfloat16", M=3001, N=2047, K=1531))
+    assert bad and "multiples of 8" in bad
+    assert "16-bit" in impl.supports(Case.make("gemm", "float32", M=64, N=64, K=64))
+    assert impl.supports(Case.make("gemm", "float16", M=3001, N=2048, K=1536)) is None
+
+
+def test_auto_tile_mirror():
+    from implementations.gemm.cuda_wgmma import auto_tile
+
+    assert auto_tile(4096, 4096, 132) == 0
+    assert auto_tile(8192, 8192, 132) == 0
+    assert auto_tile(3000, 2048, 132) == 1
+    assert auto_tile(1, 8192, 132) == 2
+    assert auto_tile(128, 8192, 132) == 2
+
+
+# ------------------------------------------------------------------ GPU
+
+def _preset_params():
+    reg = discover()
+    impl = reg.get("gemm", IMPL)
+    params = []
+    for preset in ("cpu", "quick"):
+        for case in reg.workloads["gemm"].cases(preset, ("float16", "bfloat16")):
+            if impl.supports(case) is None:
+                params.append(pytest.param(case, id=f"{preset}-{case.label}-{case.dtype}"))
+    return params
+
+
+@gpu
+@pytest.mark.parametrize("case", _preset_params())
+def test_preset(case):
+    reg = discover()
+    wl, impl = reg.workloads["gemm"], reg.get("gemm", IMPL)
+    assert impl.check_available("cuda") is None
+    inputs = wl.make_inputs(case, "cuda", SEED)
+    ref = wl.reference(case, inputs)
+    verify.poison_allocator("cuda", ref.numel() * 2)
+    out = impl.fn(**inputs)
+    torch.cuda.synchronize()
+    res = verify.check(out, ref, wl.tolerance(case))
+    assert res.correct, f"{case} seed={SEED} config={impl.config(case)}: {res.message}"
+    torch.cuda.empty_cache()
+
+
+SHAPES = [
+    (128, 256, 64),      # exactly one tile, one k step
+    (1000, 264, 72),     # ragged M, N (vs 256/128/64) and K (vs 64)
+    (129, 8, 8),         # one row over a tile, K shorter than a k step
+    (1, 520, 1032),      # a single row
+    (77, 1000, 1000),    # ragged everything, N not a multiple of 64
+    (515, 1032, 2000),
+    (4095, 4104, 1024),  # large with ragged M and N
+]
+
+
+@gpu
+@pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16), ids=("bf16", "fp16"))
+@pytest.mark.parametrize("tile", (-1, 0, 1, 2))
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_every_tile(m, n, k, tile, dtype):
+    _check_op(m, n, k, dtype, tile)
+
+
+@gpu
+@pytest.mark.parametrize("tile", (0, 1, 2))
+def test_many_tiles_per_cta(tile):
+    """More tiles than SMs: every CTA walks several tiles and the pipeline's
+    phases carry over tile boundaries (K of 3 steps: not a multiple of the stage count)."""
+    _check_op(2048 + 64, 4096, 192, torch.bfloat16, tile)
+
+
+@gpu
+def test_zero_sized():
+    from implementations.gemm.cuda_wgmma import ops
+
+    a, b = _inputs(0, 64, 64, torch.bfloat16)
+    assert ops().gemm_wgmma(a, b).shape == (0, 64)
+    a, b = _inputs(16, 64, 0, torch.bfloat16)
+    out = ops().gemm_wgmma(a, b)
+    assert out.shape == (16, 64) and bool((out == 0).all())
+
+
+_BOUNDARY = """
+import pytest, torch
+from implementations.gemm.cuda_wgmma import ops
+a = torch.randn(64, 64, device="cuda")
+with pytest.raises(RuntimeError, match="float16 and bfloat16"):
+    ops().gemm_wgmma(a, a)
+h = a.bfloat16()
+with pytest.raises(RuntimeError, match="tile must be"):
+    ops().gemm_wgmma(h, h, 3)
+with pytest.raises(RuntimeError, match="multiples of 8"):
+    ops().gemm_wgmma(torch.randn(30, 24, device="cuda").bfloat16(), torch.randn(24, 20, device="cuda").bfloat16())
+with pytest.raises(RuntimeError, match="inner dimensions"):
+    ops().gemm_wgmma(h, torch.randn(32, 64, device="cuda").bfloat16())
+with pytest.raises(RuntimeError, match="contiguous"):
+    ops().gemm_wgmma(h, h.t())
+buf = torch.randn(64 * 64 + 1, device="cuda").bfloat16()
+with pytest.raises(RuntimeError, match="16-byte aligned"):
+    ops().gemm_wgmma(buf[1:].view(64, 64), h)
+print("boundary checks ok")
+"""
+
+
+@gpu
+def test_boundary_checks_explain_themselves():
+    # A child process: a check that crashes instead of raising must not end the session.
+    from tests.helpers import run_python
+
+    run_python(_BOUNDARY, expect="boundary checks ok")
+
+
+@gpu
+@pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16))
+def test_opcheck(dtype):
+    from implementations.gemm.cuda_wgmma import ops
+
+    a, b = _inputs(40, 24, 48, dtype)
+    torch.library.opcheck(ops().gemm_wgmma.default, (a, b))
