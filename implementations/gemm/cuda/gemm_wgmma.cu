@@ -72,7 +72,7 @@ struct Config {
   static constexpr int A_BYTES = BM * BK * 2;             // 16 KB
   static constexpr int B_CHUNK_BYTES = BK * 64 * 2;       // one 64 (k) x 64 (n) box: 8 KB
   static constexpr int B_BYTES = BK * BN * 2;
-  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;   // the expect_tx count of a stage
+  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;   // a full stage's expect_tx count
   // +1024: the dynamic buffer is aligned up to 1024 bytes inside the kernel.
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;
 };
@@ -141,18 +141,26 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
         int tm, tn;
         tile_coords(tile, tiles_m, tiles_n, tm, tn);
         const int m0 = tm * BM, n0 = tn * BN;
+        // B boxes that start at or beyond column N are not loaded at all: the
+        // columns they would hold only feed output columns >= N, which are
+        // never stored, so stale shared memory there is harmless.  (Partly
+        // out-of-range boxes are loaded; TMA zero-fills their tail.)
+        const int chunks = min(BN / 64, (N - n0 + 63) / 64);
+        const uint32_t bytes = Cfg::A_BYTES + chunks * Cfg::B_CHUNK_BYTES;
         for (int kt = 0; kt < k_tiles; ++kt) {
           // Slot free?  (First pass: parity 1 of a fresh barrier is complete.)
           mbar_wait(&empty_bar[stage], phase ^ 1);
-          mbar_arrive_expect_tx(&full_bar[stage], Cfg::STAGE_BYTES);
+          mbar_arrive_expect_tx(&full_bar[stage], bytes);
           const int k0 = kt * BK;
           // A box: 64 k (inner, 128 bytes) x 128 rows of A.
           tma_load_2d(smem_a + stage * Cfg::A_BYTES, &tma_a, &full_bar[stage], k0, m0);
           // B boxes: 64 n (inner, 128 bytes) x 64 k-rows each, one per 64 columns.
 #pragma unroll
           for (int j = 0; j < BN / 64; ++j) {
-            tma_load_2d(smem_b + stage * Cfg::B_BYTES + j * Cfg::B_CHUNK_BYTES, &tma_b,
-                        &full_bar[stage], n0 + 64 * j, k0);
+            if (j < chunks) {
+              tma_load_2d(smem_b + stage * Cfg::B_BYTES + j * Cfg::B_CHUNK_BYTES, &tma_b,
+                          &full_bar[stage], n0 + 64 * j, k0);
+            }
           }
           if (++stage == STAGES) { stage = 0; phase ^= 1; }
         }
