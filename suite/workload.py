@@ -23,7 +23,7 @@ BACKENDS = ("eager", "torch", "compile", "triton", "cuda")
 # Module file name -> the backend it provides; used to name a module that
 # failed to import, so `list` can still say which backend is missing and why.
 _MODULE_BACKEND = {"eager": "eager", "torch_ops": "torch", "compiled": "compile",
-                   "triton": "triton", "cuda": "cuda"}
+                   "triton": "triton", "cuda": "cuda", "cuda_wgmma": "cuda"}
 
 
 def torch_dtype(name: str):
