@@ -160,6 +160,35 @@ def load(name: str, sources: list[Path], hopper: bool = False,
         return _loaded[name]
 
 
+_PREBUILD_CHILD = "import importlib, sys; importlib.import_module(sys.argv[1]).ops()"
+
+
+def prebuild(modules: list[str], timeout: float = 900.0) -> dict[str, float | None]:
+    """Build the extensions behind several implementation modules at once.
+
+    Each module (one with an ``ops()`` that calls :func:`load`) is built by its
+    own child process, all in parallel, into the same disk cache the sweep's
+    worker then loads from; nvcc is single-threaded per file, so building five
+    extensions side by side takes about as long as the slowest one.  Returns
+    the seconds each took, or None for one that failed or timed out: the
+    worker then builds it again itself and reports the error on its rows.
+    """
+    procs = {m: (time.perf_counter(), subprocess.Popen(
+        [sys.executable, "-c", _PREBUILD_CHILD, m], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)) for m in modules}
+    deadline = time.perf_counter() + timeout
+    result: dict[str, float | None] = {}
+    for m, (start, proc) in procs.items():
+        try:
+            code = proc.wait(timeout=max(1.0, deadline - time.perf_counter()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            code = None
+        result[m] = time.perf_counter() - start if code == 0 else None
+    return result
+
+
 def last_build_seconds(name: str) -> float | None:
     """Seconds the first :func:`load` of ``name`` took in this process (None: not loaded)."""
     return _build_seconds.get(name)
@@ -169,32 +198,47 @@ def is_loaded(name: str) -> bool:
     return name in _loaded
 
 
-def row_plan(n: int, size: int, staged_bytes: int, smem_optin: int = 232448) -> str:
-    """Python mirror of the row kernels' launch choice (ksuite::plan_rows,
-    ksuite::cluster_ctas in ksuite/common.cuh) on sm_90, for the `config` column.
+def row_plan(n: int, size: int, staged_bytes: int, smem_optin: int = 232448, *,
+             packs: int = 4, long_rows: str = "tma") -> str:
+    """Python mirror of the row kernels' automatic launch choice on sm_90, for
+    the `config` column: ksuite::plan_regs (ksuite/common.cuh) with ``packs``
+    16-byte packs a thread (8 elements a thread on the unvectorised path),
+    then for longer rows the cluster of the kernel's kind.
 
     ``size`` is the element size in bytes, ``staged_bytes`` what one column
-    takes in shared memory (the element for softmax, a float for layer norm);
-    ``smem_optin`` defaults to the H200's 227 KB of opt-in shared memory a block.
+    takes in a cluster CTA's shared memory (the element for softmax, a float
+    for layer norm); ``long_rows`` is "tma" (softmax: cp.async.bulk into
+    slices of <= 32 KB, softmax.cu's tma_ctas) or "cluster" (register loads,
+    slices of <= 64 KB, ksuite::cluster_ctas); ``smem_optin`` defaults to the
+    H200's 227 KB of opt-in shared memory a block.
     """
     vec = 16 // size if n % (16 // size) == 0 else 1
-    if n <= 1024:
-        for e in (4, 8, 16, 32):
-            if e % vec:
-                continue
-            lanes = 1
-            while lanes * e < n:
-                lanes *= 2
-            if lanes <= 32:
-                return f"registers: {lanes} lanes/row, {e} elems/thread, vec {vec}"
-    t = max(64, (-(-n // 16) + 31) // 32 * 32)
-    if t <= 1024:
-        return f"registers: block of {t}/row, 16 elems/thread, vec {vec}"
-    packs, pack_bytes = n // vec, vec * staged_bytes
+    per_thread = packs if vec > 1 else 8
+    elems = per_thread * vec
+    max_threads = 1024 if elems <= 32 else 256
+    row_packs = -(-n // vec)
+    t = -(-row_packs // per_thread)
+    if t <= 32:
+        lanes = 1
+        while lanes < t:
+            lanes *= 2
+        return (f"registers: {lanes} lanes/row, {min(256, max_threads) // lanes} rows/block, "
+                f"{per_thread} x {vec} elems/thread")
+    tpr = -(-t // 32) * 32
+    if tpr <= max_threads:
+        return f"registers: block of {tpr}/row, {per_thread} x {vec} elems/thread"
+    if long_rows == "tma" and vec > 1:
+        packs16 = n // vec
+        for ctas in (1, 2, 4, 8):
+            if -(-packs16 // ctas) * 16 <= 32 * 1024:
+                return f"cluster of {ctas} x 256 threads, TMA slices of the row in shared memory, vec {vec}"
+        if -(-packs16 // 8) * 16 + 2048 <= smem_optin:
+            return f"cluster of 8 x 256 threads, TMA slices of the row in shared memory, vec {vec}"
+    pcount, pack_bytes = n // vec, vec * staged_bytes
     for ctas in (1, 2, 4, 8):
-        if -(-packs // ctas) * pack_bytes <= 64 * 1024:
+        if -(-pcount // ctas) * pack_bytes <= 64 * 1024:
             return f"cluster of {ctas} x 512 threads, row in shared memory, vec {vec}"
-    if -(-packs // 8) * pack_bytes + 1024 <= smem_optin:
+    if -(-pcount // 8) * pack_bytes + 1024 <= smem_optin:
         return f"cluster of 8 x 512 threads, row in shared memory, vec {vec}"
     return f"two reads a row (online stats), grid = SMs, vec {vec}"
 
