@@ -1,13 +1,16 @@
 """The hand-written CUDA kernels of the memory-bound workloads, on the GPU.
 
 Every shape of the cpu and quick presets plus shapes picked to reach each
-plan of ksuite::plan_rows (registers, shared memory, two reads) with odd
-sizes and misaligned base pointers; fresh random inputs, allocator poisoned
-with NaN so an unwritten output element fails; opcheck for every op.
+plan (registers, cluster shared memory, two reads) with odd sizes and
+misaligned base pointers; every run-time variant (gelu_v, softmax_v,
+residual_layernorm_gelu_v); fresh random inputs, allocator poisoned with NaN
+so an unwritten output element fails; opcheck for every op; boundary checks
+that must raise, each in a child process.
 """
 from __future__ import annotations
 
 import zlib
+from importlib import import_module
 
 import pytest
 import torch
@@ -93,15 +96,18 @@ def test_misaligned_inputs_fall_back(wl_name, impl_name, shape, dtype):
 
 
 OPCHECK = [
-    ("gelu", "gelu", {"N": 1000}),
-    ("gelu", "gelu_scalar", {"N": 1000}),
-    ("softmax", "softmax", {"M": 37, "N": 300}),
-    ("residual_layernorm_gelu", "residual_layernorm_gelu", {"M": 37, "N": 300}),
+    ("gelu", "gelu", {"N": 1000}, ()),
+    ("gelu", "gelu_v", {"N": 1000}, (2,)),
+    ("gelu", "gelu_scalar", {"N": 1000}, ()),
+    ("softmax", "softmax", {"M": 37, "N": 300}, ()),
+    ("softmax", "softmax_v", {"M": 37, "N": 1024}, (4,)),
+    ("residual_layernorm_gelu", "residual_layernorm_gelu", {"M": 37, "N": 300}, ()),
+    ("residual_layernorm_gelu", "residual_layernorm_gelu_v", {"M": 37, "N": 304}, (2,)),
 ]
 
 
-@pytest.mark.parametrize("wl_name,op,shape", OPCHECK, ids=[o for _, o, _ in OPCHECK])
-def test_opcheck(wl_name, op, shape):
+@pytest.mark.parametrize("wl_name,op,shape,extra", OPCHECK, ids=[o for _, o, _, _ in OPCHECK])
+def test_opcheck(wl_name, op, shape, extra):
     registry = discover()
     impl = registry.get(wl_name, "cuda")
     wl = registry.workloads[wl_name]
@@ -109,37 +115,121 @@ def test_opcheck(wl_name, op, shape):
     impl.fn(**inputs)  # builds and registers the fake implementation
     assert cuda_build.last_build_seconds(wl_name) is not None
     overload = getattr(torch.ops.kernel_suite, op).default
-    torch.library.opcheck(overload, tuple(inputs.values()))
+    torch.library.opcheck(overload, tuple(inputs.values()) + extra)
 
 
+# Every op's boundary checks must raise RuntimeError (not crash) for a wrong
+# dtype, a wrong shape, a non-contiguous input and a tensor on the CPU.  On
+# the H200 image a check whose message streamed a number segfaulted; the
+# checks now build their messages with ksuite::msg (no std::ostream).  Each
+# case runs in a child process, so a crash fails this test with the case's
+# name instead of ending the pytest session.
 _BOUNDARY = """
-import pytest, torch
+import torch
 from suite.workload import discover
 registry = discover()
-gelu = registry.get("gelu", "cuda")
+for wl, impl in [("gelu", "cuda"), ("softmax", "cuda"), ("residual_layernorm_gelu", "cuda")]:
+    registry.get(wl, impl)  # builds and loads
+ks = torch.ops.kernel_suite
 x = torch.randn(64, 64, device="cuda")
-gelu.fn(x)
-with pytest.raises(RuntimeError, match="contiguous"):
-    torch.ops.kernel_suite.gelu(x.t())
-with pytest.raises(RuntimeError, match="float32, float16 or bfloat16"):
-    torch.ops.kernel_suite.gelu(x.double())
-rlg = registry.get("residual_layernorm_gelu", "cuda")
 w, b = torch.randn(64, device="cuda"), torch.randn(64, device="cuda")
-rlg.fn(x, x, w, b, 1e-5)
-with pytest.raises(RuntimeError, match="weight must have shape"):
-    torch.ops.kernel_suite.residual_layernorm_gelu(x, x, torch.randn(63, device="cuda"), b, 1e-5)
-with pytest.raises(RuntimeError, match="one dtype"):
-    torch.ops.kernel_suite.residual_layernorm_gelu(x, x.half(), w, b, 1e-5)
+cases = {
+    "gelu dtype": (lambda: ks.gelu(x.double()), "float32, float16 or bfloat16"),
+    "gelu int dtype": (lambda: ks.gelu(x.int()), "float32, float16 or bfloat16"),
+    "gelu contiguous": (lambda: ks.gelu(x.t()), "contiguous"),
+    "gelu cpu": (lambda: ks.gelu(x.cpu()), "CUDA tensor"),
+    "gelu_v variant": (lambda: ks.gelu_v(x, 99), "variant must be"),
+    "gelu_v contiguous": (lambda: ks.gelu_v(x.t(), 1), "contiguous"),
+    "gelu_scalar dtype": (lambda: ks.gelu_scalar(x.double()), "float32, float16 or bfloat16"),
+    "gelu_scalar contiguous": (lambda: ks.gelu_scalar(x.t()), "contiguous"),
+    "softmax dtype": (lambda: ks.softmax(x.double()), "float32, float16 or bfloat16"),
+    "softmax shape": (lambda: ks.softmax(torch.tensor(1.0, device="cuda")), "at least one dimension"),
+    "softmax contiguous": (lambda: ks.softmax(x.t()), "contiguous"),
+    "softmax cpu": (lambda: ks.softmax(x.cpu()), "CUDA tensor"),
+    "softmax_v variant": (lambda: ks.softmax_v(x, -1), "variant must be"),
+    "rlg dtype": (lambda: ks.residual_layernorm_gelu(x.double(), x.double(), w.double(), b.double(), 1e-5),
+                  "float32, float16 or bfloat16"),
+    "rlg mixed dtype": (lambda: ks.residual_layernorm_gelu(x, x.half(), w, b, 1e-5), "one dtype"),
+    "rlg weight shape": (lambda: ks.residual_layernorm_gelu(x, x, torch.randn(63, device="cuda"), b, 1e-5),
+                         "weight must have shape"),
+    "rlg bias shape": (lambda: ks.residual_layernorm_gelu(x, x, w, torch.randn(2, 64, device="cuda"), 1e-5),
+                       "bias must have shape"),
+    "rlg r shape": (lambda: ks.residual_layernorm_gelu(x, x[:32], w, b, 1e-5), "r has shape"),
+    "rlg contiguous": (lambda: ks.residual_layernorm_gelu(x.t(), x, w, b, 1e-5), "contiguous"),
+    "rlg cpu": (lambda: ks.residual_layernorm_gelu(x.cpu(), x, w, b, 1e-5), "CUDA tensor"),
+    "rlg device": (lambda: ks.residual_layernorm_gelu(x, x.cpu(), w, b, 1e-5), "is on cpu"),
+    "rlg eps": (lambda: ks.residual_layernorm_gelu(x, x, w, b, -1.0), "eps must be positive"),
+    "rlg_v variant": (lambda: ks.residual_layernorm_gelu_v(x, x, w, b, 1e-5, 6), "variant must be"),
+    "rlg_v shape": (lambda: ks.residual_layernorm_gelu_v(x, x, torch.randn(63, device="cuda"), b, 1e-5, 1),
+                    "weight must have shape"),
+}
+for name, (call, match) in cases.items():
+    print("case", name, flush=True)
+    try:
+        call()
+    except RuntimeError as exc:
+        assert match in str(exc), (name, str(exc)[:300])
+    else:
+        raise AssertionError(name + ": no error")
+# The ops still work after all those errors.
+torch.testing.assert_close(ks.softmax(x), torch.softmax(x, -1), rtol=1e-5, atol=1e-6)
 print("boundary checks ok")
 """
 
 
-def test_boundary_checks_speak_plainly():
+def test_boundary_checks_raise_not_crash():
     # In a child process: a check that crashes instead of raising (seen on the
-    # H200 image) then fails this test rather than ending the whole session.
+    # H200 image) then fails this test, naming the last case, rather than
+    # ending the whole session.
     from tests.helpers import run_python
 
     run_python(_BOUNDARY, expect="boundary checks ok")
+
+
+# Every run-time variant of the three row/elementwise ops against the float64
+# reference: the plans they exist for, plus shapes that make a variant fall
+# back (rows too long for registers, odd widths, misaligned rows).
+VARIANT_SHAPES = {
+    "gelu": [{"N": 7}, {"N": 4099}, {"N": 3_000_017}, {"N": (1 << 22) + 5}],
+    "softmax": [{"M": 300, "N": 128}, {"M": 1823, "N": 781}, {"M": 257, "N": 4096}, {"M": 7, "N": 131073},
+                {"M": 5, "N": 131072}, {"M": 3, "N": 40000}, {"M": 2, "N": 600_000}, {"M": 4096, "N": 1000}],
+    "residual_layernorm_gelu": [{"M": 37, "N": 1000}, {"M": 1823, "N": 781}, {"M": 130, "N": 1024},
+                                {"M": 33, "N": 8192}, {"M": 5, "N": 50000}, {"M": 3, "N": 100003},
+                                {"M": 9, "N": 16385}],
+}
+VARIANTS = {"gelu": range(0, 7), "softmax": range(0, 8), "residual_layernorm_gelu": range(0, 6)}
+
+
+def _variant_call(wl_name: str, variant: int):
+    ks = torch.ops.kernel_suite
+    if wl_name == "gelu":
+        return lambda x: ks.gelu_v(x, variant)
+    if wl_name == "softmax":
+        return lambda x: ks.softmax_v(x, variant)
+    return lambda x, r, weight, bias, eps: ks.residual_layernorm_gelu_v(x, r, weight, bias, float(eps), variant)
+
+
+def _variant_cases():
+    out = []
+    for wl_name, shapes in VARIANT_SHAPES.items():
+        for variant in VARIANTS[wl_name]:
+            for shape in shapes:
+                for dtype in ("float32", "bfloat16"):
+                    case = Case.make(wl_name, dtype, **shape)
+                    out.append(pytest.param(wl_name, variant, case, id=f"{wl_name}-v{variant}-{case}"))
+    return out
+
+
+@pytest.mark.parametrize("wl_name,variant,case", _variant_cases())
+def test_variants_match_reference(wl_name, variant, case):
+    wl = discover().workloads[wl_name]
+    import_module(f"implementations.{wl_name}.cuda").ops()  # builds, registers the variant ops
+    inputs = wl.make_inputs(case, "cuda", zlib.crc32(f"v{variant}|{case}".encode()))
+    poison_allocator("cuda", wl.min_bytes(case))
+    out = _variant_call(wl_name, variant)(**inputs)
+    torch.cuda.synchronize()
+    result = check(out, wl.reference(case, inputs), wl.tolerance(case))
+    assert result.correct, f"variant {variant} {case}: {result.message}"
 
 
 def test_runs_under_torch_compile():

@@ -1,6 +1,8 @@
-"""Hand-written CUDA GELU: ``cuda`` (16-byte vectors, SM-sized grid) and ``cuda:scalar``.
+"""Hand-written CUDA GELU: ``cuda`` (16-byte vectors, one tile a block, cheap
+exact-form GELU) and ``cuda:scalar`` (one element a thread, erff).
 
-Built by suite.cuda_build on first use; called as torch.ops.kernel_suite.gelu.
+Built by suite.cuda_build on first use; called as torch.ops.kernel_suite.gelu;
+``gelu_v(x, variant)`` runs one design by number (see gelu.cu; 0 = auto).
 """
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from pathlib import Path
 
 from suite import cuda_build
 from suite.backends import dtype_in
-from suite.workload import register
+from suite.workload import itemsize, register
 
 SOURCES = [Path(__file__).with_name("gelu.cu")]
 _supports = dtype_in("float32", "float16", "bfloat16")
@@ -19,15 +21,23 @@ def _fakes() -> None:
 
     for op in ("kernel_suite::gelu", "kernel_suite::gelu_scalar"):
         torch.library.register_fake(op)(lambda x: torch.empty_like(x))
+    torch.library.register_fake("kernel_suite::gelu_v")(lambda x, variant: torch.empty_like(x))
 
 
 def ops():
     return cuda_build.load("gelu", SOURCES, fakes=_fakes)
 
 
-@register("gelu", "cuda", available=cuda_build.cuda_available, supports=_supports,
-          config=lambda case: "16B vectors, 4 in flight/thread, grid = SMs x full occupancy",
-          description="CUDA: 16-byte vector loads, grid-stride over an SM-sized grid, scalar tail")
+def _config(case) -> str:
+    """Mirror of gelu.cu's auto_variant on the H200 (132 SMs, 256-thread blocks)."""
+    vec = 16 // itemsize(case.dtype)
+    tiles4 = case["N"] // vec // (256 * 4)
+    unroll = 4 if tiles4 >= 4 * 132 * 8 else 1
+    return f"16B vectors, {unroll} in flight/thread, one {256 * unroll}-pack tile a block, fast erfc GELU"
+
+
+@register("gelu", "cuda", available=cuda_build.cuda_available, supports=_supports, config=_config,
+          description="CUDA: 16-byte vector loads, one tile a block, packed bf16 conversions, cheap exact-form GELU")
 def gelu_cuda(x):
     return ops().gelu(x)
 

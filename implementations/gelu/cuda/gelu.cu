@@ -1,11 +1,27 @@
 // gelu: y = x * 0.5 * (1 + erf(x / sqrt 2)), elementwise, computed in float32.
 //
-// Napkin math: 2 * N * sizeof(T) bytes, ~10 FLOPs an element: memory bound, so
-// the work is keeping enough bytes in flight.  Little's law on the H200:
-// ~4.2 TB/s x ~0.7 us latency ~ 3 MB in flight, ~22 KB per SM.  A full SM
-// (2048 threads) issuing UNROLL = 4 sixteen-byte loads each has 128 KB in
-// flight, comfortably above that; one element per thread (gelu_scalar) has
-// 8 KB (fp32) or 4 KB (bf16) and relies on many more blocks to get there.
+// Napkin math (H200, copy ceiling ~4.2 TB/s): bf16 N = 2^28 moves 1 GiB, 0.25 ms
+// at the ceiling.  The issue rate is the other limit: 132 SMs x 4 schedulers x
+// 1.98 GHz issue ~1.0e12 warp instructions/s, ~2.6e8 in 0.25 ms, i.e. ~31
+// instructions per element at 100% issue.  erff + the bf16 conversions +
+// 64-bit loop arithmetic cost ~30, so bf16 was issue bound (0.79 of copy).
+// ksuite::gelu_fast is ~16 (rcp + ex2 on the MUFU pipe, 10 FMAs), and bf16 is
+// converted two elements per instruction: ~17 a bf16 element, half the issue
+// time of the memory time.  fp32 has twice the time per element.
+//
+// Memory side: each thread loads UNROLL 16-byte packs of one contiguous tile
+// (256 x UNROLL packs) before any math, so a resident SM has 2048 x 64 B =
+// 128 KB in flight (Little: ~4.2 TB/s x ~1 us / 132 SMs ~ 32 KB needed).
+// Variants (gelu_v's `variant`, 0 = auto):
+//  1 tiles: one tile a block, grid = tiles (the copy kernel's shape);
+//    UNROLL 4, or 1 when there are too few tiles to fill the GPU four times.
+//  2 persistent: the same tiles, grid = resident blocks (occupancy API) x SMs,
+//    grid-stride over tiles.
+//  3 tiles with erff (libdevice), to show what the math costs.
+//  4 tiles, UNROLL 8 (128 B a thread in flight).
+//  5 tiles, UNROLL 2.
+//  6 tiles, UNROLL 1 (auto's choice below 4 waves of UNROLL-4 tiles).
+// Indices inside a tile are 32-bit; only the tile base is 64-bit.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
@@ -18,64 +34,116 @@
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kUnroll = 4;
 
-// Grid-stride over 16-byte packs; each trip issues kUnroll independent loads
-// before any math so they overlap.  The n % VEC tail (< VEC elements) is done
-// by the first threads of the grid.
-template <typename T>
+template <bool FAST>
+__device__ __forceinline__ float gelu1(float v) {
+  if constexpr (FAST) {
+    return ksuite::gelu_fast(v);
+  } else {
+    return ksuite::gelu_erf(v);
+  }
+}
+
+template <typename T, int UNROLL, bool FAST>
 __global__ void __launch_bounds__(kThreads)
-gelu_vec_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n) {
+gelu_tile_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t packs, int64_t n, int64_t tiles) {
   constexpr int VEC = ksuite::vec16<T>();
-  using P = ksuite::Pack<T, VEC>;
-  const P* xp = reinterpret_cast<const P*>(x);
-  P* yp = reinterpret_cast<P*>(y);
-  const int64_t packs = n / VEC;
-  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-
-  for (int64_t base = tid; base < packs; base += stride * kUnroll) {
-    P buf[kUnroll];
+  constexpr int TILE = kThreads * UNROLL;  // packs
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t base = tile * TILE;
+    const T* xt = x + base * VEC;
+    T* yt = y + base * VEC;
+    uint4 raw[UNROLL];
+    if (base + TILE <= packs) {
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + u * stride;
-      if (i < packs) buf[u] = xp[i];
-    }
+      for (int u = 0; u < UNROLL; ++u) raw[u] = ksuite::ld16(xt + (u * kThreads + threadIdx.x) * VEC);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + u * stride;
-      if (i < packs) {
-        P out;
+      for (int u = 0; u < UNROLL; ++u) {
+        float f[VEC];
+        ksuite::raw_to_floats<T>(raw[u], f);
 #pragma unroll
-        for (int k = 0; k < VEC; ++k)
-          out.v[k] = ksuite::from_float<T>(ksuite::gelu_erf(ksuite::to_float(buf[u].v[k])));
-        yp[i] = out;
+        for (int k = 0; k < VEC; ++k) f[k] = gelu1<FAST>(f[k]);
+        ksuite::st16(yt + (u * kThreads + threadIdx.x) * VEC, ksuite::floats_to_raw<T>(f));
+      }
+    } else {
+      const int left = static_cast<int>(packs - base);
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) {
+        const int i = u * kThreads + threadIdx.x;
+        if (i < left) raw[u] = ksuite::ld16(xt + i * VEC);
+      }
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) {
+        const int i = u * kThreads + threadIdx.x;
+        if (i < left) {
+          float f[VEC];
+          ksuite::raw_to_floats<T>(raw[u], f);
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) f[k] = gelu1<FAST>(f[k]);
+          ksuite::st16(yt + i * VEC, ksuite::floats_to_raw<T>(f));
+        }
       }
     }
   }
-  const int64_t tail = packs * VEC + tid;
-  if (tail < n) y[tail] = ksuite::from_float<T>(ksuite::gelu_erf(ksuite::to_float(x[tail])));
+  // The n % VEC elements after the last pack.
+  if (blockIdx.x == 0) {
+    const int64_t i = packs * VEC + threadIdx.x;
+    if (i < n) y[i] = ksuite::from_float<T>(gelu1<FAST>(ksuite::to_float(x[i])));
+  }
 }
 
-// One element per thread, one block per 256 elements: the baseline that shows
-// what the vector loads and the bytes-in-flight arithmetic above buy.
-template <typename T>
+// One element per thread: misaligned views (FAST) and the cuda:scalar
+// baseline (erff), which shows what the vector loads buy.
+template <typename T, bool FAST>
 __global__ void __launch_bounds__(kThreads)
 gelu_scalar_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = ksuite::from_float<T>(ksuite::gelu_erf(ksuite::to_float(x[i])));
+  if (i < n) y[i] = ksuite::from_float<T>(gelu1<FAST>(ksuite::to_float(x[i])));
 }
 
 void check_input(const at::Tensor& x, const char* op) {
-  TORCH_CHECK(x.is_cuda(), op, ": x must be a CUDA tensor, got one on ", x.device());
-  TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kHalf ||
-                  x.scalar_type() == at::kBFloat16,
-              op, ": x must be float32, float16 or bfloat16, got ", x.scalar_type());
-  TORCH_CHECK(x.is_contiguous(), op, ": x must be contiguous (call .contiguous() first)");
+  KSUITE_CHECK(x.is_cuda(), op, ": x must be a CUDA tensor, got one on ", x.device());
+  KSUITE_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kHalf ||
+                   x.scalar_type() == at::kBFloat16,
+               op, ": x must be float32, float16 or bfloat16, got ", x.scalar_type());
+  KSUITE_CHECK(x.is_contiguous(), op, ": x must be contiguous (call .contiguous() first)");
 }
 
-at::Tensor gelu_cuda(const at::Tensor& x) {
-  check_input(x, "kernel_suite::gelu");
+constexpr int kVariants = 6;
+
+template <typename T, int UNROLL, bool FAST>
+void launch_tiles(const T* x, T* y, int64_t n, bool persistent, cudaStream_t stream) {
+  constexpr int VEC = ksuite::vec16<T>();
+  const int64_t packs = n / VEC;
+  const int64_t tiles = (packs + int64_t(kThreads) * UNROLL - 1) / (int64_t(kThreads) * UNROLL);
+  int64_t grid = std::max<int64_t>(tiles, 1);  // >= 1 block: the tail needs one
+  if (persistent) {
+    static int per_sm = 0;  // per instantiation; the same on every H200
+    if (per_sm == 0) {
+      C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &per_sm, gelu_tile_kernel<T, UNROLL, FAST>, kThreads, 0));
+      per_sm = std::max(per_sm, 1);
+    }
+    grid = std::min<int64_t>(grid, int64_t(per_sm) * ksuite::sm_count());
+  }
+  grid = std::min<int64_t>(grid, 0x7fffffff);
+  gelu_tile_kernel<T, UNROLL, FAST><<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(x, y, packs, n, tiles);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// Variant 0 (auto): tiles of 4 packs a thread once there are >= 4 waves of
+// them (2048 threads an SM), else tiles of 1 pack, so a small N still spreads
+// over every SM.
+int auto_variant(int64_t n, int vec) {
+  const int64_t tiles4 = n / vec / (kThreads * 4);
+  const int64_t wave = int64_t(ksuite::sm_count()) * (2048 / kThreads);
+  return tiles4 >= 4 * wave ? 1 : 6;
+}
+
+at::Tensor gelu_run(const at::Tensor& x, int64_t variant, const char* op) {
+  check_input(x, op);
+  KSUITE_CHECK(variant >= 0 && variant <= kVariants, op, ": variant must be 0 (auto) .. ", kVariants,
+               ", got ", variant);
   const c10::cuda::CUDAGuard guard(x.device());
   at::Tensor y = at::empty_like(x);
   const int64_t n = x.numel();
@@ -84,22 +152,30 @@ at::Tensor gelu_cuda(const at::Tensor& x) {
   KSUITE_DISPATCH_FLOATS(x.scalar_type(), "ksuite_gelu", [&] {
     const scalar_t* xp = x.const_data_ptr<scalar_t>();
     scalar_t* yp = y.mutable_data_ptr<scalar_t>();
-    if (ksuite::aligned16(xp) && ksuite::aligned16(yp)) {
-      // Enough blocks to fill every SM at full occupancy, no more: the rest
-      // is the grid-stride loop, so the launch stays the same at any N.
-      constexpr int VEC = ksuite::vec16<scalar_t>();
-      const int64_t needed = (n / VEC + kThreads - 1) / kThreads;
-      const int64_t full = int64_t(ksuite::sm_count()) * (ksuite::max_threads_per_sm() / kThreads);
-      const int blocks = static_cast<int>(std::max<int64_t>(1, std::min(needed, full)));
-      gelu_vec_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(xp, yp, n);
-    } else {
+    if (!(ksuite::aligned16(xp) && ksuite::aligned16(yp))) {
       // A view whose storage offset breaks 16-byte alignment: no vector loads.
       const int64_t blocks = (n + kThreads - 1) / kThreads;
-      gelu_scalar_kernel<scalar_t><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(xp, yp, n);
+      gelu_scalar_kernel<scalar_t, true><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(xp, yp, n);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      return;
     }
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    const int v = variant == 0 ? auto_variant(n, ksuite::vec16<scalar_t>()) : static_cast<int>(variant);
+    switch (v) {
+      case 1: launch_tiles<scalar_t, 4, true>(xp, yp, n, false, stream); break;
+      case 2: launch_tiles<scalar_t, 4, true>(xp, yp, n, true, stream); break;
+      case 3: launch_tiles<scalar_t, 4, false>(xp, yp, n, false, stream); break;
+      case 4: launch_tiles<scalar_t, 8, true>(xp, yp, n, false, stream); break;
+      case 5: launch_tiles<scalar_t, 2, true>(xp, yp, n, false, stream); break;
+      default: launch_tiles<scalar_t, 1, true>(xp, yp, n, false, stream); break;
+    }
   });
   return y;
+}
+
+at::Tensor gelu_cuda(const at::Tensor& x) { return gelu_run(x, 0, "kernel_suite::gelu"); }
+
+at::Tensor gelu_v_cuda(const at::Tensor& x, int64_t variant) {
+  return gelu_run(x, variant, "kernel_suite::gelu_v");
 }
 
 at::Tensor gelu_scalar_cuda(const at::Tensor& x) {
@@ -111,7 +187,7 @@ at::Tensor gelu_scalar_cuda(const at::Tensor& x) {
   cudaStream_t stream = ksuite::current_stream();
   KSUITE_DISPATCH_FLOATS(x.scalar_type(), "ksuite_gelu_scalar", [&] {
     const int64_t blocks = (n + kThreads - 1) / kThreads;
-    gelu_scalar_kernel<scalar_t><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+    gelu_scalar_kernel<scalar_t, false><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
         x.const_data_ptr<scalar_t>(), y.mutable_data_ptr<scalar_t>(), n);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
@@ -122,10 +198,12 @@ at::Tensor gelu_scalar_cuda(const at::Tensor& x) {
 
 TORCH_LIBRARY_FRAGMENT(kernel_suite, m) {
   m.def("gelu(Tensor x) -> Tensor");
+  m.def("gelu_v(Tensor x, int variant) -> Tensor");
   m.def("gelu_scalar(Tensor x) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(kernel_suite, CUDA, m) {
   m.impl("gelu", &gelu_cuda);
+  m.impl("gelu_v", &gelu_v_cuda);
   m.impl("gelu_scalar", &gelu_scalar_cuda);
 }

@@ -1,7 +1,9 @@
 """Hand-written CUDA residual + LayerNorm + GELU: one read of x and r, one write.
 
 Built by suite.cuda_build on first use; called as
-torch.ops.kernel_suite.residual_layernorm_gelu.
+torch.ops.kernel_suite.residual_layernorm_gelu; ``residual_layernorm_gelu_v(...,
+variant)`` runs one plan by number (see the .cu; 0 = auto), for device
+benchmarks that compare them.
 """
 from __future__ import annotations
 
@@ -21,6 +23,10 @@ def _fakes() -> None:
     def _(x, r, weight, bias, eps):
         return torch.empty_like(x)
 
+    @torch.library.register_fake("kernel_suite::residual_layernorm_gelu_v")
+    def _(x, r, weight, bias, eps, variant):
+        return torch.empty_like(x)
+
 
 def ops():
     return cuda_build.load("residual_layernorm_gelu", SOURCES, fakes=_fakes)
@@ -28,7 +34,7 @@ def ops():
 
 @register("residual_layernorm_gelu", "cuda", available=cuda_build.cuda_available,
           supports=dtype_in("float32", "float16", "bfloat16"),
-          config=lambda case: cuda_build.row_plan(case["N"], itemsize(case.dtype), 4),
-          description="CUDA: row in registers (warp or block a row), cluster shared memory for long rows, two reads beyond")
+          config=lambda case: cuda_build.row_plan(case["N"], itemsize(case.dtype), 4, long_rows="cluster"),
+          description="CUDA: row in registers (one (count, mean, M2) reduction), cluster shared memory for long rows, two reads beyond")
 def residual_layernorm_gelu_cuda(x, r, weight, bias, eps):
     return ops().residual_layernorm_gelu(x, r, weight, bias, float(eps))

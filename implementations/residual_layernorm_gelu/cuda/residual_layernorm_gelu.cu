@@ -1,16 +1,28 @@
 // residual_layernorm_gelu: h = x + r; y = gelu(layernorm(h) * w + b) over the
-// last dim of contiguous M x N inputs, in float32 with exact (erf) GELU.
+// last dim of contiguous M x N inputs, in float32 with exact (erf-form) GELU.
 //
 // Napkin math: (3*M*N + 2*N) * sizeof(T) bytes compulsory (x and r read once,
-// y written once, w and b once per SM from L2), ~20 FLOPs an element: memory
-// bound.  Plans as in softmax (ksuite::plan_rows): h in registers (the row's
-// loads all in flight before the first reduction, mean then variance from
-// registers); longer rows on sm_90 split over a thread-block cluster, each CTA
-// holding its slice of h as float in shared memory and the CTAs merging
-// (count, mean, M2) through distributed shared memory (Chan et al.'s
-// pairwise formula); before sm_90 h as float in one CTA's shared memory; and
-// for rows longer than that a shifted-sums statistics pass followed by a
-// backwards output pass whose re-reads mostly hit L2.
+// y written once, w and b once per SM from L2).  bf16 at 0.9 x 4.2 TB/s is
+// ~0.63e12 elements/s, ~0.6 an element per scheduler-clock: a budget of ~50
+// instructions an element.  The old kernel spent ~25 on erff alone plus
+// 64-bit index math, block barriers and one-element conversions; now
+// ksuite::gelu_fast (~16), packed bf16 conversions, 32-bit in-row indices.
+//
+// Plans (residual_layernorm_gelu_v's `variant`; 0 = auto):
+//  1 registers, 4 packs a thread of x and of r (2 x 64 B in flight a thread)
+//  2 registers, 2 packs a thread
+//  3 registers, 1 pack a thread
+//    h = x + r stays in registers (ksuite::plan_regs: lanes of a warp, several
+//    rows a block, or a whole block a row); each thread reduces its own
+//    elements to (count, mean, M2) and one pair-wise (Chan et al.) reduction
+//    merges them: exact two-pass statistics with one exchange, one barrier.
+//  4 cluster (sm_90): rows too long for registers split over 2..8 CTAs, each
+//    holding its slice of h as float in shared memory; (count, mean, M2)
+//    merged through distributed shared memory.
+//  5 two reads: shifted sums, then a backwards output pass whose re-reads
+//    mostly hit L2 (rows longer than the cluster holds).
+// Auto: 1 while the row fits 1024 threads, else 4, else 5.  A variant that
+// cannot run a shape runs auto's plan.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAException.h>
@@ -43,7 +55,7 @@ __device__ __forceinline__ void finish_pack(const float (&h)[VEC], float mean, f
   Pack<T, VEC> out;
 #pragma unroll
   for (int k = 0; k < VEC; ++k)
-    out.v[k] = ksuite::from_float<T>(ksuite::gelu_erf((h[k] - mean) * rstd * wv[k] + bv[k]));
+    out.v[k] = ksuite::from_float<T>(ksuite::gelu_fast((h[k] - mean) * rstd * wv[k] + bv[k]));
   *reinterpret_cast<Pack<T, VEC>*>(y) = out;
 }
 
@@ -56,48 +68,81 @@ __device__ __forceinline__ void load_h(const T* x, const T* r, float (&h)[VEC]) 
   for (int k = 0; k < VEC; ++k) h[k] += rv[k];
 }
 
-// 32 elements a thread need more than the 64 registers a 1024-thread bound
-// allows; ksuite::plan_rows uses them only for warp-per-row blocks of 128.
-template <typename T, int VEC, int ELEMS>
-__global__ void __launch_bounds__(ELEMS >= 32 ? 128 : 1024)
+// (count, mean, M2) of a set of values; Chan et al.'s pairwise merge.
+struct MergeStats {
+  __device__ __forceinline__ float3 operator()(float3 a, float3 b) const {
+    const float cnt = a.x + b.x;
+    if (cnt == 0.0f) return a;
+    const float f = b.x * ksuite::rcp_approx(cnt);
+    const float d = b.y - a.y;
+    return make_float3(cnt, fmaf(d, f, a.y), a.z + b.z + d * d * a.x * f);
+  }
+};
+
+// Block size bound of the register kernel: 32 floats of h a thread fit the
+// 64 registers of a 1024-thread block; more need a 256-thread bound.
+constexpr int regs_max_threads(int elems) { return elems <= 32 ? 1024 : 256; }
+
+template <typename T, int VEC, int PACKS>
+__global__ void __launch_bounds__(regs_max_threads(VEC * PACKS))
 rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
-                const T* __restrict__ b, T* __restrict__ y, int64_t m, int64_t n, float eps, int tpr) {
-  constexpr int PACKS = ELEMS / VEC;
-  __shared__ float smem[32];
-  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
-  const int t = threadIdx.x % tpr;
-  // Lanes past the last row keep going with an empty row: the shuffles need them.
-  const int64_t cols = row < m ? n : 0;
+                const T* __restrict__ b, T* __restrict__ y, int64_t m, int n, float eps, int tpr) {
+  __shared__ float3 red[32];
+  const int group = threadIdx.x / tpr;
+  const int t = threadIdx.x - group * tpr;
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + group;
+  // Threads past the last row run with an empty row: the shuffles need them.
+  const int cols = row < m ? n : 0;
   const int64_t off = row * n;
   float h[PACKS][VEC];
-  float sum = 0.0f;
+  // Every load of x and r first (the compiler keeps them ahead of the adds).
 #pragma unroll
   for (int p = 0; p < PACKS; ++p) {
-    const int64_t c = (int64_t(p) * tpr + t) * VEC;
+    const int c = (p * tpr + t) * VEC;
     if (c < cols) {
-      load_h<T, VEC>(x + off + c, r + off + c, h[p]);
+      float rv[VEC];
+      ksuite::load_floats<T, VEC>(x + off + c, h[p]);
+      ksuite::load_floats<T, VEC>(r + off + c, rv);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) h[p][k] += rv[k];
     } else {
 #pragma unroll
       for (int k = 0; k < VEC; ++k) h[p][k] = 0.0f;
     }
+  }
+  float cnt = 0.0f, sum = 0.0f;
+#pragma unroll
+  for (int p = 0; p < PACKS; ++p) {
+    if ((p * tpr + t) * VEC < cols) cnt += float(VEC);
 #pragma unroll
     for (int k = 0; k < VEC; ++k) sum += h[p][k];
   }
-  const float mean = ksuite::row_sum(sum, tpr, smem) / float(n);
-  float sq = 0.0f;
+  const float mean_t = cnt > 0.0f ? sum / cnt : 0.0f;
+  float m2 = 0.0f;
 #pragma unroll
   for (int p = 0; p < PACKS; ++p) {
-    const int64_t c = (int64_t(p) * tpr + t) * VEC;
-    if (c < cols) {
+    if ((p * tpr + t) * VEC < cols) {
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) sq += (h[p][k] - mean) * (h[p][k] - mean);
+      for (int k = 0; k < VEC; ++k) m2 = fmaf(h[p][k] - mean_t, h[p][k] - mean_t, m2);
     }
   }
-  const float rstd = rsqrtf(ksuite::row_sum(sq, tpr, smem) / float(n) + eps);
+  const float3 st = ksuite::group_reduce(make_float3(cnt, mean_t, m2), tpr, red, make_float3(0.0f, 0.0f, 0.0f),
+                                         MergeStats{});
+  const float rstd = rsqrtf(st.z / float(n) + eps);
+  const float shift = -st.y * rstd;
+  T* yr = y + off;
 #pragma unroll
   for (int p = 0; p < PACKS; ++p) {
-    const int64_t c = (int64_t(p) * tpr + t) * VEC;
-    if (c < cols) finish_pack<T, VEC>(h[p], mean, rstd, w + c, b + c, y + off + c);
+    const int c = (p * tpr + t) * VEC;
+    if (c < cols) {
+      float wv[VEC], bv[VEC];
+      // w and b: the same columns for every row, so cached loads (L1 hits).
+      ksuite::load_floats<T, VEC, false>(w + c, wv);
+      ksuite::load_floats<T, VEC, false>(b + c, bv);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) h[p][k] = ksuite::gelu_fast(fmaf(fmaf(h[p][k], rstd, shift), wv[k], bv[k]));
+      ksuite::store_floats<T, VEC>(yr + c, h[p]);
+    }
   }
 }
 
@@ -239,72 +284,92 @@ bool launch_cluster(const T* x, const T* r, const T* w, const T* b, T* y, int64_
   return true;
 }
 
+constexpr int kVariants = 5;
+
+template <typename T, int VEC, int PACKS>
+bool launch_regs(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
+                 cudaStream_t stream) {
+  const ksuite::RegPlan plan = ksuite::plan_regs(n, VEC, PACKS, regs_max_threads(VEC * PACKS));
+  if (plan.tpr == 0 || n > 0x7fffffff) return false;
+  const int64_t rows_per_block = plan.threads / plan.tpr;
+  const int64_t grid = (m + rows_per_block - 1) / rows_per_block;
+  if (grid > 0x7fffffff) return false;
+  rlg_regs_kernel<T, VEC, PACKS><<<static_cast<unsigned>(grid), plan.threads, 0, stream>>>(
+      x, r, w, b, y, m, static_cast<int>(n), eps, plan.tpr);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
 template <typename T, int VEC>
-void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
-            cudaStream_t stream) {
-  const int smem_limit = ksuite::max_smem_optin();
-  const ksuite::RowPlan plan = ksuite::plan_rows(n, VEC, sizeof(float), smem_limit);
-  if (plan.mode == ksuite::RowMode::kRegisters) {
-    const int64_t rows_per_block = plan.threads / plan.tpr;
-    const auto grid = static_cast<unsigned>((m + rows_per_block - 1) / rows_per_block);
-    switch (plan.elems) {
-#define KSUITE_CASE(E)                                                                   \
-  case E:                                                                                \
-    if constexpr (E % VEC == 0)                                                          \
-      rlg_regs_kernel<T, VEC, E><<<grid, plan.threads, 0, stream>>>(x, r, w, b, y, m, n, eps, plan.tpr); \
-    break;
-      KSUITE_CASE(4) KSUITE_CASE(8) KSUITE_CASE(16) KSUITE_CASE(32)
-#undef KSUITE_CASE
-      default:
-        TORCH_CHECK(false, "kernel_suite::residual_layernorm_gelu: no kernel for ", plan.elems,
-                    " elements a thread");
-    }
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    return;
-  }
-  if (launch_cluster<T, VEC>(x, r, w, b, y, m, n, eps, smem_limit, stream)) return;
-  if (plan.mode == ksuite::RowMode::kShared) {
-    const int bytes = static_cast<int>(n * sizeof(float));
+void launch_wide(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
+                 cudaStream_t stream) {
+  // Before sm_90 (no clusters), a row that fits one CTA's shared memory as float.
+  const int bytes_needed = static_cast<int>(std::min<int64_t>(n * int64_t(sizeof(float)), 0x7fffffff));
+  if (n * int64_t(sizeof(float)) + 1024 <= ksuite::max_smem_optin()) {
     C10_CUDA_CHECK(cudaFuncSetAttribute(rlg_wide_kernel<T, VEC, true>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    rlg_wide_kernel<T, VEC, true><<<static_cast<unsigned>(m), plan.threads, bytes, stream>>>(
-        x, r, w, b, y, m, n, eps);
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, bytes_needed));
+    const auto grid = static_cast<unsigned>(std::min<int64_t>(m, 0x7fffffff));
+    rlg_wide_kernel<T, VEC, true><<<grid, 1024, bytes_needed, stream>>>(x, r, w, b, y, m, n, eps);
   } else {
     const auto grid = static_cast<unsigned>(std::min<int64_t>(m, ksuite::sm_count()));
-    rlg_wide_kernel<T, VEC, false><<<grid, plan.threads, 0, stream>>>(x, r, w, b, y, m, n, eps);
+    rlg_wide_kernel<T, VEC, false><<<grid, 1024, 0, stream>>>(x, r, w, b, y, m, n, eps);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-at::Tensor rlg_cuda(const at::Tensor& x, const at::Tensor& r, const at::Tensor& weight,
-                    const at::Tensor& bias, double eps) {
-  constexpr const char* op = "kernel_suite::residual_layernorm_gelu";
-  TORCH_CHECK(x.is_cuda(), op, ": x must be a CUDA tensor, got one on ", x.device());
-  TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kHalf ||
-                  x.scalar_type() == at::kBFloat16,
-              op, ": x must be float32, float16 or bfloat16, got ", x.scalar_type());
-  TORCH_CHECK(x.dim() >= 1, op, ": x must have at least one dimension");
+template <typename T, int VEC>
+void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps, int variant,
+            cudaStream_t stream) {
+  constexpr int P1 = VEC == 1 ? 8 : 4;
+  switch (variant) {
+    case 2: if (launch_regs<T, VEC, VEC == 1 ? 4 : 2>(x, r, w, b, y, m, n, eps, stream)) return; break;
+    case 3: if (launch_regs<T, VEC, VEC == 1 ? 2 : 1>(x, r, w, b, y, m, n, eps, stream)) return; break;
+    case 4: if (launch_cluster<T, VEC>(x, r, w, b, y, m, n, eps, ksuite::max_smem_optin(), stream)) return; break;
+    case 5: {
+      const auto grid = static_cast<unsigned>(std::min<int64_t>(m, ksuite::sm_count()));
+      rlg_wide_kernel<T, VEC, false><<<grid, 1024, 0, stream>>>(x, r, w, b, y, m, n, eps);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      return;
+    }
+    default: break;
+  }
+  if (launch_regs<T, VEC, P1>(x, r, w, b, y, m, n, eps, stream)) return;
+  if (launch_cluster<T, VEC>(x, r, w, b, y, m, n, eps, ksuite::max_smem_optin(), stream)) return;
+  launch_wide<T, VEC>(x, r, w, b, y, m, n, eps, stream);
+}
+
+at::Tensor rlg_run(const at::Tensor& x, const at::Tensor& r, const at::Tensor& weight, const at::Tensor& bias,
+                   double eps, int64_t variant, const char* op) {
+  KSUITE_CHECK(x.is_cuda(), op, ": x must be a CUDA tensor, got one on ", x.device());
+  KSUITE_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kHalf ||
+                   x.scalar_type() == at::kBFloat16,
+               op, ": x must be float32, float16 or bfloat16, got ", x.scalar_type());
+  KSUITE_CHECK(x.dim() >= 1, op, ": x must have at least one dimension, got a 0-dim tensor");
   const int64_t n = x.size(-1);
   const std::pair<const char*, const at::Tensor*> args[] = {{"r", &r}, {"weight", &weight}, {"bias", &bias}};
-  for (const auto& [name, t] : args) {
-    TORCH_CHECK(t->device() == x.device(), op, ": ", name, " is on ", t->device(), " but x is on ", x.device());
-    TORCH_CHECK(t->scalar_type() == x.scalar_type(), op, ": ", name, " is ", t->scalar_type(),
-                " but x is ", x.scalar_type(), "; pass all inputs in one dtype");
+  for (const auto& arg : args) {
+    const char* name = arg.first;
+    const at::Tensor& t = *arg.second;
+    KSUITE_CHECK(t.device() == x.device(), op, ": ", name, " is on ", t.device(), " but x is on ", x.device());
+    KSUITE_CHECK(t.scalar_type() == x.scalar_type(), op, ": ", name, " is ", t.scalar_type(), " but x is ",
+                 x.scalar_type(), "; pass all inputs in one dtype");
   }
-  TORCH_CHECK(r.sizes() == x.sizes(), op, ": r has shape ", ksuite::shape_str(r), " but x has ",
-              ksuite::shape_str(x));
-  TORCH_CHECK(weight.dim() == 1 && weight.size(0) == n, op, ": weight must have shape [", n,
-              "] (the last dim of x), got ", ksuite::shape_str(weight));
-  TORCH_CHECK(bias.dim() == 1 && bias.size(0) == n, op, ": bias must have shape [", n,
-              "] (the last dim of x), got ", ksuite::shape_str(bias));
-  TORCH_CHECK(x.is_contiguous() && r.is_contiguous() && weight.is_contiguous() && bias.is_contiguous(),
-              op, ": x, r, weight and bias must be contiguous (call .contiguous() first)");
-  TORCH_CHECK(eps > 0.0, op, ": eps must be positive, got ", eps);
+  KSUITE_CHECK(r.sizes() == x.sizes(), op, ": r has shape ", ksuite::shape_str(r), " but x has ",
+               ksuite::shape_str(x));
+  KSUITE_CHECK(weight.dim() == 1 && weight.size(0) == n, op, ": weight must have shape [", n,
+               "] (the last dim of x), got ", ksuite::shape_str(weight));
+  KSUITE_CHECK(bias.dim() == 1 && bias.size(0) == n, op, ": bias must have shape [", n,
+               "] (the last dim of x), got ", ksuite::shape_str(bias));
+  KSUITE_CHECK(x.is_contiguous() && r.is_contiguous() && weight.is_contiguous() && bias.is_contiguous(), op,
+               ": x, r, weight and bias must be contiguous (call .contiguous() first)");
+  KSUITE_CHECK(eps > 0.0, op, ": eps must be positive, got ", eps);
+  KSUITE_CHECK(variant >= 0 && variant <= kVariants, op, ": variant must be 0 (auto) .. ", kVariants,
+               ", got ", variant);
+  const int64_t m = n == 0 ? 0 : x.numel() / n;
+  KSUITE_CHECK(m <= int64_t(0x7fffffff), op, ": too many rows (", m, ")");
   const c10::cuda::CUDAGuard guard(x.device());
   at::Tensor y = at::empty_like(x);
   if (x.numel() == 0) return y;
-  const int64_t m = x.numel() / n;
-  TORCH_CHECK(m <= int64_t(0x7fffffff), op, ": too many rows (", m, ")");
   cudaStream_t stream = ksuite::current_stream();
   KSUITE_DISPATCH_FLOATS(x.scalar_type(), "ksuite_residual_layernorm_gelu", [&] {
     constexpr int VEC = ksuite::vec16<scalar_t>();
@@ -315,21 +380,34 @@ at::Tensor rlg_cuda(const at::Tensor& x, const at::Tensor& r, const at::Tensor& 
     scalar_t* yp = y.mutable_data_ptr<scalar_t>();
     const bool vec_ok = n % VEC == 0 && ksuite::aligned16(xp) && ksuite::aligned16(rp) &&
                         ksuite::aligned16(wp) && ksuite::aligned16(bp) && ksuite::aligned16(yp);
+    const int v = static_cast<int>(variant);
     if (vec_ok) {
-      launch<scalar_t, VEC>(xp, rp, wp, bp, yp, m, n, static_cast<float>(eps), stream);
+      launch<scalar_t, VEC>(xp, rp, wp, bp, yp, m, n, static_cast<float>(eps), v, stream);
     } else {
-      launch<scalar_t, 1>(xp, rp, wp, bp, yp, m, n, static_cast<float>(eps), stream);
+      launch<scalar_t, 1>(xp, rp, wp, bp, yp, m, n, static_cast<float>(eps), v, stream);
     }
   });
   return y;
+}
+
+at::Tensor rlg_cuda(const at::Tensor& x, const at::Tensor& r, const at::Tensor& weight, const at::Tensor& bias,
+                    double eps) {
+  return rlg_run(x, r, weight, bias, eps, 0, "kernel_suite::residual_layernorm_gelu");
+}
+
+at::Tensor rlg_v_cuda(const at::Tensor& x, const at::Tensor& r, const at::Tensor& weight, const at::Tensor& bias,
+                      double eps, int64_t variant) {
+  return rlg_run(x, r, weight, bias, eps, variant, "kernel_suite::residual_layernorm_gelu_v");
 }
 
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(kernel_suite, m) {
   m.def("residual_layernorm_gelu(Tensor x, Tensor r, Tensor weight, Tensor bias, float eps) -> Tensor");
+  m.def("residual_layernorm_gelu_v(Tensor x, Tensor r, Tensor weight, Tensor bias, float eps, int variant) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(kernel_suite, CUDA, m) {
   m.impl("residual_layernorm_gelu", &rlg_cuda);
+  m.impl("residual_layernorm_gelu_v", &rlg_v_cuda);
 }

@@ -1,6 +1,10 @@
-"""Hand-written CUDA softmax: rows in registers (a warp or a block a row),
-split over a thread-block cluster's shared memory (sm_90), or online (running
-max and sum, two reads) for rows longer than that.
+"""Hand-written CUDA softmax: rows in registers (lanes of a warp or a block a
+row, all loads before the one (max, sum) reduction), split over a
+thread-block cluster's shared memory loaded by TMA bulk copies (sm_90), or
+online (running max and sum, two reads) for rows longer than that.
+
+``softmax_v(x, variant)`` runs one plan by number (see softmax.cu; 0 = auto,
+what ``softmax`` runs), for device benchmarks that compare them.
 
 Built by suite.cuda_build on first use; called as torch.ops.kernel_suite.softmax.
 """
@@ -19,6 +23,7 @@ def _fakes() -> None:
     import torch
 
     torch.library.register_fake("kernel_suite::softmax")(lambda x: torch.empty_like(x))
+    torch.library.register_fake("kernel_suite::softmax_v")(lambda x, variant: torch.empty_like(x))
 
 
 def ops():
@@ -27,7 +32,8 @@ def ops():
 
 @register("softmax", "cuda", available=cuda_build.cuda_available,
           supports=dtype_in("float32", "float16", "bfloat16"),
-          config=lambda case: cuda_build.row_plan(case["N"], itemsize(case.dtype), itemsize(case.dtype)),
-          description="CUDA: warp/block per row in registers, cluster shared memory for long rows, online beyond")
+          config=lambda case: cuda_build.row_plan(case["N"], itemsize(case.dtype), itemsize(case.dtype),
+                                                  long_rows="tma"),
+          description="CUDA: rows in registers (one (max, sum) reduction), TMA cluster shared memory for long rows, online beyond")
 def softmax_cuda(x):
     return ops().softmax(x)

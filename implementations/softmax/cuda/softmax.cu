@@ -1,21 +1,35 @@
 // softmax over the last dim of a contiguous M x N matrix, computed in float32.
 //
 // Napkin math: 2*M*N*sizeof(T) bytes compulsory, ~5 FLOPs an element: memory
-// bound.  Three plans by row length (ksuite::plan_rows):
-//  - registers: the whole row is loaded before any reduction (all its loads in
-//    flight at once), max and sum by shuffles (+ shared memory across warps
-//    when a block owns the row); one read, one write.
-//  - cluster (sm_90+): longer rows are split over a thread-block cluster of
-//    1..8 CTAs, each keeping its slice in shared memory in the input dtype
-//    (<= 64 KB, so three CTAs share an SM and one's loads overlap another's
-//    reductions); the CTAs swap (max, sum) through distributed shared
-//    memory.  One read from HBM up to 8 x 64 KB a row (131072 fp32 columns).
-//  - shared (before sm_90): rows up to ~56K columns staged as float in shared
-//    memory, one read.
-//  - streaming (online softmax): a running (max, sum) pass, then an output
-//    pass that walks the row backwards so the most recently read part is the
-//    first re-read and is still in L2.  Grid = one 1024-thread block per SM,
-//    so ~132 rows are in flight and their re-reads mostly hit L2.
+// bound.  At the H200's ~4.2 TB/s an SM must keep ~32 KB of loads in flight
+// (Little: bandwidth x ~1 us / 132 SMs).  A row kernel only has loads in
+// flight between a row's first load and its first reduction, so the bytes a
+// resident SM holds must be well above that.
+//
+// Plans (softmax_v's `variant`; 0 = auto, which softmax uses):
+//  1 registers, 4 packs (64 B) a thread  } the row in registers, all its loads
+//  2 registers, 2 packs a thread         } issued at once; tpr threads a row
+//  3 registers, 8 packs a thread         } (ksuite::plan_regs): lanes of a
+//    warp (several rows a 256-thread block, shuffles only) or a whole block
+//    (one shared-memory exchange).  Each thread keeps a running (max, sum of
+//    exp) over its own elements, so one (max, sum) pair reduction finishes
+//    the row: one block barrier a row, not four.  With 4 packs a thread, a
+//    resident SM holds 1024-2048 threads x 64 B = 64-128 KB in flight.
+//  4 cluster + TMA, slices <= 32 KB  } rows too long for registers (auto
+//  5 cluster + TMA, slices <= 64 KB  } beyond 4 x 16 B x 1024 threads): a
+//    cluster of 2..8 CTAs holds the row in shared memory in the input dtype,
+//    each CTA one slice, loaded by cp.async.bulk (the copy engine: the
+//    whole slice in flight from one instruction, no registers), then
+//    (max, sum) swapped through distributed shared memory: one read and one
+//    write of the row.  bf16 131072 columns = 256 KB a row: 8 x 32 KB (v4,
+//    up to 7 CTAs an SM, so one CTA's load overlaps the others' math) or
+//    4 x 64 KB (v5, 3 an SM).
+//  6 cluster, register loads (the row as the input dtype in shared memory,
+//    any alignment; slices <= 64 KB).
+//  7 streaming: online (max, sum) pass, then an output pass walking the row
+//    backwards so its re-reads hit L2; for rows longer than 8 x 227 KB.
+// A variant that cannot run a shape (too long a row for registers, a
+// misaligned row for TMA) runs auto's plan instead.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
@@ -32,144 +46,188 @@ namespace {
 using ksuite::Pack;
 using ksuite::to_float;
 
-template <typename T, int VEC>
-__device__ __forceinline__ void load_pack(const T* p, float (&out)[VEC]) {
-  const Pack<T, VEC> v = *reinterpret_cast<const Pack<T, VEC>*>(p);
-#pragma unroll
-  for (int k = 0; k < VEC; ++k) out[k] = to_float(v.v[k]);
-}
+// (max, sum of exp(v - max)) pairs; a pair with sum 0 carries no mass.
+struct MergeMS {
+  __device__ __forceinline__ float2 operator()(float2 a, float2 b) const {
+    const float m = fmaxf(a.x, b.x);
+    // m == a.x also covers a.x == b.x == -inf (no NaN from -inf - -inf).
+    const float fa = a.x == m ? 1.0f : ksuite::exp_approx(a.x - m);
+    const float fb = b.x == m ? 1.0f : ksuite::exp_approx(b.x - m);
+    return make_float2(m, a.y * fa + b.y * fb);
+  }
+};
 
-template <typename T, int VEC>
-__device__ __forceinline__ void store_pack(T* p, const float (&in)[VEC]) {
-  Pack<T, VEC> v;
-#pragma unroll
-  for (int k = 0; k < VEC; ++k) v.v[k] = ksuite::from_float<T>(in[k]);
-  *reinterpret_cast<Pack<T, VEC>*>(p) = v;
-}
 
-// 32 elements a thread need more than the 64 registers a 1024-thread bound
-// allows; ksuite::plan_rows uses them only for warp-per-row blocks of 128.
-template <typename T, int VEC, int ELEMS>
-__global__ void __launch_bounds__(ELEMS >= 32 ? 128 : 1024)
-softmax_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int64_t n, int tpr) {
-  constexpr int PACKS = ELEMS / VEC;
-  __shared__ float smem[32];
-  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
-  const int t = threadIdx.x % tpr;
-  // Lanes past the last row keep going with an empty row: the shuffles need them.
-  const int64_t cols = row < m ? n : 0;
+// Block size bound of the register kernel: 32 floats a thread fit the 64
+// registers of a 1024-thread block; 64 floats need a 256-thread bound.
+constexpr int regs_max_threads(int elems) { return elems <= 32 ? 1024 : 256; }
+
+// ---------------------------------------------------------------- registers
+
+template <typename T, int VEC, int PACKS>
+__global__ void __launch_bounds__(regs_max_threads(VEC * PACKS))
+softmax_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int n, int tpr) {
+  __shared__ float2 red[32];
+  const int group = threadIdx.x / tpr;
+  const int t = threadIdx.x - group * tpr;
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + group;
+  // Threads past the last row run with an empty row: the shuffles need them.
+  const int cols = row < m ? n : 0;
   const T* xr = x + row * n;
   float v[PACKS][VEC];
-  float mx = -INFINITY;
 #pragma unroll
   for (int p = 0; p < PACKS; ++p) {
-    const int64_t c = (int64_t(p) * tpr + t) * VEC;
+    const int c = (p * tpr + t) * VEC;
     if (c < cols) {
-      load_pack<T, VEC>(xr + c, v[p]);
+      ksuite::load_floats<T, VEC>(xr + c, v[p]);
     } else {
 #pragma unroll
       for (int k = 0; k < VEC; ++k) v[p][k] = -INFINITY;
     }
+  }
+  float mx = -INFINITY;
+#pragma unroll
+  for (int p = 0; p < PACKS; ++p)
 #pragma unroll
     for (int k = 0; k < VEC; ++k) mx = fmaxf(mx, v[p][k]);
-  }
-  mx = ksuite::row_max(mx, tpr, smem);
+  // Exponents relative to the thread's own max (0 if it holds no value).
+  const float base = mx == -INFINITY ? 0.0f : mx;
   float sum = 0.0f;
 #pragma unroll
-  for (int p = 0; p < PACKS; ++p) {
+  for (int p = 0; p < PACKS; ++p)
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
-      v[p][k] = v[p][k] == -INFINITY ? 0.0f : expf(v[p][k] - mx);
+      v[p][k] = ksuite::exp_approx(v[p][k] - base);
       sum += v[p][k];
     }
-  }
-  const float inv = 1.0f / ksuite::row_sum(sum, tpr, smem);
+  const float2 row_ms = ksuite::group_reduce(make_float2(mx, sum), tpr, red, make_float2(-INFINITY, 0.0f),
+                                             MergeMS{});
+  const float scale = mx == -INFINITY ? 0.0f : ksuite::exp_approx(base - row_ms.x) / row_ms.y;
   T* yr = y + row * n;
 #pragma unroll
   for (int p = 0; p < PACKS; ++p) {
-    const int64_t c = (int64_t(p) * tpr + t) * VEC;
+    const int c = (p * tpr + t) * VEC;
     if (c < cols) {
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) v[p][k] *= inv;
-      store_pack<T, VEC>(yr + c, v[p]);
+      for (int k = 0; k < VEC; ++k) v[p][k] *= scale;
+      ksuite::store_floats<T, VEC>(yr + c, v[p]);
     }
   }
 }
 
-// One block a row (grid-stride over rows), 1024 threads.  STAGE: the row is
-// kept as float in dynamic shared memory; otherwise it is read twice.
-template <typename T, int VEC, bool STAGE>
-__global__ void __launch_bounds__(1024)
-softmax_wide_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int64_t n) {
-  // Element k of pack i sits at row_buf[k * packs + i]: consecutive threads
-  // touch consecutive words, so no bank conflicts (i * VEC + k would be
-  // VEC-way conflicted).
-  extern __shared__ float row_buf[];
-  __shared__ float smem[32];
-  const int64_t packs = n / VEC;
-  for (int64_t row = blockIdx.x; row < m; row += gridDim.x) {
-    const T* xr = x + row * n;
-    T* yr = y + row * n;
-    // Per-thread running max and sum of exp(v - max), rescaled only when a
-    // pack raises the max.
-    float mx = -INFINITY, sum = 0.0f;
-    // Unrolled so that several packs' loads are in flight per thread.
-#pragma unroll 4
-    for (int64_t i = threadIdx.x; i < packs; i += blockDim.x) {
-      float v[VEC];
-      load_pack<T, VEC>(xr + i * VEC, v);
-      float pm = v[0];
-#pragma unroll
-      for (int k = 1; k < VEC; ++k) pm = fmaxf(pm, v[k]);
-      if (pm > mx) {
-        sum = mx == -INFINITY ? 0.0f : sum * expf(mx - pm);
-        mx = pm;
-      }
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) {
-        if constexpr (STAGE) row_buf[k * packs + i] = v[k];
-        sum += v[k] == -INFINITY ? 0.0f : expf(v[k] - mx);
-      }
-    }
-    const float row_mx = ksuite::block_max(mx, smem);
-    sum = mx == -INFINITY ? 0.0f : sum * expf(mx - row_mx);
-    const float inv = 1.0f / ksuite::block_sum(sum, smem);
-    // Backwards: the tail of the row was read last and is the likeliest L2 hit.
-#pragma unroll 4
-    for (int64_t i = packs - 1 - threadIdx.x; i >= 0; i -= blockDim.x) {
-      float v[VEC];
-      if constexpr (STAGE) {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) v[k] = row_buf[k * packs + i];
-      } else {
-        load_pack<T, VEC>(xr + i * VEC, v);
-      }
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) v[k] = v[k] == -INFINITY ? 0.0f : expf(v[k] - row_mx) * inv;
-      store_pack<T, VEC>(yr + i * VEC, v);
-    }
-    // row_buf and smem are rewritten by the next row.
-    __syncthreads();
-  }
+// ------------------------------------------------ cluster + TMA (bulk copy)
+
+constexpr int kTmaThreads = 256;
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// A row split over a cluster of cluster.num_blocks() CTAs; CTA `rank` owns
-// packs [rank * chunk, (rank + 1) * chunk) and keeps them in shared memory.
+// CTA `rank` of the cluster owns packs [rank * chunk, (rank + 1) * chunk) of
+// its row and keeps them in dynamic shared memory as loaded.
+template <typename T>
+__global__ void __launch_bounds__(kTmaThreads)
+softmax_tma_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // the launcher uses this kernel on sm_90+ only
+#else
+  namespace cg = cooperative_groups;
+  constexpr int VEC = ksuite::vec16<T>();
+  cg::cluster_group cluster = cg::this_cluster();
+  extern __shared__ __align__(128) uint4 slice[];
+  __shared__ __align__(8) uint64_t bar;
+  __shared__ float2 red[32];
+  __shared__ float2 partial;  // this CTA's (max, sum), read by the whole cluster
+  const unsigned ctas = cluster.num_blocks();
+  const int64_t row = blockIdx.x / ctas;
+  const int p0 = static_cast<int>(cluster.block_rank()) * chunk;
+  const int count = max(0, min(n / VEC - p0, chunk));
+  const uint32_t bar_addr = smem_addr(&bar);
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_addr) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const uint32_t bytes = static_cast<uint32_t>(count) * 16u;
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar_addr), "r"(bytes)
+                 : "memory");
+    const char* src = reinterpret_cast<const char*>(x + row * n + int64_t(p0) * VEC);
+    const uint32_t dst = smem_addr(slice);
+    constexpr uint32_t kPiece = 16384;
+    for (uint32_t off = 0; off < bytes; off += kPiece) {
+      const uint32_t size = min(kPiece, bytes - off);
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+              dst + off),
+          "l"(src + off), "r"(size), "r"(bar_addr)
+          : "memory");
+    }
+  }
+  // Wait for the slice (phase 0 of the barrier).
+  {
+    uint32_t done = 0;
+    while (!done) {
+      asm volatile(
+          "{.reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;}"
+          : "=r"(done)
+          : "r"(bar_addr)
+          : "memory");
+    }
+  }
+  // Running (max, sum) over this thread's packs, rescaled when a pack raises the max.
+  float mx = -INFINITY, sum = 0.0f;
+  for (int i = threadIdx.x; i < count; i += kTmaThreads) {
+    float v[VEC];
+    ksuite::raw_to_floats<T>(slice[i], v);
+    float pm = v[0];
+#pragma unroll
+    for (int k = 1; k < VEC; ++k) pm = fmaxf(pm, v[k]);
+    if (pm > mx) {
+      sum = mx == -INFINITY ? 0.0f : sum * ksuite::exp_approx(mx - pm);
+      mx = pm;
+    }
+    if (mx != -INFINITY) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) sum += ksuite::exp_approx(v[k] - mx);
+    }
+  }
+  const float2 cta = ksuite::group_reduce(make_float2(mx, sum), kTmaThreads, red, make_float2(-INFINITY, 0.0f),
+                                          MergeMS{});
+  if (threadIdx.x == 0) partial = cta;
+  cluster.sync();  // every CTA's partial is written
+  float2 tot = make_float2(-INFINITY, 0.0f);
+  for (unsigned q = 0; q < ctas; ++q) tot = MergeMS{}(tot, *cluster.map_shared_rank(&partial, q));
+  cluster.sync();  // no CTA leaves while another may still read its `partial`
+  const float row_mx = tot.x, inv = 1.0f / tot.y;
+  T* yr = y + row * n + int64_t(p0) * VEC;
+  for (int i = threadIdx.x; i < count; i += kTmaThreads) {
+    float v[VEC];
+    ksuite::raw_to_floats<T>(slice[i], v);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) v[k] = ksuite::exp_approx(v[k] - row_mx) * inv;
+    ksuite::st16(yr + i * VEC, ksuite::floats_to_raw<T>(v));
+  }
+#endif
+}
+
+// ----------------------------------------- cluster, register loads (any VEC)
+
 constexpr int kClusterThreads = 512;
 
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kClusterThreads)
 softmax_cluster_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, int64_t chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-  __trap();  // the launcher uses this kernel on sm_90+ only
+  __trap();
 #else
   namespace cg = cooperative_groups;
   using P = Pack<T, VEC>;
   cg::cluster_group cluster = cg::this_cluster();
   extern __shared__ __align__(16) unsigned char slice_raw[];
-  P* slice = reinterpret_cast<P*>(slice_raw);  // consecutive threads, consecutive 16 B: no conflicts
-  __shared__ float smem[32];
-  __shared__ float2 partial;  // this CTA's (max, sum), read by the whole cluster
+  P* slice = reinterpret_cast<P*>(slice_raw);  // consecutive threads, consecutive packs: no conflicts
+  __shared__ float2 red[32];
+  __shared__ float2 partial;
   const unsigned ctas = cluster.num_blocks();
   const int64_t row = blockIdx.x / ctas;
   const int64_t p0 = int64_t(cluster.block_rank()) * chunk;
@@ -185,42 +243,117 @@ softmax_cluster_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, in
 #pragma unroll
     for (int k = 0; k < VEC; ++k) mx = fmaxf(mx, to_float(v.v[k]));
   }
-  mx = ksuite::block_max(mx, smem);
   float sum = 0.0f;
   if (mx != -INFINITY) {
     for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) sum += expf(to_float(slice[i].v[k]) - mx);
+      for (int k = 0; k < VEC; ++k) sum += ksuite::exp_approx(to_float(slice[i].v[k]) - mx);
     }
   }
-  sum = ksuite::block_sum(sum, smem);
-  if (threadIdx.x == 0) partial = make_float2(mx, sum);
-  cluster.sync();  // every CTA's partial is written
-  float row_mx = -INFINITY, row_sum = 0.0f;
-  for (unsigned r = 0; r < ctas; ++r) row_mx = fmaxf(row_mx, cluster.map_shared_rank(&partial, r)->x);
-  for (unsigned r = 0; r < ctas; ++r) {
-    const float2 q = *cluster.map_shared_rank(&partial, r);
-    if (q.y > 0.0f) row_sum += q.y * expf(q.x - row_mx);
-  }
-  cluster.sync();  // no CTA leaves while another may still read its `partial`
-  const float inv = 1.0f / row_sum;
+  const float2 cta = ksuite::group_reduce(make_float2(mx, sum), kClusterThreads, red,
+                                          make_float2(-INFINITY, 0.0f), MergeMS{});
+  if (threadIdx.x == 0) partial = cta;
+  cluster.sync();
+  float2 tot = make_float2(-INFINITY, 0.0f);
+  for (unsigned q = 0; q < ctas; ++q) tot = MergeMS{}(tot, *cluster.map_shared_rank(&partial, q));
+  cluster.sync();
+  const float row_mx = tot.x, inv = 1.0f / tot.y;
 #pragma unroll 4
   for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
-    float v[VEC];
+    P out;
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) {
-      const float t = to_float(slice[i].v[k]);
-      v[k] = t == -INFINITY ? 0.0f : expf(t - row_mx) * inv;
-    }
-    store_pack<T, VEC>(reinterpret_cast<T*>(yr + i), v);
+    for (int k = 0; k < VEC; ++k)
+      out.v[k] = ksuite::from_float<T>(ksuite::exp_approx(to_float(slice[i].v[k]) - row_mx) * inv);
+    yr[i] = out;
   }
 #endif
 }
 
+// ------------------------------------------------------------- streaming
+
+// One 1024-thread block a row, grid-stride over rows; the row is read twice.
 template <typename T, int VEC>
-bool launch_cluster(const T* x, T* y, int64_t m, int64_t n, int smem_limit, cudaStream_t stream) {
+__global__ void __launch_bounds__(1024)
+softmax_stream_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int64_t n) {
+  __shared__ float2 red[32];
   const int64_t packs = n / VEC;
-  const int ctas = ksuite::cluster_ctas(packs, sizeof(Pack<T, VEC>), smem_limit);
+  for (int64_t row = blockIdx.x; row < m; row += gridDim.x) {
+    const T* xr = x + row * n;
+    T* yr = y + row * n;
+    float mx = -INFINITY, sum = 0.0f;
+#pragma unroll 4
+    for (int64_t i = threadIdx.x; i < packs; i += blockDim.x) {
+      float v[VEC];
+      ksuite::load_floats<T, VEC, false>(xr + i * VEC, v);
+      float pm = v[0];
+#pragma unroll
+      for (int k = 1; k < VEC; ++k) pm = fmaxf(pm, v[k]);
+      if (pm > mx) {
+        sum = mx == -INFINITY ? 0.0f : sum * ksuite::exp_approx(mx - pm);
+        mx = pm;
+      }
+      if (mx != -INFINITY) {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) sum += ksuite::exp_approx(v[k] - mx);
+      }
+    }
+    const float2 tot = ksuite::group_reduce(make_float2(mx, sum), 1024, red, make_float2(-INFINITY, 0.0f),
+                                            MergeMS{});
+    const float row_mx = tot.x, inv = 1.0f / tot.y;
+    // Backwards: the tail of the row was read last and is the likeliest L2 hit.
+#pragma unroll 4
+    for (int64_t i = packs - 1 - threadIdx.x; i >= 0; i -= blockDim.x) {
+      float v[VEC];
+      ksuite::load_floats<T, VEC, false>(xr + i * VEC, v);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) v[k] = ksuite::exp_approx(v[k] - row_mx) * inv;
+      ksuite::store_floats<T, VEC>(yr + i * VEC, v);
+    }
+  }
+}
+
+// ------------------------------------------------------------- launchers
+
+constexpr int kVariants = 7;
+
+template <typename T, int VEC, int PACKS>
+bool launch_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
+  const ksuite::RegPlan plan = ksuite::plan_regs(n, VEC, PACKS, regs_max_threads(VEC * PACKS));
+  if (plan.tpr == 0) return false;
+  const int64_t rows_per_block = plan.threads / plan.tpr;
+  const int64_t grid = (m + rows_per_block - 1) / rows_per_block;
+  if (grid > 0x7fffffff) return false;
+  softmax_regs_kernel<T, VEC, PACKS><<<static_cast<unsigned>(grid), plan.threads, 0, stream>>>(
+      x, y, m, static_cast<int>(n), plan.tpr);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
+// CTAs (a power of two <= 8) for slices of <= target bytes; larger slices at
+// 8 CTAs up to the shared memory a block may have; 0: does not fit.
+inline int tma_ctas(int64_t packs, int64_t target, int smem_limit) {
+  for (int c = 1; c <= 8; c *= 2)
+    if ((packs + c - 1) / c * 16 <= target) return c;
+  return (packs + 7) / 8 * 16 + 2048 <= smem_limit ? 8 : 0;
+}
+
+template <typename T>
+bool launch_tma(const T* x, T* y, int64_t m, int64_t n, int64_t target, cudaStream_t stream) {
+  constexpr int VEC = ksuite::vec16<T>();
+  if (ksuite::compute_major() < 9 || n % VEC != 0 || n > 0x7fffffff) return false;
+  const int64_t packs = n / VEC;
+  const int ctas = tma_ctas(packs, target, ksuite::max_smem_optin());
+  if (ctas == 0 || m * ctas > int64_t(0x7fffffff)) return false;
+  const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
+  ksuite::launch_clustered(softmax_tma_kernel<T>, static_cast<unsigned>(m * ctas), kTmaThreads, chunk * 16,
+                           ctas, stream, x, y, static_cast<int>(n), chunk);
+  return true;
+}
+
+template <typename T, int VEC>
+bool launch_cluster(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
+  const int64_t packs = n / VEC;
+  const int ctas = ksuite::cluster_ctas(packs, sizeof(Pack<T, VEC>), ksuite::max_smem_optin());
   if (ctas == 0 || m * ctas > int64_t(0x7fffffff) || ksuite::compute_major() < 9) return false;
   const int64_t chunk = (packs + ctas - 1) / ctas;
   ksuite::launch_clustered(softmax_cluster_kernel<T, VEC>, static_cast<unsigned>(m * ctas), kClusterThreads,
@@ -229,52 +362,58 @@ bool launch_cluster(const T* x, T* y, int64_t m, int64_t n, int smem_limit, cuda
 }
 
 template <typename T, int VEC>
-void launch(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
-  const int smem_limit = ksuite::max_smem_optin();
-  const ksuite::RowPlan plan = ksuite::plan_rows(n, VEC, sizeof(float), smem_limit);
-  if (plan.mode == ksuite::RowMode::kRegisters) {
-    const int64_t rows_per_block = plan.threads / plan.tpr;
-    const auto grid = static_cast<unsigned>((m + rows_per_block - 1) / rows_per_block);
-    switch (plan.elems) {
-#define KSUITE_CASE(E)                                                                       \
-  case E:                                                                                    \
-    if constexpr (E % VEC == 0)                                                              \
-      softmax_regs_kernel<T, VEC, E><<<grid, plan.threads, 0, stream>>>(x, y, m, n, plan.tpr); \
-    break;
-      KSUITE_CASE(4) KSUITE_CASE(8) KSUITE_CASE(16) KSUITE_CASE(32)
-#undef KSUITE_CASE
-      default: TORCH_CHECK(false, "kernel_suite::softmax: no kernel for ", plan.elems, " elements a thread");
-    }
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    return;
-  }
-  if (launch_cluster<T, VEC>(x, y, m, n, smem_limit, stream)) return;
-  const int64_t sms = ksuite::sm_count();
-  const auto grid = static_cast<unsigned>(std::min<int64_t>(m, plan.mode == ksuite::RowMode::kShared ? m : sms));
-  if (plan.mode == ksuite::RowMode::kShared) {
-    const int bytes = static_cast<int>(n * sizeof(float));
-    C10_CUDA_CHECK(cudaFuncSetAttribute(softmax_wide_kernel<T, VEC, true>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    softmax_wide_kernel<T, VEC, true><<<grid, plan.threads, bytes, stream>>>(x, y, m, n);
-  } else {
-    softmax_wide_kernel<T, VEC, false><<<grid, plan.threads, 0, stream>>>(x, y, m, n);
-  }
+void launch_stream(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
+  const auto grid = static_cast<unsigned>(std::min<int64_t>(m, ksuite::sm_count()));
+  softmax_stream_kernel<T, VEC><<<grid, 1024, 0, stream>>>(x, y, m, n);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-at::Tensor softmax_cuda(const at::Tensor& x) {
-  TORCH_CHECK(x.is_cuda(), "kernel_suite::softmax: x must be a CUDA tensor, got one on ", x.device());
-  TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kHalf ||
-                  x.scalar_type() == at::kBFloat16,
-              "kernel_suite::softmax: x must be float32, float16 or bfloat16, got ", x.scalar_type());
-  TORCH_CHECK(x.dim() >= 1, "kernel_suite::softmax: x must have at least one dimension");
-  TORCH_CHECK(x.is_contiguous(), "kernel_suite::softmax: x must be contiguous (call .contiguous() first)");
+// Auto: registers at 4 packs a thread while the row fits, else the cluster
+// with TMA and 32 KB slices, else the cluster with register loads, else two reads.
+template <typename T, int VEC>
+void launch_auto(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
+  if (launch_regs<T, VEC, VEC == 1 ? 8 : 4>(x, y, m, n, stream)) return;
+  if constexpr (VEC > 1) {
+    if (launch_tma<T>(x, y, m, n, 32 * 1024, stream)) return;
+  }
+  if (launch_cluster<T, VEC>(x, y, m, n, stream)) return;
+  launch_stream<T, VEC>(x, y, m, n, stream);
+}
+
+template <typename T, int VEC>
+void launch(const T* x, T* y, int64_t m, int64_t n, int variant, cudaStream_t stream) {
+  bool done = false;
+  if constexpr (VEC > 1) {
+    switch (variant) {
+      case 1: done = launch_regs<T, VEC, 4>(x, y, m, n, stream); break;
+      case 2: done = launch_regs<T, VEC, 2>(x, y, m, n, stream); break;
+      case 3: done = launch_regs<T, VEC, 8>(x, y, m, n, stream); break;
+      case 4: done = launch_tma<T>(x, y, m, n, 32 * 1024, stream); break;
+      case 5: done = launch_tma<T>(x, y, m, n, 64 * 1024, stream); break;
+      case 6: done = launch_cluster<T, VEC>(x, y, m, n, stream); break;
+      case 7: launch_stream<T, VEC>(x, y, m, n, stream); done = true; break;
+      default: break;
+    }
+  }
+  if (!done) launch_auto<T, VEC>(x, y, m, n, stream);
+}
+
+at::Tensor softmax_run(const at::Tensor& x, int64_t variant, const char* op) {
+  KSUITE_CHECK(x.is_cuda(), op, ": x must be a CUDA tensor, got one on ", x.device());
+  KSUITE_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kHalf ||
+                   x.scalar_type() == at::kBFloat16,
+               op, ": x must be float32, float16 or bfloat16, got ", x.scalar_type());
+  KSUITE_CHECK(x.dim() >= 1, op, ": x must have at least one dimension, got a 0-dim tensor");
+  KSUITE_CHECK(x.is_contiguous(), op, ": x must be contiguous (call .contiguous() first)");
+  KSUITE_CHECK(variant >= 0 && variant <= kVariants, op, ": variant must be 0 (auto) .. ", kVariants,
+               ", got ", variant);
+  const int64_t n = x.size(-1);
+  const int64_t m = n == 0 ? 0 : x.numel() / n;
+  KSUITE_CHECK(m <= int64_t(0x7fffffff), op, ": too many rows (", m, ")");
+  KSUITE_CHECK(n <= int64_t(0x7fffffff), op, ": rows longer than 2^31 - 1 columns (", n, ")");
   const c10::cuda::CUDAGuard guard(x.device());
   at::Tensor y = at::empty_like(x);
-  const int64_t n = x.size(-1);
   if (x.numel() == 0) return y;
-  const int64_t m = x.numel() / n;
-  TORCH_CHECK(m <= int64_t(0x7fffffff), "kernel_suite::softmax: too many rows (", m, ")");
   cudaStream_t stream = ksuite::current_stream();
   KSUITE_DISPATCH_FLOATS(x.scalar_type(), "ksuite_softmax", [&] {
     constexpr int VEC = ksuite::vec16<scalar_t>();
@@ -282,20 +421,28 @@ at::Tensor softmax_cuda(const at::Tensor& x) {
     scalar_t* yp = y.mutable_data_ptr<scalar_t>();
     // Rows start on 16-byte boundaries only when n is a multiple of VEC.
     if (n % VEC == 0 && ksuite::aligned16(xp) && ksuite::aligned16(yp)) {
-      launch<scalar_t, VEC>(xp, yp, m, n, stream);
+      launch<scalar_t, VEC>(xp, yp, m, n, static_cast<int>(variant), stream);
     } else {
-      launch<scalar_t, 1>(xp, yp, m, n, stream);
+      launch<scalar_t, 1>(xp, yp, m, n, static_cast<int>(variant), stream);
     }
   });
   return y;
+}
+
+at::Tensor softmax_cuda(const at::Tensor& x) { return softmax_run(x, 0, "kernel_suite::softmax"); }
+
+at::Tensor softmax_v_cuda(const at::Tensor& x, int64_t variant) {
+  return softmax_run(x, variant, "kernel_suite::softmax_v");
 }
 
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(kernel_suite, m) {
   m.def("softmax(Tensor x) -> Tensor");
+  m.def("softmax_v(Tensor x, int variant) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(kernel_suite, CUDA, m) {
   m.impl("softmax", &softmax_cuda);
+  m.impl("softmax_v", &softmax_v_cuda);
 }

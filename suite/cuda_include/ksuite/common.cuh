@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 
 // c10's stream and device helpers, not ATen/cuda/CUDAContext.h: that one pulls
 // in cuBLAS and cuSPARSE headers, which the CI's nvcc-only toolkit lacks.
@@ -51,6 +52,140 @@ __device__ __forceinline__ float gelu_erf(float v) {
   return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
 }
 
+// ---- Cheap, accurate math for the memory-bound kernels -----------------------
+// ex2.approx / rcp.approx (one MUFU instruction each, relative error ~2^-22);
+// .ftz: results below 2^-126 flush to zero, which no output here can tell.
+__device__ __forceinline__ float ex2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ float rcp_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// exp(x) for x <= 0 (softmax): 2^(x log2 e), relative error ~2e-7.
+__device__ __forceinline__ float exp_approx(float x) { return ex2_approx(x * 1.4426950408889634f); }
+
+// Exact-form GELU, x * Phi(x), in ~16 instructions and two MUFU operations
+// (erff costs ~25 with its coefficient selects).  h = Phi(-|x|) =
+// erfc(z) / 2 with z = |x| / sqrt 2, from erfc(z) = t exp(-z^2 + P(t)),
+// t = 1 / (1 + z / 2), P a degree-9 Chebyshev fit (fractional error of erfc
+// < 1.2e-7 for all z >= 0; Numerical Recipes' erfcc).  log2(e) and the 1/2 are
+// folded into P's coefficients.  Then GELU = max(x, 0) - |x| h (x >= 0:
+// x (1 - h); x < 0: x h).  Checked against float64 over [-12, 12]: abs error
+// < 2.4e-7 (half an ulp of the largest outputs), relative error < 1e-6 where
+// |GELU| > 1e-20.  |x| is clamped so that +inf gives +inf, not inf * 0.
+__device__ __forceinline__ float gelu_fast(float x) {
+  const float ax = fminf(fabsf(x), 1.0e30f);
+  const float t = rcp_approx(fmaf(ax, 0.35355339059327376f, 1.0f));
+  float q = 0.24651730f;
+  q = fmaf(q, t, -1.18611495f);
+  q = fmaf(q, t, 2.14747446f);
+  q = fmaf(q, t, -1.63775315f);
+  q = fmaf(q, t, 0.40232158f);
+  q = fmaf(q, t, -0.26875686f);
+  q = fmaf(q, t, 0.13963006f);
+  q = fmaf(q, t, 0.53970062f);
+  q = fmaf(q, t, 1.44272920f);
+  q = fmaf(q, t, -2.82574822f);
+  const float h = t * ex2_approx(fmaf(x * -0.72134752044448170f, x, q));
+  return fmaf(-ax, h, fmaxf(x, 0.0f));
+}
+
+// ---- 16-byte packs as raw words, converted two elements at a time ----------
+// bf16 -> float is a shift (or a mask) of the 32-bit word; float -> bf16/fp16
+// is one cvt.rn.{bf16x2,f16x2}.f32 for two elements.
+__device__ __forceinline__ void unpack2(uint32_t w, float& lo, float& hi, c10::BFloat16*) {
+  lo = __uint_as_float(w << 16);
+  hi = __uint_as_float(w & 0xffff0000u);
+}
+__device__ __forceinline__ void unpack2(uint32_t w, float& lo, float& hi, c10::Half*) {
+  asm("{.reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.f32.f16 %0, l;\n cvt.f32.f16 %1, h;}"
+      : "=f"(lo), "=f"(hi) : "r"(w));
+}
+__device__ __forceinline__ uint32_t pack2(float lo, float hi, c10::BFloat16*) {
+  uint32_t w;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+  return w;
+}
+__device__ __forceinline__ uint32_t pack2(float lo, float hi, c10::Half*) {
+  uint32_t w;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+  return w;
+}
+
+// One 16-byte load: ld.global.nc (read-only path); STREAM adds
+// L1::no_allocate for data read exactly once.
+template <bool STREAM = true>
+__device__ __forceinline__ uint4 ld16(const void* p) {
+  uint4 v;
+  if constexpr (STREAM) {
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  } else {
+    asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  }
+  return v;
+}
+
+__device__ __forceinline__ void st16(void* p, uint4 v) { *reinterpret_cast<uint4*>(p) = v; }
+
+// The 16/sizeof(T) elements of a raw pack as floats, and back.
+template <typename T>
+__device__ __forceinline__ void raw_to_floats(const uint4& r, float (&f)[16 / sizeof(T)]) {
+  if constexpr (sizeof(T) == 4) {
+    f[0] = __uint_as_float(r.x); f[1] = __uint_as_float(r.y);
+    f[2] = __uint_as_float(r.z); f[3] = __uint_as_float(r.w);
+  } else {
+    unpack2(r.x, f[0], f[1], (T*)nullptr);
+    unpack2(r.y, f[2], f[3], (T*)nullptr);
+    unpack2(r.z, f[4], f[5], (T*)nullptr);
+    unpack2(r.w, f[6], f[7], (T*)nullptr);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ uint4 floats_to_raw(const float (&f)[16 / sizeof(T)]) {
+  uint4 r;
+  if constexpr (sizeof(T) == 4) {
+    r.x = __float_as_uint(f[0]); r.y = __float_as_uint(f[1]);
+    r.z = __float_as_uint(f[2]); r.w = __float_as_uint(f[3]);
+  } else {
+    r.x = pack2(f[0], f[1], (T*)nullptr);
+    r.y = pack2(f[2], f[3], (T*)nullptr);
+    r.z = pack2(f[4], f[5], (T*)nullptr);
+    r.w = pack2(f[6], f[7], (T*)nullptr);
+  }
+  return r;
+}
+
+// VEC elements at p as floats: one 16-byte load when VEC == vec16<T>(), else
+// (VEC == 1) one scalar load.
+template <typename T, int VEC, bool STREAM = true>
+__device__ __forceinline__ void load_floats(const T* p, float (&f)[VEC]) {
+  if constexpr (VEC == 1) {
+    f[0] = to_float(p[0]);
+  } else {
+    static_assert(VEC * sizeof(T) == 16, "VEC must be 1 or one 16-byte pack");
+    raw_to_floats<T>(ld16<STREAM>(p), f);
+  }
+}
+
+template <typename T, int VEC>
+__device__ __forceinline__ void store_floats(T* p, const float (&f)[VEC]) {
+  if constexpr (VEC == 1) {
+    p[0] = from_float<T>(f[0]);
+  } else {
+    static_assert(VEC * sizeof(T) == 16, "VEC must be 1 or one 16-byte pack");
+    st16(p, floats_to_raw<T>(f));
+  }
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
@@ -61,6 +196,15 @@ __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
   return v;
+}
+
+__device__ __forceinline__ float shfl_xor(float v, int off) { return __shfl_xor_sync(0xffffffffu, v, off); }
+__device__ __forceinline__ float2 shfl_xor(float2 v, int off) {
+  return make_float2(__shfl_xor_sync(0xffffffffu, v.x, off), __shfl_xor_sync(0xffffffffu, v.y, off));
+}
+__device__ __forceinline__ float3 shfl_xor(float3 v, int off) {
+  return make_float3(__shfl_xor_sync(0xffffffffu, v.x, off), __shfl_xor_sync(0xffffffffu, v.y, off),
+                     __shfl_xor_sync(0xffffffffu, v.z, off));
 }
 
 // Block-wide all-reduce: shuffles within each warp, then one float per warp in
@@ -125,9 +269,7 @@ inline int compute_major() { return device_attribute(cudaDevAttrComputeCapabilit
 
 inline cudaStream_t current_stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
 
-// "[2, 3, 4]" for error messages.  Streaming t.sizes() into TORCH_CHECK
-// crashed the process on the H200 image (torch 2.11, nvcc 13.0) instead of
-// raising, so shapes are formatted here with std::to_string only.
+// "[2, 3, 4]" for error messages, formatted with std::to_string only.
 inline std::string shape_str(const at::Tensor& t) {
   std::string s = "[";
   for (int64_t i = 0; i < t.dim(); ++i) {
@@ -136,44 +278,81 @@ inline std::string shape_str(const at::Tensor& t) {
   return s + "]";
 }
 
+// Boundary-check messages without std::ostream.  On the H200 image (torch
+// 2.11, nvcc 13.0) a TORCH_CHECK whose message streamed a number (an int64_t,
+// a double, or t.sizes(), whose elements are numbers) crashed the process
+// instead of raising, while messages made only of strings and enum names (the
+// gelu op's) raised.  KSUITE_CHECK joins its pieces into one std::string here
+// (numbers by std::to_string, dtypes by c10::toString, devices by
+// Device::str()) and hands TORCH_CHECK that single string, so no
+// std::ostringstream is built in the extension at all.
+inline std::string msg_piece(const char* s) { return s; }
+inline std::string msg_piece(const std::string& s) { return s; }
+inline std::string msg_piece(c10::ScalarType t) { return c10::toString(t); }
+inline std::string msg_piece(const c10::Device& d) { return d.str(); }
+template <typename N, std::enable_if_t<std::is_arithmetic_v<N>, int> = 0>
+inline std::string msg_piece(N v) { return std::to_string(v); }
+
+template <typename... A>
+inline std::string msg(const A&... pieces) {
+  std::string s;
+  (s.append(msg_piece(pieces)), ...);
+  return s;
+}
+
 }  // namespace ksuite
+
+// TORCH_CHECK(cond, pieces...) with the message built by ksuite::msg.  The
+// message is only built when the check fails.
+#define KSUITE_CHECK(cond, ...) TORCH_CHECK(cond, ::ksuite::msg(__VA_ARGS__))
 
 namespace ksuite {
 
-// How a row-wise kernel (softmax, layer norm) maps rows of n columns to threads.
-//  kRegisters: the row lives in registers, `elems` per thread (a template
-//    parameter of the kernel) over `tpr` threads: a power-of-two group of
-//    lanes for rows up to 1024 columns (several rows per 128-thread block), a
-//    whole block (64..1024 threads, 16 elements each) up to 16384 columns.
-//    Kernels must allow 1024 threads for elems <= 16, and 128 for elems 32.
-//  kShared / kStreaming: the row does not fit in registers.  On sm_90 the
-//    kernels first try a thread-block cluster (cluster_ctas below); otherwise
-//    kShared stages the row as float in one 1024-thread block's shared
-//    memory, and kStreaming reads it twice from global memory.
-enum class RowMode { kRegisters, kShared, kStreaming };
-
-struct RowPlan {
-  RowMode mode;
-  int elems;    // per thread, kRegisters only
-  int tpr;      // threads per row
-  int threads;  // block size
+// How the row kernels (softmax, residual_layernorm_gelu) map rows of n
+// columns to threads when a row fits in registers: each thread owns `packs`
+// packs of `vec` elements (16 bytes when vec > 1) of one row, every load of
+// the row issued before the first reduction.  tpr threads share a row:
+//  - tpr <= 32: a power-of-two group of lanes, 256-thread blocks holding
+//    256 / tpr rows, reductions by shuffles only;
+//  - tpr > 32: a multiple of 32, the whole block (blockDim == tpr) one row,
+//    one shared-memory exchange per reduction.
+// tpr == 0: the row needs more than max_threads (<= 1024) threads at
+// `packs` a thread.
+struct RegPlan {
+  int tpr;
+  int threads;
 };
 
-inline RowPlan plan_rows(int64_t n, int vec, int64_t smem_bytes_per_col, int smem_limit) {
-  if (n <= 32 * 32) {
-    for (int e : {4, 8, 16, 32}) {
-      if (e % vec) continue;
-      int lanes = 1;
-      while (int64_t(lanes) * e < n) lanes <<= 1;
-      if (lanes <= 32) return {RowMode::kRegisters, e, lanes, 128};
-    }
+inline RegPlan plan_regs(int64_t n, int vec, int packs, int max_threads = 1024) {
+  const int64_t row_packs = (n + vec - 1) / vec;
+  const int64_t t = (row_packs + packs - 1) / packs;
+  if (t <= 32) {
+    int lanes = 1;
+    while (lanes < t) lanes <<= 1;
+    return {lanes, std::min(256, max_threads)};
   }
-  // 16 a thread fits the 64 registers of a 1024-thread block without spills.
-  int64_t t = (n + 15) / 16;
-  t = std::max<int64_t>(64, (t + 31) / 32 * 32);
-  if (t <= 1024) return {RowMode::kRegisters, 16, int(t), int(t)};
-  const bool fits = n * smem_bytes_per_col + 1024 <= smem_limit;
-  return {fits ? RowMode::kShared : RowMode::kStreaming, 0, 1024, 1024};
+  const int64_t tpr = (t + 31) / 32 * 32;
+  if (tpr <= max_threads) return {static_cast<int>(tpr), static_cast<int>(tpr)};
+  return {0, 0};
+}
+
+// Reductions over the tpr threads of one row (RegPlan above).  Every thread
+// of the block calls them (threads past the last row too).  `red` is shared
+// scratch of >= 32 entries, used only when tpr > 32; the leading barrier
+// lets a block reuse it.
+template <typename F, typename V>
+__device__ __forceinline__ V group_reduce(V v, int tpr, V* red, const V& identity, F combine) {
+  const int width = tpr < 32 ? tpr : 32;
+  for (int off = width >> 1; off > 0; off >>= 1) v = combine(v, shfl_xor(v, off));
+  if (tpr <= 32) return v;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  __syncthreads();
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  v = lane < warps ? red[lane] : identity;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v = combine(v, shfl_xor(v, off));
+  return v;
 }
 
 }  // namespace ksuite
