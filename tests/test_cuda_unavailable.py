@@ -72,9 +72,10 @@ def test_cache_key_follows_sources_and_flags(tmp_path):
 
 
 @pytest.mark.parametrize("n,size,staged,plan", [
-    (1, 4, 4, "registers: 1 lanes"), (781, 4, 4, "registers: 32 lanes"),
-    (128, 2, 2, "registers: 16 lanes"), (8195, 4, 4, "registers: block of 544"),
-    (16384, 2, 2, "registers: block of 1024"), (32768, 2, 2, "cluster of 1 "),
-    (32768, 2, 4, "cluster of 2 "), (131072, 4, 4, "cluster of 8 "), (600_000, 4, 4, "two reads")])
+    (1, 4, 4, "registers: 1 lanes"), (781, 4, 4, "registers: block of 128"),
+    (128, 2, 2, "registers: 4 lanes"), (8195, 4, 4, "cluster of 1 "),
+    (16384, 2, 2, "registers: block of 512"), (32768, 2, 2, "registers: block of 1024"),
+    (32768, 2, 4, "registers: block of 1024"), (131072, 4, 4, "cluster of 8 "),
+    (600_000, 4, 4, "two reads")])
 def test_row_plan_picks_the_plan_by_row_width(n, size, staged, plan):
     assert cuda_build.row_plan(n, size, staged).startswith(plan)
