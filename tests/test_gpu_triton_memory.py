@@ -57,9 +57,19 @@ def test_preset(case):
 @pytest.mark.parametrize("m,n,block", [(257, 3001, 1024), (64, 131072 + 5, 8192), (33, 40000, 4096),
                                        (17, 17, 16)])
 def test_forced_long_row_paths(m, n, block, dtype):
-    _run("softmax", Case.make("softmax", dtype, M=m, N=n), max_fused=1, block=block)
+    for long_rows in ("split", "split2", "online"):
+        _run("softmax", Case.make("softmax", dtype, M=m, N=n), max_fused=1, block=block, long_rows=long_rows)
     _run("residual_layernorm_gelu", Case.make("residual_layernorm_gelu", dtype, M=m, N=n),
          max_fused=1, block=block)
+
+
+@pytest.mark.parametrize("long_rows", ("split", "split2", "online"))
+@pytest.mark.parametrize("m,n", [(4096, 131072), (300, 262144), (7, 65537)])
+def test_softmax_long_row_kernels(m, n, long_rows):
+    """Each long-row kernel, autotuned where it is, at the headline shape and ragged ones;
+    split at 300 x 262144 puts 64 programs on each row, all waiting on each other."""
+    _run("softmax", Case.make("softmax", "float32", M=m, N=n), long_rows=long_rows)
+    torch.cuda.empty_cache()
 
 
 @pytest.mark.parametrize("m,n", [(1, 1), (1, 7), (3, 1), (1, 131072), (2, 65539)])

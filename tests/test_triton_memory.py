@@ -75,8 +75,18 @@ LONG_ROWS = [(3, 1000, 64), (4, 17, 16), (2, 7, 8), (5, 4099, 1024), (2, 256, 32
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m,n,block", LONG_ROWS)
-def test_softmax_online_path(m, n, block, dtype, poisoned):
-    _check("softmax", Case.make("softmax", dtype, M=m, N=n), seed=m * n + 7, max_fused=1, block=block)
+@pytest.mark.parametrize("long_rows", ("online", "split2"))
+def test_softmax_long_row_paths(m, n, block, dtype, long_rows, poisoned):
+    _check("softmax", Case.make("softmax", dtype, M=m, N=n), seed=m * n + 7, max_fused=1, block=block,
+           long_rows=long_rows)
+
+
+def test_softmax_split_chunk_of_minus_inf(poisoned):
+    """A chunk holding only -inf gives zeros (not NaN) when the row has finite values."""
+    x = torch.full((3, 5000), float("-inf"))
+    x[:, 4990:] = torch.randn(3, 10)
+    y = _registry().get("softmax", "triton").fn(x, max_fused=1, block=1024, long_rows="split2")
+    assert verify.check(y, torch.softmax(x.double(), -1), 1e-5).correct
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -111,7 +121,10 @@ def test_plans_pick_each_path():
 
     assert sm.plan(2_097_152, 128, 2)["ROWS"] > 1  # short rows are packed
     assert sm.plan(32768, 4096, 4)["kernel"] == "rows"
-    assert sm.plan(4096, 131072, 2)["kernel"] == "online"
+    assert sm.plan(4096, 131072, 2, long_rows="split")["kernel"] == "split"
+    assert sm.plan(4096, 131072, 2)["kernel"] == "split2"  # the interpreter cannot wait
+    assert sm.plan(4, 1 << 20, 4, long_rows="online")["kernel"] == "online"
+    assert sm.plan(4, 1 << 20, 4)["kernel"] == "online"  # too many programs a row to split
     assert rlg.plan(65536, 1024, 2)["ROWS"] > 1
     assert rlg.plan(4096, 32768, 2)["kernel"] == "split"
     assert rlg.plan(1, 7, 4)["kernel"] == "rows"
@@ -169,10 +182,11 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
         p, b = ptr[case.dtype], itemsize(case.dtype)
         if wl == "gelu":
             blk, w = G.plan(case["N"], b)
-            tried = list(G.F32_CANDIDATES) if G.tuned_here(case["N"], b) else []
-            for blk, w in [(blk, w)] + tried:
-                jobs[("gelu", p, blk, w)] = (G._gelu_kernel, {"x_ptr": p, "y_ptr": p, "n": "i32", "N_BUCKET": "i32"},
-                                             {"BLOCK": blk, "EXACT": b == 4}, w)
+            tried = G.candidates(b) if G.tuned_here(case["N"], b) else []
+            for blk, w, ev in [(blk, w, "evict_first")] + tried:
+                jobs[("gelu", p, blk, w, ev)] = (G._gelu_kernel,
+                                                 {"x_ptr": p, "y_ptr": p, "n": "i32", "N_BUCKET": "i32"},
+                                                 {"BLOCK": blk, "EXACT": b == 4, "EVICT": ev}, w)
             continue
         m, n = case["M"], case["N"]
         mod = S if wl == "softmax" else R
@@ -183,6 +197,13 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
             const = {k: v for k, v in plan.items() if k not in ("kernel", "num_warps")}
             if wl != "softmax":
                 const["EXACT"] = b == 4
+            if wl != "softmax" and plan["kernel"] == "rows":
+                const["EVEN_N"] = n == plan["BLOCK_N"]
+            if plan["kernel"] in ("split", "split2") and wl == "softmax":
+                ptrs += ["stats_ptr", "count_ptr"]
+                sig.update(stats_ptr="*fp32", count_ptr="*i32")
+                const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, S.SPLIT_MIN_CHUNK))
+                const["MODE"] = 0 if plan["kernel"] == "split" else 2
             if plan["kernel"] in ("rows",):
                 sig.update(M="i32", N="i32")
             else:
@@ -190,8 +211,10 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
             if wl != "softmax":
                 sig["eps"] = "fp32"
             sig["M_BUCKET"] = "i32"
-            kern = {"rows": S._softmax_rows if wl == "softmax" else R._rlg_rows,
-                    "online": S._softmax_online, "split": R._rlg_split}[plan["kernel"]]
+            kern = {"rows": S._softmax_rows if wl == "softmax" else R._rlg_rows, "online": S._softmax_online,
+                    "split": S._softmax_split if wl == "softmax" else R._rlg_split,
+                    "split2": S._softmax_split}[plan["kernel"]]
+            sig = {name: sig[name] for name in kern.arg_names if name in sig}
             key = (wl, plan["kernel"], p, n % 16 == 0, tuple(sorted(const.items())), plan["num_warps"])
             jobs[key] = (kern, sig, const, plan["num_warps"], n % 16 == 0)
 print(len(jobs), file=sys.stderr)

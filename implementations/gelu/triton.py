@@ -7,7 +7,9 @@ program covers 16 KB of input (4096 float32 or 8192 16-bit elements) with 8
 warps: each thread issues four 16-byte loads back to back, and with eight
 such programs resident per SM there is ~128 KB in flight, well past the need.
 The arithmetic is done in float32 whatever the storage type; see gelu_f32
-for why 16-bit outputs use a branch-free erf.
+(_triton_math.py) for why 16-bit outputs use a branch-free erf.  At HBM-bound
+sizes the block, warps and eviction hint are autotuned over a short list that
+includes what Inductor launches (see candidates()).
 
 Full blocks take an unmasked path so the loads stay 16 bytes wide whatever N
 is; only the one ragged block at the end is masked.
@@ -20,50 +22,19 @@ import triton.language as tl
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 
-# Globals read inside kernels must be tl.constexpr.
-SQRT1_2 = tl.constexpr(0.7071067811865476)
-LOG2E = tl.constexpr(1.4426950408889634)
-# Abramowitz & Stegun 7.1.26: erfc(a) ~ t*(a1 + ... + a5*t^4) * exp(-a^2),
-# t = 1/(1 + p*a), |error| < 1.5e-7; the coefficients here are halved, so the
-# polynomial gives 0.5*erfc directly.
-AS_P = tl.constexpr(0.3275911)
-AS_C1 = tl.constexpr(0.127414796)
-AS_C2 = tl.constexpr(-0.142248368)
-AS_C3 = tl.constexpr(0.7107068705)
-AS_C4 = tl.constexpr(-0.7265760135)
-AS_C5 = tl.constexpr(0.5307027145)
-
-
-@triton.jit
-def gelu_f32(x, EXACT: tl.constexpr):
-    """x * Phi(x) in float32.
-
-    EXACT: libdevice erff (~1 ulp, two branches, ~25 instructions).  Else a
-    branch-free Phi(x) = 1 - 0.5*erfc(|x|/sqrt2) (or 0.5*erfc for x < 0) with
-    |error| < 3e-7, about 16 instructions.  16-bit outputs round at 2^-9 or
-    coarser, so the cheaper form changes nothing there, and it matters: at
-    ~1 T elements/s (bf16 at copy speed) the SM can issue only ~30
-    instructions an element, and libdevice's erf alone would take most.
-    """
-    if EXACT:
-        return 0.5 * x * (1.0 + tl.math.erf(x * SQRT1_2))
-    else:
-        a = tl.abs(x) * SQRT1_2
-        t = 1.0 / (1.0 + AS_P * a)
-        q = t * (AS_C1 + t * (AS_C2 + t * (AS_C3 + t * (AS_C4 + t * AS_C5)))) * tl.exp2(a * a * -LOG2E)
-        return x * tl.where(x >= 0, 1.0 - q, q)
+from implementations.gelu._triton_math import gelu_f32  # noqa: F401  (re-exported)
 
 
 # N_BUCKET (next_pow2(n)) is only an autotuning key; never specialised.
 @triton.jit(do_not_specialize=["N_BUCKET"])
-def _gelu_kernel(x_ptr, y_ptr, n, N_BUCKET, BLOCK: tl.constexpr, EXACT: tl.constexpr):
+def _gelu_kernel(x_ptr, y_ptr, n, N_BUCKET, BLOCK: tl.constexpr, EXACT: tl.constexpr, EVICT: tl.constexpr):
     # 64-bit block start: 2^31 elements must not wrap.
     start = tl.program_id(0).to(tl.int64) * BLOCK
     offs = tl.arange(0, BLOCK)
     xs = x_ptr + start
     ys = y_ptr + start
     if start + BLOCK <= n:
-        x = tl.load(xs + offs, eviction_policy="evict_first").to(tl.float32)
+        x = tl.load(xs + offs, eviction_policy=EVICT).to(tl.float32)
         tl.store(ys + offs, gelu_f32(x, EXACT).to(y_ptr.dtype.element_ty))
     else:
         mask = offs < n - start
@@ -81,30 +52,38 @@ def plan(n: int, dtype_bytes: int) -> tuple[int, int]:
     return block, (8 if block >= 4096 else 4)
 
 
-# float32 with libdevice erf at HBM-bound sizes: blocks of 8 to 32 values a
-# thread; the sm_90 compile test checks each for spills.
-F32_CANDIDATES = ((2048, 4), (2048, 8), (4096, 4), (4096, 8), (8192, 8), (8192, 16))
+def candidates(dtype_bytes: int) -> list[tuple[int, int, str]]:
+    """(BLOCK, num_warps, eviction policy) tried at HBM-bound sizes.
+
+    4 to 16 KB of input a program, 8 or 16 values a thread (16-byte accesses
+    either way): the small blocks are what Inductor launches for a pointwise
+    op (1024 float32, 4 warps, no eviction hint), the 16 KB one is plan().
+    The sm_90 compile test checks each for spills.
+    """
+    e = 4 // dtype_bytes
+    return [(1024 * e, 4, ""), (2048 * e, 4, ""), (2048 * e, 8, ""), (4096 * e, 8, ""),
+            (4096 * e, 8, "evict_first")]
 
 
 def tuned_here(n: int, dtype_bytes: int) -> bool:
-    """Only float32 with many full blocks is tuned; the rest keeps plan()."""
-    return dtype_bytes == 4 and plan(n, dtype_bytes)[0] == 4096
+    """Only sizes with many full 16 KB blocks are tuned; the rest keeps plan()."""
+    return plan(n, dtype_bytes)[0] * dtype_bytes == 16384
 
 
 def _prune(configs, named_args, **kwargs):
-    return [triton.Config({"BLOCK": b}, num_warps=w) for b, w in F32_CANDIDATES]
+    return [triton.Config({"BLOCK": b, "EVICT": e}, num_warps=w)
+            for b, w, e in candidates(named_args["x_ptr"].element_size())]
 
 
 # The candidates come from _prune; two placeholders make the list long enough to tune.
 _tuned = triton.autotune(configs=[triton.Config({}, num_warps=4), triton.Config({}, num_warps=8)],
-                         key=["N_BUCKET"], prune_configs_by={"early_config_prune": _prune})(_gelu_kernel)
-_CHOSEN: dict[int, tuple[int, int]] = {}  # float32 N bucket -> (BLOCK, num_warps) chosen
+                         key=["N_BUCKET", "EXACT"], prune_configs_by={"early_config_prune": _prune})(_gelu_kernel)
+_CHOSEN: dict[tuple, tuple[int, int, str]] = {}  # (N bucket, dtype bytes) -> (BLOCK, num_warps, EVICT)
 
 
 def gelu_triton(x, *, block: int | None = None, exact: bool | None = None):
-    """``exact`` picks libdevice's erf (default: float32 only, where it measured
-    faster on the H200: 0.935 of copy bandwidth against 0.915 for the polynomial).
-    ``block`` forces the block size (untuned)."""
+    """``exact`` picks libdevice's erf (default: float32 only; the polynomial
+    is for 16-bit outputs, see gelu_f32).  ``block`` forces the block size (untuned)."""
     import torch
 
     x = x.contiguous()
@@ -112,29 +91,34 @@ def gelu_triton(x, *, block: int | None = None, exact: bool | None = None):
     n = x.numel()
     if n == 0:
         return y
-    blk, warps = plan(n, x.element_size())
+    b = x.element_size()
     bucket = triton.next_power_of_2(n)
-    if (block is None and exact is None and tuned_here(n, x.element_size()) and not interpreting()):
-        _tuned[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, n, bucket, EXACT=True)
+    if exact is None:
+        exact = b == 4
+    if block is None and tuned_here(n, b) and not interpreting():
+        _tuned[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, n, bucket, EXACT=exact)
         best = _tuned.best_config
-        _CHOSEN[bucket] = (best.kwargs["BLOCK"], best.num_warps)
+        _CHOSEN[(bucket, b)] = (best.kwargs["BLOCK"], best.num_warps, best.kwargs["EVICT"])
         return y
+    blk, warps = plan(n, b)
     if block is not None:
         blk = block
-    if exact is None:
-        exact = x.element_size() == 4
-    _gelu_kernel[(triton.cdiv(n, blk),)](x, y, n, bucket, BLOCK=blk, EXACT=exact, num_warps=warps)
+    _gelu_kernel[(triton.cdiv(n, blk),)](x, y, n, bucket, BLOCK=blk, EXACT=exact, EVICT="evict_first",
+                                         num_warps=warps)
     return y
 
 
 def _config(case: Case) -> str:
-    blk, warps = plan(case["N"], itemsize(case.dtype))
+    b = itemsize(case.dtype)
+    blk, warps = plan(case["N"], b)
+    evict = "evict_first"
     erf = "libdevice" if case.dtype == "float32" else "A&S-7.1.26"
     tuned = ""
-    if tuned_here(case["N"], itemsize(case.dtype)) and triton.next_power_of_2(case["N"]) in _CHOSEN:
-        blk, warps = _CHOSEN[triton.next_power_of_2(case["N"])]
+    chosen = _CHOSEN.get((triton.next_power_of_2(case["N"]), b)) if tuned_here(case["N"], b) else None
+    if chosen:
+        blk, warps, evict = chosen
         tuned = " (autotuned)"
-    return f"BLOCK={blk} warps={warps} erf={erf}{tuned}"
+    return f"BLOCK={blk} warps={warps} evict={evict or 'none'} erf={erf}{tuned}"
 
 
 register("gelu", "triton", available=needs_triton,

@@ -16,7 +16,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from implementations.gemm._triton_tiled import SKINNY_M, describe, tile_coords
+from implementations.gemm._triton_tiled import LARGE_MN, SKINNY_M, describe, tile_coords
 from suite.backends import interpreting
 
 
@@ -66,17 +66,20 @@ def _cfg(bm, bn, bk, stages, warps, group=8):
 
 # Shared memory: stages * (BM + BN) * BK * 2 plus a BM x BN staging tile for the
 # TMA store; 128x256x64 with 3 stages is 208 KiB of the 227 KiB available.
-LARGE = [_cfg(128, 256, 64, 3, 8), _cfg(256, 128, 64, 3, 8),
-         _cfg(128, 128, 64, 4, 8), _cfg(128, 128, 64, 4, 4)]
+LARGE = [_cfg(128, 256, 64, 3, 8), _cfg(256, 128, 64, 3, 8), _cfg(128, 128, 64, 4, 8)]
+MID = [_cfg(128, 128, 64, 4, 8), _cfg(128, 128, 64, 4, 4), _cfg(128, 256, 64, 3, 8)]
 SKINNY = [_cfg(64, 64, 128, 4, 4, 1), _cfg(64, 128, 64, 4, 4, 1)]
 
 
 def _prune(configs, named_args, **kwargs):
-    return SKINNY if named_args["M"] <= SKINNY_M else LARGE
+    m, n = named_args["M"], named_args["N"]
+    if m <= SKINNY_M:
+        return SKINNY
+    return LARGE if m * n >= LARGE_MN else MID
 
 
 # Descriptors carry no .dtype for the autotuner's key, hence the DTYPE argument.
-_autotuned = triton.autotune(configs=LARGE + SKINNY, key=["M", "N", "K", "DTYPE"],
+_autotuned = triton.autotune(configs=LARGE + MID + SKINNY, key=["M", "N", "K", "DTYPE"],
                              prune_configs_by={"early_config_prune": _prune})(_persistent_kernel)
 
 INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 2}

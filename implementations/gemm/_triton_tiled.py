@@ -81,9 +81,13 @@ def _cfg(bm, bn, bk, stages, warps, group=8):
                          num_stages=stages, num_warps=warps)
 
 
-# Large problems: the wgmma-sized tiles known to do well on sm_90.
-LARGE = [_cfg(128, 256, 64, 3, 8), _cfg(128, 256, 64, 4, 8), _cfg(256, 128, 64, 3, 8),
-         _cfg(128, 128, 64, 4, 4), _cfg(64, 256, 32, 4, 4)]
+# Large problems (M*N >= 4096^2): 128 x 256 or 256 x 128 tiles, two warpgroups
+# of 64 x 256 (or 128 x 128) wgmma accumulators, 3-4 stages of 48 KiB; at
+# 4096^2 that is 512 tiles, 3.9 waves over 132 SMs.
+LARGE = [_cfg(128, 256, 64, 3, 8), _cfg(256, 128, 64, 3, 8), _cfg(128, 256, 64, 4, 8)]
+# Mid-sized problems: more, smaller tiles so that every SM gets work.
+MID = [_cfg(128, 128, 64, 4, 8), _cfg(128, 128, 64, 4, 4), _cfg(128, 256, 64, 3, 8), _cfg(64, 128, 64, 4, 4)]
+LARGE_MN = 4096 * 4096
 # M <= 128: B is the traffic; narrow column blocks put more programs on it.
 SKINNY = [_cfg(16, 64, 256, 4, 4, 1), _cfg(64, 64, 128, 4, 4, 1), _cfg(128, 64, 64, 4, 4, 1)]
 SKINNY_M = 128
@@ -92,20 +96,28 @@ SKINNY_M = 128
 FMA = [_cfg(128, 128, 32, 3, 8), _cfg(64, 128, 32, 3, 4), _cfg(128, 64, 32, 3, 4), _cfg(64, 64, 32, 4, 4)]
 
 
+def tensor_core_configs(m: int, n: int) -> list:
+    """The 16-bit (bf16 and fp16 alike) candidates for an m x n output: 3 or 4, chosen by shape."""
+    if m <= SKINNY_M:
+        return SKINNY
+    return LARGE if m * n >= LARGE_MN else MID
+
+
 def prune(configs, named_args, **kwargs):
-    """Only the configs meant for this problem: at most five are compiled and timed."""
+    """Only the configs meant for this problem: at most four are compiled and timed."""
+    m = named_args["M"]
+    n = named_args.get("N", m)
     if named_args["a_ptr"].element_size() == 4:
         if kwargs["PRECISION"] == "ieee":
             return FMA
         # TF32 tiles cost twice the shared memory per stage of 16-bit ones
-        base = SKINNY if named_args["M"] <= SKINNY_M else LARGE
         return [_cfg(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"] // 2,
-                     c.num_stages, c.num_warps, c.kwargs["GROUP_M"]) for c in base]
-    return SKINNY if named_args["M"] <= SKINNY_M else LARGE
+                     c.num_stages, c.num_warps, c.kwargs["GROUP_M"]) for c in tensor_core_configs(m, n)]
+    return tensor_core_configs(m, n)
 
 
 # PRECISION is in the key: exact and TF32 float32 pick from different lists
-_autotuned = triton.autotune(configs=LARGE + SKINNY + FMA, key=["M", "N", "K", "PRECISION"],
+_autotuned = triton.autotune(configs=LARGE + MID + SKINNY + FMA, key=["M", "N", "K", "PRECISION"],
                              prune_configs_by={"early_config_prune": prune})(_gemm_kernel)
 
 # Under TRITON_INTERPRET every config would be run and timed on the CPU: one small one instead.

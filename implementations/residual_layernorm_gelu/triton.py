@@ -39,21 +39,28 @@ MAX_FUSED = 16384  # widest row (power of two) held whole in registers
 # dtype and order of magnitude of M.  Never specialised, so it costs no recompiles.
 @triton.jit(do_not_specialize=["M_BUCKET"])
 def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
-              ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EXACT: tl.constexpr):
+              ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EXACT: tl.constexpr, EVEN_N: tl.constexpr):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_N)
     cmask = cols < N
     # Rows past the end re-load the last row and are masked only at the store.
     src = (tl.minimum(rows, M - 1).to(tl.int64) * N)[:, None] + cols[None, :]
-    x = tl.load(x_ptr + src, mask=cmask[None, :], other=0.0, eviction_policy="evict_first")
-    r = tl.load(r_ptr + src, mask=cmask[None, :], other=0.0, eviction_policy="evict_first")
+    if EVEN_N:  # N == BLOCK_N: no column mask, no zero-fill
+        x = tl.load(x_ptr + src, eviction_policy="evict_first")
+        r = tl.load(r_ptr + src, eviction_policy="evict_first")
+    else:
+        x = tl.load(x_ptr + src, mask=cmask[None, :], other=0.0, eviction_policy="evict_first")
+        r = tl.load(r_ptr + src, mask=cmask[None, :], other=0.0, eviction_policy="evict_first")
     h = x.to(tl.float32) + r.to(tl.float32)
     mean = tl.sum(h, axis=1) / N
-    d = tl.where(cmask[None, :], h - mean[:, None], 0.0)
+    if EVEN_N:
+        d = h - mean[:, None]
+    else:
+        d = tl.where(cmask[None, :], h - mean[:, None], 0.0)
     rstd = tl.math.rsqrt(tl.sum(d * d, axis=1) / N + eps)
     # Weight and bias are tiny and shared by every program: L2 hits.
-    w = tl.load(w_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-    b = tl.load(b_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last").to(tl.float32)
     y = gelu_f32(d * rstd[:, None] * w[None, :] + b[None, :], EXACT)
     dst = (rows.to(tl.int64) * N)[:, None] + cols[None, :]
     tl.store(y_ptr + dst, y.to(y_ptr.dtype.element_ty), mask=(rows < M)[:, None] & cmask[None, :])
@@ -121,8 +128,17 @@ def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     2048 to 8192 with 8 or 16 values a thread.  The sm_90 compile
     test checks every one of these for spills.
     """
-    return neighbours(plan(m, n, dtype_bytes), m, "split",
-                      ((4096, 16), (4096, 8), (2048, 8), (2048, 4), (8192, 16), (8192, 32)))
+    base = plan(m, n, dtype_bytes)
+    out = neighbours(base, m, "split", ((4096, 16), (4096, 8), (2048, 8), (2048, 4), (8192, 16), (8192, 32)))
+    if base["kernel"] == "rows" and base["BLOCK_N"] <= 2048:
+        # Short rows: one row a program with one or two 16-byte vectors a
+        # thread, as Inductor's persistent reduction launches it (many small
+        # programs an SM, so one's reductions overlap the others' loads).
+        for warps in (base["BLOCK_N"] * dtype_bytes // 1024, base["BLOCK_N"] * dtype_bytes // 512):
+            c = dict(kernel="rows", ROWS=1, BLOCK_N=base["BLOCK_N"], num_warps=warps)
+            if 1 <= warps <= 16 and c not in out and len(out) < 8:
+                out.append(c)
+    return out
 
 
 _rows_tuned = tuned(_rlg_rows, candidates)
@@ -155,14 +171,16 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
         # One config: the interpreter would run every candidate on the CPU.
         if p["kernel"] == "rows":
             _rlg_rows[(triton.cdiv(m, p["ROWS"]),)](*args, m, n, float(eps), bucket, ROWS=p["ROWS"],
-                                                    BLOCK_N=p["BLOCK_N"], EXACT=exact, num_warps=p["num_warps"])
+                                                    BLOCK_N=p["BLOCK_N"], EXACT=exact, EVEN_N=n == p["BLOCK_N"],
+                                                    num_warps=p["num_warps"])
         else:
             _rlg_split[(m,)](*args, n, float(eps), bucket, BLOCK=p["BLOCK"], EXACT=exact,
                              num_warps=p["num_warps"])
         return y
     if p["kernel"] == "rows":
         kernel = _rows_tuned
-        kernel[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](*args, m, n, float(eps), bucket, EXACT=exact)
+        kernel[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](*args, m, n, float(eps), bucket, EXACT=exact,
+                                                             EVEN_N=n == p["BLOCK_N"])
     else:
         kernel = _split_tuned
         kernel[(m,)](*args, n, float(eps), bucket, EXACT=exact)

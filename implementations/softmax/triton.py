@@ -9,23 +9,27 @@ each, 60 MB L2, ~4.2 TB/s): the fused kernel moves 2*M*N*b bytes.
   (N=128 bf16: 64 rows, 16 KB a program) so that a program still moves enough
   bytes to amortise its launch and reductions.
 - Longer rows (131072 float32 is 512 KB, more than an SM holds):
-  ``_softmax_online`` walks the row in chunks keeping a per-lane running
-  max and sum (one exp2 an element, no reduction inside the loop), then
-  walks it again to write.  The first chunk stays in registers across both walks and the second
-  walk runs backwards, so the chunks re-read are the ones most recently
-  loaded; with ~132 rows in flight of at most 512 KB, of which the re-read
-  part is in L2, the HBM traffic stays close to one read and one write.
+  ``_softmax_split`` gives each row to P = N/8192 programs that each hold
+  their chunk in registers (32 float32 a thread, 8 warps, four programs an
+  SM).  Each publishes its chunk's max and sum of exp, the P programs meet at
+  a per-row counter, and each scales and writes its chunk: one read and one
+  write, as for short rows.  (One program a row walking its row twice,
+  ``_softmax_online``, re-reads it from HBM: with ~132 rows of 256-512 KB in
+  flight the re-read misses L2, measured 0.63-0.66 of copy speed = 2/3.)
 
-exp is exp2 of a pre-scaled argument (one FMA and one MUFU op an element):
-at 1 T elements/s (bf16 at copy speed) MUFU has room for about four.
+exp is exp2 of a pre-scaled argument (one FMA and one MUFU op an element, the .ftz
+form: see _triton_math): at 1 T elements/s (bf16 at copy speed) MUFU has room for about four.
 """
 from __future__ import annotations
+
+import functools
 
 import triton
 import triton.language as tl
 
-from implementations._row_tuning import describe, neighbours, rows_plan, tuned
+from implementations._row_tuning import PLACEHOLDERS, describe, neighbours, rows_plan, tuned
 
+from implementations.gelu._triton_math import exp2
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 
@@ -46,7 +50,7 @@ def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.
     x = tl.load(x_ptr + src[:, None] + cols[None, :], mask=cmask[None, :], other=float("-inf"),
                 eviction_policy="evict_first").to(tl.float32)
     z = (x - tl.max(x, axis=1)[:, None]) * LOG2E
-    e = tl.exp2(z)
+    e = exp2(z)
     y = e * (1.0 / tl.sum(e, axis=1))[:, None]
     dst = rows.to(tl.int64) * N
     smask = (rows < M)[:, None] & cmask[None, :]
@@ -93,13 +97,89 @@ def _softmax_online(x_ptr, y_ptr, N, M_BUCKET, BLOCK: tl.constexpr):
         tl.store(yr + start + cols, (tl.exp2(z - m_row) * inv).to(out_ty), mask=mask, cache_modifier=".cs")
 
 
-def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None) -> dict:
-    """Kernel and launch parameters for an m x n softmax; pure, so config() can replay it."""
+@triton.jit(do_not_specialize=["M_BUCKET"])
+def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.constexpr, P_MAX: tl.constexpr,
+                   MODE: tl.constexpr):
+    """A row of P = cdiv(N, BLOCK) chunks is done by P programs, each holding its chunk in registers.
+
+    MODE 0: one pass.  Each program publishes its chunk's (max, sum of exp),
+    counts itself in at the row's counter and waits until all P have, then
+    scales and writes its chunk: x is read once.  Programs take their chunk
+    from a ticket counter in the order they start, so the waited-for ones
+    have always started or will start as soon as any slot frees (needs room
+    for P programs on the GPU at once; the launcher checks).
+    MODE 1 and 2: the same as two launches, statistics then output (x read
+    twice); no waiting, so the interpreter can run it.
+    count_ptr: int32 [1 + M], zero at launch (ticket, then one counter a row).
+    stats_ptr: float32 [M, 2, P_MAX].
+    """
+    if MODE == 0:
+        t = tl.atomic_add(count_ptr, 1, sem="relaxed")
+    else:
+        t = tl.program_id(0)
+    p = tl.cdiv(N, BLOCK)
+    row = t // p
+    c = t - row * p
+    cols = c * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < N
+    base = row.to(tl.int64) * N
+    z = tl.load(x_ptr + base + cols, mask=mask, other=float("-inf"),
+                eviction_policy="evict_first").to(tl.float32) * LOG2E
+    m = tl.max(z, axis=0)
+    e = exp2(z - tl.where(m == float("-inf"), 0.0, m))  # a chunk of -inf only gives zeros, not NaN
+    stats = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
+    if MODE != 2:
+        tl.store(stats + c, m)
+        tl.store(stats + P_MAX + c, tl.sum(e, axis=0))
+    if MODE == 0:
+        tl.debug_barrier()  # every thread's part of the stores before the release
+        seen = tl.atomic_add(count_ptr + 1 + row, 1, sem="release") + 1
+        while seen < p:
+            seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
+        tl.debug_barrier()
+    if MODE != 1:
+        k = tl.arange(0, P_MAX)
+        ms = tl.load(stats + k, mask=k < p, other=float("-inf"), cache_modifier=".cg")
+        ss = tl.load(stats + P_MAX + k, mask=k < p, other=0.0, cache_modifier=".cg")
+        m_row = tl.max(ms, axis=0)
+        scale = exp2(m - m_row) / tl.sum(ss * exp2(ms - m_row), axis=0)
+        tl.store(y_ptr + base + cols, (e * scale).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+SPLIT_MIN_CHUNK = 4096  # smallest chunk the split kernel is tuned over
+SPLIT_MAX_PROGRAMS = 64  # most programs a row may be split over (all must be on the GPU at once)
+LONG_ROWS = ("split", "split2", "online")
+
+
+def split_fits(n: int) -> bool:
+    return triton.cdiv(n, SPLIT_MIN_CHUNK) <= SPLIT_MAX_PROGRAMS
+
+
+def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None,
+         long_rows: str | None = None) -> dict:
+    """Kernel and launch parameters for an m x n softmax; pure, so config() can replay it.
+
+    long_rows picks the kernel for rows longer than max_fused: "split" (one
+    read, programs of a row meet in the kernel; default on the GPU), "split2"
+    (the same in two launches, x read twice; default under the interpreter,
+    which runs programs one after another and so cannot wait), "online" (one
+    program a row, x re-read, hopefully from L2).
+    """
     block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
     if block_n <= max_fused:
         # 32 values a thread at the widest rows (32768: 53 registers, no spills
         # for sm_90, one 32-warp program an SM with 128 KB in flight).
         return rows_plan(m, block_n, dtype_bytes)
+    if long_rows is None:
+        long_rows = "online" if not split_fits(n) else ("split2" if interpreting() else "split")
+    if long_rows not in LONG_ROWS:
+        raise ValueError(f"long_rows={long_rows!r}: choose from {LONG_ROWS}")
+    if long_rows != "online":
+        # 8192 with 8 warps: 32 values a thread, ~61 registers, four programs
+        # an SM (128 KB of float32 loads in flight); 131072 columns are 16
+        # programs a row.
+        chunk = block or 8192
+        return dict(kernel=long_rows, BLOCK=chunk, num_warps=max(1, min(16, chunk // 1024)))
     # 8192 with 32 warps: 8 values a thread, ~48 registers, one program an SM,
     # so ~132 rows share L2 (fp32 131072: 64 MB, the later chunks fitting).
     chunk = block or min(8192, max_fused)
@@ -110,24 +190,48 @@ def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     """What the autotuner tries on the GPU: the plan and its neighbours.
 
     Rows kernel: ROWS kept, halved and doubled, each with 16 or 8 values a
-    thread, and 32 for single rows at up to 16 warps.  Online kernel: chunks
-    of 2048 to 8192 with 8 or 16 values a thread (16384 spilled at 16 or 32
+    thread, and 32 for single rows at up to 16 warps.  Split kernel: chunks of
+    4096 to 16384 with 16 or 32 values a thread.  Online kernel: chunks of
+    2048 to 8192 with 8 or 16 values a thread (16384 spilled at 16 or 32
     warps).  The sm_90 compile test checks every one of these for spills.
     """
-    return neighbours(plan(m, n, dtype_bytes), m, "online",
+    base = plan(m, n, dtype_bytes)
+    if base["kernel"] in ("split", "split2"):
+        return neighbours(base, m, base["kernel"], ((4096, 4), (8192, 16), (16384, 16)))
+    return neighbours(base, m, "online",
                       ((4096, 16), (8192, 32), (8192, 16), (4096, 8), (2048, 8), (2048, 4)))
 
 
 _rows_tuned = tuned(_softmax_rows, candidates)
 _online_tuned = tuned(_softmax_online, candidates)
 
+
+def _split_prune(configs, named_args, **kwargs):
+    x, n = named_args["x_ptr"], named_args["N"]
+    return [triton.Config({"BLOCK": c["BLOCK"]}, num_warps=c["num_warps"])
+            for c in candidates(x.numel() // n, n, x.element_size())]
+
+
+# Each timing run needs the ticket and row counters at zero.
+_split_tuned = triton.autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
+                               prune_configs_by={"early_config_prune": _split_prune})(_softmax_split)
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(index: int) -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for config()
 _CHOSEN: dict[tuple, str] = {}
 
 
-def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None):
+def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, long_rows: str | None = None):
     """Softmax over the last dim; ``max_fused``/``block`` force the paths in tests
-    (a forced path runs its plan as is, untuned)."""
+    (a forced path runs its plan as is, untuned); ``long_rows`` picks the
+    long-row kernel (see plan)."""
     import torch
 
     x = x.contiguous()
@@ -136,9 +240,28 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None):
     m = x.numel() // n if n else 0
     if x.numel() == 0:
         return y
-    p = plan(m, n, x.element_size(), max_fused, block)
+    p = plan(m, n, x.element_size(), max_fused, block, long_rows)
     bucket = triton.next_power_of_2(m)
-    if interpreting() or max_fused != MAX_FUSED or block is not None:
+    untuned = interpreting() or max_fused != MAX_FUSED or block is not None or p["kernel"] == "split2"
+    if (p["kernel"] == "split" and not interpreting()
+            and triton.cdiv(n, p["BLOCK"]) > 2 * _sm_count(x.device.index if x.device.index is not None else 0)):
+        # a GPU too small to hold every program of a row at once (never an H200)
+        p = plan(m, n, x.element_size(), max_fused, block, "online")
+    if p["kernel"] in ("split", "split2"):
+        chunks = triton.cdiv(n, p["BLOCK"])
+        p_max = triton.next_power_of_2(chunks if untuned else triton.cdiv(n, SPLIT_MIN_CHUNK))
+        stats = torch.empty(m * 2 * p_max, device=x.device, dtype=torch.float32)
+        count = torch.zeros(m + 1, device=x.device, dtype=torch.int32)
+        args = (x, y, stats, count, n, bucket)
+        if untuned:
+            modes = (1, 2) if p["kernel"] == "split2" else (0,)
+            for mode in modes:
+                _softmax_split[(m * chunks,)](*args, BLOCK=p["BLOCK"], P_MAX=p_max, MODE=mode,
+                                               num_warps=p["num_warps"])
+            return y
+        kernel = _split_tuned
+        kernel[lambda meta: (m * triton.cdiv(n, meta["BLOCK"]),)](*args, P_MAX=p_max, MODE=0)
+    elif untuned:
         # One config: the interpreter would run every candidate on the CPU.
         if p["kernel"] == "rows":
             _softmax_rows[(triton.cdiv(m, p["ROWS"]),)](x, y, m, n, bucket, ROWS=p["ROWS"], BLOCK_N=p["BLOCK_N"],
@@ -146,7 +269,7 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None):
         else:
             _softmax_online[(m,)](x, y, n, bucket, BLOCK=p["BLOCK"], num_warps=p["num_warps"])
         return y
-    if p["kernel"] == "rows":
+    elif p["kernel"] == "rows":
         kernel = _rows_tuned
         kernel[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](x, y, m, n, bucket)
     else:
@@ -169,5 +292,6 @@ def _config(case: Case) -> str:
 
 register("softmax", "triton", available=needs_triton,
          supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
-         description="rows in registers (several short rows a program); online softmax for long rows")(
+         description="rows in registers (several short rows a program); long rows split over programs "
+                     "that meet in the kernel (x read once)")(
     softmax_triton)
