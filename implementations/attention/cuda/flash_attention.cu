@@ -17,33 +17,33 @@ constexpr int AUTO_D64 = 0, AUTO_D128 = 0;
 
 at::Tensor attention_flash(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            bool causal, int64_t variant) {
-  TORCH_CHECK(q.is_cuda() && k.is_cuda() && v.is_cuda(),
+  KSUITE_CHECK(q.is_cuda() && k.is_cuda() && v.is_cuda(),
               "attention_flash: q, k and v must be CUDA tensors");
-  TORCH_CHECK(q.device() == k.device() && q.device() == v.device(),
+  KSUITE_CHECK(q.device() == k.device() && q.device() == v.device(),
               "attention_flash: q, k and v must be on one device, got ", q.device(), ", ",
               k.device(), ", ", v.device());
-  TORCH_CHECK(q.scalar_type() == k.scalar_type() && q.scalar_type() == v.scalar_type(),
+  KSUITE_CHECK(q.scalar_type() == k.scalar_type() && q.scalar_type() == v.scalar_type(),
               "attention_flash: q, k and v must share a dtype, got ", q.scalar_type(), ", ",
               k.scalar_type(), ", ", v.scalar_type());
-  TORCH_CHECK(q.scalar_type() == at::kHalf || q.scalar_type() == at::kBFloat16,
+  KSUITE_CHECK(q.scalar_type() == at::kHalf || q.scalar_type() == at::kBFloat16,
               "attention_flash: only float16 and bfloat16 are supported (tensor-core mma), got ",
               q.scalar_type());
-  TORCH_CHECK(q.dim() == 4, "attention_flash: q must be (B, H, S, D), got ", q.dim(), " dims");
-  TORCH_CHECK(k.sizes() == q.sizes() && v.sizes() == q.sizes(),
+  KSUITE_CHECK(q.dim() == 4, "attention_flash: q must be (B, H, S, D), got ", q.dim(), " dims");
+  KSUITE_CHECK(k.sizes() == q.sizes() && v.sizes() == q.sizes(),
               "attention_flash: q, k and v must have one shape (self-attention), got ", ksuite::shape_str(q),
               ", ", ksuite::shape_str(k), ", ", ksuite::shape_str(v));
-  TORCH_CHECK(q.size(3) == 64 || q.size(3) == 128,
+  KSUITE_CHECK(q.size(3) == 64 || q.size(3) == 128,
               "attention_flash: head dim D must be 64 or 128, got ", q.size(3));
-  TORCH_CHECK(q.is_contiguous() && k.is_contiguous() && v.is_contiguous(),
+  KSUITE_CHECK(q.is_contiguous() && k.is_contiguous() && v.is_contiguous(),
               "attention_flash: q, k and v must be contiguous (B, H, S, D)");
-  TORCH_CHECK(ksuite::aligned16(q.data_ptr()) && ksuite::aligned16(k.data_ptr()) &&
+  KSUITE_CHECK(ksuite::aligned16(q.data_ptr()) && ksuite::aligned16(k.data_ptr()) &&
                   ksuite::aligned16(v.data_ptr()),
               "attention_flash: q, k and v must start on a 16-byte boundary");
   const int64_t B = q.size(0), H = q.size(1), S = q.size(2);
-  TORCH_CHECK(B * H <= 65535, "attention_flash: B*H = ", B * H, " exceeds the grid's y limit 65535");
-  TORCH_CHECK(S * q.size(3) < (1LL << 31), "attention_flash: S*D must fit in 32-bit ints");
+  KSUITE_CHECK(B * H <= 65535, "attention_flash: B*H = ", B * H, " exceeds the grid's y limit 65535");
+  KSUITE_CHECK(S * q.size(3) < (1LL << 31), "attention_flash: S*D must fit in 32-bit ints");
 
-  TORCH_CHECK(variant >= -1 && variant < N_VARIANTS, "attention_flash: variant must be -1 (automatic) or 0..",
+  KSUITE_CHECK(variant >= -1 && variant < N_VARIANTS, "attention_flash: variant must be -1 (automatic) or 0..",
               N_VARIANTS - 1, ", got ", variant);
   const c10::cuda::CUDAGuard guard(q.device());
   at::Tensor o = at::empty_like(q);

@@ -41,25 +41,25 @@ void launch(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
 }
 
 at::Tensor gemm_naive(const at::Tensor& a, const at::Tensor& b) {
-  TORCH_CHECK(a.is_cuda() && b.is_cuda(), "gemm_naive: a and b must be CUDA tensors, got ",
+  KSUITE_CHECK(a.is_cuda() && b.is_cuda(), "gemm_naive: a and b must be CUDA tensors, got ",
               a.device(), " and ", b.device());
-  TORCH_CHECK(a.device() == b.device(), "gemm_naive: a and b are on different devices (",
+  KSUITE_CHECK(a.device() == b.device(), "gemm_naive: a and b are on different devices (",
               a.device(), ", ", b.device(), ")");
-  TORCH_CHECK(a.dim() == 2 && b.dim() == 2, "gemm_naive: a and b must be matrices, got ", a.dim(),
+  KSUITE_CHECK(a.dim() == 2 && b.dim() == 2, "gemm_naive: a and b must be matrices, got ", a.dim(),
               "-d and ", b.dim(), "-d tensors");
-  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "gemm_naive: a and b must share a dtype, got ",
+  KSUITE_CHECK(a.scalar_type() == b.scalar_type(), "gemm_naive: a and b must share a dtype, got ",
               a.scalar_type(), " and ", b.scalar_type());
-  TORCH_CHECK(a.scalar_type() == at::kFloat || a.scalar_type() == at::kHalf ||
+  KSUITE_CHECK(a.scalar_type() == at::kFloat || a.scalar_type() == at::kHalf ||
                   a.scalar_type() == at::kBFloat16,
               "gemm_naive: only float32, float16 and bfloat16 are supported, got ", a.scalar_type());
-  TORCH_CHECK(a.size(1) == b.size(0), "gemm_naive: inner dimensions differ: a is ", a.size(0), " x ",
+  KSUITE_CHECK(a.size(1) == b.size(0), "gemm_naive: inner dimensions differ: a is ", a.size(0), " x ",
               a.size(1), ", b is ", b.size(0), " x ", b.size(1));
-  TORCH_CHECK(a.is_contiguous() && b.is_contiguous(),
+  KSUITE_CHECK(a.is_contiguous() && b.is_contiguous(),
               "gemm_naive: a and b must be contiguous (row-major)");
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
-  TORCH_CHECK(M < (1LL << 31) && N < (1LL << 31) && K < (1LL << 31),
+  KSUITE_CHECK(M < (1LL << 31) && N < (1LL << 31) && K < (1LL << 31),
               "gemm_naive: dimensions must fit in 32-bit ints");
-  TORCH_CHECK((M + 7) / 8 <= 65535, "gemm_naive: M must be at most ", 8 * 65535,
+  KSUITE_CHECK((M + 7) / 8 <= 65535, "gemm_naive: M must be at most ", 8 * 65535,
               " (the grid's y limit), got ", M);
   const auto dt = a.scalar_type();
 

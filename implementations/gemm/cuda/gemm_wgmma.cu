@@ -276,7 +276,7 @@ EncodeTiledFn encode_tiled() {
     err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &status);
     if (err == cudaSuccess && status == cudaDriverEntryPointSuccess) fn = reinterpret_cast<EncodeTiledFn>(p);
   });
-  TORCH_CHECK(fn != nullptr, "gemm_wgmma: could not get cuTensorMapEncodeTiled from the driver (",
+  KSUITE_CHECK(fn != nullptr, "gemm_wgmma: could not get cuTensorMapEncodeTiled from the driver (",
               cudaGetErrorString(err), ", query status ", static_cast<int>(status), ")");
   return fn;
 }
@@ -294,7 +294,7 @@ CUtensorMap make_map(const at::Tensor& t, int64_t rows, int64_t cols, uint32_t b
   const CUresult res = encode_tiled()(&map, dtype, 2, const_cast<void*>(t.data_ptr()), dims, strides, box,
                                       elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  TORCH_CHECK(res == CUDA_SUCCESS, "gemm_wgmma: cuTensorMapEncodeTiled failed for ", name, " (error ",
+  KSUITE_CHECK(res == CUDA_SUCCESS, "gemm_wgmma: cuTensorMapEncodeTiled failed for ", name, " (error ",
               static_cast<int>(res), ", shape ", std::to_string(rows), " x ", std::to_string(cols), ")");
   return map;
 }
@@ -333,36 +333,36 @@ void launch(const CUtensorMap& ma, const CUtensorMap& mb, at::Tensor& c, int M, 
 }
 
 at::Tensor gemm_wgmma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
-  TORCH_CHECK(a.is_cuda() && b.is_cuda(), "gemm_wgmma: a and b must be CUDA tensors, got ",
+  KSUITE_CHECK(a.is_cuda() && b.is_cuda(), "gemm_wgmma: a and b must be CUDA tensors, got ",
               a.device().str(), " and ", b.device().str());
-  TORCH_CHECK(a.device() == b.device(), "gemm_wgmma: a and b are on different devices (",
+  KSUITE_CHECK(a.device() == b.device(), "gemm_wgmma: a and b are on different devices (",
               a.device().str(), ", ", b.device().str(), ")");
-  TORCH_CHECK(a.dim() == 2 && b.dim() == 2, "gemm_wgmma: a and b must be matrices, got ",
+  KSUITE_CHECK(a.dim() == 2 && b.dim() == 2, "gemm_wgmma: a and b must be matrices, got ",
               std::to_string(a.dim()), "-d and ", std::to_string(b.dim()), "-d tensors");
-  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "gemm_wgmma: a and b must share a dtype, got ",
+  KSUITE_CHECK(a.scalar_type() == b.scalar_type(), "gemm_wgmma: a and b must share a dtype, got ",
               c10::toString(a.scalar_type()), " and ", c10::toString(b.scalar_type()));
-  TORCH_CHECK(a.scalar_type() == at::kHalf || a.scalar_type() == at::kBFloat16,
+  KSUITE_CHECK(a.scalar_type() == at::kHalf || a.scalar_type() == at::kBFloat16,
               "gemm_wgmma: only float16 and bfloat16 are supported, got ", c10::toString(a.scalar_type()));
-  TORCH_CHECK(a.size(1) == b.size(0), "gemm_wgmma: inner dimensions differ: a is ", ksuite::shape_str(a),
+  KSUITE_CHECK(a.size(1) == b.size(0), "gemm_wgmma: inner dimensions differ: a is ", ksuite::shape_str(a),
               ", b is ", ksuite::shape_str(b));
-  TORCH_CHECK(a.is_contiguous() && b.is_contiguous(), "gemm_wgmma: a and b must be contiguous (row-major)");
-  TORCH_CHECK(tile >= -1 && tile < NUM_TILES, "gemm_wgmma: tile must be -1 (automatic) or 0..",
+  KSUITE_CHECK(a.is_contiguous() && b.is_contiguous(), "gemm_wgmma: a and b must be contiguous (row-major)");
+  KSUITE_CHECK(tile >= -1 && tile < NUM_TILES, "gemm_wgmma: tile must be -1 (automatic) or 0..",
               std::to_string(NUM_TILES - 1), ", got ", std::to_string(tile));
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
-  TORCH_CHECK(M < (1LL << 31) && N < (1LL << 31) && K < (1LL << 31),
+  KSUITE_CHECK(M < (1LL << 31) && N < (1LL << 31) && K < (1LL << 31),
               "gemm_wgmma: every dimension must be below 2^31, got M=", std::to_string(M), " N=",
               std::to_string(N), " K=", std::to_string(K));
-  TORCH_CHECK(K % 8 == 0 && N % 8 == 0,
+  KSUITE_CHECK(K % 8 == 0 && N % 8 == 0,
               "gemm_wgmma: N and K must be multiples of 8 for TMA (16-byte row strides), got N=",
               std::to_string(N), " K=", std::to_string(K));
 
   const c10::cuda::CUDAGuard guard(a.device());
-  TORCH_CHECK(ksuite::compute_major() == 9, "gemm_wgmma: needs a Hopper GPU (sm_90), this one is sm_",
+  KSUITE_CHECK(ksuite::compute_major() == 9, "gemm_wgmma: needs a Hopper GPU (sm_90), this one is sm_",
               std::to_string(ksuite::compute_major()), "x");
   at::Tensor c = at::empty({M, N}, a.options());
   if (M == 0 || N == 0) return c;
   if (K == 0) return c.zero_();
-  TORCH_CHECK(ksuite::aligned16(a.data_ptr()) && ksuite::aligned16(b.data_ptr()),
+  KSUITE_CHECK(ksuite::aligned16(a.data_ptr()) && ksuite::aligned16(b.data_ptr()),
               "gemm_wgmma: a and b must start at 16-byte aligned addresses for TMA");
 
   const int sms = ksuite::sm_count();
