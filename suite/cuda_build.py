@@ -199,7 +199,7 @@ def is_loaded(name: str) -> bool:
 
 
 def row_plan(n: int, size: int, staged_bytes: int, smem_optin: int = 232448, *,
-             packs: int = 4, long_rows: str = "tma") -> str:
+             packs: int = 4, long_rows: str = "tma", tma_slice: int = 32 * 1024) -> str:
     """Python mirror of the row kernels' automatic launch choice on sm_90, for
     the `config` column: ksuite::plan_regs (ksuite/common.cuh) with ``packs``
     16-byte packs a thread (8 elements a thread on the unvectorised path),
@@ -208,7 +208,7 @@ def row_plan(n: int, size: int, staged_bytes: int, smem_optin: int = 232448, *,
     ``size`` is the element size in bytes, ``staged_bytes`` what one column
     takes in a cluster CTA's shared memory (the element for softmax, a float
     for layer norm); ``long_rows`` is "tma" (softmax: cp.async.bulk into
-    slices of <= 32 KB, softmax.cu's tma_ctas) or "cluster" (register loads,
+    slices of <= ``tma_slice`` bytes, softmax.cu's tma_ctas) or "cluster" (register loads,
     slices of <= 64 KB, ksuite::cluster_ctas); ``smem_optin`` defaults to the
     H200's 227 KB of opt-in shared memory a block.
     """
@@ -230,7 +230,7 @@ def row_plan(n: int, size: int, staged_bytes: int, smem_optin: int = 232448, *,
     if long_rows == "tma" and vec > 1:
         packs16 = n // vec
         for ctas in (1, 2, 4, 8):
-            if -(-packs16 // ctas) * 16 <= 32 * 1024:
+            if -(-packs16 // ctas) * 16 <= tma_slice:
                 return f"cluster of {ctas} x 256 threads, TMA slices of the row in shared memory, vec {vec}"
         if -(-packs16 // 8) * 16 + 2048 <= smem_optin:
             return f"cluster of 8 x 256 threads, TMA slices of the row in shared memory, vec {vec}"
@@ -241,6 +241,16 @@ def row_plan(n: int, size: int, staged_bytes: int, smem_optin: int = 232448, *,
     if -(-pcount // 8) * pack_bytes + 1024 <= smem_optin:
         return f"cluster of 8 x 512 threads, row in shared memory, vec {vec}"
     return f"two reads a row (online stats), grid = SMs, vec {vec}"
+
+
+def row_plan_first_fit(n: int, size: int, staged_bytes: int, packs: tuple[int, ...], **kw) -> str:
+    """row_plan for a kernel that tries several pack counts in turn: the first
+    that keeps the row in registers, else the last one's long-row plan."""
+    for p in packs[:-1]:
+        plan = row_plan(n, size, staged_bytes, packs=p, **kw)
+        if plan.startswith("registers"):
+            return plan
+    return row_plan(n, size, staged_bytes, packs=packs[-1], **kw)
 
 
 # ---------------------------------------------------------------- CI compile check

@@ -32,7 +32,7 @@ def _config(case) -> str:
     """Mirror of gelu.cu's auto_variant on the H200 (132 SMs, 256-thread blocks)."""
     vec = 16 // itemsize(case.dtype)
     tiles4 = case["N"] // vec // (256 * 4)
-    unroll = 4 if tiles4 >= 4 * 132 * 8 else 1
+    unroll = 4 if vec > 4 and tiles4 >= 4 * 132 * 8 else 1
     return f"16B vectors, {unroll} in flight/thread, one {256 * unroll}-pack tile a block, fast erfc GELU"
 
 

@@ -131,10 +131,12 @@ void launch_tiles(const T* x, T* y, int64_t n, bool persistent, cudaStream_t str
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// Variant 0 (auto): tiles of 4 packs a thread once there are >= 4 waves of
-// them (2048 threads an SM), else tiles of 1 pack, so a small N still spreads
-// over every SM.
+// Variant 0 (auto): for 16-bit types, tiles of 4 packs a thread once there
+// are >= 4 waves of them (2048 threads an SM), else tiles of 1 pack, so a
+// small N still spreads over every SM.  float32 always takes 1 pack a thread:
+// on the H200 at 2^28 elements it ran at 0.97 of copy against 0.93 for 4.
 int auto_variant(int64_t n, int vec) {
+  if (vec == 4) return 6;
   const int64_t tiles4 = n / vec / (kThreads * 4);
   const int64_t wave = int64_t(ksuite::sm_count()) * (2048 / kThreads);
   return tiles4 >= 4 * wave ? 1 : 6;

@@ -34,7 +34,9 @@ def ops():
 
 @register("residual_layernorm_gelu", "cuda", available=cuda_build.cuda_available,
           supports=dtype_in("float32", "float16", "bfloat16"),
-          config=lambda case: cuda_build.row_plan(case["N"], itemsize(case.dtype), 4, long_rows="cluster"),
+          config=lambda case: cuda_build.row_plan_first_fit(
+              case["N"], itemsize(case.dtype), 4, (2, 4) if itemsize(case.dtype) == 4 else (4,),
+              long_rows="cluster"),
           description="CUDA: row in registers (one (count, mean, M2) reduction), cluster shared memory for long rows, two reads beyond")
 def residual_layernorm_gelu_cuda(x, r, weight, bias, eps):
     return ops().residual_layernorm_gelu(x, r, weight, bias, float(eps))

@@ -322,6 +322,7 @@ void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int
             cudaStream_t stream) {
   constexpr int P1 = VEC == 1 ? 8 : 4;
   switch (variant) {
+    case 1: if (launch_regs<T, VEC, P1>(x, r, w, b, y, m, n, eps, stream)) return; break;
     case 2: if (launch_regs<T, VEC, VEC == 1 ? 4 : 2>(x, r, w, b, y, m, n, eps, stream)) return; break;
     case 3: if (launch_regs<T, VEC, VEC == 1 ? 2 : 1>(x, r, w, b, y, m, n, eps, stream)) return; break;
     case 4: if (launch_cluster<T, VEC>(x, r, w, b, y, m, n, eps, ksuite::max_smem_optin(), stream)) return; break;
@@ -332,6 +333,11 @@ void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int
       return;
     }
     default: break;
+  }
+  // float32 rows first try 2 packs a thread (more threads a row): on the H200
+  // 0.92-0.96 of copy against 0.86-0.94 for 4 packs.
+  if constexpr (VEC == 4) {
+    if (launch_regs<T, VEC, 2>(x, r, w, b, y, m, n, eps, stream)) return;
   }
   if (launch_regs<T, VEC, P1>(x, r, w, b, y, m, n, eps, stream)) return;
   if (launch_cluster<T, VEC>(x, r, w, b, y, m, n, eps, ksuite::max_smem_optin(), stream)) return;

@@ -30,10 +30,18 @@ def ops():
     return cuda_build.load("softmax", SOURCES, fakes=_fakes)
 
 
+def _plan(n: int, size: int) -> str:
+    """Mirror of softmax.cu's launch_auto: 2 packs a thread for float32 and
+    for short 16-bit rows, else 4; long rows to a register-load cluster
+    (float32) or TMA slices of <= 64 KB (16-bit)."""
+    packs = (2, 4) if size == 4 or n <= 1024 else (4,)
+    long_rows = "cluster" if size == 4 else "tma"
+    return cuda_build.row_plan_first_fit(n, size, size, packs, long_rows=long_rows, tma_slice=64 * 1024)
+
+
 @register("softmax", "cuda", available=cuda_build.cuda_available,
           supports=dtype_in("float32", "float16", "bfloat16"),
-          config=lambda case: cuda_build.row_plan(case["N"], itemsize(case.dtype), itemsize(case.dtype),
-                                                  long_rows="tma"),
+          config=lambda case: _plan(case["N"], itemsize(case.dtype)),
           description="CUDA: rows in registers (one (max, sum) reduction), TMA cluster shared memory for long rows, online beyond")
 def softmax_cuda(x):
     return ops().softmax(x)
