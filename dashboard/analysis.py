@@ -35,7 +35,10 @@ class Filters:
 
 
 def select_runs(runs: pd.DataFrame, f: Filters) -> list[str]:
-    """The runs a view shows: the chosen ones, else the newest run of each GPU.
+    """The runs a view shows: the chosen ones, else, for each GPU, the newest
+    run of each workload (a later run of one workload, say a float16 GEMM
+    sweep, does not hide the earlier full sweep's other workloads; see
+    :func:`newest_per_workload` for the rows kept).
 
     ``runs`` is newest first (data.Loaded.runs).  GPU and commit filters narrow
     the candidates either way.
@@ -50,7 +53,26 @@ def select_runs(runs: pd.DataFrame, f: Filters) -> list[str]:
             cand = cand[cand["commit"].isin(f.commit)]
     if f.run:
         return cand.loc[cand["run_id"].isin(f.run), "run_id"].tolist()
-    return cand.drop_duplicates("gpu")["run_id"].tolist()
+    if "workloads" not in cand.columns:
+        return cand.drop_duplicates("gpu")["run_id"].tolist()
+    chosen, covered = [], set()
+    for run_id, gpu, workloads in zip(cand["run_id"], cand["gpu"], cand["workloads"]):
+        new = {(gpu, w) for w in workloads} - covered
+        if new or not any(g == gpu for g, _ in covered):
+            chosen.append(run_id)
+            covered |= new | {(gpu, None)}
+    return chosen
+
+
+def newest_per_workload(df: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:
+    """Keep each (GPU, workload)'s rows from the first of ``run_ids`` (newest
+    first) that has it, so every ratio on a page comes from one run."""
+    if df.empty or df["run_id"].nunique() <= df["gpu"].nunique():
+        return df
+    order = pd.Series(range(len(run_ids)), index=run_ids)
+    rank = df["run_id"].map(order)
+    first = rank.groupby([df["gpu"], df["workload"]]).transform("min")
+    return df[(rank == first).to_numpy()]
 
 
 def narrow(df: pd.DataFrame, f: Filters) -> pd.DataFrame:

@@ -155,13 +155,14 @@ def derive(df: pd.DataFrame) -> pd.DataFrame:
 
 def _runs(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
-        return pd.DataFrame(columns=["run_id", "gpu", "gpu_name", "commit", "commits", "timestamp",
-                                     "time", "rows", "ok", "source", "label"])
+        return pd.DataFrame(columns=["run_id", "gpu", "gpu_name", "commit", "commits", "workloads",
+                                     "timestamp", "time", "rows", "ok", "source", "label"])
     g = df.groupby("run_id", sort=False)
     # a run resumed after a new commit holds rows of both: "commit" is the first,
     # "commits" all of them in the order their rows were written
     runs = g.agg(gpu=("gpu", "first"), gpu_name=("gpu_name", "first"), commit=("commit", "first"),
                  commits=("commit", lambda s: tuple(dict.fromkeys(s))),
+                 workloads=("workload", lambda s: tuple(sorted(s.dropna().unique()))),
                  timestamp=("timestamp", "first"), rows=("status", "size"),
                  ok=("status", lambda s: int((s == "ok").sum())), source=("source", "first"))
     runs = runs.reset_index()

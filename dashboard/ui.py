@@ -18,7 +18,7 @@ from dashboard.analysis import FILTERS, Filters
 LABELS = {"run": "Run", "gpu": "GPU", "commit": "Commit", "workload": "Workload", "dtype": "dtype",
           "impl": "Implementation", "timer": "Timer"}
 COLUMN = {"run": "run_id"}
-HELP = {"run": "Empty: the newest run of each GPU (after the GPU and commit filters)."}
+HELP = {"run": "Empty: for each GPU, the newest run of each workload (after the GPU and commit filters)."}
 _CTX = "_ksuite_ctx"
 _SEEDED = "_ksuite_seeded_from_url"
 
@@ -93,7 +93,10 @@ def sidebar(loaded: data.Loaded) -> Filters:
 
 def build_context(loaded: data.Loaded, filters: Filters) -> Context:
     run_ids = analysis.select_runs(loaded.runs, filters)
-    rows = analysis.narrow(analysis.at_commits(loaded.rows(run_ids), filters), filters)
+    rows = loaded.rows(run_ids)
+    if not filters.run:
+        rows = analysis.newest_per_workload(rows, run_ids)
+    rows = analysis.narrow(analysis.at_commits(rows, filters), filters)
     ctx = Context(loaded=loaded, filters=filters, run_ids=run_ids, rows=rows)
     st.session_state[_CTX] = ctx
     return ctx
@@ -113,7 +116,7 @@ def header(ctx: Context, title: str, runs: bool = True) -> None:
                    + "\n".join(f"- `{p}`" for p in ctx.loaded.problems))
     chosen = ctx.loaded.runs[ctx.loaded.runs["run_id"].isin(ctx.run_ids)]
     if runs and len(chosen):
-        what = "Chosen runs" if ctx.filters.run else "Newest run of each GPU"
+        what = "Chosen runs" if ctx.filters.run else "Newest run of each GPU and workload"
         st.caption(f"{what}: " + "; ".join(chosen["label"]))
     if ctx.loaded.frame.empty:
         st.info("No results loaded. Run `python -m suite run` on a GPU machine, then "

@@ -37,6 +37,23 @@ def test_select_runs_defaults_to_newest_per_gpu():
     assert analysis.select_runs(runs, Filters(run=("a",), gpu=("h100",))) == []
 
 
+def test_default_runs_cover_each_workload_with_its_newest_run():
+    # newest first: a later gemm-only run must not hide the full sweep's other workloads
+    runs = pd.DataFrame({"run_id": ["g16", "quick", "old", "h1"], "gpu": ["h200", "h200", "h200", "h100"],
+                         "commit": ["3", "2", "1", "1"],
+                         "workloads": [("gemm",), ("gelu", "gemm"), ("gelu", "softmax"), ("gelu",)]})
+    assert analysis.select_runs(runs, Filters()) == ["g16", "quick", "old", "h1"]
+    rows = pd.DataFrame({"run_id": ["g16", "quick", "quick", "old", "old", "h1"],
+                         "gpu": ["h200", "h200", "h200", "h200", "h200", "h100"],
+                         "workload": ["gemm", "gelu", "gemm", "gelu", "softmax", "gelu"]})
+    kept = analysis.newest_per_workload(rows, ["g16", "quick", "old", "h1"])
+    assert list(zip(kept["run_id"], kept["workload"])) == [
+        ("g16", "gemm"), ("quick", "gelu"), ("old", "softmax"), ("h1", "gelu")]
+    # a run that adds nothing new is left out
+    runs2 = runs.assign(workloads=[("gemm",), ("gemm",), ("gemm",), ("gelu",)])
+    assert analysis.select_runs(runs2, Filters()) == ["g16", "h1"]
+
+
 def test_narrow_and_ok_keep_failures_out():
     df = frame(case("eager", "N=1", 1, 2.0), case("triton", "N=1", 1, 1.0, status="incorrect"),
                case("cuda", "N=1", 1, None, status="error", error="boom"),
