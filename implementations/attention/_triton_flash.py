@@ -133,7 +133,11 @@ def _prune(configs, named_args, **kwargs):
 
 
 _autotuned = triton.autotune(configs=CONFIGS[64] + CONFIGS[128], key=["S", "HEAD_DIM", "CAUSAL"],
-                             prune_configs_by={"early_config_prune": _prune})(_attn_fwd)
+                             prune_configs_by={"early_config_prune": _prune},
+                             # the winner per key is kept in Triton's cache directory (keyed by the
+                             # kernel source, the configs and the GPU architecture), so a second run
+                             # on this machine compiles the chosen config but does not autotune again
+                             cache_results=True)(_attn_fwd)
 
 INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 16}
 HEAD_DIMS = (64, 128)

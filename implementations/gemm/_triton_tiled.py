@@ -118,7 +118,11 @@ def prune(configs, named_args, **kwargs):
 
 # PRECISION is in the key: exact and TF32 float32 pick from different lists
 _autotuned = triton.autotune(configs=LARGE + MID + SKINNY + FMA, key=["M", "N", "K", "PRECISION"],
-                             prune_configs_by={"early_config_prune": prune})(_gemm_kernel)
+                             prune_configs_by={"early_config_prune": prune},
+                             # the winner per key is kept in Triton's cache directory (keyed by the
+                             # kernel source, the configs and the GPU architecture), so a second run
+                             # on this machine compiles the chosen config but does not autotune again
+                             cache_results=True)(_gemm_kernel)
 
 # Under TRITON_INTERPRET every config would be run and timed on the CPU: one small one instead.
 INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 4}
