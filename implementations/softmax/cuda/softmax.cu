@@ -25,7 +25,8 @@
 //    up to 7 CTAs an SM, so one CTA's load overlaps the others' math) or
 //    4 x 64 KB (v5, 3 an SM).
 //  6 cluster, register loads (the row as the input dtype in shared memory,
-//    any alignment; slices <= 64 KB).
+//    any alignment; slices <= 64 KB): 4 predicated 16-byte loads a thread
+//    issued back to back, then stored to shared memory.
 //  7 streaming: online (max, sum) pass, then an output pass walking the row
 //    backwards so its re-reads hit L2; for rows longer than 8 x 227 KB.
 // A variant that cannot run a shape (too long a row for registers, a
@@ -206,7 +207,7 @@ softmax_tma_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
     ksuite::raw_to_floats<T>(slice[i], v);
 #pragma unroll
     for (int k = 0; k < VEC; ++k) v[k] = ksuite::exp_approx(v[k] - row_mx) * inv;
-    ksuite::st16(yr + i * VEC, ksuite::floats_to_raw<T>(v));
+    ksuite::st16_global(yr + i * VEC, ksuite::floats_to_raw<T>(v));
   }
 #endif
 }
@@ -215,8 +216,9 @@ softmax_tma_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
 
 constexpr int kClusterThreads = 512;
 
+// 3 CTAs an SM (64 KB slices): <= 40 registers a thread.
 template <typename T, int VEC>
-__global__ void __launch_bounds__(kClusterThreads)
+__global__ void __launch_bounds__(kClusterThreads, 3)
 softmax_cluster_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, int64_t chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();
@@ -235,13 +237,41 @@ softmax_cluster_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, in
   const P* xr = reinterpret_cast<const P*>(x + row * n) + p0;
   P* yr = reinterpret_cast<P*>(y + row * n) + p0;
 
+  // kInFlight packs a thread loaded (predicated, back to back) before any is
+  // stored to shared memory: 4 x 16 B in flight a thread, 32 KB a CTA and
+  // 96 KB an SM at 3 CTAs (64 KB slices), not one pack per round trip.
+  // 4, not more: the 40 registers a thread that 3 CTAs of 512 leave.
+  constexpr int kInFlight = 4;
+  using Raw = ksuite::RawPack<T, VEC>;
+  const int cnt = static_cast<int>(count);
   float mx = -INFINITY;
-#pragma unroll 4
-  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
-    const P v = xr[i];
-    slice[i] = v;
+#pragma unroll 1
+  for (int base = threadIdx.x; base < cnt; base += kInFlight * kClusterThreads) {
+    Raw raw[kInFlight];
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) mx = fmaxf(mx, to_float(v.v[k]));
+    for (int u = 0; u < kInFlight; ++u) {
+      const int i = base + u * kClusterThreads;
+      raw[u] = ksuite::ld_pack_if<T, VEC, true, false>(reinterpret_cast<const T*>(xr + i), i < cnt);
+    }
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int i = base + u * kClusterThreads;
+      if (i < cnt) {
+        if constexpr (VEC == 1) {
+          if constexpr (sizeof(T) == 4) {
+            reinterpret_cast<uint32_t*>(slice)[i] = raw[u];
+          } else {
+            reinterpret_cast<uint16_t*>(slice)[i] = static_cast<uint16_t>(raw[u]);
+          }
+        } else {
+          reinterpret_cast<uint4*>(slice)[i] = raw[u];
+        }
+        float v[VEC];
+        ksuite::raw_pack_to_floats<T, VEC>(raw[u], v);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) mx = fmaxf(mx, v[k]);
+      }
+    }
   }
   float sum = 0.0f;
   if (mx != -INFINITY) {

@@ -135,6 +135,14 @@ __device__ __forceinline__ uint4 ld16(const void* p) {
 
 __device__ __forceinline__ void st16(void* p, uint4 v) { *reinterpret_cast<uint4*>(p) = v; }
 
+// One 16-byte global store as st.global.v4.b32, whatever the compiler makes of
+// the value's origin (a plain uint4 store of four asm-produced words was seen
+// split into four st.global.u32).
+__device__ __forceinline__ void st16_global(void* p, uint4 v) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
 // The 16/sizeof(T) elements of a raw pack as floats, and back.
 template <typename T>
 __device__ __forceinline__ void raw_to_floats(const uint4& r, float (&f)[16 / sizeof(T)]) {
@@ -183,6 +191,67 @@ __device__ __forceinline__ void store_floats(T* p, const float (&f)[VEC]) {
   } else {
     static_assert(VEC * sizeof(T) == 16, "VEC must be 1 or one 16-byte pack");
     st16(p, floats_to_raw<T>(f));
+  }
+}
+
+// ---- Predicated loads: a guarded pack without a branch -----------------------
+// `pred ? *p : fill` as one predicated load (@p LDG), so that the loads of all
+// of a thread's packs issue back to back, each under its own guard, before
+// the first use of any (an `if (c < n) { load; use; }` region per pack makes
+// the compiler emit a branch per region and serialises the round trips).  The
+// result is the raw bits: a uint4 for a 16-byte pack, the element's bits
+// (zero-extended) for VEC == 1.  ZERO: where !pred, all zero (+0.0); else
+// undefined (no instructions spent on it: for values the caller only uses
+// under the same predicate).
+template <typename T, int VEC>
+using RawPack = std::conditional_t<VEC == 1, uint32_t, uint4>;
+
+template <typename T, int VEC, bool STREAM = true, bool ZERO = true>
+__device__ __forceinline__ RawPack<T, VEC> ld_pack_if(const T* p, bool pred) {
+  if constexpr (VEC == 1) {
+    uint32_t v;
+    if constexpr (sizeof(T) == 4) {
+      if constexpr (ZERO) v = 0;
+      asm("{.reg .pred q;\n setp.ne.b32 q, %1, 0;\n @q ld.global.nc.b32 %0, [%2];}"
+          : "+r"(v) : "r"(int(pred)), "l"(p));
+    } else {
+      unsigned short s;
+      if constexpr (ZERO) s = 0;
+      asm("{.reg .pred q;\n setp.ne.b32 q, %1, 0;\n @q ld.global.nc.b16 %0, [%2];}"
+          : "+h"(s) : "r"(int(pred)), "l"(p));
+      v = s;
+    }
+    return v;
+  } else {
+    static_assert(VEC * sizeof(T) == 16, "VEC must be 1 or one 16-byte pack");
+    uint4 v;
+    if constexpr (ZERO) v = make_uint4(0u, 0u, 0u, 0u);
+    if constexpr (STREAM) {
+      asm("{.reg .pred q;\n setp.ne.b32 q, %4, 0;\n"
+          " @q ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%5];}"
+          : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w) : "r"(int(pred)), "l"(p));
+    } else {
+      asm("{.reg .pred q;\n setp.ne.b32 q, %4, 0;\n @q ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%5];}"
+          : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w) : "r"(int(pred)), "l"(p));
+    }
+    return v;
+  }
+}
+
+// A RawPack's VEC elements as floats.
+template <typename T, int VEC>
+__device__ __forceinline__ void raw_pack_to_floats(const RawPack<T, VEC>& r, float (&f)[VEC]) {
+  if constexpr (VEC == 1) {
+    if constexpr (sizeof(T) == 4) {
+      f[0] = __uint_as_float(r);
+    } else if constexpr (std::is_same_v<T, c10::BFloat16>) {
+      f[0] = __uint_as_float(r << 16);
+    } else {
+      float hi;
+      unpack2(r, f[0], hi, (T*)nullptr);
+    }
+  } else {
+    raw_to_floats<T>(r, f);
   }
 }
 
