@@ -39,30 +39,39 @@ MAX_FUSED = 16384  # widest row (power of two) held whole in registers
 # dtype and order of magnitude of M.  Never specialised, so it costs no recompiles.
 @triton.jit(do_not_specialize=["M_BUCKET"])
 def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
-              ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EXACT: tl.constexpr, EVEN_N: tl.constexpr):
+              ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EXACT: tl.constexpr, EVEN_N: tl.constexpr,
+              ALIGN: tl.constexpr):
+    # ALIGN divides N (see row_align), so n == N, but written so that the
+    # compiler sees the factor: row starts and the column mask then come in
+    # ALIGN-element groups, and N = 1000 still gets 16-byte accesses.
+    n = (N // ALIGN) * ALIGN
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_N)
-    cmask = cols < N
+    cmask = cols < n
+    # Every load first, before the reductions: a load issued after a
+    # barrier would be one more serial L2 round trip with nothing else in
+    # flight.  Weight and bias are tiny and shared by every program: L2 hits.
     # Rows past the end re-load the last row and are masked only at the store.
-    src = (tl.minimum(rows, M - 1).to(tl.int64) * N)[:, None] + cols[None, :]
+    src = (tl.minimum(rows, M - 1).to(tl.int64) * n)[:, None] + cols[None, :]
     if EVEN_N:  # N == BLOCK_N: no column mask, no zero-fill
         x = tl.load(x_ptr + src, eviction_policy="evict_first")
         r = tl.load(r_ptr + src, eviction_policy="evict_first")
+        w = tl.load(w_ptr + cols, eviction_policy="evict_last")
+        b = tl.load(b_ptr + cols, eviction_policy="evict_last")
     else:
         x = tl.load(x_ptr + src, mask=cmask[None, :], other=0.0, eviction_policy="evict_first")
         r = tl.load(r_ptr + src, mask=cmask[None, :], other=0.0, eviction_policy="evict_first")
+        w = tl.load(w_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
+        b = tl.load(b_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
     h = x.to(tl.float32) + r.to(tl.float32)
-    mean = tl.sum(h, axis=1) / N
+    mean = tl.sum(h, axis=1) / n
     if EVEN_N:
         d = h - mean[:, None]
     else:
         d = tl.where(cmask[None, :], h - mean[:, None], 0.0)
-    rstd = tl.math.rsqrt(tl.sum(d * d, axis=1) / N + eps)
-    # Weight and bias are tiny and shared by every program: L2 hits.
-    w = tl.load(w_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    b = tl.load(b_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    y = gelu_f32(d * rstd[:, None] * w[None, :] + b[None, :], EXACT)
-    dst = (rows.to(tl.int64) * N)[:, None] + cols[None, :]
+    rstd = tl.math.rsqrt(tl.sum(d * d, axis=1) / n + eps)
+    y = gelu_f32(d * rstd[:, None] * w.to(tl.float32)[None, :] + b.to(tl.float32)[None, :], EXACT)
+    dst = (rows.to(tl.int64) * n)[:, None] + cols[None, :]
     tl.store(y_ptr + dst, y.to(y_ptr.dtype.element_ty), mask=(rows < M)[:, None] & cmask[None, :])
 
 
@@ -76,6 +85,9 @@ def _rlg_split(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, BLOCK: tl.co
     mask0 = cols < N
     h0 = (tl.load(xr + cols, mask=mask0, other=0.0).to(tl.float32)
           + tl.load(rr + cols, mask=mask0, other=0.0).to(tl.float32))
+    # chunk 0's weight and bias now, so that no load waits behind the reductions
+    w0 = tl.load(w_ptr + cols, mask=mask0, other=0.0)
+    b0 = tl.load(b_ptr + cols, mask=mask0, other=0.0)
     shift = tl.sum(h0, axis=0) / tl.minimum(N, BLOCK)
     d0 = tl.where(mask0, h0 - shift, 0.0)
     s1 = d0
@@ -92,9 +104,8 @@ def _rlg_split(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, BLOCK: tl.co
     mean = shift + mu
     rstd = tl.math.rsqrt(var + eps)
     out_ty = y_ptr.dtype.element_ty
-    w = tl.load(w_ptr + cols, mask=mask0, other=0.0).to(tl.float32)
-    b = tl.load(b_ptr + cols, mask=mask0, other=0.0).to(tl.float32)
-    tl.store(yr + cols, gelu_f32((h0 - mean) * rstd * w + b, EXACT).to(out_ty), mask=mask0,
+    tl.store(yr + cols, gelu_f32((h0 - mean) * rstd * w0.to(tl.float32) + b0.to(tl.float32), EXACT).to(out_ty),
+             mask=mask0,
              cache_modifier=".cs")
     n_chunks = tl.cdiv(N, BLOCK)
     for i in range(1, n_chunks):
@@ -120,25 +131,58 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     return dict(kernel="split", BLOCK=chunk, num_warps=max(1, min(16, chunk // 256)))
 
 
+def row_align(n: int, dtype_bytes: int) -> int:
+    """ALIGN of _rlg_rows: the largest power of two dividing n, up to one 16-byte vector.
+
+    The launcher specialises only N % 16 == 0, so N = 1000 would otherwise
+    get scalar accesses.  A constexpr, but it takes at most 3 (float32) or 4
+    (16-bit) values, so it adds at most that many compiles per config, not
+    one per shape (the autotuner already times each N separately).
+    """
+    vec = 16 // dtype_bytes
+    return min(vec, n & -n)
+
+
 def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     """What the autotuner tries on the GPU: the plan and its neighbours.
 
-    Rows kernel: ROWS kept, halved and doubled, each with 16 or 8 values a
-    thread, and 32 for single rows at up to 16 warps.  Split kernel: chunks of
-    2048 to 8192 with 8 or 16 values a thread.  The sm_90 compile
-    test checks every one of these for spills.
+    Rows up to 2048 wide (the plan packs several): one row a program at 1 to
+    8 warps (1024 float32: 32 down to 4 values a thread, fewer when a row is
+    not a whole number of 16-byte vectors; Inductor's
+    persistent reduction runs one row on one warp, whose reductions are
+    shuffles only, no barrier), then the plan's ROWS and half of it at 16 or
+    8 values a thread.  Packed rows at 32 warps never won on the H200
+    (16e3943) and are no longer tried.  Wider rows: ROWS kept, halved and
+    doubled, 16 or 8 values a thread, 32 for one row (includes Inductor's one
+    row of 16 warps at 4096 and 8192).  Split kernel: chunks of 2048 to 8192
+    with 8 or 16 values a thread.  At most 8; the sm_90 compile test checks
+    every one for spills.
     """
     base = plan(m, n, dtype_bytes)
-    out = neighbours(base, m, "split", ((4096, 16), (4096, 8), (2048, 8), (2048, 4), (8192, 16), (8192, 32)))
-    if base["kernel"] == "rows" and base["BLOCK_N"] <= 2048:
-        # Short rows: one row a program with one or two 16-byte vectors a
-        # thread, as Inductor's persistent reduction launches it (many small
-        # programs an SM, so one's reductions overlap the others' loads).
-        for warps in (base["BLOCK_N"] * dtype_bytes // 1024, base["BLOCK_N"] * dtype_bytes // 512):
-            c = dict(kernel="rows", ROWS=1, BLOCK_N=base["BLOCK_N"], num_warps=warps)
-            if 1 <= warps <= 16 and c not in out and len(out) < 8:
-                out.append(c)
-    return out
+    if base["kernel"] != "rows" or base["BLOCK_N"] > 2048:
+        return neighbours(base, m, "split",
+                          ((4096, 16), (4096, 8), (2048, 8), (2048, 4), (8192, 16), (8192, 32)))[:8]
+    bn, r0 = base["BLOCK_N"], base["ROWS"]
+    vec = 16 // dtype_bytes  # values a thread for one 16-byte access
+    # Rows not a whole number of 16-byte vectors (N = 781) are read one
+    # element an instruction, a register and an address each: 16-bit rows at
+    # 16 or 32 values a thread spill for sm_90, so they stop at 8.
+    top = 32 if row_align(n, dtype_bytes) == vec else (16 if dtype_bytes == 4 else 8)
+    out = [base]
+    for ept in (32, 16, 8, 4):  # one row a program
+        warps = bn // (32 * ept)
+        if vec <= ept <= top and 1 <= warps <= 16:
+            out.append(dict(kernel="rows", ROWS=1, BLOCK_N=bn, num_warps=warps))
+    for rows, ept in ((r0, 8), (r0 // 2, 16), (r0 // 2, 8), (min(2 * r0, triton.next_power_of_2(m)), 16),
+                      (min(2 * r0, triton.next_power_of_2(m)), 8)):
+        warps = rows * bn // (32 * ept)
+        if rows >= 1 and 1 <= warps <= 16:
+            out.append(dict(kernel="rows", ROWS=rows, BLOCK_N=bn, num_warps=warps))
+    unique: list[dict] = []
+    for c in out:
+        if c not in unique:
+            unique.append(c)
+    return unique[:8]
 
 
 _rows_tuned = tuned(_rlg_rows, candidates)
@@ -172,6 +216,7 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
         if p["kernel"] == "rows":
             _rlg_rows[(triton.cdiv(m, p["ROWS"]),)](*args, m, n, float(eps), bucket, ROWS=p["ROWS"],
                                                     BLOCK_N=p["BLOCK_N"], EXACT=exact, EVEN_N=n == p["BLOCK_N"],
+                                                    ALIGN=row_align(n, x.element_size()),
                                                     num_warps=p["num_warps"])
         else:
             _rlg_split[(m,)](*args, n, float(eps), bucket, BLOCK=p["BLOCK"], EXACT=exact,
@@ -180,7 +225,8 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
     if p["kernel"] == "rows":
         kernel = _rows_tuned
         kernel[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](*args, m, n, float(eps), bucket, EXACT=exact,
-                                                             EVEN_N=n == p["BLOCK_N"])
+                                                             EVEN_N=n == p["BLOCK_N"],
+                                                             ALIGN=row_align(n, x.element_size()))
     else:
         kernel = _split_tuned
         kernel[(m,)](*args, n, float(eps), bucket, EXACT=exact)
