@@ -59,6 +59,9 @@ def test_preset(case):
 def test_forced_long_row_paths(m, n, block, dtype):
     for long_rows in ("split", "split2", "online"):
         _run("softmax", Case.make("softmax", dtype, M=m, N=n), max_fused=1, block=block, long_rows=long_rows)
+    for long_rows in ("split", "split2"):  # the chunk streamed and re-read, SUB at a time
+        _run("softmax", Case.make("softmax", dtype, M=m, N=n), max_fused=1, block=block, long_rows=long_rows,
+             sub=max(8, block // 4))
     _run("residual_layernorm_gelu", Case.make("residual_layernorm_gelu", dtype, M=m, N=n),
          max_fused=1, block=block)
 
@@ -69,6 +72,13 @@ def test_softmax_long_row_kernels(m, n, long_rows):
     """Each long-row kernel, autotuned where it is, at the headline shape and ragged ones;
     split at 300 x 262144 puts 64 programs on each row, all waiting on each other."""
     _run("softmax", Case.make("softmax", "float32", M=m, N=n), long_rows=long_rows)
+    torch.cuda.empty_cache()
+
+
+@pytest.mark.parametrize("m,n", [(4096, 131072), (300, 262144 - 5)])
+def test_softmax_split_bf16_autotuned(m, n):
+    """bfloat16 split rows, autotuned over register-held and re-read chunks (4 to 64 programs a row)."""
+    _run("softmax", Case.make("softmax", "bfloat16", M=m, N=n), long_rows="split")
     torch.cuda.empty_cache()
 
 

@@ -81,12 +81,67 @@ def test_softmax_long_row_paths(m, n, block, dtype, long_rows, poisoned):
            long_rows=long_rows)
 
 
-def test_softmax_split_chunk_of_minus_inf(poisoned):
-    """A chunk holding only -inf gives zeros (not NaN) when the row has finite values."""
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,n,block,sub", [(3, 1000, 64, 16), (4, 17, 16, 8), (5, 4099, 1024, 256), (2, 256, 32, 8),
+                                          (3, 1001, 512, 128), (1, 9, 16, 8)])
+def test_softmax_split_reread(m, n, block, sub, dtype, poisoned):
+    """The split kernel streaming its chunk SUB at a time and re-reading it for the output."""
+    _check("softmax", Case.make("softmax", dtype, M=m, N=n), seed=m * n + 13, max_fused=1, block=block,
+           long_rows="split2", sub=sub)
+
+
+@pytest.mark.parametrize("sub", (None, 128))
+def test_softmax_split_chunk_of_minus_inf(sub, poisoned):
+    """A chunk (or, streamed, a group) holding only -inf gives zeros, not NaN, when the row has finite values."""
     x = torch.full((3, 5000), float("-inf"))
     x[:, 4990:] = torch.randn(3, 10)
-    y = _registry().get("softmax", "triton").fn(x, max_fused=1, block=1024, long_rows="split2")
+    x[1, 2000:2003] = 1.0  # a finite group after -inf ones inside one chunk
+    y = _registry().get("softmax", "triton").fn(x, max_fused=1, block=1024, long_rows="split2", sub=sub)
     assert verify.check(y, torch.softmax(x.double(), -1), 1e-5).correct
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_short_row_candidate(dtype, poisoned):
+    """Each autotuning candidate of the rows kernels (packed rows, one row on 1 to 8 warps, no
+    eviction hint, ALIGN), launched as the autotuner would, at irregular widths."""
+    import triton
+
+    from implementations.residual_layernorm_gelu import triton as rlg
+    from implementations.softmax import triton as sm
+
+    reg = _registry()
+    for m, n in ((37, 1000), (19, 1002), (5, 781), (33, 1024), (9, 2040)):
+        case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
+        wl = reg.workloads["residual_layernorm_gelu"]
+        inputs = wl.make_inputs(case, "cpu", m + n)
+        x = inputs["x"]
+        for c in rlg.candidates(m, n, x.element_size()):
+            y = torch.empty_like(x)
+            rlg._rlg_rows[(triton.cdiv(m, c["ROWS"]),)](
+                x, inputs["r"], inputs["weight"], inputs["bias"], y, m, n, float(inputs["eps"]),
+                triton.next_power_of_2(m), ROWS=c["ROWS"], BLOCK_N=c["BLOCK_N"], EXACT=x.element_size() == 4,
+                EVEN_N=n == c["BLOCK_N"], ALIGN=rlg.row_align(n, x.element_size()), num_warps=c["num_warps"])
+            res = verify.check(y, wl.reference(case, inputs), wl.tolerance(case))
+            assert res.correct, f"{case} {c}: {res.message}"
+    for m, n in ((300, 128), (37, 100), (5, 3)):
+        case = Case.make("softmax", dtype, M=m, N=n)
+        wl = reg.workloads["softmax"]
+        inputs = wl.make_inputs(case, "cpu", m + n)
+        x = inputs["x"]
+        for c in sm.candidates(m, n, x.element_size()):
+            y = torch.empty_like(x)
+            sm._softmax_rows[(triton.cdiv(m, c["ROWS"]),)](x, y, m, n, triton.next_power_of_2(m), ROWS=c["ROWS"],
+                                                          BLOCK_N=c["BLOCK_N"], EVICT=c["EVICT"],
+                                                          num_warps=c["num_warps"])
+            res = verify.check(y, wl.reference(case, inputs), wl.tolerance(case))
+            assert res.correct, f"{case} {c}: {res.message}"
+
+
+def test_row_align():
+    from implementations.residual_layernorm_gelu.triton import row_align
+
+    assert [row_align(n, 4) for n in (1000, 1002, 1001, 1024, 781)] == [4, 2, 1, 4, 1]
+    assert [row_align(n, 2) for n in (1000, 1004, 1001, 4096, 8)] == [8, 4, 1, 8, 8]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -197,8 +252,11 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
             const = {k: v for k, v in plan.items() if k not in ("kernel", "num_warps")}
             if wl != "softmax":
                 const["EXACT"] = b == 4
+            aligned = n % 16 == 0
             if wl != "softmax" and plan["kernel"] == "rows":
                 const["EVEN_N"] = n == plan["BLOCK_N"]
+                const["ALIGN"] = R.row_align(n, b)
+                aligned = aligned or const["ALIGN"] * b == 16  # N = 1000: 16-byte rows all the same
             if plan["kernel"] in ("split", "split2") and wl == "softmax":
                 ptrs += ["stats_ptr", "count_ptr"]
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")
@@ -216,16 +274,16 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                     "split2": S._softmax_split}[plan["kernel"]]
             sig = {name: sig[name] for name in kern.arg_names if name in sig}
             key = (wl, plan["kernel"], p, n % 16 == 0, tuple(sorted(const.items())), plan["num_warps"])
-            jobs[key] = (kern, sig, const, plan["num_warps"], n % 16 == 0)
+            jobs[key] = (kern, sig, const, plan["num_warps"], n % 16 == 0, aligned)
 print(len(jobs), file=sys.stderr)
 out = []
 for key, job in jobs.items():
     kern, sig, const, warps = job[:4]
-    aligned = job[4] if len(job) > 4 else True
+    n16, aligned = job[4:6] if len(job) > 4 else (True, True)
     sig = dict(sig, **{k: "constexpr" for k in const})
     n_ptr = sum(1 for v in sig.values() if v.startswith("*"))
     # what the launcher specialises on: 16-byte aligned pointers, and N % 16 == 0 where so
-    div = list(range(n_ptr)) + ([i for i, k in enumerate(sig) if k in ("n", "N")] if aligned else [])
+    div = list(range(n_ptr)) + ([i for i, k in enumerate(sig) if k in ("n", "N")] if n16 else [])
     attrs = {(i,): [["tt.divisibility", 16]] for i in div}
     k = triton.compile(ASTSource(fn=kern, signature=sig, constexprs=const, attrs=attrs),
                        target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})

@@ -40,7 +40,7 @@ MAX_FUSED = 32768  # longest row (power of two) kept whole in registers
 # M_BUCKET (next_pow2(M)) is only an autotuning key: one tuning per row width,
 # dtype and order of magnitude of M.  Never specialised, so it costs no recompiles.
 @triton.jit(do_not_specialize=["M_BUCKET"])
-def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_N)
     cmask = cols < N
@@ -48,7 +48,7 @@ def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.
     # no row mask on the load) and are masked only at the store.
     src = tl.minimum(rows, M - 1).to(tl.int64) * N
     x = tl.load(x_ptr + src[:, None] + cols[None, :], mask=cmask[None, :], other=float("-inf"),
-                eviction_policy="evict_first").to(tl.float32)
+                eviction_policy=EVICT).to(tl.float32)
     z = (x - tl.max(x, axis=1)[:, None]) * LOG2E
     e = exp2(z)
     y = e * (1.0 / tl.sum(e, axis=1))[:, None]
@@ -98,16 +98,22 @@ def _softmax_online(x_ptr, y_ptr, N, M_BUCKET, BLOCK: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=["M_BUCKET"])
-def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.constexpr, P_MAX: tl.constexpr,
-                   MODE: tl.constexpr):
-    """A row of P = cdiv(N, BLOCK) chunks is done by P programs, each holding its chunk in registers.
+def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.constexpr, SUB: tl.constexpr,
+                   P_MAX: tl.constexpr, MODE: tl.constexpr):
+    """A row of P = cdiv(N, BLOCK) chunks is done by P programs, one chunk each.
 
+    SUB == BLOCK: the chunk is held in registers (as float32, whatever the
+    input type) from its load to its store.  SUB < BLOCK: the chunk is
+    streamed SUB at a time for its statistics and re-read, SUB at a time,
+    for the output (an L2 hit: a few MB of chunks are in flight against a
+    50 MB L2), so a program's bytes no longer cost registers and a 16-bit
+    program can own 32-64 KB (4-8 programs a row) like a float32 one.
     MODE 0: one pass.  Each program publishes its chunk's (max, sum of exp),
     counts itself in at the row's counter and waits until all P have, then
-    scales and writes its chunk: x is read once.  Programs take their chunk
-    from a ticket counter in the order they start, so the waited-for ones
-    have always started or will start as soon as any slot frees (needs room
-    for P programs on the GPU at once; the launcher checks).
+    scales and writes its chunk: x is read once from HBM.  Programs take
+    their chunk from a ticket counter in the order they start, so the
+    waited-for ones have always started or will start as soon as any slot
+    frees (needs room for P programs on the GPU at once; the launcher checks).
     MODE 1 and 2: the same as two launches, statistics then output (x read
     twice); no waiting, so the interpreter can run it.
     count_ptr: int32 [1 + M], zero at launch (ticket, then one counter a row).
@@ -120,17 +126,37 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
     p = tl.cdiv(N, BLOCK)
     row = t // p
     c = t - row * p
-    cols = c * BLOCK + tl.arange(0, BLOCK)
-    mask = cols < N
     base = row.to(tl.int64) * N
-    z = tl.load(x_ptr + base + cols, mask=mask, other=float("-inf"),
-                eviction_policy="evict_first").to(tl.float32) * LOG2E
-    m = tl.max(z, axis=0)
-    e = exp2(z - tl.where(m == float("-inf"), 0.0, m))  # a chunk of -inf only gives zeros, not NaN
     stats = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
+    if SUB == BLOCK:
+        cols = c * BLOCK + tl.arange(0, BLOCK)
+        mask = cols < N
+        z = tl.load(x_ptr + base + cols, mask=mask, other=float("-inf"),
+                    eviction_policy="evict_first").to(tl.float32) * LOG2E
+        m = tl.max(z, axis=0)
+        e = exp2(z - tl.where(m == float("-inf"), 0.0, m))  # a chunk of -inf only gives zeros, not NaN
+        s = tl.sum(e, axis=0)
+    elif MODE != 2:
+        # Statistics in SUB-wide steps, as VEC-element groups (one 16-byte
+        # access a thread): each thread keeps the running max and sum of its
+        # own groups, so the loop needs no shuffle and no barrier.
+        VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
+        gr = tl.arange(0, SUB // VEC)[:, None] * VEC + tl.arange(0, VEC)[None, :]
+        mg = tl.full([SUB // VEC], float("-inf"), tl.float32)
+        sg = tl.zeros([SUB // VEC], tl.float32)
+        for k in range(0, BLOCK, SUB):
+            cols = c * BLOCK + k + gr
+            z = tl.load(x_ptr + base + cols, mask=cols < N, other=float("-inf"),
+                        eviction_policy="evict_last").to(tl.float32) * LOG2E
+            mn = tl.maximum(mg, tl.max(z, axis=1))
+            safe = tl.where(mn == float("-inf"), 0.0, mn)  # a group of -inf so far: sum stays 0, not NaN
+            sg = sg * exp2(mg - safe) + tl.sum(exp2(z - safe[:, None]), axis=1)
+            mg = mn
+        m = tl.max(mg, axis=0)
+        s = tl.sum(sg * exp2(mg - tl.where(m == float("-inf"), 0.0, m)), axis=0)
     if MODE != 2:
         tl.store(stats + c, m)
-        tl.store(stats + P_MAX + c, tl.sum(e, axis=0))
+        tl.store(stats + P_MAX + c, s)
     if MODE == 0:
         tl.debug_barrier()  # every thread's part of the stores before the release
         seen = tl.atomic_add(count_ptr + 1 + row, 1, sem="release") + 1
@@ -142,8 +168,17 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
         ms = tl.load(stats + k, mask=k < p, other=float("-inf"), cache_modifier=".cg")
         ss = tl.load(stats + P_MAX + k, mask=k < p, other=0.0, cache_modifier=".cg")
         m_row = tl.max(ms, axis=0)
-        scale = exp2(m - m_row) / tl.sum(ss * exp2(ms - m_row), axis=0)
-        tl.store(y_ptr + base + cols, (e * scale).to(y_ptr.dtype.element_ty), mask=mask)
+        inv = 1.0 / tl.sum(ss * exp2(ms - m_row), axis=0)
+        out_ty = y_ptr.dtype.element_ty
+        if SUB == BLOCK:
+            tl.store(y_ptr + base + cols, (e * (exp2(m - m_row) * inv)).to(out_ty), mask=mask)
+        else:
+            for k in range(0, BLOCK, SUB):
+                cols = c * BLOCK + k + tl.arange(0, SUB)
+                z = tl.load(x_ptr + base + cols, mask=cols < N, other=0.0,
+                            eviction_policy="evict_first").to(tl.float32) * LOG2E
+                tl.store(y_ptr + base + cols, (exp2(z - m_row) * inv).to(out_ty), mask=cols < N,
+                         cache_modifier=".cs")  # streaming: keep L2 for the chunks still to re-read
 
 
 SPLIT_MIN_CHUNK = 4096  # smallest chunk the split kernel is tuned over
@@ -156,20 +191,21 @@ def split_fits(n: int) -> bool:
 
 
 def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None,
-         long_rows: str | None = None) -> dict:
+         long_rows: str | None = None, sub: int | None = None) -> dict:
     """Kernel and launch parameters for an m x n softmax; pure, so config() can replay it.
 
     long_rows picks the kernel for rows longer than max_fused: "split" (one
     read, programs of a row meet in the kernel; default on the GPU), "split2"
     (the same in two launches, x read twice; default under the interpreter,
     which runs programs one after another and so cannot wait), "online" (one
-    program a row, x re-read, hopefully from L2).
+    program a row, x re-read, hopefully from L2).  ``sub`` < ``block`` makes
+    the split kernel stream its chunk and re-read it (see _softmax_split).
     """
     block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
     if block_n <= max_fused:
         # 32 values a thread at the widest rows (32768: 53 registers, no spills
         # for sm_90, one 32-warp program an SM with 128 KB in flight).
-        return rows_plan(m, block_n, dtype_bytes)
+        return dict(rows_plan(m, block_n, dtype_bytes), EVICT="evict_first")
     if long_rows is None:
         long_rows = "online" if not split_fits(n) else ("split2" if interpreting() else "split")
     if long_rows not in LONG_ROWS:
@@ -177,29 +213,68 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     if long_rows != "online":
         # 8192 with 8 warps: 32 values a thread, ~61 registers, four programs
         # an SM (128 KB of float32 loads in flight); 131072 columns are 16
-        # programs a row.
+        # programs a row.  The chunk stays in registers (SUB = BLOCK).
         chunk = block or 8192
-        return dict(kernel=long_rows, BLOCK=chunk, num_warps=max(1, min(16, chunk // 1024)))
+        sub = min(sub or chunk, chunk)
+        return dict(kernel=long_rows, BLOCK=chunk, SUB=sub, num_warps=max(1, min(16, sub // 1024)))
     # 8192 with 32 warps: 8 values a thread, ~48 registers, one program an SM,
     # so ~132 rows share L2 (fp32 131072: 64 MB, the later chunks fitting).
     chunk = block or min(8192, max_fused)
     return dict(kernel="online", BLOCK=chunk, num_warps=max(1, min(32, chunk // 256)))
 
 
+def _short_row_candidates(base: dict, m: int) -> list[dict]:
+    """Rows of at most 256: the plan, its doubled and halved ROWS (16 values a
+    thread, evict_first, the only shapes tried before; 16/4 and 128/32 won on
+    the H200 at 16e3943), then the plan and small programs without the
+    eviction hint: 8 rows of 4 warps (ATen's 128-thread, 8-row blocks),
+    8 rows of 2 warps (Inductor's persistent reduction at XBLOCK 8), 16 of 4
+    and 4 rows on one warp."""
+    bn, r0, top = base["BLOCK_N"], base["ROWS"], triton.next_power_of_2(m)
+    out = [base]
+    for rows in (min(2 * r0, top), r0 // 2):
+        warps = rows * bn // (32 * 16)
+        if rows >= 1 and 1 <= warps <= 32:
+            out.append(dict(kernel="rows", ROWS=rows, BLOCK_N=bn, num_warps=warps, EVICT="evict_first"))
+    out.append(dict(base, EVICT=""))
+    for rows, warps in ((16, 4), (8, 4), (8, 2), (4, 1)):
+        if rows <= top and 1 <= rows * bn // (32 * warps) <= 32:
+            out.append(dict(kernel="rows", ROWS=rows, BLOCK_N=bn, num_warps=warps, EVICT=""))
+    return out
+
+
 def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
-    """What the autotuner tries on the GPU: the plan and its neighbours.
+    """What the autotuner tries on the GPU: the plan and its neighbours, at most 8.
 
     Rows kernel: ROWS kept, halved and doubled, each with 16 or 8 values a
-    thread, and 32 for single rows at up to 16 warps.  Split kernel: chunks of
-    4096 to 16384 with 16 or 32 values a thread.  Online kernel: chunks of
-    2048 to 8192 with 8 or 16 values a thread (16384 spilled at 16 or 32
-    warps).  The sm_90 compile test checks every one of these for spills.
+    thread, and 32 for single rows at up to 16 warps, all with evict_first;
+    rows of at most 256 see _short_row_candidates.  Split kernel: the chunk
+    in registers at 4096 to 8192 (32 values a thread; 16384 on 16 warps only
+    fits two programs an SM and lost on the H200), and 32 or 64 KB chunks
+    re-read from L2, streamed in 16 KB (8 warps) or 8 KB (4 warps) steps:
+    4 to 16 programs a row in either dtype.  Online kernel: chunks of 2048
+    to 8192 with 8 or 16 values a thread (16384 spilled at 16 or 32 warps).
+    The sm_90 compile test checks every one of these for spills.
     """
     base = plan(m, n, dtype_bytes)
     if base["kernel"] in ("split", "split2"):
-        return neighbours(base, m, base["kernel"], ((4096, 4), (8192, 16), (16384, 16)))
-    return neighbours(base, m, "online",
-                      ((4096, 16), (8192, 32), (8192, 16), (4096, 8), (2048, 8), (2048, 4)))
+        out = [base] + [dict(kernel=base["kernel"], BLOCK=blk, SUB=blk, num_warps=w)
+                        for blk, w in ((4096, 4), (8192, 16))]
+        for kb in (32768, 65536):
+            for sub_bytes, w in ((16384, 8), (8192, 4)):
+                out.append(dict(kernel=base["kernel"], BLOCK=kb // dtype_bytes, SUB=sub_bytes // dtype_bytes,
+                                num_warps=w))
+    elif base["kernel"] == "rows" and base["BLOCK_N"] <= 256:
+        out = _short_row_candidates(base, m)
+    else:
+        out = neighbours(base, m, "online",
+                         ((4096, 16), (8192, 32), (8192, 16), (4096, 8), (2048, 8), (2048, 4)))
+        out = [dict(c, EVICT="evict_first") if c["kernel"] == "rows" else c for c in out]
+    unique: list[dict] = []
+    for c in out:
+        if c not in unique:
+            unique.append(c)
+    return unique[:8]
 
 
 _rows_tuned = tuned(_softmax_rows, candidates)
@@ -208,7 +283,7 @@ _online_tuned = tuned(_softmax_online, candidates)
 
 def _split_prune(configs, named_args, **kwargs):
     x, n = named_args["x_ptr"], named_args["N"]
-    return [triton.Config({"BLOCK": c["BLOCK"]}, num_warps=c["num_warps"])
+    return [triton.Config({"BLOCK": c["BLOCK"], "SUB": c["SUB"]}, num_warps=c["num_warps"])
             for c in candidates(x.numel() // n, n, x.element_size())]
 
 
@@ -228,8 +303,9 @@ def _sm_count(index: int) -> int:
 _CHOSEN: dict[tuple, str] = {}
 
 
-def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, long_rows: str | None = None):
-    """Softmax over the last dim; ``max_fused``/``block`` force the paths in tests
+def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, long_rows: str | None = None,
+                   sub: int | None = None):
+    """Softmax over the last dim; ``max_fused``/``block``/``sub`` force the paths in tests
     (a forced path runs its plan as is, untuned); ``long_rows`` picks the
     long-row kernel (see plan)."""
     import torch
@@ -240,9 +316,10 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
     m = x.numel() // n if n else 0
     if x.numel() == 0:
         return y
-    p = plan(m, n, x.element_size(), max_fused, block, long_rows)
+    p = plan(m, n, x.element_size(), max_fused, block, long_rows, sub)
     bucket = triton.next_power_of_2(m)
-    untuned = interpreting() or max_fused != MAX_FUSED or block is not None or p["kernel"] == "split2"
+    untuned = (interpreting() or max_fused != MAX_FUSED or block is not None or sub is not None
+               or p["kernel"] == "split2")
     if (p["kernel"] == "split" and not interpreting()
             and triton.cdiv(n, p["BLOCK"]) > 2 * _sm_count(x.device.index if x.device.index is not None else 0)):
         # a GPU too small to hold every program of a row at once (never an H200)
@@ -256,7 +333,7 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
         if untuned:
             modes = (1, 2) if p["kernel"] == "split2" else (0,)
             for mode in modes:
-                _softmax_split[(m * chunks,)](*args, BLOCK=p["BLOCK"], P_MAX=p_max, MODE=mode,
+                _softmax_split[(m * chunks,)](*args, BLOCK=p["BLOCK"], SUB=p["SUB"], P_MAX=p_max, MODE=mode,
                                                num_warps=p["num_warps"])
             return y
         kernel = _split_tuned
@@ -265,7 +342,7 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
         # One config: the interpreter would run every candidate on the CPU.
         if p["kernel"] == "rows":
             _softmax_rows[(triton.cdiv(m, p["ROWS"]),)](x, y, m, n, bucket, ROWS=p["ROWS"], BLOCK_N=p["BLOCK_N"],
-                                                       num_warps=p["num_warps"])
+                                                       EVICT=p["EVICT"], num_warps=p["num_warps"])
         else:
             _softmax_online[(m,)](x, y, n, bucket, BLOCK=p["BLOCK"], num_warps=p["num_warps"])
         return y
