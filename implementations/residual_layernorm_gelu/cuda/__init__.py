@@ -37,6 +37,6 @@ def ops():
           config=lambda case: cuda_build.row_plan_first_fit(
               case["N"], itemsize(case.dtype), 4, (2, 4) if itemsize(case.dtype) == 4 else (4,),
               long_rows="cluster"),
-          description="CUDA: row in registers (one (count, mean, M2) reduction), cluster shared memory for long rows, two reads beyond")
+          description="CUDA: row in registers (two-pass mean and variance), cluster shared memory for long rows, two reads beyond")
 def residual_layernorm_gelu_cuda(x, r, weight, bias, eps):
     return ops().residual_layernorm_gelu(x, r, weight, bias, float(eps))

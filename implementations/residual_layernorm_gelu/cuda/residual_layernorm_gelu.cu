@@ -13,9 +13,10 @@
 //  2 registers, 2 packs a thread
 //  3 registers, 1 pack a thread
 //    h = x + r stays in registers (ksuite::plan_regs: lanes of a warp, several
-//    rows a block, or a whole block a row); each thread reduces its own
-//    elements to (count, mean, M2) and one pair-wise (Chan et al.) reduction
-//    merges them: exact two-pass statistics with one exchange, one barrier.
+//    rows a block, or a whole block a row).  Every x/r load of a thread is
+//    issued first (predicated, no per-pack branch), then exact two-pass
+//    statistics: the row sum, then the sum of squared deviations from the
+//    row mean, one reduction (one barrier when a block holds the row) each.
 //  4 cluster (sm_90): rows too long for registers split over 2..8 CTAs, each
 //    holding its slice of h as float in shared memory; (count, mean, M2)
 //    merged through distributed shared memory.
@@ -68,81 +69,128 @@ __device__ __forceinline__ void load_h(const T* x, const T* r, float (&h)[VEC]) 
   for (int k = 0; k < VEC; ++k) h[k] += rv[k];
 }
 
-// (count, mean, M2) of a set of values; Chan et al.'s pairwise merge.
-struct MergeStats {
-  __device__ __forceinline__ float3 operator()(float3 a, float3 b) const {
-    const float cnt = a.x + b.x;
-    if (cnt == 0.0f) return a;
-    const float f = b.x * ksuite::rcp_approx(cnt);
-    const float d = b.y - a.y;
-    return make_float3(cnt, fmaf(d, f, a.y), a.z + b.z + d * d * a.x * f);
+// Sum over the tpr threads of one row (ksuite::plan_regs): lanes of a warp
+// (tpr <= 32, a power of two: xor offsets below tpr stay in the group) or the
+// whole block (tpr = blockDim.x > 32).  Every thread of the block calls it.
+// `red` (32 floats) is this call's own scratch: with one scratch array per
+// call a row needs one barrier per reduction, no leading one.
+__device__ __forceinline__ float rlg_row_sum(float v, int tpr, float* red) {
+  if (tpr > 32) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = ksuite::warp_sum(v);
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    return ksuite::warp_sum(lane < int(blockDim.x >> 5) ? red[lane] : 0.0f);
   }
-};
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1)
+    if (off < tpr) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
 
 // Block size bound of the register kernel: 32 floats of h a thread fit the
 // 64 registers of a 1024-thread block; more need a 256-thread bound.
 constexpr int regs_max_threads(int elems) { return elems <= 32 ? 1024 : 256; }
 
+// w and b loaded before the reductions when their raw packs fit next to h
+// (float32 packs; 16-bit rows of <= 16 elements a thread); else after, in
+// the output loop (64-register bound: h alone takes 32 of them), where they
+// hit L1 (the same columns for every row).
+template <typename T, int VEC, int PACKS>
+constexpr bool wb_early() {
+  return VEC * PACKS + 2 * PACKS * int(sizeof(ksuite::RawPack<T, VEC>)) / 4 <= 32;
+}
+
+// Thread t of a row owns packs c = (p * tpr + t) * VEC, p < PACKS.  Packs
+// past the row's end (all packs of threads past the last row) load nothing
+// (a false predicate), are left out of both sums and are not stored; those
+// threads still take part in the reductions.
+// lg_tpr: log2(tpr) when tpr <= 32, else 10 (one row a block);
+// lg_rows: log2(rows a block) (0 when tpr > 32).
 template <typename T, int VEC, int PACKS>
 __global__ void __launch_bounds__(regs_max_threads(VEC * PACKS))
 rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
-                const T* __restrict__ b, T* __restrict__ y, int64_t m, int n, float eps, int tpr) {
-  __shared__ float3 red[32];
-  const int group = threadIdx.x / tpr;
-  const int t = threadIdx.x - group * tpr;
-  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + group;
-  // Threads past the last row run with an empty row: the shuffles need them.
+                const T* __restrict__ b, T* __restrict__ y, int64_t m, int n, float eps, float inv_n,
+                int tpr, int lg_tpr, int lg_rows) {
+  using Raw = ksuite::RawPack<T, VEC>;
+  constexpr bool kEarly = wb_early<T, VEC, PACKS>();
+  __shared__ float red[2][32];
+  const int group = threadIdx.x >> lg_tpr;
+  const int t = threadIdx.x - (group << lg_tpr);
+  const int64_t row = (int64_t(blockIdx.x) << lg_rows) + group;
   const int cols = row < m ? n : 0;
-  const int64_t off = row * n;
-  float h[PACKS][VEC];
-  // Every load of x and r first (the compiler keeps them ahead of the adds).
+  const int c0 = t * VEC, stride = tpr * VEC;
+  const int64_t off = row * n + c0;
+  bool ok[PACKS];
+#pragma unroll
+  for (int p = 0; p < PACKS; ++p) ok[p] = c0 + p * stride < cols;
+  // Every load of x and r first, back to back (predicated, no branches).
+  Raw rx[PACKS], rr[PACKS], rw[PACKS], rb[PACKS];
 #pragma unroll
   for (int p = 0; p < PACKS; ++p) {
-    const int c = (p * tpr + t) * VEC;
-    if (c < cols) {
-      float rv[VEC];
-      ksuite::load_floats<T, VEC>(x + off + c, h[p]);
-      ksuite::load_floats<T, VEC>(r + off + c, rv);
+    rx[p] = ksuite::ld_pack_if<T, VEC, true, false>(x + off + p * stride, ok[p]);
+    rr[p] = ksuite::ld_pack_if<T, VEC, true, false>(r + off + p * stride, ok[p]);
+  }
+  if constexpr (kEarly) {
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) h[p][k] += rv[k];
-    } else {
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) h[p][k] = 0.0f;
+    for (int p = 0; p < PACKS; ++p) {
+      // w and b: the same columns for every row, so cached loads (L1 hits).
+      rw[p] = ksuite::ld_pack_if<T, VEC, false, false>(w + c0 + p * stride, ok[p]);
+      rb[p] = ksuite::ld_pack_if<T, VEC, false, false>(b + c0 + p * stride, ok[p]);
     }
   }
-  float cnt = 0.0f, sum = 0.0f;
+  // h = x + r; the row sum in VEC independent chains (packs past the row's
+  // end hold garbage and are left out by predicated adds).
+  float h[PACKS][VEC], acc[VEC];
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) acc[k] = 0.0f;
 #pragma unroll
   for (int p = 0; p < PACKS; ++p) {
-    if ((p * tpr + t) * VEC < cols) cnt += float(VEC);
+    float xv[VEC], rv[VEC];
+    ksuite::raw_pack_to_floats<T, VEC>(rx[p], xv);
+    ksuite::raw_pack_to_floats<T, VEC>(rr[p], rv);
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) sum += h[p][k];
-  }
-  const float mean_t = cnt > 0.0f ? sum / cnt : 0.0f;
-  float m2 = 0.0f;
+    for (int k = 0; k < VEC; ++k) h[p][k] = xv[k] + rv[k];
+    if (ok[p]) {
 #pragma unroll
-  for (int p = 0; p < PACKS; ++p) {
-    if ((p * tpr + t) * VEC < cols) {
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) m2 = fmaf(h[p][k] - mean_t, h[p][k] - mean_t, m2);
+      for (int k = 0; k < VEC; ++k) acc[k] += h[p][k];
     }
   }
-  const float3 st = ksuite::group_reduce(make_float3(cnt, mean_t, m2), tpr, red, make_float3(0.0f, 0.0f, 0.0f),
-                                         MergeStats{});
-  const float rstd = rsqrtf(st.z / float(n) + eps);
-  const float shift = -st.y * rstd;
+#pragma unroll
+  for (int s = 1; s < VEC; s *= 2)
+#pragma unroll
+    for (int k = 0; k + s < VEC; k += 2 * s) acc[k] += acc[k + s];
+  // Exact two-pass statistics: the mean, then squared deviations from it.
+  const float mean = rlg_row_sum(acc[0], tpr, red[0]) * inv_n;
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) acc[k] = 0.0f;
+#pragma unroll
+  for (int p = 0; p < PACKS; ++p) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) h[p][k] -= mean;
+    if (ok[p]) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) acc[k] = fmaf(h[p][k], h[p][k], acc[k]);
+    }
+  }
+#pragma unroll
+  for (int s = 1; s < VEC; s *= 2)
+#pragma unroll
+    for (int k = 0; k + s < VEC; k += 2 * s) acc[k] += acc[k + s];
+  const float rstd = rsqrtf(fmaf(rlg_row_sum(acc[0], tpr, red[1]), inv_n, eps));
   T* yr = y + off;
 #pragma unroll
   for (int p = 0; p < PACKS; ++p) {
-    const int c = (p * tpr + t) * VEC;
-    if (c < cols) {
-      float wv[VEC], bv[VEC];
-      // w and b: the same columns for every row, so cached loads (L1 hits).
-      ksuite::load_floats<T, VEC, false>(w + c, wv);
-      ksuite::load_floats<T, VEC, false>(b + c, bv);
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) h[p][k] = ksuite::gelu_fast(fmaf(fmaf(h[p][k], rstd, shift), wv[k], bv[k]));
-      ksuite::store_floats<T, VEC>(yr + c, h[p]);
+    if constexpr (!kEarly) {
+      rw[p] = ksuite::ld_pack_if<T, VEC, false, false>(w + c0 + p * stride, ok[p]);
+      rb[p] = ksuite::ld_pack_if<T, VEC, false, false>(b + c0 + p * stride, ok[p]);
     }
+    float wv[VEC], bv[VEC];
+    ksuite::raw_pack_to_floats<T, VEC>(rw[p], wv);
+    ksuite::raw_pack_to_floats<T, VEC>(rb[p], bv);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) h[p][k] = ksuite::gelu_fast(fmaf(h[p][k] * rstd, wv[k], bv[k]));
+    if (ok[p]) ksuite::store_floats<T, VEC>(yr + p * stride, h[p]);
   }
 }
 
@@ -291,11 +339,19 @@ bool launch_regs(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m
                  cudaStream_t stream) {
   const ksuite::RegPlan plan = ksuite::plan_regs(n, VEC, PACKS, regs_max_threads(VEC * PACKS));
   if (plan.tpr == 0 || n > 0x7fffffff) return false;
-  const int64_t rows_per_block = plan.threads / plan.tpr;
+  // Shifts, not divides, in the kernel: tpr <= 32 is a power of two and the
+  // block holds threads / tpr (a power of two) rows; tpr > 32 is the block.
+  int lg_tpr = 10, lg_rows = 0;
+  if (plan.tpr <= 32) {
+    lg_tpr = 0;
+    while ((1 << lg_tpr) < plan.tpr) ++lg_tpr;
+    while ((plan.tpr << lg_rows) < plan.threads) ++lg_rows;
+  }
+  const int64_t rows_per_block = int64_t(1) << lg_rows;
   const int64_t grid = (m + rows_per_block - 1) / rows_per_block;
   if (grid > 0x7fffffff) return false;
   rlg_regs_kernel<T, VEC, PACKS><<<static_cast<unsigned>(grid), plan.threads, 0, stream>>>(
-      x, r, w, b, y, m, static_cast<int>(n), eps, plan.tpr);
+      x, r, w, b, y, m, static_cast<int>(n), eps, static_cast<float>(1.0 / double(n)), plan.tpr, lg_tpr, lg_rows);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }

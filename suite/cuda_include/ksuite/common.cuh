@@ -206,37 +206,54 @@ __device__ __forceinline__ void store_floats(T* p, const float (&f)[VEC]) {
 template <typename T, int VEC>
 using RawPack = std::conditional_t<VEC == 1, uint32_t, uint4>;
 
+#define KSUITE_LD_IF(INSTR, OUTS, ...)                                                   \
+  asm("{.reg .pred q;\n setp.ne.b32 q, %" #OUTS ", 0;\n @q " INSTR ";}" : __VA_ARGS__)
+
 template <typename T, int VEC, bool STREAM = true, bool ZERO = true>
 __device__ __forceinline__ RawPack<T, VEC> ld_pack_if(const T* p, bool pred) {
+  const int q = pred;
   if constexpr (VEC == 1) {
-    uint32_t v;
     if constexpr (sizeof(T) == 4) {
-      if constexpr (ZERO) v = 0;
-      asm("{.reg .pred q;\n setp.ne.b32 q, %1, 0;\n @q ld.global.nc.b32 %0, [%2];}"
-          : "+r"(v) : "r"(int(pred)), "l"(p));
+      uint32_t v;
+      if constexpr (ZERO) {
+        v = 0;
+        KSUITE_LD_IF("ld.global.nc.b32 %0, [%2]", 1, "+r"(v) : "r"(q), "l"(p));
+      } else {
+        KSUITE_LD_IF("ld.global.nc.b32 %0, [%2]", 1, "=r"(v) : "r"(q), "l"(p));
+      }
+      return v;
     } else {
       unsigned short s;
-      if constexpr (ZERO) s = 0;
-      asm("{.reg .pred q;\n setp.ne.b32 q, %1, 0;\n @q ld.global.nc.b16 %0, [%2];}"
-          : "+h"(s) : "r"(int(pred)), "l"(p));
-      v = s;
+      if constexpr (ZERO) {
+        s = 0;
+        KSUITE_LD_IF("ld.global.nc.b16 %0, [%2]", 1, "+h"(s) : "r"(q), "l"(p));
+      } else {
+        KSUITE_LD_IF("ld.global.nc.b16 %0, [%2]", 1, "=h"(s) : "r"(q), "l"(p));
+      }
+      return s;
     }
-    return v;
   } else {
     static_assert(VEC * sizeof(T) == 16, "VEC must be 1 or one 16-byte pack");
     uint4 v;
-    if constexpr (ZERO) v = make_uint4(0u, 0u, 0u, 0u);
-    if constexpr (STREAM) {
-      asm("{.reg .pred q;\n setp.ne.b32 q, %4, 0;\n"
-          " @q ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%5];}"
-          : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w) : "r"(int(pred)), "l"(p));
+#define KSUITE_LD16_IF(INSTR, C)                                                          \
+  KSUITE_LD_IF(INSTR " {%0, %1, %2, %3}, [%5]", 4, C(v.x), C(v.y), C(v.z), C(v.w) : "r"(q), "l"(p))
+#define KSUITE_RW(x) "+r"(x)
+#define KSUITE_W(x) "=r"(x)
+    if constexpr (ZERO) {
+      v = make_uint4(0u, 0u, 0u, 0u);
+      if constexpr (STREAM) KSUITE_LD16_IF("ld.global.nc.L1::no_allocate.v4.u32", KSUITE_RW);
+      else KSUITE_LD16_IF("ld.global.nc.v4.u32", KSUITE_RW);
     } else {
-      asm("{.reg .pred q;\n setp.ne.b32 q, %4, 0;\n @q ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%5];}"
-          : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w) : "r"(int(pred)), "l"(p));
+      if constexpr (STREAM) KSUITE_LD16_IF("ld.global.nc.L1::no_allocate.v4.u32", KSUITE_W);
+      else KSUITE_LD16_IF("ld.global.nc.v4.u32", KSUITE_W);
     }
+#undef KSUITE_LD16_IF
+#undef KSUITE_RW
+#undef KSUITE_W
     return v;
   }
 }
+#undef KSUITE_LD_IF
 
 // A RawPack's VEC elements as floats.
 template <typename T, int VEC>
