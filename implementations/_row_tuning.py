@@ -72,3 +72,23 @@ def tuned(kernel, candidates: Callable[[int, int, int], list[dict]]):
 
 def describe(kernel: str, kwargs: dict, warps: int) -> str:
     return " ".join([f"kernel={kernel}"] + [f"{k}={v}" for k, v in kwargs.items()] + [f"num_warps={warps}"])
+
+
+class Chosen:
+    """What the autotuner picked per (kernel, N, dtype bytes, M bucket), for the
+    `config` column; before a case has run, its untuned ``plan(m, n, bytes)``."""
+
+    def __init__(self, plan: Callable[[int, int, int], dict]):
+        self.plan = plan
+        self.seen: dict[tuple, str] = {}
+
+    def record(self, name: str, kernel, n: int, dtype_bytes: int, bucket: int) -> None:
+        best = kernel.best_config
+        self.seen[(name, n, dtype_bytes, bucket)] = describe(name, best.kwargs, best.num_warps)
+
+    def config(self, m: int, n: int, dtype_bytes: int) -> str:
+        p = self.plan(m, n, dtype_bytes)
+        chosen = self.seen.get((p["kernel"], n, dtype_bytes, triton.next_power_of_2(m)))
+        if chosen:
+            return chosen + " (autotuned)"
+        return describe(p.pop("kernel"), {k: v for k, v in p.items() if k != "num_warps"}, p["num_warps"])

@@ -26,7 +26,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from implementations._row_tuning import describe, neighbours, rows_plan, tuned
+from implementations._row_tuning import Chosen, neighbours, rows_plan, tuned
 
 from implementations.gelu.triton import gelu_f32
 from suite.backends import dtype_in, interpreting, needs_triton
@@ -189,7 +189,7 @@ _rows_tuned = tuned(_rlg_rows, candidates)
 _split_tuned = tuned(_rlg_split, candidates)
 
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for config()
-_CHOSEN: dict[tuple, str] = {}
+_CHOSEN = Chosen(plan)
 
 
 def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = MAX_FUSED,
@@ -230,19 +230,13 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
     else:
         kernel = _split_tuned
         kernel[(m,)](*args, n, float(eps), bucket, EXACT=exact)
-    best = kernel.best_config
-    _CHOSEN[(p["kernel"], n, x.element_size(), bucket)] = describe(p["kernel"], best.kwargs, best.num_warps)
+    _CHOSEN.record(p["kernel"], kernel, n, x.element_size(), bucket)
     return y
 
 
 def _config(case: Case) -> str:
     """The autotuned choice once the case has run on the GPU, else the untuned plan."""
-    m, n, b = case["M"], case["N"], itemsize(case.dtype)
-    p = plan(m, n, b)
-    chosen = _CHOSEN.get((p["kernel"], n, b, triton.next_power_of_2(m)))
-    if chosen:
-        return chosen + " (autotuned)"
-    return describe(p.pop("kernel"), {k: v for k, v in p.items() if k != "num_warps"}, p["num_warps"])
+    return _CHOSEN.config(case["M"], case["N"], itemsize(case.dtype))
 
 
 register("residual_layernorm_gelu", "triton", available=needs_triton,

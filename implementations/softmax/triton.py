@@ -27,7 +27,7 @@ import functools
 import triton
 import triton.language as tl
 
-from implementations._row_tuning import PLACEHOLDERS, describe, neighbours, rows_plan, tuned
+from implementations._row_tuning import PLACEHOLDERS, Chosen, neighbours, rows_plan, tuned
 
 from implementations.gelu._triton_math import exp2
 from suite.backends import dtype_in, interpreting, needs_triton
@@ -300,7 +300,7 @@ def _sm_count(index: int) -> int:
 
 
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for config()
-_CHOSEN: dict[tuple, str] = {}
+_CHOSEN = Chosen(plan)
 
 
 def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, long_rows: str | None = None,
@@ -352,19 +352,13 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
     else:
         kernel = _online_tuned
         kernel[(m,)](x, y, n, bucket)
-    best = kernel.best_config
-    _CHOSEN[(p["kernel"], n, x.element_size(), bucket)] = describe(p["kernel"], best.kwargs, best.num_warps)
+    _CHOSEN.record(p["kernel"], kernel, n, x.element_size(), bucket)
     return y
 
 
 def _config(case: Case) -> str:
     """The autotuned choice once the case has run on the GPU, else the untuned plan."""
-    m, n, b = case["M"], case["N"], itemsize(case.dtype)
-    p = plan(m, n, b)
-    chosen = _CHOSEN.get((p["kernel"], n, b, triton.next_power_of_2(m)))
-    if chosen:
-        return chosen + " (autotuned)"
-    return describe(p.pop("kernel"), {k: v for k, v in p.items() if k != "num_warps"}, p["num_warps"])
+    return _CHOSEN.config(case["M"], case["N"], itemsize(case.dtype))
 
 
 register("softmax", "triton", available=needs_triton,
