@@ -47,6 +47,23 @@ namespace {
 using ksuite::Pack;
 using ksuite::to_float;
 
+// Adds one pack to a running (max, sum of exp(v - max)), rescaling the sum
+// when the pack raises the max.
+template <int VEC>
+__device__ __forceinline__ void online_add(const float (&v)[VEC], float& mx, float& sum) {
+  float pm = v[0];
+#pragma unroll
+  for (int k = 1; k < VEC; ++k) pm = fmaxf(pm, v[k]);
+  if (pm > mx) {
+    sum = mx == -INFINITY ? 0.0f : sum * ksuite::exp_approx(mx - pm);
+    mx = pm;
+  }
+  if (mx != -INFINITY) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) sum += ksuite::exp_approx(v[k] - mx);
+  }
+}
+
 // (max, sum of exp(v - max)) pairs; a pair with sum 0 carries no mass.
 struct MergeMS {
   __device__ __forceinline__ float2 operator()(float2 a, float2 b) const {
@@ -181,17 +198,7 @@ softmax_tma_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
   for (int i = threadIdx.x; i < count; i += kTmaThreads) {
     float v[VEC];
     ksuite::raw_to_floats<T>(slice[i], v);
-    float pm = v[0];
-#pragma unroll
-    for (int k = 1; k < VEC; ++k) pm = fmaxf(pm, v[k]);
-    if (pm > mx) {
-      sum = mx == -INFINITY ? 0.0f : sum * ksuite::exp_approx(mx - pm);
-      mx = pm;
-    }
-    if (mx != -INFINITY) {
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) sum += ksuite::exp_approx(v[k] - mx);
-    }
+    online_add(v, mx, sum);
   }
   const float2 cta = ksuite::group_reduce(make_float2(mx, sum), kTmaThreads, red, make_float2(-INFINITY, 0.0f),
                                           MergeMS{});
@@ -315,17 +322,7 @@ softmax_stream_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int
     for (int64_t i = threadIdx.x; i < packs; i += blockDim.x) {
       float v[VEC];
       ksuite::load_floats<T, VEC, false>(xr + i * VEC, v);
-      float pm = v[0];
-#pragma unroll
-      for (int k = 1; k < VEC; ++k) pm = fmaxf(pm, v[k]);
-      if (pm > mx) {
-        sum = mx == -INFINITY ? 0.0f : sum * ksuite::exp_approx(mx - pm);
-        mx = pm;
-      }
-      if (mx != -INFINITY) {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) sum += ksuite::exp_approx(v[k] - mx);
-      }
+      online_add(v, mx, sum);
     }
     const float2 tot = ksuite::group_reduce(make_float2(mx, sum), 1024, red, make_float2(-INFINITY, 0.0f),
                                             MergeMS{});
