@@ -19,3 +19,22 @@ def suite(*args: str, timeout: float = 600, env: dict | None = None) -> subproce
     full_env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
     return subprocess.run([sys.executable, "-m", "suite", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout, env=full_env)
+
+
+def preset_params(impls, presets=("cpu", "quick")) -> list:
+    """pytest params (workload, implementation, case) for every case of ``presets``
+    that each (workload, implementation) in ``impls`` supports."""
+    import pytest
+
+    from suite.workload import discover
+
+    reg = discover()
+    params = []
+    for wl_name, impl_name in impls:
+        impl = reg.get(wl_name, impl_name)
+        for preset in presets:
+            for case in reg.workloads[wl_name].cases(preset):
+                if impl.supports(case) is None:
+                    params.append(pytest.param(wl_name, impl_name, case,
+                                               id=f"{impl_name}-{preset}-{case.label}-{case.dtype}"))
+    return params

@@ -15,6 +15,7 @@ import torch
 
 from suite import verify
 from suite.workload import Case, discover
+from tests.helpers import preset_params
 
 pytestmark = pytest.mark.gpu
 SEED = random.randrange(1 << 30)
@@ -42,20 +43,7 @@ def torch_dtype(case: Case) -> torch.dtype:
     return getattr(torch, case.dtype)
 
 
-def _preset_params():
-    reg = discover()
-    params = []
-    for wl_name, impl_name in IMPLS:
-        impl = reg.get(wl_name, impl_name)
-        for preset in ("cpu", "quick"):
-            for case in reg.workloads[wl_name].cases(preset):
-                if impl.supports(case) is None:
-                    params.append(pytest.param(wl_name, impl_name, case,
-                                               id=f"{impl_name}-{preset}-{case.label}-{case.dtype}"))
-    return params
-
-
-@pytest.mark.parametrize("wl_name,impl_name,case", _preset_params())
+@pytest.mark.parametrize("wl_name,impl_name,case", preset_params(IMPLS))
 def test_preset(wl_name, impl_name, case):
     _check(wl_name, impl_name, case)
     torch.cuda.empty_cache()

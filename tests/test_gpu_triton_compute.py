@@ -18,6 +18,7 @@ import torch
 
 from suite import verify
 from suite.workload import Case, discover
+from tests.helpers import preset_params
 
 pytestmark = pytest.mark.gpu
 SEED = random.randrange(1 << 30)
@@ -44,20 +45,7 @@ def _check(wl_name: str, impl_name: str, case: Case, transform=None) -> None:
     assert config and "BLOCK_M=" in config and "interpreter" not in config, config
 
 
-def _preset_params():
-    reg = discover()
-    params = []
-    for wl_name, impl_name in IMPLS:
-        impl = reg.get(wl_name, impl_name)
-        for preset in ("cpu", "quick"):
-            for case in reg.workloads[wl_name].cases(preset):
-                if impl.supports(case) is None:
-                    params.append(pytest.param(wl_name, impl_name, case,
-                                               id=f"{impl_name}-{preset}-{case.label}-{case.dtype}"))
-    return params
-
-
-@pytest.mark.parametrize("wl_name,impl_name,case", _preset_params())
+@pytest.mark.parametrize("wl_name,impl_name,case", preset_params(IMPLS))
 def test_preset(wl_name, impl_name, case):
     _check(wl_name, impl_name, case)
     torch.cuda.empty_cache()
