@@ -1,15 +1,12 @@
 """Every page through streamlit.testing.v1.AppTest, on fixture runs: no exception,
 a heading, and Plotly figures whose spec can be read back."""
 import json
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import fixtures_dashboard as fx
-from dashboard import data
-
-APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
+from dashboard_apptest import app, figures
 PAGES = {"overview": "Overview", "bandwidth": "Bandwidth", "roofline": "Roofline", "fusion": "Fusion",
          "compare": "Compare", "history": "History", "data_table": "Data"}
 
@@ -38,15 +35,6 @@ DATASETS = {
 }
 
 
-def app(monkeypatch, paths, page="overview", params=None) -> AppTest:
-    monkeypatch.setenv(data.PATHS_ENV, json.dumps([str(p) for p in paths]))
-    at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in (params or {}).items():
-        at.query_params[k] = v
-    at.run()
-    if page != "overview":
-        at.switch_page(f"views/{page}.py").run()
-    return at
 
 
 def url(at: AppTest, key: str) -> list[str]:
@@ -54,8 +42,6 @@ def url(at: AppTest, key: str) -> list[str]:
     return value if isinstance(value, list) else [value]
 
 
-def figures(at: AppTest) -> list[dict]:
-    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
 
 
 @pytest.mark.parametrize("dataset", list(DATASETS))

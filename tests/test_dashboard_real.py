@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import dashboard_apptest as apptest
 from dashboard import data
+from dashboard_apptest import figures
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
-APP = str(ROOT / "dashboard" / "app.py")
 PAGES = {"overview": "Overview", "bandwidth": "Bandwidth", "roofline": "Roofline", "fusion": "Fusion",
          "compare": "Compare", "history": "History", "data_table": "Data"}
 
@@ -30,18 +31,9 @@ def loaded():
 
 
 def app(monkeypatch, page="overview", params=None) -> AppTest:
-    monkeypatch.setenv(data.PATHS_ENV, json.dumps([str(RESULTS)]))
-    at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in (params or {}).items():
-        at.query_params[k] = v
-    at.run()
-    if page != "overview":
-        at.switch_page(f"views/{page}.py").run()
-    return at
+    return apptest.app(monkeypatch, [RESULTS], page, params)
 
 
-def figures(at: AppTest) -> list[dict]:
-    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
 
 
 def test_every_file_loads(loaded):
