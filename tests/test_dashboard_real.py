@@ -6,7 +6,6 @@ stale ``source`` column in a resumed run, a run whose rows carry two commits,
 and harness workloads (``copy``) beyond the five.  Skipped only when results/
 holds no Parquet file.
 """
-import json
 from pathlib import Path
 
 import pytest
