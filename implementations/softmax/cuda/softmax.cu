@@ -395,12 +395,11 @@ void launch_stream(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) 
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// Auto, from measurements on the H200: rows in registers at 2 packs a thread
-// for float32 and for 16-bit rows up to 1024 columns (0.93-0.95 of copy
-// against 0.89-0.92 at 4 packs), else 4 packs; rows too long for registers
-// go to a cluster: float32 with register loads (0.79 of copy at 131072
-// columns, TMA 0.55), 16-bit with TMA into 64 KB slices (0.79; 32 KB: 0.71);
-// else two reads.
+// Auto, chosen by a variant sweep on the H200 (softmax_v runs each plan): rows
+// in registers at 2 packs a thread for float32 and for 16-bit rows up to 1024
+// columns, else 4 packs; rows too long for registers go to a cluster: float32
+// with register loads (faster there than TMA), 16-bit with TMA into 64 KB
+// slices (faster than 32 KB); else two reads.
 template <typename T, int VEC>
 void launch_auto(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
   if constexpr (VEC > 1) {
