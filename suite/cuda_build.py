@@ -160,33 +160,79 @@ def load(name: str, sources: list[Path], hopper: bool = False,
         return _loaded[name]
 
 
-_PREBUILD_CHILD = "import importlib, sys; importlib.import_module(sys.argv[1]).ops()"
+# The child prints the wall-clock time at which its build finished, so that a
+# build that ended long before anyone asked is charged its own duration.
+_PREBUILD_CHILD = ("import importlib, sys, time; importlib.import_module(sys.argv[1]).ops(); "
+                   "print(time.time(), flush=True)")
 
 
-def prebuild(modules: list[str], timeout: float = 900.0) -> dict[str, float | None]:
-    """Build the extensions behind several implementation modules at once.
+class Builds:
+    """Extension builds in child processes, running while the caller goes on.
 
     Each module (one with an ``ops()`` that calls :func:`load`) is built by its
     own child process, all in parallel, into the same disk cache the sweep's
     worker then loads from; nvcc is single-threaded per file, so building five
-    extensions side by side takes about as long as the slowest one.  Returns
-    the seconds each took, or None for one that failed or timed out: the
-    worker then builds it again itself and reports the error on its rows.
+    extensions side by side takes about as long as the slowest one.  The sweep
+    starts them before its first case and waits for one only when a case needs
+    it, so the builds overlap the cases that need no CUDA extension.
     """
-    procs = {m: (time.perf_counter(), subprocess.Popen(
-        [sys.executable, "-c", _PREBUILD_CHILD, m], stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)) for m in modules}
-    deadline = time.perf_counter() + timeout
-    result: dict[str, float | None] = {}
-    for m, (start, proc) in procs.items():
+
+    def __init__(self, modules: list[str], timeout: float = 900.0):
+        self.timeout = timeout
+        self._results: dict[str, float | None] = {}
+        self._procs = {m: (time.time(), subprocess.Popen(
+            [sys.executable, "-c", _PREBUILD_CHILD, m], stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True)) for m in modules}
+
+    def __contains__(self, module: str) -> bool:
+        return module in self._procs or module in self._results
+
+    def running(self, module: str) -> bool:
+        return module in self._procs and self._procs[module][1].poll() is None
+
+    def wait(self, module: str) -> float | None:
+        """Seconds the build of ``module`` took, once it has finished; None
+        when it failed, timed out or was never started here (the worker then
+        builds it itself and reports any error on its rows)."""
+        if module in self._results:
+            return self._results[module]
+        if module not in self._procs:
+            return None
+        start, proc = self._procs.pop(module)
         try:
-            code = proc.wait(timeout=max(1.0, deadline - time.perf_counter()))
+            out, _ = proc.communicate(timeout=max(1.0, start + self.timeout - time.time()))
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.wait()
-            code = None
-        result[m] = time.perf_counter() - start if code == 0 else None
-    return result
+            proc.communicate()
+            out = None
+        seconds = None
+        if proc.returncode == 0 and out:
+            try:
+                seconds = max(0.0, float(out.split()[-1]) - start)
+            except ValueError:
+                seconds = None
+        self._results[module] = seconds
+        return seconds
+
+    def wait_all(self) -> dict[str, float | None]:
+        for m in list(self._procs):
+            self.wait(m)
+        return dict(self._results)
+
+    def close(self) -> None:
+        """Stop the builds still running (Ctrl-C, or a sweep that ends early)."""
+        for m, (_, proc) in list(self._procs.items()):
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+            self._results[m] = None
+        self._procs.clear()
+
+
+def prebuild(modules: list[str], timeout: float = 900.0) -> dict[str, float | None]:
+    """Build several extensions at once and wait for all: module -> seconds, or
+    None for one that failed or timed out."""
+    return Builds(modules, timeout).wait_all()
 
 
 def last_build_seconds(name: str) -> float | None:

@@ -139,7 +139,7 @@ def shard(items: list, spec: str) -> list:
 def main(args) -> int:
     from suite import ceilings, environment
     from suite.summary import print_summary
-    from suite.sweep import Sweep
+    from suite.sweep import Sweep, start_builds
 
     registry = discover(args.plugin)
     plan = make_plan(args, registry)
@@ -151,10 +151,6 @@ def main(args) -> int:
     env = environment.collect(plan.device)
     env["clocks_start"] = environment.clocks() if plan.device == "cuda" else {}
     print(f"device: {environment.describe(env)}", file=sys.stderr)
-    print("measuring ceilings..." if not args.reuse_ceilings else "loading ceilings...", file=sys.stderr)
-    ceil = ceilings.get(plan.device, env["fingerprint"], env["gpu_name"], reuse=args.reuse_ceilings)
-    print(f"ceilings: copy {ceil.copy_gbps:.0f} GB/s; matmul "
-          + ", ".join(f"{k} {v:.1f}" for k, v in ceil.matmul_tflops.items()) + " TFLOP/s", file=sys.stderr)
 
     timestamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if args.resume:
@@ -173,11 +169,26 @@ def main(args) -> int:
         run = RunFile(out)
         run_id = secrets.token_hex(6)
 
+    # CUDA extensions build in the background from here on, through the
+    # ceiling measurement and the cases that need no extension.
+    builds = start_builds(plan.device, plan.cases)
+    try:
+        print("measuring ceilings..." if not args.reuse_ceilings else "loading ceilings...",
+              file=sys.stderr)
+        ceil = ceilings.get(plan.device, env["fingerprint"], env["gpu_name"], reuse=args.reuse_ceilings)
+    except BaseException:
+        if builds is not None:
+            builds.close()
+        raise
+    print(f"ceilings: copy {ceil.copy_gbps:.0f} GB/s; matmul "
+          + ", ".join(f"{k} {v:.1f}" for k, v in ceil.matmul_tflops.items()) + " TFLOP/s", file=sys.stderr)
+
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     sweep = Sweep(plan=plan, registry=registry, out=run, env=env, ceil=ceil, run_id=run_id,
                   timestamp=timestamp, seed=seed, timeout=args.timeout, plugins=tuple(args.plugin),
                   limits={"min_samples": lo, "max_samples": hi, "budget_ms": args.budget_ms},
-                  repeat=args.repeat, shard=args.shard, progress=not args.no_progress)
+                  repeat=args.repeat, shard=args.shard, progress=not args.no_progress,
+                  builds=builds)
     interrupted = sweep.run()
     print(f"wrote {len(run.rows)} rows to {run.path}", file=sys.stderr)
     print_summary(run.rows)

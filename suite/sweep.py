@@ -94,9 +94,12 @@ class Sweep:
     shard: str | None = None
     progress: bool = True
     worker: Worker | None = None
-    # module -> seconds its CUDA extension took to build before the sweep; the
-    # build is charged to the compile_s of that module's first timed case
+    # CUDA extension builds running beside the sweep (start_builds), and
+    # module -> seconds its build took, charged to the compile_s of that
+    # module's first timed case
+    builds: Any = None
     prebuilt: dict = field(default_factory=dict)
+    _waited: set = field(default_factory=set)
 
     def options(self) -> Options:
         return Options(device=self.plan.device, timers=self.plan.timers, preset=self.plan.preset,
@@ -187,52 +190,68 @@ class Sweep:
                 pending = [i for i in pending if i.name != victim]
 
     def _charge_build(self, row: dict) -> dict:
-        impl = self.registry.impls.get((row["workload"], row["impl"]))
-        module = getattr(getattr(impl, "fn", None), "__module__", None)
+        module = _module(self.registry.impls.get((row["workload"], row["impl"])))
         if module in self.prebuilt and row.get("compile_s") is not None:
             row["compile_s"] += self.prebuilt.pop(module)
         return row
 
-    def _prebuild(self, todo) -> None:
-        """Build every CUDA extension the sweep needs in parallel, before it starts."""
-        if self.plan.device != "cuda":
-            return
-        from suite import cuda_build
+    def _needed_builds(self, case, impls) -> list[str]:
+        """Modules with a background build that this case will load."""
+        if self.builds is None:
+            return []
+        needed = []
+        for impl in impls:
+            module = _module(impl)
+            if module is None or module not in self.builds or module in self._waited:
+                continue
+            try:
+                if impl.supports(case):  # a reason: this case never loads the extension
+                    continue
+            except Exception:  # noqa: BLE001 - the worker reports it on the row
+                pass
+            needed.append(module)
+        return needed
 
-        modules = sorted({i.fn.__module__ for _, impls in todo for i in impls
-                          if i.backend == "cuda" and not i.check_available("cuda")})
-        modules = [m for m in modules if callable(getattr(sys.modules.get(m), "ops", None))]
-        if not modules:
-            return
-        print(f"building {len(modules)} CUDA extension(s) in parallel (cached after the first run)...",
-              file=sys.stderr, flush=True)
-        t0 = time.perf_counter()
-        built = cuda_build.prebuild(modules)
-        self.prebuilt = {m: s for m, s in built.items() if s is not None}
-        failed = [m for m, s in built.items() if s is None]
-        print(f"CUDA extensions ready in {time.perf_counter() - t0:.0f} s"
-              + (f"; failed (each will report its error): {', '.join(failed)}" if failed else ""),
-              file=sys.stderr, flush=True)
+    def _next_case(self, queue: list) -> tuple:
+        """The first case whose extensions are built; while builds run, cases
+        that need none of them go ahead of those waiting."""
+        for i, (case, impls) in enumerate(queue):
+            if not any(self.builds.running(m) for m in self._needed_builds(case, impls)):
+                return queue.pop(i)
+        return queue.pop(0)
+
+    def _await_builds(self, case, impls) -> None:
+        """Before a case that needs CUDA extensions, wait for their builds."""
+        for module in self._needed_builds(case, impls):
+            if self.builds.running(module):
+                print(f"waiting for the CUDA build of {module}...", file=sys.stderr, flush=True)
+            seconds = self.builds.wait(module)
+            self._waited.add(module)
+            if seconds is not None:
+                self.prebuilt[module] = seconds
 
     def run(self) -> bool:
         """Run everything left; True when interrupted by Ctrl-C."""
         todo = list(self._todo())
         total = sum(len(impls) for _, impls in todo)
-        try:
-            self._prebuild(todo)
-        except KeyboardInterrupt:
-            return True
+        if self.builds is None:
+            self.builds = start_builds(self.plan.device, todo)
         bar = _Progress(total, enabled=self.progress)
         interrupted = False
         try:
             with bar:
-                for case, impls in todo:
+                queue = list(todo)
+                while queue:
+                    case, impls = self._next_case(queue) if self.builds is not None else queue.pop(0)
                     bar.case(str(case))
+                    self._await_builds(case, impls)
                     self.run_case(case, impls, bar.advance)
                     self.out.save()
         except KeyboardInterrupt:
             interrupted = True
         finally:
+            if self.builds is not None:
+                self.builds.close()
             if self.worker is not None:
                 self.worker.close(kill=interrupted)
                 self.worker = None
@@ -247,6 +266,27 @@ class Sweep:
                 r["mem_clock_end_mhz"] = end.get("mem_mhz")
         if self.out.rows:
             self.out.save()
+
+
+def _module(impl) -> str | None:
+    return getattr(getattr(impl, "fn", None), "__module__", None)
+
+
+def start_builds(device: str, cases):
+    """Start building, in the background, every CUDA extension that the
+    (case, implementations) pairs need; None when there is nothing to build."""
+    if device != "cuda":
+        return None
+    from suite import cuda_build
+
+    modules = sorted({_module(i) for _, impls in cases for i in impls
+                      if i.backend == "cuda" and not i.check_available("cuda")} - {None})
+    modules = [m for m in modules if callable(getattr(sys.modules.get(m), "ops", None))]
+    if not modules:
+        return None
+    print(f"building {len(modules)} CUDA extension(s) in the background (cached after the "
+          f"first run)...", file=sys.stderr, flush=True)
+    return cuda_build.Builds(modules)
 
 
 def _slug(name: str) -> str:

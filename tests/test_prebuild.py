@@ -29,3 +29,66 @@ def test_prebuild_kills_a_build_past_its_timeout(tmp_path, monkeypatch):
     t0 = time.perf_counter()
     assert cuda_build.prebuild(["kspb_slow"], timeout=1.0) == {"kspb_slow": None}
     assert time.perf_counter() - t0 < 10
+
+
+def test_a_build_waited_for_late_is_charged_its_own_duration(tmp_path, monkeypatch):
+    (tmp_path / "kspb_quick.py").write_text("import time\ndef ops():\n    time.sleep(0.5)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    builds = cuda_build.Builds(["kspb_quick"])
+    assert "kspb_quick" in builds and "other" not in builds
+    time.sleep(3.0)  # the caller was busy with other cases meanwhile
+    assert not builds.running("kspb_quick")
+    seconds = builds.wait("kspb_quick")
+    assert 0.5 <= seconds < 2.5, seconds  # the build's own time (plus start-up), not the 3 s wait
+    assert builds.wait("kspb_quick") == seconds and builds.wait("never_started") is None
+
+
+def test_close_stops_builds_still_running(tmp_path, monkeypatch):
+    (tmp_path / "kspb_long.py").write_text("import time\ndef ops():\n    time.sleep(30)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    builds = cuda_build.Builds(["kspb_long"])
+    t0 = time.perf_counter()
+    builds.close()
+    assert time.perf_counter() - t0 < 5 and builds.wait("kspb_long") is None
+
+
+class _FakeBuilds:
+    def __init__(self, running):
+        self._running = set(running)
+
+    def __contains__(self, module):
+        return True
+
+    def running(self, module):
+        return module in self._running
+
+    def wait(self, module):
+        self._running.discard(module)
+        return 1.0
+
+
+class _Impl:
+    def __init__(self, module, reason=None):
+        self.fn = type("F", (), {"__module__": module})()
+        self._reason = reason
+
+    def supports(self, case):
+        return self._reason
+
+
+def test_cases_needing_a_running_build_wait_behind_cases_that_need_none():
+    from suite.sweep import Sweep
+
+    sweep = Sweep(plan=None, registry=None, out=None, env={}, ceil=None, run_id="r", timestamp="t",
+                  seed=0, timeout=1.0, builds=_FakeBuilds(running={"ext_a"}))
+    queue = [("case1", [_Impl("ext_a")]),
+             ("case2", [_Impl("ext_a", reason="float32 is not supported")]),  # never loads it
+             ("case3", [_Impl("ext_b")])]
+    order = []
+    while queue:
+        case, impls = sweep._next_case(queue)
+        sweep._await_builds(case, impls)
+        order.append(case)
+    # case2 and case3 went ahead; once the queue held only case1 it waited for ext_a
+    assert order == ["case2", "case3", "case1"]
+    assert sweep.prebuilt == {"ext_a": 1.0, "ext_b": 1.0}
