@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 import triton
+from implementations._autotune import autotune
 
 # The real candidates depend on the problem and come from the prune hook; the
 # two placeholders only make the list long enough for the autotuner to tune.
@@ -66,7 +67,7 @@ def tuned(kernel, candidates: Callable[[int, int, int], list[dict]]):
                               num_warps=c["num_warps"])
                 for c in candidates(x.numel() // n, n, x.element_size())]
 
-    return triton.autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"],
+    return autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"],
                            prune_configs_by={"early_config_prune": prune})(kernel)
 
 

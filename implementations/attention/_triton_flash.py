@@ -23,6 +23,7 @@ import triton
 import triton.language as tl
 
 from suite.backends import interpreting
+from implementations._autotune import autotune
 
 
 @triton.jit
@@ -132,7 +133,7 @@ def _prune(configs, named_args, **kwargs):
     return CONFIGS[kwargs["HEAD_DIM"]]
 
 
-_autotuned = triton.autotune(configs=CONFIGS[64] + CONFIGS[128], key=["S", "HEAD_DIM", "CAUSAL"],
+_autotuned = autotune(configs=CONFIGS[64] + CONFIGS[128], key=["S", "HEAD_DIM", "CAUSAL"],
                              prune_configs_by={"early_config_prune": _prune},
                              # the winner per key is kept in Triton's cache directory (keyed by the
                              # kernel source, the configs and the GPU architecture), so a second run

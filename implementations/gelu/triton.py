@@ -23,6 +23,7 @@ from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 
 from implementations.gelu._triton_math import gelu_f32  # noqa: F401  (re-exported)
+from implementations._autotune import autotune
 
 
 # N_BUCKET (next_pow2(n)) is only an autotuning key; never specialised.
@@ -76,7 +77,7 @@ def _prune(configs, named_args, **kwargs):
 
 
 # The candidates come from _prune; two placeholders make the list long enough to tune.
-_tuned = triton.autotune(configs=[triton.Config({}, num_warps=4), triton.Config({}, num_warps=8)],
+_tuned = autotune(configs=[triton.Config({}, num_warps=4), triton.Config({}, num_warps=8)],
                          key=["N_BUCKET", "EXACT"], prune_configs_by={"early_config_prune": _prune})(_gelu_kernel)
 _CHOSEN: dict[tuple, tuple[int, int, str]] = {}  # (N bucket, dtype bytes) -> (BLOCK, num_warps, EVICT)
 

@@ -18,6 +18,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from implementations.gemm._triton_tiled import LARGE_MN, SKINNY_M, describe, tile_coords
 from suite.backends import interpreting
+from implementations._autotune import autotune
 
 
 @triton.jit
@@ -79,7 +80,7 @@ def _prune(configs, named_args, **kwargs):
 
 
 # Descriptors carry no .dtype for the autotuner's key, hence the DTYPE argument.
-_autotuned = triton.autotune(configs=LARGE + MID + SKINNY, key=["M", "N", "K", "DTYPE"],
+_autotuned = autotune(configs=LARGE + MID + SKINNY, key=["M", "N", "K", "DTYPE"],
                              prune_configs_by={"early_config_prune": _prune})(_persistent_kernel)
 
 INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 2}

@@ -15,6 +15,7 @@ import triton
 import triton.language as tl
 
 from suite.backends import interpreting
+from implementations._autotune import autotune
 
 
 @triton.jit
@@ -117,7 +118,7 @@ def prune(configs, named_args, **kwargs):
 
 
 # PRECISION is in the key: exact and TF32 float32 pick from different lists
-_autotuned = triton.autotune(configs=LARGE + MID + SKINNY + FMA, key=["M", "N", "K", "PRECISION"],
+_autotuned = autotune(configs=LARGE + MID + SKINNY + FMA, key=["M", "N", "K", "PRECISION"],
                              prune_configs_by={"early_config_prune": prune},
                              # the winner per key is kept in Triton's cache directory (keyed by the
                              # kernel source, the configs and the GPU architecture), so a second run

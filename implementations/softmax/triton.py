@@ -32,6 +32,7 @@ from implementations._row_tuning import PLACEHOLDERS, Chosen, neighbours, rows_p
 from implementations.gelu._triton_math import exp2
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
+from implementations._autotune import autotune
 
 LOG2E = tl.constexpr(1.4426950408889634)  # kernels may read only constexpr globals
 MAX_FUSED = 32768  # longest row (power of two) kept whole in registers
@@ -288,7 +289,7 @@ def _split_prune(configs, named_args, **kwargs):
 
 
 # Each timing run needs the ticket and row counters at zero.
-_split_tuned = triton.autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
+_split_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
                                prune_configs_by={"early_config_prune": _split_prune})(_softmax_split)
 
 
