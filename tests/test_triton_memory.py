@@ -120,7 +120,8 @@ def test_every_short_row_candidate(dtype, poisoned):
             rlg._rlg_rows[(triton.cdiv(m, c["ROWS"]),)](
                 x, inputs["r"], inputs["weight"], inputs["bias"], y, m, n, float(inputs["eps"]),
                 triton.next_power_of_2(m), ROWS=c["ROWS"], BLOCK_N=c["BLOCK_N"], EXACT=x.element_size() == 4,
-                EVEN_N=n == c["BLOCK_N"], ALIGN=rlg.row_align(n, x.element_size()), num_warps=c["num_warps"])
+                EVEN_N=n == c["BLOCK_N"], ALIGN=rlg.row_align(n, x.element_size()),
+                WB_EARLY=c["WB_EARLY"], num_warps=c["num_warps"])
             res = verify.check(y, wl.reference(case, inputs), wl.tolerance(case))
             assert res.correct, f"{case} {c}: {res.message}"
     for m, n in ((300, 128), (37, 100), (5, 3)):

@@ -40,7 +40,7 @@ MAX_FUSED = 16384  # widest row (power of two) held whole in registers
 @triton.jit(do_not_specialize=["M_BUCKET"])
 def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
               ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EXACT: tl.constexpr, EVEN_N: tl.constexpr,
-              ALIGN: tl.constexpr):
+              ALIGN: tl.constexpr, WB_EARLY: tl.constexpr):
     # ALIGN divides N (see row_align), so n == N, but written so that the
     # compiler sees the factor: row starts and the column mask then come in
     # ALIGN-element groups, and N = 1000 still gets 16-byte accesses.
@@ -48,19 +48,19 @@ def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_N)
     cmask = cols < n
-    # Every load first, before the reductions: a load issued after a
-    # barrier would be one more serial L2 round trip with nothing else in
-    # flight.  Weight and bias are tiny and shared by every program: L2 hits.
+    # x and r first; w and b too unless the config says WB_EARLY=False (see
+    # candidates): a load issued after a barrier is one more serial L2 round
+    # trip with nothing else in flight.  Weight and bias are tiny and shared
+    # by every program: L2 hits.
     # Rows past the end re-load the last row and are masked only at the store.
     src = (tl.minimum(rows, M - 1).to(tl.int64) * n)[:, None] + cols[None, :]
     if EVEN_N:  # N == BLOCK_N: no column mask, no zero-fill
         x = tl.load(x_ptr + src, eviction_policy="evict_first")
         r = tl.load(r_ptr + src, eviction_policy="evict_first")
-        w = tl.load(w_ptr + cols, eviction_policy="evict_last")
-        b = tl.load(b_ptr + cols, eviction_policy="evict_last")
     else:
         x = tl.load(x_ptr + src, mask=cmask[None, :], other=0.0, eviction_policy="evict_first")
         r = tl.load(r_ptr + src, mask=cmask[None, :], other=0.0, eviction_policy="evict_first")
+    if WB_EARLY:
         w = tl.load(w_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
         b = tl.load(b_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
     h = x.to(tl.float32) + r.to(tl.float32)
@@ -70,6 +70,9 @@ def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
     else:
         d = tl.where(cmask[None, :], h - mean[:, None], 0.0)
     rstd = tl.math.rsqrt(tl.sum(d * d, axis=1) / n + eps)
+    if not WB_EARLY:
+        w = tl.load(w_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
+        b = tl.load(b_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
     y = gelu_f32(d * rstd[:, None] * w.to(tl.float32)[None, :] + b.to(tl.float32)[None, :], EXACT)
     dst = (rows.to(tl.int64) * n)[:, None] + cols[None, :]
     tl.store(y_ptr + dst, y.to(y_ptr.dtype.element_ty), mask=(rows < M)[:, None] & cmask[None, :])
@@ -125,7 +128,7 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     if block_n <= max_fused:
         # 16384 takes 32 warps (49 registers for sm_90, no spills); 32768
         # would spill, so it goes to the split path.
-        return rows_plan(m, block_n, dtype_bytes)
+        return _with_wb(rows_plan(m, block_n, dtype_bytes))
     # 4096 with 16 warps: 8 values a thread, ~55 registers, two programs an SM.
     chunk = block or min(4096, max_fused)
     return dict(kernel="split", BLOCK=chunk, num_warps=max(1, min(16, chunk // 256)))
@@ -160,8 +163,20 @@ def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     """
     base = plan(m, n, dtype_bytes)
     if base["kernel"] != "rows" or base["BLOCK_N"] > 2048:
-        return neighbours(base, m, "split",
-                          ((4096, 16), (4096, 8), (2048, 8), (2048, 4), (8192, 16), (8192, 32)))[:8]
+        out = []
+        for c in neighbours(base, m, "split",
+                            ((4096, 16), (4096, 8), (2048, 8), (2048, 4), (8192, 16), (8192, 32))):
+            c = _with_wb(c)
+            if c in out:
+                continue
+            out.append(c)
+            # 32 values a thread (one 8192-wide row on 8 warps): x, r, w and b
+            # held together double the registers live across both reductions,
+            # so that config is also tried with w and b loaded after them
+            if c["kernel"] == "rows" and c["ROWS"] * c["BLOCK_N"] >= 32 * 32 * c["num_warps"] \
+                    and c["BLOCK_N"] >= 8192:
+                out.append(dict(c, WB_EARLY=False))
+        return out[:8]
     bn, r0 = base["BLOCK_N"], base["ROWS"]
     vec = 16 // dtype_bytes  # values a thread for one 16-byte access
     # Rows not a whole number of 16-byte vectors (N = 781) are read one
@@ -179,10 +194,17 @@ def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
         if rows >= 1 and 1 <= warps <= 16:
             out.append(dict(kernel="rows", ROWS=rows, BLOCK_N=bn, num_warps=warps))
     unique: list[dict] = []
-    for c in out:
+    for c in map(_with_wb, out):
         if c not in unique:
             unique.append(c)
     return unique[:8]
+
+
+def _with_wb(c: dict) -> dict:
+    """A rows config loads w and b before the reductions unless it says otherwise."""
+    if c["kernel"] != "rows" or "WB_EARLY" in c:
+        return c
+    return dict(c, WB_EARLY=True)
 
 
 _rows_tuned = tuned(_rlg_rows, candidates)
@@ -217,6 +239,7 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
             _rlg_rows[(triton.cdiv(m, p["ROWS"]),)](*args, m, n, float(eps), bucket, ROWS=p["ROWS"],
                                                     BLOCK_N=p["BLOCK_N"], EXACT=exact, EVEN_N=n == p["BLOCK_N"],
                                                     ALIGN=row_align(n, x.element_size()),
+                                                    WB_EARLY=p["WB_EARLY"],
                                                     num_warps=p["num_warps"])
         else:
             _rlg_split[(m,)](*args, n, float(eps), bucket, BLOCK=p["BLOCK"], EXACT=exact,

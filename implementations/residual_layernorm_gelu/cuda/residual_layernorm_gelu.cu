@@ -91,6 +91,10 @@ __device__ __forceinline__ float rlg_row_sum(float v, int tpr, float* red) {
 // Block size bound of the register kernel: 32 floats of h a thread fit the
 // 64 registers of a 1024-thread block; more need a 256-thread bound.
 constexpr int regs_max_threads(int elems) { return elems <= 32 ? 1024 : 256; }
+// Blocks an SM must hold at once: 16-byte rows of <= 8 elements a thread get
+// two 1024-thread blocks (32 registers), so that one block's loads overlap the
+// other's reductions; with one block an SM the SM idles through every barrier.
+constexpr int regs_min_blocks(int vec, int packs) { return vec > 1 && vec * packs <= 8 ? 2 : 1; }
 
 // w and b loaded before the reductions when their raw packs fit next to h
 // (float32 packs; 16-bit rows of <= 16 elements a thread); else after, in
@@ -98,6 +102,7 @@ constexpr int regs_max_threads(int elems) { return elems <= 32 ? 1024 : 256; }
 // hit L1 (the same columns for every row).
 template <typename T, int VEC, int PACKS>
 constexpr bool wb_early() {
+  if (regs_min_blocks(VEC, PACKS) > 1) return false;  // 32 registers: no room
   return VEC * PACKS + 2 * PACKS * int(sizeof(ksuite::RawPack<T, VEC>)) / 4 <= 32;
 }
 
@@ -108,7 +113,7 @@ constexpr bool wb_early() {
 // lg_tpr: log2(tpr) when tpr <= 32, else 10 (one row a block);
 // lg_rows: log2(rows a block) (0 when tpr > 32).
 template <typename T, int VEC, int PACKS>
-__global__ void __launch_bounds__(regs_max_threads(VEC * PACKS))
+__global__ void __launch_bounds__(regs_max_threads(VEC * PACKS), regs_min_blocks(VEC, PACKS))
 rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
                 const T* __restrict__ b, T* __restrict__ y, int64_t m, int n, float eps, float inv_n,
                 int tpr, int lg_tpr, int lg_rows) {
@@ -141,6 +146,8 @@ rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __res
   }
   // h = x + r; the row sum in VEC independent chains (packs past the row's
   // end hold garbage and are left out by predicated adds).
+  // (one chain when registers are tight: 32 a thread at two blocks an SM)
+  constexpr int kChains = regs_min_blocks(VEC, PACKS) > 1 ? 1 : VEC;
   float h[PACKS][VEC], acc[VEC];
 #pragma unroll
   for (int k = 0; k < VEC; ++k) acc[k] = 0.0f;
@@ -153,7 +160,7 @@ rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __res
     for (int k = 0; k < VEC; ++k) h[p][k] = xv[k] + rv[k];
     if (ok[p]) {
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) acc[k] += h[p][k];
+      for (int k = 0; k < VEC; ++k) acc[k % kChains] += h[p][k];
     }
   }
 #pragma unroll
@@ -170,7 +177,7 @@ rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __res
     for (int k = 0; k < VEC; ++k) h[p][k] -= mean;
     if (ok[p]) {
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) acc[k] = fmaf(h[p][k], h[p][k], acc[k]);
+      for (int k = 0; k < VEC; ++k) acc[k % kChains] = fmaf(h[p][k], h[p][k], acc[k % kChains]);
     }
   }
 #pragma unroll
