@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from implementations._cuda_variants import VariantTuner
 from suite import cuda_build
 from suite.workload import Case, register
 
@@ -82,13 +83,31 @@ def _supports(case: Case) -> str | None:
     return None
 
 
+# Without KSUITE_ATTN_VARIANT the tiling is timed at the first call of each
+# (dtype, D, causal, S bucket) and the fastest kept (implementations/_cuda_variants).
+_TUNERS = {d: VariantTuner(tuple(range(len(VARIANTS[d]))), {i: describe(d, i) for i in range(len(VARIANTS[d]))})
+           for d in VARIANTS}
+
+
+def _key(dtype: str, s: int, causal) -> tuple:
+    return (dtype, bool(causal), 1 << max(0, s - 1).bit_length())
+
+
 def _config(case: Case) -> str:
+    if os.environ.get("KSUITE_ATTN_VARIANT", "") in ("", "-1"):
+        tuned = _TUNERS[case["D"]].config(_key(case.dtype, case["S"], case["causal"]))
+        if tuned:
+            return tuned
     return describe(case["D"], variant_for(case["D"]))
 
 
 @register("attention", "cuda", available=cuda_build.cuda_available, supports=_supports,
           config=_config,
           description="CUDA: FlashAttention-2-style forward, mma.sync, online softmax, "
-                      "cp.async double-buffered K/V")
+                      "cp.async double-buffered K/V; tiling autotuned")
 def attention_cuda(q, k, v, causal):
-    return ops().attention_flash(q, k, v, bool(causal), variant_for(q.shape[-1]))
+    d = q.shape[-1]
+    if os.environ.get("KSUITE_ATTN_VARIANT", "") not in ("", "-1") or d not in _TUNERS:
+        return ops().attention_flash(q, k, v, bool(causal), variant_for(d))
+    key = _key(str(q.dtype).removeprefix("torch."), q.shape[-2], causal)
+    return _TUNERS[d].run(key, lambda var: ops().attention_flash(q, k, v, bool(causal), var))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from implementations._cuda_variants import VariantTuner
 from suite import cuda_build
 from suite.backends import dtype_in
 from suite.workload import itemsize, register
@@ -32,11 +33,34 @@ def ops():
     return cuda_build.load("residual_layernorm_gelu", SOURCES, fakes=_fakes)
 
 
+# the .cu's plans (residual_layernorm_gelu_v); one that cannot run a shape runs auto's
+_TUNER = VariantTuner((1, 2, 3, 4, 5), {
+    1: "row in registers, 4 packs of x and of r a thread",
+    2: "row in registers, 2 packs a thread",
+    3: "row in registers, 1 pack a thread",
+    4: "cluster: the row split over 2..8 CTAs' shared memory",
+    5: "two reads: shifted sums, then a backwards output pass"})
+
+
+def _key(m: int, n: int, dtype: str) -> tuple:
+    return (dtype, n, 1 << max(0, m - 1).bit_length())
+
+
+def _auto_plan(case) -> str:
+    return cuda_build.row_plan_first_fit(
+        case["N"], itemsize(case.dtype), 4, (2, 4) if itemsize(case.dtype) == 4 else (4,),
+        long_rows="cluster") + " (auto plan)"
+
+
+def _config(case) -> str:
+    return _TUNER.config(_key(case["M"], case["N"], case.dtype)) or _auto_plan(case)
+
+
 @register("residual_layernorm_gelu", "cuda", available=cuda_build.cuda_available,
-          supports=dtype_in("float32", "float16", "bfloat16"),
-          config=lambda case: cuda_build.row_plan_first_fit(
-              case["N"], itemsize(case.dtype), 4, (2, 4) if itemsize(case.dtype) == 4 else (4,),
-              long_rows="cluster"),
-          description="CUDA: row in registers (two-pass mean and variance), cluster shared memory for long rows, two reads beyond")
+          supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
+          description="CUDA: row in registers (two-pass mean and variance), cluster shared memory for long "
+                      "rows, two reads beyond; plan autotuned among the .cu's variants")
 def residual_layernorm_gelu_cuda(x, r, weight, bias, eps):
-    return ops().residual_layernorm_gelu(x, r, weight, bias, float(eps))
+    n = x.shape[-1]
+    key = _key(x.numel() // max(n, 1), n, str(x.dtype).removeprefix("torch."))
+    return _TUNER.run(key, lambda v: ops().residual_layernorm_gelu_v(x, r, weight, bias, float(eps), v))

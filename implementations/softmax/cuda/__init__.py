@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from implementations._cuda_variants import VariantTuner
 from suite import cuda_build
 from suite.backends import dtype_in
 from suite.workload import itemsize, register
@@ -39,9 +40,31 @@ def _plan(n: int, size: int) -> str:
     return cuda_build.row_plan_first_fit(n, size, size, packs, long_rows=long_rows, tma_slice=64 * 1024)
 
 
+# softmax.cu's plans (softmax_v); one that cannot run a shape runs auto's
+_TUNER = VariantTuner((1, 2, 3, 4, 5, 6, 7), {
+    1: "row in registers, 4 packs of 16 B a thread",
+    2: "row in registers, 2 packs a thread",
+    3: "row in registers, 8 packs a thread",
+    4: "cluster, TMA slices of the row in shared memory (<= 32 KB)",
+    5: "cluster, TMA slices of the row in shared memory (<= 64 KB)",
+    6: "cluster, register loads, row in shared memory",
+    7: "streaming: online (max, sum) pass, then a backwards output pass"})
+
+
+def _key(m: int, n: int, dtype: str) -> tuple:
+    return (dtype, n, 1 << max(0, m - 1).bit_length())
+
+
+def _config(case) -> str:
+    return (_TUNER.config(_key(case["M"], case["N"], case.dtype))
+            or _plan(case["N"], itemsize(case.dtype)) + " (auto plan)")
+
+
 @register("softmax", "cuda", available=cuda_build.cuda_available,
-          supports=dtype_in("float32", "float16", "bfloat16"),
-          config=lambda case: _plan(case["N"], itemsize(case.dtype)),
-          description="CUDA: rows in registers (one (max, sum) reduction), TMA cluster shared memory for long rows, online beyond")
+          supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
+          description="CUDA: rows in registers (one (max, sum) reduction), TMA cluster shared memory for "
+                      "long rows, online beyond; plan autotuned among softmax.cu's variants")
 def softmax_cuda(x):
-    return ops().softmax(x)
+    n = x.shape[-1]
+    key = _key(x.numel() // max(n, 1), n, str(x.dtype).removeprefix("torch."))
+    return _TUNER.run(key, lambda v: ops().softmax_v(x, v))

@@ -1,0 +1,67 @@
+"""Run-time choice among the hand-written variants of a CUDA op.
+
+The memory-bound CUDA ops (gelu, softmax, residual_layernorm_gelu) each have
+a few designs behind one ``<op>_v(..., variant)`` entry point (tile shapes,
+loads in flight a thread, register, cluster or streaming plans; see each .cu).
+Which is fastest depends on the shape and the GPU, so, like Triton's
+autotuner, the first call for a new key times every variant with the suite's
+own events timer (L2 flushed before each sample) and keeps the fastest; later
+calls of that key run it directly.  The first call is the harness's warm-up,
+so the tuning lands in ``compile_s`` and never in the timed samples, and the
+output checked against float64 is the chosen variant's.
+
+A variant that cannot run a shape runs the op's automatic plan instead (the
+.cu files say so), so every variant is safe to try.  Inside torch.compile
+tracing or a CUDA graph capture no tuning happens: the automatic plan (0)
+runs unless the key was tuned before.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Hashable
+
+# per variant: a few samples inside a 20 ms budget, enough to rank designs
+# that differ by a few percent on kernels of 10 us to 1 ms
+TUNE_LIMITS = dict(min_samples=5, max_samples=50, budget_ms=20.0)
+
+
+class VariantTuner:
+    def __init__(self, variants: tuple[int, ...], describe: dict[int, str]):
+        self.variants = variants
+        self.describe = describe
+        self.best: dict[Hashable, int] = {}
+        self.times: dict[Hashable, dict[int, float]] = {}
+
+    def run(self, key: Hashable, call: Callable[[int], Any]) -> Any:
+        variant = self.best.get(key)
+        if variant is None:
+            if _capturing():
+                return call(0)
+            variant = self._tune(key, call)
+        return call(variant)
+
+    def _tune(self, key: Hashable, call: Callable[[int], Any]) -> int:
+        from suite.timing import measure
+
+        times: dict[int, float] = {}
+        for v in self.variants:
+            times[v] = measure([lambda v=v: call(v)], "cuda", "events", **TUNE_LIMITS).median
+        best = min(times, key=times.get)
+        self.best[key], self.times[key] = best, times
+        return best
+
+    def config(self, key: Hashable) -> str | None:
+        """'variant k: what it is (autotuned over ...)' once ``key`` was tuned here."""
+        v = self.best.get(key)
+        if v is None:
+            return None
+        tried = ", ".join(f"{k}:{t * 1000:.0f}us" for k, t in sorted(self.times[key].items()))
+        return f"variant {v}: {self.describe[v]} (autotuned; {tried})"
+
+
+def _capturing() -> bool:
+    import torch
+
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+    if compiling():
+        return True
+    return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
