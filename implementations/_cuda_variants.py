@@ -11,7 +11,8 @@ so the tuning lands in ``compile_s`` and never in the timed samples, and the
 output checked against float64 is the chosen variant's.
 
 A variant that cannot run a shape runs the op's automatic plan instead (the
-.cu files say so), so every variant is safe to try.  Inside torch.compile
+.cu files say so), so every variant is safe to call; ``runs`` mirrors those
+conditions so that only the designs that really run are timed and named.  Inside torch.compile
 tracing or a CUDA graph capture no tuning happens: the automatic plan (0)
 runs unless the key was tuned before.
 """
@@ -25,9 +26,14 @@ TUNE_LIMITS = dict(min_samples=5, max_samples=50, budget_ms=20.0)
 
 
 class VariantTuner:
-    def __init__(self, variants: tuple[int, ...], describe: dict[int, str]):
+    def __init__(self, variants: tuple[int, ...], describe: dict[int, str],
+                 runs: Callable[[int, Hashable], bool] | None = None):
+        """``runs(variant, key)``: whether the op really runs that design for
+        the key (a Python mirror of the .cu's launch conditions); a variant
+        that would fall back to the automatic plan is not timed or named."""
         self.variants = variants
         self.describe = describe
+        self.runs = runs
         self.best: dict[Hashable, int] = {}
         self.times: dict[Hashable, dict[int, float]] = {}
 
@@ -42,8 +48,12 @@ class VariantTuner:
     def _tune(self, key: Hashable, call: Callable[[int], Any]) -> int:
         from suite.timing import measure
 
+        candidates = [v for v in self.variants if self.runs is None or self.runs(v, key)]
+        if not candidates:
+            self.best[key], self.times[key] = 0, {}
+            return 0
         times: dict[int, float] = {}
-        for v in self.variants:
+        for v in candidates:
             times[v] = measure([lambda v=v: call(v)], "cuda", "events", **TUNE_LIMITS).median
         best = min(times, key=times.get)
         self.best[key], self.times[key] = best, times
@@ -54,6 +64,8 @@ class VariantTuner:
         v = self.best.get(key)
         if v is None:
             return None
+        if v == 0:
+            return None  # no variant runs this shape: the automatic plan did
         tried = ", ".join(f"{k}:{t * 1000:.0f}us" for k, t in sorted(self.times[key].items()))
         return f"variant {v}: {self.describe[v]} (autotuned; {tried})"
 

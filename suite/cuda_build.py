@@ -289,6 +289,31 @@ def row_plan(n: int, size: int, staged_bytes: int, smem_optin: int = 232448, *,
     return f"two reads a row (online stats), grid = SMs, vec {vec}"
 
 
+SMEM_OPTIN_H200 = 232448  # opt-in shared memory a block on sm_90
+
+
+def regs_fit(n: int, vec: int, packs: int, max_threads: int) -> bool:
+    """Whether ksuite::plan_regs (common.cuh) keeps an n-wide row in registers."""
+    t = -(-(-(-n // vec)) // packs)
+    return t <= 32 or -(-t // 32) * 32 <= max_threads
+
+
+def cluster_fits(packs: int, pack_bytes: int, smem_optin: int = SMEM_OPTIN_H200) -> bool:
+    """Whether ksuite::cluster_ctas finds a cluster of <= 8 CTAs for the row."""
+    return any(-(-packs // c) * pack_bytes <= 64 * 1024 for c in (1, 2, 4, 8)) \
+        or -(-packs // 8) * pack_bytes + 1024 <= smem_optin
+
+
+def tma_fits(n: int, size: int, target: int, smem_optin: int = SMEM_OPTIN_H200) -> bool:
+    """Whether softmax.cu's launch_tma runs an n-wide row (16-byte rows only)."""
+    vec = 16 // size
+    if n % vec:
+        return False
+    packs = n // vec
+    return any(-(-packs // c) * 16 <= target for c in (1, 2, 4, 8)) \
+        or -(-packs // 8) * 16 + 2048 <= smem_optin
+
+
 def row_plan_first_fit(n: int, size: int, staged_bytes: int, packs: tuple[int, ...], **kw) -> str:
     """row_plan for a kernel that tries several pack counts in turn: the first
     that keeps the row in registers, else the last one's long-row plan."""

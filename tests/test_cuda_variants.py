@@ -30,3 +30,29 @@ def test_tuner_keeps_the_fastest_variant_per_key_and_tunes_once(monkeypatch):
     assert tuner.run("b", op("b")) == ("b", 1) and len(timed) == 6
     text = tuner.config("a")
     assert text.startswith("variant 2: two (autotuned") and "1:3000us" in text
+
+
+def test_a_variant_that_falls_back_is_not_timed(monkeypatch):
+    import suite.timing
+
+    monkeypatch.setattr(suite.timing, "measure", lambda calls, *a, **k: SimpleNamespace(median=float(calls[0]())))
+    tuner = VariantTuner((1, 2, 3), {1: "one", 2: "two", 3: "three"}, runs=lambda v, key: v != 1)
+    assert tuner.run("k", lambda v: v) == 2  # 1 would be fastest but is not what runs
+    assert "1:" not in tuner.config("k")
+    nothing = VariantTuner((1, 2), {1: "one", 2: "two"}, runs=lambda v, key: False)
+    assert nothing.run("k", lambda v: v) == 0 and nothing.config("k") is None
+
+
+def test_the_row_ops_know_which_plans_run():
+    from implementations.residual_layernorm_gelu.cuda import _runs as rlg_runs
+    from implementations.softmax.cuda import _runs as sm_runs
+
+    # a 131072-wide row fits no register plan; TMA, cluster and streaming run
+    assert [sm_runs(v, "float32", 131072, 4096) for v in range(1, 8)] == [False] * 3 + [True] * 4
+    assert [sm_runs(v, "bfloat16", 131072, 4096) for v in range(1, 8)] == [False] * 3 + [True] * 4
+    # rows of 781 are not 16-byte multiples: softmax.cu ignores the variant
+    assert not any(sm_runs(v, "float32", 781, 2048) for v in range(1, 8))
+    assert all(sm_runs(v, "bfloat16", 4096, 32768) for v in (1, 2, 3, 7))
+    # one pack a thread would need 2048 threads a row
+    assert [rlg_runs(v, "float32", 8192, 16384) for v in range(1, 6)] == [True, True, False, True, True]
+    assert [rlg_runs(v, "bfloat16", 32768, 64) for v in range(1, 6)] == [True, False, False, True, True]

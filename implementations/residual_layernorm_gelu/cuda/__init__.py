@@ -39,7 +39,20 @@ _TUNER = VariantTuner((1, 2, 3, 4, 5), {
     2: "row in registers, 2 packs a thread",
     3: "row in registers, 1 pack a thread",
     4: "cluster: the row split over 2..8 CTAs' shared memory",
-    5: "two reads: shifted sums, then a backwards output pass"})
+    5: "two reads: shifted sums, then a backwards output pass"}, runs=lambda v, key: _runs(v, *key))
+
+
+def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
+    """Mirror of the .cu's launch(): which plans run as themselves."""
+    vec = 16 // itemsize(dtype)
+    if n % vec:
+        vec = 1
+    if variant in (1, 2, 3):
+        packs = {1: 4, 2: 2, 3: 1}[variant] * (2 if vec == 1 else 1)
+        return cuda_build.regs_fit(n, vec, packs, 1024 if vec * packs <= 32 else 256)
+    if variant == 4:
+        return cuda_build.cluster_fits(n // vec, vec * 4)
+    return True
 
 
 def _key(m: int, n: int, dtype: str) -> tuple:

@@ -48,7 +48,23 @@ _TUNER = VariantTuner((1, 2, 3, 4, 5, 6, 7), {
     4: "cluster, TMA slices of the row in shared memory (<= 32 KB)",
     5: "cluster, TMA slices of the row in shared memory (<= 64 KB)",
     6: "cluster, register loads, row in shared memory",
-    7: "streaming: online (max, sum) pass, then a backwards output pass"})
+    7: "streaming: online (max, sum) pass, then a backwards output pass"}, runs=lambda v, key: _runs(v, *key))
+
+
+def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
+    """Mirror of softmax.cu's launch(): which plans run as themselves."""
+    size = itemsize(dtype)
+    vec = 16 // size
+    if n % vec:
+        return False  # unaligned rows: the variants are not used, auto runs
+    if variant in (1, 2, 3):
+        packs = {1: 4, 2: 2, 3: 8}[variant]
+        return cuda_build.regs_fit(n, vec, packs, 1024 if vec * packs <= 32 else 256)
+    if variant in (4, 5):
+        return cuda_build.tma_fits(n, size, 32 * 1024 if variant == 4 else 64 * 1024)
+    if variant == 6:
+        return cuda_build.cluster_fits(n // vec, 16)
+    return True
 
 
 def _key(m: int, n: int, dtype: str) -> tuple:
