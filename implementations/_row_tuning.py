@@ -84,12 +84,27 @@ class Chosen:
         self.seen: dict[tuple, str] = {}
 
     def record(self, name: str, kernel, n: int, dtype_bytes: int, bucket: int) -> None:
+        """Called after each launch; the first one of a key also keeps what
+        every candidate took in the autotuner's timing (medians)."""
+        key = (name, n, dtype_bytes, bucket)
+        if key in self.seen:
+            return
         best = kernel.best_config
-        self.seen[(name, n, dtype_bytes, bucket)] = describe(name, best.kwargs, best.num_warps)
+        text = describe(name, best.kwargs, best.num_warps) + " (autotuned)"
+        timings = getattr(kernel, "configs_timings", None) or {}
+        if best in timings and len(timings) > 1:
+            def median(t):
+                return t[0] if isinstance(t, (list, tuple)) else t
+
+            tried = sorted(timings.items(), key=lambda kv: median(kv[1]))
+            text += "; tried " + ", ".join(
+                ",".join(f"{v}" for v in c.kwargs.values()) + f",w{c.num_warps}:{median(t) * 1000:.0f}us"
+                for c, t in tried)
+        self.seen[key] = text
 
     def config(self, m: int, n: int, dtype_bytes: int) -> str:
         p = self.plan(m, n, dtype_bytes)
         chosen = self.seen.get((p["kernel"], n, dtype_bytes, triton.next_power_of_2(m)))
         if chosen:
-            return chosen + " (autotuned)"
+            return chosen
         return describe(p.pop("kernel"), {k: v for k, v in p.items() if k != "num_warps"}, p["num_warps"])

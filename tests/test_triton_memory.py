@@ -18,6 +18,7 @@ import subprocess
 import sys
 import zlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -315,3 +316,20 @@ def test_launch_plans_compile_for_sm90_without_spills():
     assert len(results) >= 40  # the plans and every autotuning candidate
     assert not [r for r in results if r["spill"]], "spills"
     assert not [r for r in results if r["aligned"] and not r["v4"]], "loads not 16 bytes wide"
+
+
+def test_chosen_config_lists_every_candidate_timing():
+    import triton
+
+    from implementations._row_tuning import Chosen
+
+    chosen = Chosen(lambda m, n, b: dict(kernel="rows", ROWS=1, BLOCK_N=128, num_warps=1))
+    a = triton.Config({"ROWS": 1, "BLOCK_N": 128}, num_warps=1)
+    b = triton.Config({"ROWS": 2, "BLOCK_N": 128}, num_warps=2)
+    tuner = SimpleNamespace(best_config=b, configs_timings={a: [0.020, 0.019, 0.021], b: [0.010, 0.009, 0.011]})
+    assert chosen.config(500, 128, 4).startswith("kernel=rows ROWS=1")  # untuned: the plan
+    chosen.record("rows", tuner, 128, 4, 512)
+    tuner.configs_timings = {}  # a later key's tuning does not rewrite this one
+    chosen.record("rows", tuner, 128, 4, 512)
+    assert chosen.config(500, 128, 4) == ("kernel=rows ROWS=2 BLOCK_N=128 num_warps=2 (autotuned); "
+                                         "tried 2,128,w2:10us, 1,128,w1:20us")
