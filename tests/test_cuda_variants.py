@@ -47,12 +47,18 @@ def test_the_row_ops_know_which_plans_run():
     from implementations.residual_layernorm_gelu.cuda import _runs as rlg_runs
     from implementations.softmax.cuda import _runs as sm_runs
 
-    # a 131072-wide row fits no register plan; TMA, cluster and streaming run
-    assert [sm_runs(v, "float32", 131072, 4096) for v in range(1, 8)] == [False] * 3 + [True] * 4
-    assert [sm_runs(v, "bfloat16", 131072, 4096) for v in range(1, 8)] == [False] * 3 + [True] * 4
+    # a 131072-wide row fits no register plan; TMA, cluster, streaming and
+    # the persistent plans run (float32 512 KB rows: 8 CTAs of 64 KB slices,
+    # 2 or 3 of them a CTA, for the 32 KB target too)
+    assert [sm_runs(v, "float32", 131072, 4096) for v in range(1, 11)] == [False] * 3 + [True] * 7
+    assert [sm_runs(v, "bfloat16", 131072, 4096) for v in range(1, 11)] == [False] * 3 + [True] * 7
     # rows of 781 are not 16-byte multiples: softmax.cu ignores the variant
-    assert not any(sm_runs(v, "float32", 781, 2048) for v in range(1, 8))
-    assert all(sm_runs(v, "bfloat16", 4096, 32768) for v in (1, 2, 3, 7))
+    assert not any(sm_runs(v, "float32", 781, 2048) for v in range(1, 11))
+    assert all(sm_runs(v, "bfloat16", 4096, 32768) for v in (1, 2, 3, 7, 8, 9, 10))
+    # 1.2 MB rows: one 150 KB slice a CTA fits (TMA), two or three do not
+    assert [sm_runs(v, "bfloat16", 600_000, 2) for v in (4, 5, 8, 9, 10)] == [True, True, False, False, False]
+    # 3 x 88 KB slices (float32 180224 = 704 KB) overflow a block, 2 fit
+    assert [sm_runs(v, "float32", 180_224, 64) for v in (8, 9, 10)] == [True, True, False]
     # one pack a thread would need 2048 threads a row
     assert [rlg_runs(v, "float32", 8192, 16384) for v in range(1, 6)] == [True, True, False, True, True]
     assert [rlg_runs(v, "bfloat16", 32768, 64) for v in range(1, 6)] == [True, False, False, True, True]

@@ -41,14 +41,34 @@ def _plan(n: int, size: int) -> str:
 
 
 # softmax.cu's plans (softmax_v); one that cannot run a shape runs auto's
-_TUNER = VariantTuner((1, 2, 3, 4, 5, 6, 7), {
+_TUNER = VariantTuner((1, 2, 3, 4, 5, 6, 7, 8, 9, 10), {
     1: "row in registers, 4 packs of 16 B a thread",
     2: "row in registers, 2 packs a thread",
     3: "row in registers, 8 packs a thread",
     4: "cluster, TMA slices of the row in shared memory (<= 32 KB)",
     5: "cluster, TMA slices of the row in shared memory (<= 64 KB)",
     6: "cluster, register loads, row in shared memory",
-    7: "streaming: online (max, sum) pass, then a backwards output pass"}, runs=lambda v, key: _runs(v, *key))
+    7: "streaming: online (max, sum) pass, then a backwards output pass",
+    8: "persistent cluster, TMA into 2 slice buffers (<= 64 KB) a CTA, next row in flight",
+    9: "persistent cluster, TMA into 2 slice buffers (<= 32 KB) a CTA, next row in flight",
+    10: "persistent cluster, TMA into 3 slice buffers (<= 64 KB) a CTA, next 2 rows in flight"},
+    runs=lambda v, key: _runs(v, *key))
+
+# softmax.cu's persistent plans: slice target (bytes), buffers a CTA
+_PERSISTENT = {8: (64 * 1024, 2), 9: (32 * 1024, 2), 10: (64 * 1024, 3)}
+
+
+def _persistent_fits(n: int, size: int, target: int, stages: int,
+                     smem_optin: int = cuda_build.SMEM_OPTIN_H200) -> bool:
+    """Mirror of softmax.cu's persistent_ctas: a cluster of <= 8 CTAs with
+    slices of <= target bytes, or 8 CTAs whose `stages` slices fit a block's
+    shared memory (16-byte rows only)."""
+    vec = 16 // size
+    if n % vec:
+        return False
+    packs = n // vec
+    return any(-(-packs // c) * 16 <= target for c in (1, 2, 4, 8)) \
+        or -(-packs // 8) * 16 * stages + 2048 <= smem_optin
 
 
 def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
@@ -64,6 +84,8 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
         return cuda_build.tma_fits(n, size, 32 * 1024 if variant == 4 else 64 * 1024)
     if variant == 6:
         return cuda_build.cluster_fits(n // vec, 16)
+    if variant in _PERSISTENT:
+        return _persistent_fits(n, size, *_PERSISTENT[variant])
     return True
 
 

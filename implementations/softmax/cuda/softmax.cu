@@ -29,6 +29,16 @@
 //    issued back to back, then stored to shared memory.
 //  7 streaming: online (max, sum) pass, then an output pass walking the row
 //    backwards so its re-reads hit L2; for rows longer than 8 x 227 KB.
+//  8 persistent cluster + TMA, 2 x slices <= 64 KB, 512 threads  } plans
+//  9 persistent cluster + TMA, 2 x slices <= 32 KB, 256 threads  } 4/5 kept
+// 10 persistent cluster + TMA, 3 x slices <= 64 KB, 512 threads  } resident:
+//    one cluster walks rows cluster_id, + clusters, ...; each CTA keeps 2
+//    or 3 slice buffers, so the next rows' bulk copies are in flight while
+//    it reduces and writes the current one (plans 4/5 load, reduce, swap
+//    and write back to back, and the SM's loads stop while it computes).
+//    bf16 131072: 4 CTAs x 2 x 64 KB (one CTA an SM, 33 clusters) or
+//    8 x 2 x 32 KB (three CTAs an SM); (max, sum) swapped by st.async into
+//    every CTA of the cluster, counted by an mbarrier (no cluster barrier).
 // A variant that cannot run a shape (too long a row for registers, a
 // misaligned row for TMA) runs auto's plan instead.
 #include <ATen/Dispatch.h>
@@ -39,6 +49,8 @@
 #include <torch/library.h>
 
 #include <cooperative_groups.h>
+
+#include <mutex>
 
 #include "ksuite/common.cuh"
 
@@ -219,6 +231,214 @@ softmax_tma_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
 #endif
 }
 
+// ------------------------- persistent cluster + TMA, double-buffered slices
+//
+// Plans 4/5 give a CTA one slice of one row: its load, reductions, cluster
+// barrier and output pass run back to back, so an SM's loads stop while it
+// computes.  Here a cluster stays resident and walks rows cluster_id,
+// cluster_id + clusters, ...; each CTA keeps STAGES slice buffers and the
+// bulk copies of the next STAGES - 1 rows are in flight while it reduces and
+// writes the current one.  Bytes a row: load + store of the slice; with two
+// 64 KB buffers an SM holds one CTA and 64-128 KB of loads in flight.
+//
+// Synchronisation a row: the stage's mbarrier (phase parity flips each time
+// the stage wraps); the (max, sum) exchange without a cluster barrier (whose
+// release is a MEMBAR.GPU: it waits for the thread's own stores of the
+// previous row): each CTA pushes its pair into slot [i & 1][rank] of every
+// CTA of the cluster with st.async, counted by that CTA's mbarrier
+// xbar[i & 1] (ctas x 8 bytes a phase), and each reads the pairs from its own
+// shared memory.  A CTA overwrites slot parity b for row i + 2 only after
+// its xbar[b ^ 1] phase of row i + 1 completed, i.e. after every CTA sent
+// row i + 1, which each does after a block barrier that follows its reads of
+// row i's pairs.  One block barrier before a buffer is handed back to the
+// copy engine (every thread has read it).
+
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{.reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;}"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  }
+}
+
+// The same, acquiring at cluster scope: the phase's bytes came from other
+// CTAs' st.async (whose complete_tx releases at cluster scope).
+__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{.reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;}"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  }
+}
+
+// Stores v at shared address `addr` of CTA `rank` of the cluster, counted as
+// 8 bytes by that CTA's mbarrier at `bar` (the same offset in every CTA).
+__device__ __forceinline__ void st_async_cluster(uint32_t addr, uint32_t bar, unsigned rank, float2 v) {
+  uint32_t raddr, rbar;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(raddr) : "r"(addr), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rbar) : "r"(bar), "r"(rank));
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(raddr),
+               "f"(v.x), "f"(v.y), "r"(rbar)
+               : "memory");
+}
+
+// Arms `bar` for `bytes` and bulk-copies them from global `src` to shared
+// `dst` (one thread).  bytes == 0 completes the barrier's phase at once.
+__device__ __forceinline__ void tma_load(uint32_t dst, const char* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+  constexpr uint32_t kPiece = 16384;
+  for (uint32_t off = 0; off < bytes; off += kPiece) {
+    const uint32_t size = min(kPiece, bytes - off);
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst + off),
+        "l"(src + off), "r"(size), "r"(bar)
+        : "memory");
+  }
+}
+
+// Packs read from shared memory at once a thread (loads issued back to back).
+constexpr int kPersistUnroll = 4;
+
+// A pack of -inf in T's bits (fills the packs past a slice's end).
+template <typename T>
+__device__ __forceinline__ uint4 neg_inf_pack() {
+  const uint32_t w = sizeof(T) == 4 ? 0xff800000u : std::is_same_v<T, c10::Half> ? 0xfc00fc00u : 0xff80ff80u;
+  return make_uint4(w, w, w, w);
+}
+
+// This thread's (max, sum of exp(v - max)) over packs threadIdx.x,
+// threadIdx.x + THREADS, ... of buf: one rescale per group of packs.
+template <typename T, int THREADS>
+__device__ __forceinline__ float2 slice_stats(const uint4* buf, int count) {
+  constexpr int VEC = ksuite::vec16<T>(), U = kPersistUnroll;
+  float mx = -INFINITY, sum = 0.0f;
+#pragma unroll 1
+  for (int base = threadIdx.x; base < count; base += U * THREADS) {
+    uint4 r[U];  // all U shared loads issued before the first is used
+#pragma unroll
+    for (int u = 0; u < U; ++u) r[u] = base + u * THREADS < count ? buf[base + u * THREADS] : neg_inf_pack<T>();
+    float v[U][VEC];
+#pragma unroll
+    for (int u = 0; u < U; ++u) ksuite::raw_to_floats<T>(r[u], v[u]);
+    float pm = v[0][0];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) pm = fmaxf(pm, v[u][k]);
+    if (pm > mx) {
+      sum = mx == -INFINITY ? 0.0f : sum * ksuite::exp_approx(mx - pm);
+      mx = pm;
+    }
+    if (mx != -INFINITY) {
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) sum += ksuite::exp_approx(v[u][k] - mx);
+    }
+  }
+  return make_float2(mx, sum);
+}
+
+template <typename T, int STAGES, int THREADS, int MIN_BLOCKS>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+softmax_tma_persistent_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int n, int chunk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // the launcher uses this kernel on sm_90+ only
+#else
+  namespace cg = cooperative_groups;
+  constexpr int VEC = ksuite::vec16<T>(), U = kPersistUnroll;
+  cg::cluster_group cluster = cg::this_cluster();
+  extern __shared__ __align__(128) uint4 slices[];  // STAGES buffers of `chunk` packs
+  __shared__ __align__(8) uint64_t bars[STAGES];  // slice loads
+  __shared__ __align__(8) uint64_t xbar[2];       // (max, sum) pairs of rows of even / odd iteration
+  __shared__ float2 red[32];
+  __shared__ float2 pairs[2][8];  // [iteration & 1][rank]: every CTA's (max, sum) of the row
+  const int ctas = static_cast<int>(cluster.num_blocks());
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int64_t clusters = gridDim.x / ctas;
+  const int64_t first = blockIdx.x / ctas;
+  const int p0 = rank * chunk;
+  const int count = max(0, min(n / VEC - p0, chunk));
+  const uint32_t bytes = static_cast<uint32_t>(count) * 16u;
+  const uint32_t stride = static_cast<uint32_t>(chunk) * 16u;  // bytes a buffer
+  const uint32_t buf0 = smem_addr(slices), bar0 = smem_addr(bars), xbar0 = smem_addr(xbar);
+  const char* src = reinterpret_cast<const char*>(x + int64_t(p0) * VEC);
+  const int64_t row_bytes = int64_t(n) * sizeof(T);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar0 + 8u * s) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0 + 8u) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  cluster.sync();  // every CTA's barriers are initialised before another stores to it
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      const int64_t row = first + s * clusters;
+      if (row < m) tma_load(buf0 + s * stride, src + row * row_bytes, bytes, bar0 + 8u * s);
+    }
+  }
+  int stage = 0;
+  uint32_t phase = 0;
+  uint32_t it = 0;  // iteration: pair slot it & 1, that slot's phase (it >> 1) & 1
+#pragma unroll 1
+  for (int64_t row = first; row < m; row += clusters, ++it) {
+    mbar_wait(bar0 + 8u * stage, phase);
+    const uint4* buf = slices + int64_t(stage) * chunk;
+    const float2 own = slice_stats<T, THREADS>(buf, count);
+    const float2 cta = ksuite::group_reduce(own, THREADS, red, make_float2(-INFINITY, 0.0f), MergeMS{});
+    const uint32_t slot = it & 1u, xb = xbar0 + 8u * slot;
+    if (threadIdx.x == 0)
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(xb), "r"(8u * ctas) : "memory");
+    if (threadIdx.x < ctas) st_async_cluster(smem_addr(&pairs[slot][rank]), xb, threadIdx.x, cta);
+    mbar_wait_cluster(xb, (it >> 1) & 1u);
+    // Merged in rank order: every CTA gets the same row total.
+    float2 tot = pairs[slot][0];
+    for (int q = 1; q < ctas; ++q) tot = MergeMS{}(tot, pairs[slot][q]);
+    const float row_mx = tot.x, inv = 1.0f / tot.y;
+    T* yr = y + row * n + int64_t(p0) * VEC;
+#pragma unroll 1
+    for (int base = threadIdx.x; base < count; base += U * THREADS) {
+      uint4 r[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (base + u * THREADS < count) r[u] = buf[base + u * THREADS];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int i = base + u * THREADS;
+        if (i < count) {
+          float v[VEC];
+          ksuite::raw_to_floats<T>(r[u], v);
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) v[k] = ksuite::exp_approx(v[k] - row_mx) * inv;
+          ksuite::st16_global(yr + int64_t(i) * VEC, ksuite::floats_to_raw<T>(v));
+        }
+      }
+    }
+    const int64_t next = row + STAGES * clusters;
+    if (next < m) {
+      __syncthreads();  // every thread has read this buffer: the copy engine may refill it
+      if (threadIdx.x == 0)
+        tma_load(buf0 + stage * stride, src + next * row_bytes, bytes, bar0 + 8u * stage);
+    }
+    if (++stage == STAGES) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+  cluster.sync();  // no CTA leaves while stores to it may be in flight
+#endif
+}
+
 // ----------------------------------------- cluster, register loads (any VEC)
 
 constexpr int kClusterThreads = 512;
@@ -341,7 +561,7 @@ softmax_stream_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int
 
 // ------------------------------------------------------------- launchers
 
-constexpr int kVariants = 7;
+constexpr int kVariants = 10;
 
 template <typename T, int VEC, int PACKS>
 bool launch_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
@@ -374,6 +594,73 @@ bool launch_tma(const T* x, T* y, int64_t m, int64_t n, int64_t target, cudaStre
   const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
   ksuite::launch_clustered(softmax_tma_kernel<T>, static_cast<unsigned>(m * ctas), kTmaThreads, chunk * 16,
                            ctas, stream, x, y, static_cast<int>(n), chunk);
+  return true;
+}
+
+// CTAs (a power of two <= 8) for slices of <= target bytes, STAGES buffers a
+// CTA; larger slices at 8 CTAs while STAGES of them fit a block's shared
+// memory; 0: does not fit.
+inline int persistent_ctas(int64_t packs, int64_t target, int stages, int smem_limit) {
+  for (int c = 1; c <= 8; c *= 2)
+    if ((packs + c - 1) / c * 16 <= target) return c;
+  return (packs + 7) / 8 * 16 * stages + 2048 <= smem_limit ? 8 : 0;
+}
+
+// Clusters of `ctas` CTAs of `kernel` (threads, smem bytes each) that fit the
+// device at once (cudaOccupancyMaxActiveClusters, which knows how clusters
+// pack into GPCs), cached per device and configuration.
+template <typename... Params>
+int max_active_clusters(void (*kernel)(Params...), int threads, int smem, int ctas) {
+  struct Entry {
+    const void* kernel;
+    int device, threads, smem, ctas, clusters;
+  };
+  constexpr int kEntries = 64;
+  static std::mutex mutex;
+  static Entry cache[kEntries] = {};
+  static int next = 0;
+  const int device = c10::cuda::current_device();
+  const void* key = reinterpret_cast<const void*>(kernel);
+  const std::lock_guard<std::mutex> lock(mutex);
+  for (const Entry& e : cache)
+    if (e.kernel == key && e.device == device && e.threads == threads && e.smem == smem && e.ctas == ctas)
+      return e.clusters;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = ctas;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(ctas);
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = smem;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  int clusters = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+  cache[next] = Entry{key, device, threads, smem, ctas, clusters};
+  next = (next + 1) % kEntries;
+  return clusters;
+}
+
+// Plans 8-10: persistent clusters, STAGES slice buffers a CTA of <= target
+// bytes each.  One cluster a row at most (m < clusters launches m).
+template <typename T, int STAGES, int THREADS, int MIN_BLOCKS>
+bool launch_tma_persistent(const T* x, T* y, int64_t m, int64_t n, int64_t target, cudaStream_t stream) {
+  constexpr int VEC = ksuite::vec16<T>();
+  if (ksuite::compute_major() < 9 || n % VEC != 0 || n > 0x7fffffff) return false;
+  const int64_t packs = n / VEC;
+  const int ctas = persistent_ctas(packs, target, STAGES, ksuite::max_smem_optin());
+  if (ctas == 0) return false;
+  const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
+  const int smem = STAGES * chunk * 16;
+  auto kernel = softmax_tma_persistent_kernel<T, STAGES, THREADS, MIN_BLOCKS>;
+  const int clusters = max_active_clusters(kernel, THREADS, smem, ctas);
+  if (clusters <= 0) return false;
+  const int64_t grid = std::min<int64_t>(m, clusters) * ctas;
+  ksuite::launch_clustered(kernel, static_cast<unsigned>(grid), THREADS, smem, ctas, stream, x, y, m,
+                           static_cast<int>(n), chunk);
   return true;
 }
 
@@ -428,6 +715,9 @@ void launch(const T* x, T* y, int64_t m, int64_t n, int variant, cudaStream_t st
       case 5: done = launch_tma<T>(x, y, m, n, 64 * 1024, stream); break;
       case 6: done = launch_cluster<T, VEC>(x, y, m, n, stream); break;
       case 7: launch_stream<T, VEC>(x, y, m, n, stream); done = true; break;
+      case 8: done = launch_tma_persistent<T, 2, 512, 1>(x, y, m, n, 64 * 1024, stream); break;
+      case 9: done = launch_tma_persistent<T, 2, 256, 3>(x, y, m, n, 32 * 1024, stream); break;
+      case 10: done = launch_tma_persistent<T, 3, 512, 1>(x, y, m, n, 64 * 1024, stream); break;
       default: break;
     }
   }
