@@ -333,3 +333,16 @@ def test_chosen_config_lists_every_candidate_timing():
     chosen.record("rows", tuner, 128, 4, 512)
     assert chosen.config(500, 128, 4) == ("kernel=rows ROWS=2 BLOCK_N=128 num_warps=2 (autotuned); "
                                          "tried 2,128,w2:10us, 1,128,w1:20us")
+
+
+def test_forced_online_rows_get_online_candidates():
+    """long_rows="online" at a width the split kernel would take: the online
+    kernel is tuned over its own configs (a split config's SUB is no argument of it)."""
+    from implementations.softmax import triton as sm
+
+    params = set(sm._softmax_online.arg_names)
+    for m, n in ((4096, 131072), (300, 262144), (7, 65537)):
+        for b in (2, 4):
+            cands = sm.candidates(m, n, b, long_rows="online")
+            assert cands and all(c["kernel"] == "online" for c in cands)
+            assert all(set(c) - {"kernel", "num_warps"} <= params for c in cands)

@@ -244,7 +244,7 @@ def _short_row_candidates(base: dict, m: int) -> list[dict]:
     return out
 
 
-def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
+def candidates(m: int, n: int, dtype_bytes: int, long_rows: str | None = None) -> list[dict]:
     """What the autotuner tries on the GPU: the plan and its neighbours, at most 8.
 
     Rows kernel: ROWS kept, halved and doubled, each with 16 or 8 values a
@@ -257,7 +257,7 @@ def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     to 8192 with 8 or 16 values a thread (16384 spilled at 16 or 32 warps).
     The sm_90 compile test checks every one of these for spills.
     """
-    base = plan(m, n, dtype_bytes)
+    base = plan(m, n, dtype_bytes, long_rows=long_rows)
     if base["kernel"] in ("split", "split2"):
         out = [base] + [dict(kernel=base["kernel"], BLOCK=blk, SUB=blk, num_warps=w)
                         for blk, w in ((4096, 4), (8192, 16))]
@@ -279,7 +279,9 @@ def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
 
 
 _rows_tuned = tuned(_softmax_rows, candidates)
-_online_tuned = tuned(_softmax_online, candidates)
+# (the online kernel's own candidates also where the default plan for that
+# width would be the split kernel: long_rows="online" forces it)
+_online_tuned = tuned(_softmax_online, lambda m, n, b: candidates(m, n, b, long_rows="online"))
 
 
 def _split_prune(configs, named_args, **kwargs):
