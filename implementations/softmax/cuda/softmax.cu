@@ -625,18 +625,8 @@ int max_active_clusters(void (*kernel)(Params...), int threads, int smem, int ct
   for (const Entry& e : cache)
     if (e.kernel == key && e.device == device && e.threads == threads && e.smem == smem && e.ctas == ctas)
       return e.clusters;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = ctas;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(ctas);
-  config.blockDim = dim3(threads);
-  config.dynamicSmemBytes = smem;
-  config.attrs = attr;
-  config.numAttrs = 1;
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t config = ksuite::cluster_config(key, unsigned(ctas), threads, smem, ctas, nullptr, &attr);
   int clusters = 0;
   C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
   cache[next] = Entry{key, device, threads, smem, ctas, clusters};

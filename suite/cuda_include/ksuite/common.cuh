@@ -458,17 +458,16 @@ inline int cluster_ctas(int64_t packs, int64_t pack_bytes, int smem_limit) {
   return (packs + 7) / 8 * pack_bytes + 1024 <= smem_limit ? 8 : 0;
 }
 
-// Launch `kernel` on clusters of `ctas` CTAs along x, with `smem` bytes of
-// dynamic shared memory; checked.
-template <typename... Params, typename... Args>
-void launch_clustered(void (*kernel)(Params...), unsigned grid, int threads, int smem, int ctas,
-                      cudaStream_t stream, Args... args) {
+// A launch configuration of `grid` CTAs in clusters of `ctas` along x, with
+// `smem` bytes of dynamic shared memory (opted in for `kernel`); `attr` is
+// the caller's storage for the cluster attribute the configuration points at.
+inline cudaLaunchConfig_t cluster_config(const void* kernel, unsigned grid, int threads, int smem, int ctas,
+                                         cudaStream_t stream, cudaLaunchAttribute* attr) {
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = ctas;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = ctas;
+  attr->val.clusterDim.y = 1;
+  attr->val.clusterDim.z = 1;
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(grid);
   config.blockDim = dim3(threads);
@@ -476,6 +475,17 @@ void launch_clustered(void (*kernel)(Params...), unsigned grid, int threads, int
   config.stream = stream;
   config.attrs = attr;
   config.numAttrs = 1;
+  return config;
+}
+
+// Launch `kernel` on clusters of `ctas` CTAs along x, with `smem` bytes of
+// dynamic shared memory; checked.
+template <typename... Params, typename... Args>
+void launch_clustered(void (*kernel)(Params...), unsigned grid, int threads, int smem, int ctas,
+                      cudaStream_t stream, Args... args) {
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t config =
+      cluster_config(reinterpret_cast<const void*>(kernel), grid, threads, smem, ctas, stream, &attr);
   C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
