@@ -62,10 +62,8 @@ class VariantTuner:
     def config(self, key: Hashable) -> str | None:
         """'variant k: what it is (autotuned over ...)' once ``key`` was tuned here."""
         v = self.best.get(key)
-        if v is None:
-            return None
-        if v == 0:
-            return None  # no variant runs this shape: the automatic plan did
+        if v is None or not self.times.get(key):
+            return None  # not tuned here, or no variant runs the shape: the automatic plan did
         tried = ", ".join(f"{k}:{t * 1000:.0f}us" for k, t in sorted(self.times[key].items()))
         return f"variant {v}: {self.describe[v]} (autotuned; {tried})"
 

@@ -62,3 +62,13 @@ def test_the_row_ops_know_which_plans_run():
     # one pack a thread would need 2048 threads a row
     assert [rlg_runs(v, "float32", 8192, 16384) for v in range(1, 6)] == [True, True, False, True, True]
     assert [rlg_runs(v, "bfloat16", 32768, 64) for v in range(1, 6)] == [True, False, False, True, True]
+
+
+def test_variant_zero_is_a_real_choice_where_it_is_one(monkeypatch):
+    """gemm tile 0 and attention tiling 0 are designs, not 'the automatic plan'."""
+    import suite.timing
+
+    monkeypatch.setattr(suite.timing, "measure", lambda calls, *a, **k: SimpleNamespace(median=float(calls[0]()) + 1))
+    tuner = VariantTuner((0, 1, 2), {0: "zero", 1: "one", 2: "two"})
+    assert tuner.run("k", lambda v: v) == 0
+    assert tuner.config("k").startswith("variant 0: zero (autotuned")
