@@ -180,9 +180,13 @@ class Builds:
     def __init__(self, modules: list[str], timeout: float = 900.0):
         self.timeout = timeout
         self._results: dict[str, float | None] = {}
-        self._procs = {m: (time.time(), subprocess.Popen(
-            [sys.executable, "-c", _PREBUILD_CHILD, m], stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True)) for m in modules}
+        self.failures: dict[str, str] = {}  # module -> why its build gave no time
+        self._procs = {}
+        for m in modules:
+            err = tempfile.TemporaryFile(mode="w+")
+            proc = subprocess.Popen([sys.executable, "-c", _PREBUILD_CHILD, m], stdout=subprocess.PIPE,
+                                    stderr=err, text=True)
+            self._procs[m] = (time.time(), proc, err)
 
     def __contains__(self, module: str) -> bool:
         return module in self._procs or module in self._results
@@ -193,24 +197,33 @@ class Builds:
     def wait(self, module: str) -> float | None:
         """Seconds the build of ``module`` took, once it has finished; None
         when it failed, timed out or was never started here (the worker then
-        builds it itself and reports any error on its rows)."""
+        builds it itself and reports any error on its rows; ``failures``
+        says why)."""
         if module in self._results:
             return self._results[module]
         if module not in self._procs:
             return None
-        start, proc = self._procs.pop(module)
+        start, proc, err = self._procs.pop(module)
         try:
             out, _ = proc.communicate(timeout=max(1.0, start + self.timeout - time.time()))
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
             out = None
+            self.failures[module] = f"still building after {self.timeout:.0f} s"
+        # The time is printed once ops() has returned, so a child that got
+        # that far built the extension, whatever its exit status after.
         seconds = None
-        if proc.returncode == 0 and out:
-            try:
-                seconds = max(0.0, float(out.split()[-1]) - start)
-            except ValueError:
-                seconds = None
+        last = (out or "").split()
+        try:
+            seconds = max(0.0, float(last[-1]) - start) if last else None
+        except ValueError:
+            seconds = None
+        if seconds is None and module not in self.failures:
+            err.seek(0)
+            tail = " | ".join(line.strip() for line in err.read().strip().splitlines()[-3:])
+            self.failures[module] = f"exit status {proc.returncode}" + (f": {tail}" if tail else "")
+        err.close()
         self._results[module] = seconds
         return seconds
 
@@ -221,10 +234,11 @@ class Builds:
 
     def close(self) -> None:
         """Stop the builds still running (Ctrl-C, or a sweep that ends early)."""
-        for m, (_, proc) in list(self._procs.items()):
+        for m, (_, proc, err) in list(self._procs.items()):
             if proc.poll() is None:
                 proc.kill()
             proc.communicate()
+            err.close()
             self._results[m] = None
         self._procs.clear()
 

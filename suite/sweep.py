@@ -229,6 +229,10 @@ class Sweep:
             self._waited.add(module)
             if seconds is not None:
                 self.prebuilt[module] = seconds
+            else:
+                why = getattr(self.builds, "failures", {}).get(module, "no time reported")
+                print(f"the background CUDA build of {module} gave no build time ({why}); the case "
+                      f"builds or loads it itself", file=sys.stderr, flush=True)
 
     def run(self) -> bool:
         """Run everything left; True when interrupted by Ctrl-C."""

@@ -92,3 +92,16 @@ def test_cases_needing_a_running_build_wait_behind_cases_that_need_none():
     # case2 and case3 went ahead; once the queue held only case1 it waited for ext_a
     assert order == ["case2", "case3", "case1"]
     assert sweep.prebuilt == {"ext_a": 1.0, "ext_b": 1.0}
+
+
+def test_a_failed_build_says_why(tmp_path, monkeypatch):
+    (tmp_path / "kspb_broken.py").write_text(
+        "import sys\ndef ops():\n    print('nvcc: error in gelu.cu', file=sys.stderr); raise SystemExit(3)\n")
+    (tmp_path / "kspb_crash_after.py").write_text(
+        "import atexit, os\ndef ops():\n    atexit.register(lambda: os._exit(7))\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    builds = cuda_build.Builds(["kspb_broken", "kspb_crash_after"])
+    assert builds.wait("kspb_broken") is None
+    assert "exit status 3" in builds.failures["kspb_broken"] and "nvcc: error" in builds.failures["kspb_broken"]
+    # built, then a non-zero exit status at shutdown: the build time still counts
+    assert builds.wait("kspb_crash_after") is not None and "kspb_crash_after" not in builds.failures
