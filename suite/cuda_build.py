@@ -258,7 +258,34 @@ def is_loaded(name: str) -> bool:
     return name in _loaded
 
 
-def row_plan(n: int, size: int, staged_bytes: int, smem_optin: int = 232448, *,
+SMEM_OPTIN_H200 = 232448  # opt-in shared memory a block on sm_90
+
+
+def regs_fit(n: int, vec: int, packs: int, max_threads: int) -> bool:
+    """Whether ksuite::plan_regs (common.cuh) keeps an n-wide row in registers."""
+    t = -(-(-(-n // vec)) // packs)
+    return t <= 32 or -(-t // 32) * 32 <= max_threads
+
+
+def cluster_ctas(packs: int, pack_bytes: int, smem_optin: int = SMEM_OPTIN_H200) -> int:
+    """Mirror of ksuite::cluster_ctas: CTAs (<= 8) a row's slices need, 0 when none fit."""
+    for c in (1, 2, 4, 8):
+        if -(-packs // c) * pack_bytes <= 64 * 1024:
+            return c
+    return 8 if -(-packs // 8) * pack_bytes + 1024 <= smem_optin else 0
+
+
+def tma_ctas(packs16: int, target: int, smem_optin: int = SMEM_OPTIN_H200, stages: int = 1) -> int:
+    """Mirror of softmax.cu's tma_ctas (stages=1) and persistent_ctas: CTAs
+    (<= 8) for 16-byte-pack slices of <= target bytes, else 8 while `stages`
+    slices a CTA fit its shared memory; 0 when they do not."""
+    for c in (1, 2, 4, 8):
+        if -(-packs16 // c) * 16 <= target:
+            return c
+    return 8 if -(-packs16 // 8) * 16 * stages + 2048 <= smem_optin else 0
+
+
+def row_plan(n: int, size: int, staged_bytes: int, smem_optin: int = SMEM_OPTIN_H200, *,
              packs: int = 4, long_rows: str = "tma", tma_slice: int = 32 * 1024) -> str:
     """Python mirror of the row kernels' automatic launch choice on sm_90, for
     the `config` column: ksuite::plan_regs (ksuite/common.cuh) with ``packs``
@@ -288,44 +315,13 @@ def row_plan(n: int, size: int, staged_bytes: int, smem_optin: int = 232448, *,
     if tpr <= max_threads:
         return f"registers: block of {tpr}/row, {per_thread} x {vec} elems/thread"
     if long_rows == "tma" and vec > 1:
-        packs16 = n // vec
-        for ctas in (1, 2, 4, 8):
-            if -(-packs16 // ctas) * 16 <= tma_slice:
-                return f"cluster of {ctas} x 256 threads, TMA slices of the row in shared memory, vec {vec}"
-        if -(-packs16 // 8) * 16 + 2048 <= smem_optin:
-            return f"cluster of 8 x 256 threads, TMA slices of the row in shared memory, vec {vec}"
-    pcount, pack_bytes = n // vec, vec * staged_bytes
-    for ctas in (1, 2, 4, 8):
-        if -(-pcount // ctas) * pack_bytes <= 64 * 1024:
-            return f"cluster of {ctas} x 512 threads, row in shared memory, vec {vec}"
-    if -(-pcount // 8) * pack_bytes + 1024 <= smem_optin:
-        return f"cluster of 8 x 512 threads, row in shared memory, vec {vec}"
+        ctas = tma_ctas(n // vec, tma_slice, smem_optin)
+        if ctas:
+            return f"cluster of {ctas} x 256 threads, TMA slices of the row in shared memory, vec {vec}"
+    ctas = cluster_ctas(n // vec, vec * staged_bytes, smem_optin)
+    if ctas:
+        return f"cluster of {ctas} x 512 threads, row in shared memory, vec {vec}"
     return f"two reads a row (online stats), grid = SMs, vec {vec}"
-
-
-SMEM_OPTIN_H200 = 232448  # opt-in shared memory a block on sm_90
-
-
-def regs_fit(n: int, vec: int, packs: int, max_threads: int) -> bool:
-    """Whether ksuite::plan_regs (common.cuh) keeps an n-wide row in registers."""
-    t = -(-(-(-n // vec)) // packs)
-    return t <= 32 or -(-t // 32) * 32 <= max_threads
-
-
-def cluster_fits(packs: int, pack_bytes: int, smem_optin: int = SMEM_OPTIN_H200) -> bool:
-    """Whether ksuite::cluster_ctas finds a cluster of <= 8 CTAs for the row."""
-    return any(-(-packs // c) * pack_bytes <= 64 * 1024 for c in (1, 2, 4, 8)) \
-        or -(-packs // 8) * pack_bytes + 1024 <= smem_optin
-
-
-def tma_fits(n: int, size: int, target: int, smem_optin: int = SMEM_OPTIN_H200) -> bool:
-    """Whether softmax.cu's launch_tma runs an n-wide row (16-byte rows only)."""
-    vec = 16 // size
-    if n % vec:
-        return False
-    packs = n // vec
-    return any(-(-packs // c) * 16 <= target for c in (1, 2, 4, 8)) \
-        or -(-packs // 8) * 16 + 2048 <= smem_optin
 
 
 def row_plan_first_fit(n: int, size: int, staged_bytes: int, packs: tuple[int, ...], **kw) -> str:

@@ -51,7 +51,7 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
         packs = {1: 4, 2: 2, 3: 1}[variant] * (2 if vec == 1 else 1)
         return cuda_build.regs_fit(n, vec, packs, 1024 if vec * packs <= 32 else 256)
     if variant == 4:
-        return cuda_build.cluster_fits(n // vec, vec * 4)
+        return cuda_build.cluster_ctas(n // vec, vec * 4) > 0
     return True
 
 

@@ -58,19 +58,6 @@ _TUNER = VariantTuner((1, 2, 3, 4, 5, 6, 7, 8, 9, 10), {
 _PERSISTENT = {8: (64 * 1024, 2), 9: (32 * 1024, 2), 10: (64 * 1024, 3)}
 
 
-def _persistent_fits(n: int, size: int, target: int, stages: int,
-                     smem_optin: int = cuda_build.SMEM_OPTIN_H200) -> bool:
-    """Mirror of softmax.cu's persistent_ctas: a cluster of <= 8 CTAs with
-    slices of <= target bytes, or 8 CTAs whose `stages` slices fit a block's
-    shared memory (16-byte rows only)."""
-    vec = 16 // size
-    if n % vec:
-        return False
-    packs = n // vec
-    return any(-(-packs // c) * 16 <= target for c in (1, 2, 4, 8)) \
-        or -(-packs // 8) * 16 * stages + 2048 <= smem_optin
-
-
 def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
     """Mirror of softmax.cu's launch(): which plans run as themselves."""
     size = itemsize(dtype)
@@ -80,12 +67,14 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
     if variant in (1, 2, 3):
         packs = {1: 4, 2: 2, 3: 8}[variant]
         return cuda_build.regs_fit(n, vec, packs, 1024 if vec * packs <= 32 else 256)
+    # (the launchers also refuse rows of more than 2^31 - 1 elements, which no case has)
     if variant in (4, 5):
-        return cuda_build.tma_fits(n, size, 32 * 1024 if variant == 4 else 64 * 1024)
+        return cuda_build.tma_ctas(n // vec, 32 * 1024 if variant == 4 else 64 * 1024) > 0
     if variant == 6:
-        return cuda_build.cluster_fits(n // vec, 16)
+        return cuda_build.cluster_ctas(n // vec, 16) > 0
     if variant in _PERSISTENT:
-        return _persistent_fits(n, size, *_PERSISTENT[variant])
+        target, stages = _PERSISTENT[variant]
+        return cuda_build.tma_ctas(n // vec, target, stages=stages) > 0
     return True
 
 
