@@ -276,6 +276,13 @@ def _module(impl) -> str | None:
     return getattr(getattr(impl, "fn", None), "__module__", None)
 
 
+def extension_modules(impls) -> list[str]:
+    """The modules behind available CUDA implementations whose ``ops()`` builds an extension."""
+    modules = sorted({_module(i) for i in impls if i.backend == "cuda" and not i.check_available("cuda")}
+                     - {None})
+    return [m for m in modules if callable(getattr(sys.modules.get(m), "ops", None))]
+
+
 def start_builds(device: str, cases):
     """Start building, in the background, every CUDA extension that the
     (case, implementations) pairs need; None when there is nothing to build."""
@@ -283,9 +290,7 @@ def start_builds(device: str, cases):
         return None
     from suite import cuda_build
 
-    modules = sorted({_module(i) for _, impls in cases for i in impls
-                      if i.backend == "cuda" and not i.check_available("cuda")} - {None})
-    modules = [m for m in modules if callable(getattr(sys.modules.get(m), "ops", None))]
+    modules = extension_modules(i for _, impls in cases for i in impls)
     if not modules:
         return None
     print(f"building {len(modules)} CUDA extension(s) in the background (cached after the "

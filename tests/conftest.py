@@ -23,13 +23,12 @@ def _prebuild_cuda_extensions() -> None:
     """Build every CUDA extension side by side before the GPU tests load them
     one after another (each takes 30-50 s on a fresh H200 machine)."""
     from suite import cuda_build
+    from suite.sweep import extension_modules
     from suite.workload import discover
 
-    if cuda_build.cuda_available("cuda"):
+    modules = extension_modules(discover().impls.values())
+    if not modules:
         return
-    registry = discover()
-    modules = sorted({impl.fn.__module__ for impl in registry.impls.values() if impl.backend == "cuda"})
-    modules = [m for m in modules if callable(getattr(sys.modules.get(m), "ops", None))]
     built = cuda_build.prebuild(modules)
     print(f"\nCUDA extensions built in parallel: "
           + ", ".join(f"{m.split('.')[-2] if m.endswith('.cuda') else m.split('.')[-1]} "
