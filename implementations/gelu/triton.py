@@ -56,13 +56,15 @@ def plan(n: int, dtype_bytes: int) -> tuple[int, int]:
 def candidates(dtype_bytes: int) -> list[tuple[int, int, str]]:
     """(BLOCK, num_warps, eviction policy) tried at HBM-bound sizes.
 
-    4 to 16 KB of input a program, 8 or 16 values a thread (16-byte accesses
-    either way): the small blocks are what Inductor launches for a pointwise
-    op (1024 float32, 4 warps, no eviction hint), the 16 KB one is plan().
-    The sm_90 compile test checks each for spills.
+    2 to 16 KB of input a program, one to four 16-byte accesses a thread:
+    the smallest (one access a thread, the most programs) won at 3M float32
+    elements on the H200, where a 12 MB kernel lasts ~11 us and the last
+    wave's tail is a visible share; 1024 float32 on 4 warps with no eviction
+    hint is what Inductor launches for a pointwise op; the 16 KB one is
+    plan().  The sm_90 compile test checks each for spills.
     """
     e = 4 // dtype_bytes
-    return [(1024 * e, 4, ""), (2048 * e, 4, ""), (2048 * e, 8, ""), (4096 * e, 8, ""),
+    return [(512 * e, 4, ""), (1024 * e, 4, ""), (2048 * e, 4, ""), (2048 * e, 8, ""), (4096 * e, 8, ""),
             (4096 * e, 8, "evict_first")]
 
 
