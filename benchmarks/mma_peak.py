@@ -77,11 +77,11 @@ def mma_rates(ext, target_ms: float = 40.0) -> list[dict]:
                     ms = _events_ms(go)
                     mmas = blocks * warps * iters * chains
                     cyc, ns = (int(v) for v in clocks.tolist())
+                    tflops = mmas * FLOPS_PER_MMA / ms / 1e9
+                    ghz = cyc / ns if ns else float("nan")
                     rows.append(dict(dtype="bfloat16" if bf16 else "float16", chains=chains, warps=warps,
-                                     blocks_per_sm=per_sm, tflops=mmas * FLOPS_PER_MMA / ms / 1e9,
-                                     sm_ghz=cyc / ns if ns else float("nan"),
-                                     flop_per_sm_clock=(mmas * FLOPS_PER_MMA / sms) / (cyc * max(1, per_sm))
-                                     if cyc else float("nan")))
+                                     blocks_per_sm=per_sm, tflops=tflops, sm_ghz=ghz,
+                                     flop_per_sm_clock=tflops * 1e3 / sms / ghz))
     return rows
 
 
