@@ -21,6 +21,10 @@
 //  4 tiles, UNROLL 8 (128 B a thread in flight).
 //  5 tiles, UNROLL 2.
 //  6 tiles, UNROLL 1 (auto's choice below 4 waves of UNROLL-4 tiles).
+//  7 tiles of 128 threads x 2 packs with plain ld.global (no .nc, no L1
+//    no_allocate hint): the shape of the Triton kernel that reached the copy
+//    ceiling at 2^28 float32 (1024 elements on 4 warps, no eviction hint).
+//  8 tiles of 256 threads x 1 pack with plain ld.global.
 // Indices inside a tile are 32-bit; only the tile base is 64-bit.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
@@ -44,11 +48,27 @@ __device__ __forceinline__ float gelu1(float v) {
   }
 }
 
-template <typename T, int UNROLL, bool FAST>
-__global__ void __launch_bounds__(kThreads)
+// A plain 16-byte global load (the L1-allocating, coherent path).
+__device__ __forceinline__ uint4 ld16_plain(const void* p) {
+  uint4 v;
+  asm("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+template <bool PLAIN>
+__device__ __forceinline__ uint4 load16(const void* p) {
+  if constexpr (PLAIN) {
+    return ld16_plain(p);
+  } else {
+    return ksuite::ld16(p);
+  }
+}
+
+template <typename T, int UNROLL, bool FAST, int THREADS = kThreads, bool PLAIN = false>
+__global__ void __launch_bounds__(THREADS)
 gelu_tile_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t packs, int64_t n, int64_t tiles) {
   constexpr int VEC = ksuite::vec16<T>();
-  constexpr int TILE = kThreads * UNROLL;  // packs
+  constexpr int TILE = THREADS * UNROLL;  // packs
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const int64_t base = tile * TILE;
     const T* xt = x + base * VEC;
@@ -56,25 +76,25 @@ gelu_tile_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t packs, int6
     uint4 raw[UNROLL];
     if (base + TILE <= packs) {
 #pragma unroll
-      for (int u = 0; u < UNROLL; ++u) raw[u] = ksuite::ld16(xt + (u * kThreads + threadIdx.x) * VEC);
+      for (int u = 0; u < UNROLL; ++u) raw[u] = load16<PLAIN>(xt + (u * THREADS + threadIdx.x) * VEC);
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u) {
         float f[VEC];
         ksuite::raw_to_floats<T>(raw[u], f);
 #pragma unroll
         for (int k = 0; k < VEC; ++k) f[k] = gelu1<FAST>(f[k]);
-        ksuite::st16(yt + (u * kThreads + threadIdx.x) * VEC, ksuite::floats_to_raw<T>(f));
+        ksuite::st16(yt + (u * THREADS + threadIdx.x) * VEC, ksuite::floats_to_raw<T>(f));
       }
     } else {
       const int left = static_cast<int>(packs - base);
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u) {
-        const int i = u * kThreads + threadIdx.x;
-        if (i < left) raw[u] = ksuite::ld16(xt + i * VEC);
+        const int i = u * THREADS + threadIdx.x;
+        if (i < left) raw[u] = load16<PLAIN>(xt + i * VEC);
       }
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u) {
-        const int i = u * kThreads + threadIdx.x;
+        const int i = u * THREADS + threadIdx.x;
         if (i < left) {
           float f[VEC];
           ksuite::raw_to_floats<T>(raw[u], f);
@@ -109,25 +129,26 @@ void check_input(const at::Tensor& x, const char* op) {
   KSUITE_CHECK(x.is_contiguous(), op, ": x must be contiguous (call .contiguous() first)");
 }
 
-constexpr int kVariants = 6;
+constexpr int kVariants = 8;
 
-template <typename T, int UNROLL, bool FAST>
+template <typename T, int UNROLL, bool FAST, int THREADS = kThreads, bool PLAIN = false>
 void launch_tiles(const T* x, T* y, int64_t n, bool persistent, cudaStream_t stream) {
   constexpr int VEC = ksuite::vec16<T>();
   const int64_t packs = n / VEC;
-  const int64_t tiles = (packs + int64_t(kThreads) * UNROLL - 1) / (int64_t(kThreads) * UNROLL);
+  const int64_t tiles = (packs + int64_t(THREADS) * UNROLL - 1) / (int64_t(THREADS) * UNROLL);
   int64_t grid = std::max<int64_t>(tiles, 1);  // >= 1 block: the tail needs one
   if (persistent) {
     static int per_sm = 0;  // per instantiation; the same on every H200
     if (per_sm == 0) {
       C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &per_sm, gelu_tile_kernel<T, UNROLL, FAST>, kThreads, 0));
+          &per_sm, gelu_tile_kernel<T, UNROLL, FAST, THREADS, PLAIN>, THREADS, 0));
       per_sm = std::max(per_sm, 1);
     }
     grid = std::min<int64_t>(grid, int64_t(per_sm) * ksuite::sm_count());
   }
   grid = std::min<int64_t>(grid, 0x7fffffff);
-  gelu_tile_kernel<T, UNROLL, FAST><<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(x, y, packs, n, tiles);
+  gelu_tile_kernel<T, UNROLL, FAST, THREADS, PLAIN><<<static_cast<unsigned>(grid), THREADS, 0, stream>>>(
+      x, y, packs, n, tiles);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -169,6 +190,8 @@ at::Tensor gelu_run(const at::Tensor& x, int64_t variant, const char* op) {
       case 3: launch_tiles<scalar_t, 4, false>(xp, yp, n, false, stream); break;
       case 4: launch_tiles<scalar_t, 8, true>(xp, yp, n, false, stream); break;
       case 5: launch_tiles<scalar_t, 2, true>(xp, yp, n, false, stream); break;
+      case 7: launch_tiles<scalar_t, 2, true, 128, true>(xp, yp, n, false, stream); break;
+      case 8: launch_tiles<scalar_t, 1, true, 256, true>(xp, yp, n, false, stream); break;
       default: launch_tiles<scalar_t, 1, true>(xp, yp, n, false, stream); break;
     }
   });
