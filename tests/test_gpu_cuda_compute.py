@@ -107,17 +107,21 @@ def test_attention_large_logits():
            transform=scale)
 
 
-@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
-@pytest.mark.parametrize("d", (64, 128))
-@pytest.mark.parametrize("variant", (0, 1, 2, 3))
-@pytest.mark.parametrize("s,causal", [(1000, 0), (1000, 1), (333, 1), (2048, 1), (40, 0)])
-def test_attention_every_variant(variant, d, s, causal, dtype):
-    """Each tiling the op offers (VARIANTS in implementations/attention/cuda), not only the automatic one."""
+def _attention_variants():
+    from implementations.attention.cuda import VARIANTS
+
+    return [(d, v) for d in sorted(VARIANTS) for v in range(len(VARIANTS[d]))]
+
+
+def _check_attention_variant(variant, d, s, causal, dtype, scale_qk=None):
     from implementations.attention.cuda import ops
 
     wl = discover().workloads["attention"]
     g = torch.Generator(device="cuda").manual_seed(SEED)
-    q, k, v = (torch.randn(2, 3, s, d, generator=g, device="cuda").to(dtype) for _ in range(3))
+    q, k, v = (torch.randn(2, 3, s, d, generator=g, device="cuda") for _ in range(3))
+    if scale_qk is not None:
+        q, k = scale_qk(q, k)
+    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     ref = wl.reference(None, {"q": q, "k": k, "v": v, "causal": bool(causal)})
     verify.poison_allocator("cuda", q.numel() * q.element_size())
     out = ops().attention_flash(q, k, v, bool(causal), variant)
@@ -126,12 +130,36 @@ def test_attention_every_variant(variant, d, s, causal, dtype):
     assert res.correct, f"variant {variant} D={d} S={s} causal={causal} {dtype} seed={SEED}: {res.message}"
 
 
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+@pytest.mark.parametrize("d,variant", _attention_variants())
+@pytest.mark.parametrize("s,causal", [(1000, 0), (1000, 1), (77, 0), (77, 1), (333, 1), (2048, 1), (40, 0)])
+def test_attention_every_variant(variant, d, s, causal, dtype):
+    """Each tiling the op offers (VARIANTS in implementations/attention/cuda), not only the automatic one."""
+    _check_attention_variant(variant, d, s, causal, dtype)
+
+
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+@pytest.mark.parametrize("d,variant", _attention_variants())
+@pytest.mark.parametrize("s,causal", [(1000, 0), (777, 1)])
+def test_attention_every_variant_growing_logits(variant, d, s, causal, dtype):
+    """Keys whose scale grows along the sequence: row maxima keep rising tile after tile,
+    by more than the lazy rescale's 2^8 margin, so every tiling's rescale path runs mid-row."""
+    def grow(q, k):
+        ramp = torch.linspace(0.2, 6.0, s, device=q.device).view(1, 1, s, 1)
+        return q * 2, k * ramp
+
+    _check_attention_variant(variant, d, s, causal, dtype, scale_qk=grow)
+
+
 _VARIANT_BOUNDARY = """
 import pytest, torch
-from implementations.attention.cuda import ops
-q = torch.randn(1, 1, 16, 64, device="cuda", dtype=torch.bfloat16)
-with pytest.raises(RuntimeError, match="variant must be"):
-    ops().attention_flash(q, q, q, False, 4)
+from implementations.attention.cuda import ops, VARIANTS
+for d in (64, 128):
+    q = torch.randn(1, 1, 16, d, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match="variant must be"):
+        ops().attention_flash(q, q, q, False, len(VARIANTS[d]))
+    with pytest.raises(RuntimeError, match="variant must be"):
+        ops().attention_flash(q, q, q, False, -2)
 print("variant check ok")
 """
 
@@ -187,10 +215,10 @@ def test_opcheck_gemm(op, dtype, shape):
     torch.library.opcheck(getattr(ops(), op).default, (a, b))
 
 
-@pytest.mark.parametrize("variant", (-1, 1))
+@pytest.mark.parametrize("d,variant", [(64, -1), (64, 1), (128, 4)])
 @pytest.mark.parametrize("causal", (False, True))
-def test_opcheck_attention(causal, variant):
+def test_opcheck_attention(causal, variant, d):
     from implementations.attention.cuda import ops
 
-    q, k, v = (torch.randn(1, 2, 80, 64, device="cuda", dtype=torch.float16) for _ in range(3))
+    q, k, v = (torch.randn(1, 2, 80, d, device="cuda", dtype=torch.float16) for _ in range(3))
     torch.library.opcheck(ops().attention_flash.default, (q, k, v, causal, variant))

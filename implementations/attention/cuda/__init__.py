@@ -6,7 +6,9 @@ double buffered through shared memory by cp.async with one barrier per tile,
 Q K^T and P V run on tensor cores (mma.sync m16n8k16), the online softmax in
 fp32 with exp2, P goes from the S accumulators to the A operand in registers;
 causal skips the tiles above the diagonal and masks only the ones crossing
-it.  float16 and bfloat16, head dims 64 and 128.  The op
+it.  D = 128 has three more tilings (4-6) in a second kernel that rescales O
+only when a row's max grows by more than 2^8, and (4, 6) runs P V one tile
+behind Q K^T so that a warp's own softmax overlaps its tensor-core work.  float16 and bfloat16, head dims 64 and 128.  The op
 torch.ops.kernel_suite.attention_flash(q, k, v, causal, variant=-1) takes a
 tiling index (VARIANTS below), -1 for the automatic one; the environment
 variable KSUITE_ATTN_VARIANT, read at each call, overrides the automatic
@@ -23,15 +25,19 @@ from suite.workload import Case, register
 
 _HERE = Path(__file__).parent
 SOURCES = [_HERE / "flash_attention.cu"] + [
-    _HERE / f"flash_attention_{dt}_d{d}.cu" for dt in ("bf16", "fp16") for d in (64, 128)]
+    _HERE / f"flash_attention_{dt}_{part}.cu" for dt in ("bf16", "fp16") for part in ("d64", "d128", "d128_pipe")]
 
-# (query rows per CTA, warps, rows per warp, keys per K/V tile, Q home, CTAs per SM);
-# the same table as in flash_attention.cuh, index = the op's `variant`.
+# (query rows per CTA, warps, rows per warp, keys per K/V tile, Q home, CTAs per SM,
+# K/V stages, lazy rescale, P V one tile behind Q K^T); the same table as in
+# flash_attention.cuh, index = the op's `variant`.  4-6 run flash_fwd_pipe_kernel.
 VARIANTS = {
     128: [(128, 4, 32, 64, "smem", 2),
           (256, 8, 32, 64, "smem", 1),
           (128, 8, 16, 64, "registers", 1),
-          (128, 4, 32, 32, "smem", 2)],
+          (128, 4, 32, 32, "smem", 2),
+          (128, 4, 32, 32, "smem", 2, 3, True, True),
+          (128, 4, 32, 64, "smem", 2, 2, True, False),
+          (128, 8, 16, 64, "registers", 1, 3, True, True)],
     64: [(128, 4, 32, 64, "registers", 2),
          (128, 4, 32, 128, "registers", 2),
          (256, 8, 32, 64, "registers", 1),
@@ -68,9 +74,12 @@ def variant_for(d: int) -> int:
 
 
 def describe(d: int, variant: int) -> str:
-    bm, warps, rows, bn, qhome, ctas = VARIANTS[d][variant]
+    bm, warps, rows, bn, qhome, ctas, *rest = VARIANTS[d][variant]
+    stages, lazy, pipe = rest or (2, False, False)
+    buf = "cp.async double buffer" if stages == 2 else f"cp.async {stages} stages"
+    extra = (", P V one tile behind Q K^T" if pipe else "") + (", lazy rescale" if lazy else "")
     return (f"v{variant}: BM={bm} ({warps} warps x {rows} rows), BN={bn}, Q in {qhome}, "
-            f"cp.async double buffer, {ctas} CTA{'s' if ctas > 1 else ''}/SM")
+            f"{buf}, {ctas} CTA{'s' if ctas > 1 else ''}/SM{extra}")
 
 
 def _supports(case: Case) -> str | None:

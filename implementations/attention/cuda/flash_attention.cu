@@ -1,8 +1,10 @@
 // O = softmax(Q K^T / sqrt(D)) V, forward only: the op attention_flash.
 // The kernel, its tilings and the reasons for them are in
 // flash_attention.cuh; the four dtype x head-dim groups are compiled in
-// flash_attention_{bf16,fp16}_d{64,128}.cu.  `variant` picks a tiling
-// (0..3, see the table in the header), -1 the automatic one below.
+// flash_attention_{bf16,fp16}_d{64,128}.cu and (D = 128, tilings 4-6)
+// flash_attention_{bf16,fp16}_d128_pipe.cu.  `variant` picks a tiling
+// (0..3 at D = 64, 0..6 at D = 128, see the table in the header), -1 the
+// automatic one below.
 
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
@@ -43,17 +45,21 @@ at::Tensor attention_flash(const at::Tensor& q, const at::Tensor& k, const at::T
   KSUITE_CHECK(B * H <= 65535, "attention_flash: B*H = ", B * H, " exceeds the grid's y limit 65535");
   KSUITE_CHECK(S * q.size(3) < (1LL << 31), "attention_flash: S*D must fit in 32-bit ints");
 
-  KSUITE_CHECK(variant >= -1 && variant < N_VARIANTS, "attention_flash: variant must be -1 (automatic) or 0..",
-              N_VARIANTS - 1, ", got ", variant);
+  const int64_t d = q.size(3);
+  const int n_variants = d == 64 ? N_VARIANTS_D64 : N_VARIANTS_D128;
+  KSUITE_CHECK(variant >= -1 && variant < n_variants, "attention_flash: variant must be -1 (automatic) or 0..",
+              n_variants - 1, " at D=", d, ", got ", variant);
   const c10::cuda::CUDAGuard guard(q.device());
   at::Tensor o = at::empty_like(q);
   if (B == 0 || H == 0 || S == 0) return o;
-  const int64_t d = q.size(3);
   const int var = static_cast<int>(variant < 0 ? (d == 64 ? AUTO_D64 : AUTO_D128) : variant);
-  if (q.scalar_type() == at::kHalf) {
-    (d == 64 ? run_fp16_d64 : run_fp16_d128)(q, k, v, o, causal, var);
+  const bool half = q.scalar_type() == at::kHalf;
+  if (d == 64) {
+    (half ? run_fp16_d64 : run_bf16_d64)(q, k, v, o, causal, var);
+  } else if (var < 4) {
+    (half ? run_fp16_d128 : run_bf16_d128)(q, k, v, o, causal, var);
   } else {
-    (d == 64 ? run_bf16_d64 : run_bf16_d128)(q, k, v, o, causal, var);
+    (half ? run_fp16_d128_pipe : run_bf16_d128_pipe)(q, k, v, o, causal, var);
   }
   return o;
 }

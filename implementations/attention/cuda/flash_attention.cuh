@@ -45,16 +45,22 @@ namespace ksuite_attn {
 
 using namespace ksuite::ptx;
 
-template <int D_, int MT_, int WARPS_, int BN_, bool QREG_, int MINB_>
+// PIPE, LAZY and STAGES select the second kernel (flash_fwd_pipe_kernel
+// below); the first four tilings of each head dim leave them at their
+// defaults and run flash_fwd_kernel.
+template <int D_, int MT_, int WARPS_, int BN_, bool QREG_, int MINB_, bool PIPE_ = false,
+          bool LAZY_ = false, int STAGES_ = 2>
 struct Cfg {
-  static constexpr int D = D_, MT = MT_, WARPS = WARPS_, BN = BN_, MINB = MINB_;
-  static constexpr bool QREG = QREG_;
+  static constexpr int D = D_, MT = MT_, WARPS = WARPS_, BN = BN_, MINB = MINB_, STAGES = STAGES_;
+  static constexpr bool QREG = QREG_, PIPE = PIPE_, LAZY = LAZY_;
   static constexpr int THREADS = WARPS * 32;
   static constexpr int BM = WARPS * 16 * MT;
   static constexpr int LD = D + 8;  // padded row, in elements
-  // Q, then two K tiles and two V tiles; 2-byte elements.
-  static constexpr int SMEM = (BM + 4 * BN) * LD * 2;
+  // Q, then STAGES K tiles and STAGES V tiles; 2-byte elements.
+  static constexpr int SMEM = (BM + 2 * STAGES * BN) * LD * 2;
   static_assert(D % 16 == 0 && BN % 16 == 0, "tile sizes");
+  static_assert(STAGES >= 2, "at least double buffered");
+  static_assert(!PIPE || LAZY, "the pipelined kernel always rescales lazily");
 };
 
 // ROWS x D elements of src (row stride D, already at the tile's first row)
@@ -312,12 +318,339 @@ flash_fwd_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T* __re
   }
 }
 
+// The second kernel: the same tiling, data layout and epilogue as
+// flash_fwd_kernel, with two changes to the loop.
+//
+// Lazy rescaling.  The exponentials are taken against a reference max per row
+// (log2 units) that moves only when a tile's max exceeds it by more than
+// LAZY_LOG2 (8, so P <= 2^8: far inside fp32 for O and l, and bf16/fp16 round
+// P relative to its size either way).  Each thread takes the max of its own
+// scores (no shuffles) and the warp votes; only when some row of the warp has
+// outgrown its reference (the first visible tile, and rarely after it) does the
+// warp reduce the true row maxima over the quad, rescale O and l and take the
+// exponentials again.  That drops the per-tile rescale of O (MT * D / 2 FMULs a
+// thread) and the two quad shuffles per row from the common path.
+//
+// PIPE: P V lags Q K^T by one tile, so that in iteration j the warp's
+// instruction stream holds the tensor-core work of P(j-1) V(j-1) and the
+// softmax of S(j) (FFMA, ex2 on the SFU, pack) with no dependence between them,
+// in one basic block: ptxas interleaves them, and the warp keeps the tensor
+// cores fed through its own softmax instead of relying on the other warps of
+// the SM being out of phase.  K and V then stream as separate stages, V one
+// tile behind K: iteration j needs K(j) and V(j-1), and (STAGES deep) issues
+// K(j + STAGES - 1) and V(j + STAGES - 2) into the slots iteration j - 1
+// finished with.  It holds P of two tiles and S of one besides O, which is why
+// it pairs with BN = 32 at MT = 2, D = 128.
+constexpr float LAZY_LOG2 = 8.f;
+
+template <typename T, class C>
+__global__ void __launch_bounds__(C::THREADS, C::MINB)
+flash_fwd_pipe_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict__ V,
+                      T* __restrict__ O, int S, float scale_log2, bool causal) {
+  constexpr int D = C::D, MT = C::MT, BN = C::BN, BM = C::BM, LD = C::LD, THREADS = C::THREADS;
+  constexpr int STAGES = C::STAGES;
+  constexpr int DK = D / 16;  // k16 steps of Q K^T
+  constexpr int DN = D / 8;   // n8 fragments of O
+  constexpr int SN = BN / 8;  // n8 fragments of S
+  constexpr int KP = BN / 16; // k16 steps of P V
+  constexpr int WROWS = 16 * MT;
+  constexpr int LAG = C::PIPE ? 1 : 0;  // P V of tile j runs in iteration j + LAG
+
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sQ = reinterpret_cast<T*>(smem_raw);
+  T* sK = sQ + BM * LD;
+  T* sV = sK + STAGES * BN * LD;
+
+  const int q_blocks = gridDim.x;
+  const int qb = causal ? q_blocks - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
+  const int q0 = qb * BM;
+  const int64_t base = static_cast<int64_t>(blockIdx.y) * S * D;
+  Q += base;
+  K += base;
+  V += base;
+  O += base;
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int wrow = warp * WROWS;
+  const int w0 = q0 + wrow;
+
+  const int kv_end = causal ? min(S, q0 + BM) : S;
+  const int n_tiles = (kv_end + BN - 1) / BN;
+  // Whether this warp computes S for tile i: causal stops at the tile holding
+  // its last row (a test, not a stored count: one register fewer to keep).
+  auto warp_has = [&](int i) { return i < n_tiles && (!causal || i * BN <= w0 + WROWS - 1); };
+
+  auto load_k = [&](int i) {
+    load_tile<BN, D, THREADS>(smem_addr(sK + (i % STAGES) * BN * LD), K + static_cast<int64_t>(i) * BN * D,
+                              S - i * BN, tid);
+  };
+  auto load_v = [&](int i) {
+    load_tile<BN, D, THREADS>(smem_addr(sV + (i % STAGES) * BN * LD), V + static_cast<int64_t>(i) * BN * D,
+                              S - i * BN, tid);
+  };
+  // Commit group i holds K(i) and V(i - LAG) (and Q in group 0); groups
+  // 0..STAGES-2 here, group j + STAGES - 1 in iteration j.
+  load_tile<BM, D, THREADS>(smem_addr(sQ), Q + static_cast<int64_t>(q0) * D, S - q0, tid);
+#pragma unroll
+  for (int i = 0; i < STAGES - 1; ++i) {
+    if (i < n_tiles) load_k(i);
+    if (i - LAG >= 0 && i - LAG < n_tiles) load_v(i - LAG);
+    cp_async_commit();
+  }
+
+  uint32_t qf[C::QREG ? MT : 1][C::QREG ? DK : 1][4];
+  float o[MT][DN][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int i = 0; i < DN; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[mt][i][e] = 0.f;
+  // mref: the reference max of each row in log2 units (scores * scale_log2),
+  // -inf until the row has seen a key; l_run: this thread's share of the sum.
+  float mref[MT][2], l_run[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      mref[mt][h] = -INFINITY;
+      l_run[mt][h] = 0.f;
+    }
+  uint32_t pa[MT][KP][4];  // P of the tile whose P V is pending (PIPE), as m16k16 A fragments
+
+  // S = Q K^T of tile j (this warp's rows x BN keys), masked.
+  auto qk = [&](float (&s)[MT][SN][4], int j) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int i = 0; i < SN; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][i][e] = 0.f;
+    const T* kt = sK + (j % STAGES) * BN * LD;
+#pragma unroll
+    for (int kk = 0; kk < DK; ++kk) {
+      uint32_t qa[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        if constexpr (C::QREG) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) qa[mt][e] = qf[mt][kk][e];
+        } else {
+          ldmatrix_x4(qa[mt], smem_addr(sQ + (wrow + mt * 16 + (lane & 15)) * LD + kk * 16 + (lane >> 4) * 8));
+        }
+      }
+#pragma unroll
+      for (int np = 0; np < SN / 2; ++np) {
+        uint32_t r[4];
+        const int key = np * 16 + (lane & 7) + (lane >> 4) * 8;
+        ldmatrix_x4(r, smem_addr(kt + key * LD + kk * 16 + ((lane >> 3) & 1) * 8));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma_16816<T>(s[mt][2 * np], qa[mt], r[0], r[1]);
+          mma_16816<T>(s[mt][2 * np + 1], qa[mt], r[2], r[3]);
+        }
+      }
+    }
+    const int k0 = j * BN;
+    if (k0 + BN > S || (causal && k0 + BN - 1 > w0)) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int i = 0; i < SN; ++i)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int col = k0 + i * 8 + 2 * t + (e & 1);
+            const int row = w0 + mt * 16 + g + (e < 2 ? 0 : 8);
+            if (col >= S || (causal && col > row)) s[mt][i][e] = -INFINITY;
+          }
+    }
+  };
+
+  // O += P V for tile j, P in pa.
+  auto pv = [&](int j) {
+    const T* vt = sV + (j % STAGES) * BN * LD;
+#pragma unroll
+    for (int kk = 0; kk < KP; ++kk) {
+#pragma unroll
+      for (int dp = 0; dp < D / 16; ++dp) {
+        uint32_t r[4];
+        ldmatrix_x4_trans(r, smem_addr(vt + (kk * 16 + (lane & 15)) * LD + dp * 16 + (lane >> 4) * 8));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma_16816<T>(o[mt][2 * dp], pa[mt][kk], r[0], r[1]);
+          mma_16816<T>(o[mt][2 * dp + 1], pa[mt][kk], r[2], r[3]);
+        }
+      }
+    }
+  };
+
+  // P = exp2(S * scale_log2 - mref) into p, row sums into rs.
+  auto exps = [&](const float (&s)[MT][SN][4], uint32_t (&p)[MT][KP][4], float (&rs)[MT][2]) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      // A row that has seen no key keeps mref -inf; 0 instead keeps exp2 away
+      // from (-inf) - (-inf) (its scores are all -inf: P = 0).
+      const float m0 = mref[mt][0] == -INFINITY ? 0.f : mref[mt][0];
+      const float m1 = mref[mt][1] == -INFINITY ? 0.f : mref[mt][1];
+      rs[mt][0] = rs[mt][1] = 0.f;
+#pragma unroll
+      for (int i = 0; i < SN; ++i) {
+        const float p0 = ex2(fmaf(s[mt][i][0], scale_log2, -m0));
+        const float p1 = ex2(fmaf(s[mt][i][1], scale_log2, -m0));
+        const float p2 = ex2(fmaf(s[mt][i][2], scale_log2, -m1));
+        const float p3 = ex2(fmaf(s[mt][i][3], scale_log2, -m1));
+        rs[mt][0] += p0 + p1;
+        rs[mt][1] += p2 + p3;
+        p[mt][i / 2][(i & 1) * 2] = pack2<T>(p0, p1);
+        p[mt][i / 2][(i & 1) * 2 + 1] = pack2<T>(p2, p3);
+      }
+    }
+  };
+
+  // The softmax of one tile into p; O and l rescaled only when a row's max
+  // moved past its reference by more than LAZY_LOG2 (then after whatever P V
+  // precedes this call in program order, which the data dependence ensures).
+  auto softmax = [&](const float (&s)[MT][SN][4], uint32_t (&p)[MT][KP][4]) {
+    float tmax[MT][2];
+    bool grow = false;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      tmax[mt][0] = tmax[mt][1] = -INFINITY;
+#pragma unroll
+      for (int i = 0; i < SN; ++i) {
+        tmax[mt][0] = fmaxf(tmax[mt][0], fmaxf(s[mt][i][0], s[mt][i][1]));
+        tmax[mt][1] = fmaxf(tmax[mt][1], fmaxf(s[mt][i][2], s[mt][i][3]));
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) grow |= tmax[mt][h] * scale_log2 > mref[mt][h] + LAZY_LOG2;
+    }
+    // PIPE takes the exponentials against the old reference before the vote,
+    // in the basic block of the P V before it, and again in the rare branch;
+    // without PIPE there is nothing to overlap them with, so they wait for it.
+    float rs[MT][2];
+    if constexpr (C::PIPE) exps(s, p, rs);
+    if (__any_sync(0xffffffffu, grow)) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float mx = tmax[mt][h];
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          const float m_new = fmaxf(mref[mt][h], mx * scale_log2);
+          // 0 for a row's first keys (mref -inf); 1 while it has none.
+          const float alpha = m_new == -INFINITY ? 1.f : ex2(mref[mt][h] - m_new);
+          mref[mt][h] = m_new;
+          l_run[mt][h] *= alpha;
+#pragma unroll
+          for (int i = 0; i < DN; ++i) {
+            o[mt][i][2 * h] *= alpha;
+            o[mt][i][2 * h + 1] *= alpha;
+          }
+        }
+      }
+      if constexpr (C::PIPE) exps(s, p, rs);
+    }
+    if constexpr (!C::PIPE) exps(s, p, rs);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) l_run[mt][h] += rs[mt][h];
+  };
+
+  for (int j = 0; j < n_tiles + LAG; ++j) {
+    cp_async_wait<STAGES - 2>();  // group j (K(j), V(j - LAG)) landed for this thread...
+    __syncthreads();              // ...and for all; everyone is done with iteration j - 1
+    {
+      const int i = j + STAGES - 1;
+      if (i < n_tiles) load_k(i);
+      if (i - LAG < n_tiles) load_v(i - LAG);
+      cp_async_commit();
+    }
+    if constexpr (C::QREG) {
+      if (j == 0) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int kk = 0; kk < DK; ++kk)
+            ldmatrix_x4(qf[mt][kk],
+                        smem_addr(sQ + (wrow + mt * 16 + (lane & 15)) * LD + kk * 16 + (lane >> 4) * 8));
+      }
+    }
+    const bool do_s = warp_has(j);                     // S(j) is not wholly above this warp's rows
+    const bool do_pv = j >= LAG && warp_has(j - LAG);  // P(j - LAG) exists
+    if constexpr (C::PIPE) {
+      if (do_s) {
+        float s[MT][SN][4];
+        qk(s, j);
+        uint32_t pn[MT][KP][4];
+        if (do_pv) {
+          pv(j - 1);  // independent of the softmax below until its rare rescale
+          softmax(s, pn);
+        } else {
+          softmax(s, pn);
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int kk = 0; kk < KP; ++kk)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) pa[mt][kk][e] = pn[mt][kk][e];
+      } else if (do_pv) {
+        pv(j - 1);
+      }
+    } else {
+      if (do_s) {
+        float s[MT][SN][4];
+        qk(s, j);
+        softmax(s, pa);
+        pv(j);
+      }
+    }
+  }
+  cp_async_wait<0>();  // only empty groups remain; leave nothing in flight
+
+  __syncwarp();
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    float inv[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float l = l_run[mt][h];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      inv[h] = l > 0.f ? 1.f / l : 0.f;
+    }
+    T* srow = sQ + (wrow + mt * 16 + g) * LD + 2 * t;
+#pragma unroll
+    for (int i = 0; i < DN; ++i) {
+      *reinterpret_cast<uint32_t*>(srow + i * 8) = pack2<T>(o[mt][i][0] * inv[0], o[mt][i][1] * inv[0]);
+      *reinterpret_cast<uint32_t*>(srow + 8 * LD + i * 8) =
+          pack2<T>(o[mt][i][2] * inv[1], o[mt][i][3] * inv[1]);
+    }
+  }
+  __syncwarp();
+  constexpr int CHUNKS = D / 8;
+#pragma unroll
+  for (int i = 0; i < WROWS * CHUNKS / 32; ++i) {
+    const int c = lane + i * 32;
+    const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+    if (w0 + r < S)
+      *reinterpret_cast<uint4*>(O + static_cast<int64_t>(w0 + r) * D + col) =
+          *reinterpret_cast<const uint4*>(sQ + (wrow + r) * LD + col);
+  }
+}
+
 // Launches one tiling on the current stream; q, k, v, o checked by the caller.
 template <typename T, class C>
 void launch_cfg(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& o,
                 bool causal) {
   const int64_t B = q.size(0), H = q.size(1), S = q.size(2);
-  auto kernel = flash_fwd_kernel<T, C>;
+  auto kernel = [] {
+    if constexpr (C::LAZY) return flash_fwd_pipe_kernel<T, C>;
+    else return flash_fwd_kernel<T, C>;
+  }();
   // More than 48 KiB of dynamic shared memory must be opted into per kernel.
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
   const dim3 grid(static_cast<unsigned>((S + C::BM - 1) / C::BM), static_cast<unsigned>(B * H));
@@ -336,29 +669,42 @@ void launch_cfg(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, a
 //            1: BM 256, 8 warps x 32 rows, BN 64, Q re-read from smem, 1 CTA/SM
 //            2: BM 128, 8 warps x 16 rows, BN 64, Q in registers,      1 CTA/SM
 //            3: BM 128, 4 warps x 32 rows, BN 32, Q re-read from smem, 2 CTAs/SM
+//     flash_fwd_pipe_kernel (lazy rescale):
+//            4: BM 128, 4 warps x 32 rows, BN 32, Q re-read from smem, 2 CTAs/SM,
+//               P V one tile behind Q K^T, K/V 3 stages deep
+//            5: BM 128, 4 warps x 32 rows, BN 64, Q re-read from smem, 2 CTAs/SM,
+//               the tiling of 0 (K/V double buffered) with the lazy rescale alone
+//            6: BM 128, 8 warps x 16 rows, BN 64, Q in registers,      1 CTA/SM,
+//               P V one tile behind Q K^T, K/V 3 stages deep
 //   D = 64:  0: BM 128, 4 warps x 32 rows, BN 64,  Q in registers, 2 CTAs/SM
 //            1: BM 128, 4 warps x 32 rows, BN 128, Q in registers, 2 CTAs/SM
 //            2: BM 256, 8 warps x 32 rows, BN 64,  Q in registers, 1 CTA/SM
 //            3: BM 128, 8 warps x 16 rows, BN 64,  Q in registers, 2 CTAs/SM
-constexpr int N_VARIANTS = 4;
+constexpr int N_VARIANTS_D64 = 4, N_VARIANTS_D128 = 7;
 using D128V0 = Cfg<128, 2, 4, 64, false, 2>;
 using D128V1 = Cfg<128, 2, 8, 64, false, 1>;
 using D128V2 = Cfg<128, 1, 8, 64, true, 1>;
 using D128V3 = Cfg<128, 2, 4, 32, false, 2>;
+using D128V4 = Cfg<128, 2, 4, 32, false, 2, true, true, 3>;
+using D128V5 = Cfg<128, 2, 4, 64, false, 2, false, true, 2>;
+using D128V6 = Cfg<128, 1, 8, 64, true, 1, true, true, 3>;
 using D64V0 = Cfg<64, 2, 4, 64, true, 2>;
 using D64V1 = Cfg<64, 2, 4, 128, true, 2>;
 using D64V2 = Cfg<64, 2, 8, 64, true, 1>;
 using D64V3 = Cfg<64, 1, 8, 64, true, 2>;
 
-// Defined in flash_attention_<dtype>_d<D>.cu, one translation unit each so
-// that the build compiles them in parallel.
+// Defined in flash_attention_<dtype>_d<D>.cu (variants 0-3) and
+// flash_attention_<dtype>_d128_pipe.cu (D = 128, variants 4-6), one
+// translation unit each so that the build compiles them in parallel.
 #define KSUITE_ATTN_DECLARE(NAME)                                                              \
   void NAME(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& o, \
             bool causal, int variant);
 KSUITE_ATTN_DECLARE(run_bf16_d64)
 KSUITE_ATTN_DECLARE(run_bf16_d128)
+KSUITE_ATTN_DECLARE(run_bf16_d128_pipe)
 KSUITE_ATTN_DECLARE(run_fp16_d64)
 KSUITE_ATTN_DECLARE(run_fp16_d128)
+KSUITE_ATTN_DECLARE(run_fp16_d128_pipe)
 #undef KSUITE_ATTN_DECLARE
 
 #define KSUITE_ATTN_DEFINE(NAME, T, D)                                                         \
@@ -369,6 +715,16 @@ KSUITE_ATTN_DECLARE(run_fp16_d128)
       case 1: launch_cfg<T, D##V1>(q, k, v, o, causal); break;                             \
       case 2: launch_cfg<T, D##V2>(q, k, v, o, causal); break;                             \
       default: launch_cfg<T, D##V3>(q, k, v, o, causal); break;                            \
+    }                                                                                      \
+  }
+
+#define KSUITE_ATTN_DEFINE_D128_PIPE(NAME, T)                                                  \
+  void NAME(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& o, \
+            bool causal, int variant) {                                                    \
+    switch (variant) {                                                                     \
+      case 4: launch_cfg<T, D128V4>(q, k, v, o, causal); break;                            \
+      case 5: launch_cfg<T, D128V5>(q, k, v, o, causal); break;                            \
+      default: launch_cfg<T, D128V6>(q, k, v, o, causal); break;                           \
     }                                                                                      \
   }
 
