@@ -101,6 +101,8 @@ OPCHECK = [
     ("gelu", "gelu_scalar", {"N": 1000}, ()),
     ("softmax", "softmax", {"M": 37, "N": 300}, ()),
     ("softmax", "softmax_v", {"M": 37, "N": 1024}, (4,)),
+    ("softmax", "softmax_v", {"M": 37, "N": 300}, (15,)),
+    ("softmax", "softmax_v", {"M": 37, "N": 128}, (11,)),
     ("residual_layernorm_gelu", "residual_layernorm_gelu", {"M": 37, "N": 300}, ()),
     ("residual_layernorm_gelu", "residual_layernorm_gelu_v", {"M": 37, "N": 304}, (2,)),
 ]
@@ -147,6 +149,7 @@ cases = {
     "softmax contiguous": (lambda: ks.softmax(x.t()), "contiguous"),
     "softmax cpu": (lambda: ks.softmax(x.cpu()), "'CPU' backend"),
     "softmax_v variant": (lambda: ks.softmax_v(x, -1), "variant must be"),
+    "softmax_v variant high": (lambda: ks.softmax_v(x, 18), "variant must be"),
     "rlg dtype": (lambda: ks.residual_layernorm_gelu(x.double(), x.double(), w.double(), b.double(), 1e-5),
                   "float32, float16 or bfloat16"),
     "rlg mixed dtype": (lambda: ks.residual_layernorm_gelu(x, x.half(), w, b, 1e-5), "one dtype"),
@@ -201,7 +204,7 @@ VARIANT_SHAPES = {
                                 {"M": 9, "N": 16385}, {"M": 11, "N": 7}, {"M": 64, "N": 4099},
                                 {"M": 17, "N": 4104}],
 }
-VARIANTS = {"gelu": range(0, 7), "softmax": range(0, 11), "residual_layernorm_gelu": range(0, 6)}
+VARIANTS = {"gelu": range(0, 9), "softmax": range(0, 18), "residual_layernorm_gelu": range(0, 6)}
 
 
 def _variant_call(wl_name: str, variant: int):
@@ -234,6 +237,64 @@ def test_variants_match_reference(wl_name, variant, case):
     torch.cuda.synchronize()
     result = check(out, wl.reference(case, inputs), wl.tolerance(case))
     assert result.correct, f"variant {variant} {case}: {result.message}"
+
+
+# softmax's short-row (11-14) and any-alignment (15-17) plans at irregular
+# shapes in all three dtypes: tiny rows, rows of one element, rows a pack
+# short of or past a boundary of the short-row plans (128 packs) and of the
+# lane-group sizes, unaligned rows up to the longest that fit registers,
+# rows too long for them (auto runs), fewer rows than a block holds.
+SOFTMAX_NEW_VARIANTS = range(11, 18)
+SOFTMAX_NEW_SHAPES = [{"M": 7, "N": 7}, {"M": 1823, "N": 781}, {"M": 3, "N": 127}, {"M": 1000, "N": 128},
+                      {"M": 5, "N": 513}, {"M": 2, "N": 1}, {"M": 33, "N": 8}, {"M": 19, "N": 24},
+                      {"M": 67, "N": 264}, {"M": 11, "N": 1000}, {"M": 9, "N": 1024}, {"M": 3, "N": 1032},
+                      {"M": 6, "N": 4097}, {"M": 5, "N": 16383}, {"M": 3, "N": 32767}, {"M": 2, "N": 65537}]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SOFTMAX_NEW_SHAPES, ids=lambda s: f"M{s['M']}xN{s['N']}")
+@pytest.mark.parametrize("variant", SOFTMAX_NEW_VARIANTS)
+def test_softmax_short_and_unaligned_variants(variant, shape, dtype):
+    wl = discover().workloads["softmax"]
+    import_module("implementations.softmax.cuda").ops()
+    case = Case.make("softmax", dtype, **shape)
+    inputs = wl.make_inputs(case, "cuda", zlib.crc32(f"new v{variant}|{case}".encode()))
+    poison_allocator("cuda", wl.min_bytes(case))
+    out = torch.ops.kernel_suite.softmax_v(inputs["x"], variant)
+    torch.cuda.synchronize()
+    result = check(out, wl.reference(case, inputs), wl.tolerance(case))
+    assert result.correct, f"variant {variant} {case}: {result.message}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("variant", SOFTMAX_NEW_VARIANTS)
+def test_softmax_new_variants_misaligned_base(variant, dtype):
+    """x one element past a 16-byte boundary, y from the allocator: the rows
+    of x and y are misaligned differently, so every plan here runs auto."""
+    wl = discover().workloads["softmax"]
+    import_module("implementations.softmax.cuda").ops()
+    for shape in ({"M": 64, "N": 512}, {"M": 37, "N": 781}):
+        case = Case.make("softmax", dtype, **shape)
+        x = _misaligned(wl.make_inputs(case, "cuda", 11)["x"])
+        assert x.data_ptr() % 16 != 0
+        poison_allocator("cuda", wl.min_bytes(case))
+        out = torch.ops.kernel_suite.softmax_v(x, variant)
+        torch.cuda.synchronize()
+        result = check(out, wl.reference(case, {"x": x}), wl.tolerance(case))
+        assert result.correct, f"variant {variant} {case} misaligned: {result.message}"
+
+
+def test_softmax_tuner_picks_among_plans_that_run():
+    """The registered op at an unaligned shape: auto (0) and the
+    any-alignment plans are the candidates, and the choice is correct."""
+    from implementations.softmax.cuda import _TUNER, _key, _runs
+
+    registry = discover()
+    case = Case.make("softmax", "bfloat16", M=1823, N=781)
+    key = _key(1823, 781, "bfloat16")
+    assert [v for v in _TUNER.variants if _runs(v, *key)] == [0, 15, 16, 17]
+    _run_and_check("cuda", case, registry.workloads["softmax"].make_inputs(case, "cuda", 5))
+    assert set(_TUNER.times[key]) == {0, 15, 16, 17}
 
 
 def test_runs_under_torch_compile():

@@ -1,7 +1,9 @@
 """Hand-written CUDA softmax: rows in registers (lanes of a warp or a block a
-row, all loads before the one (max, sum) reduction), split over a
-thread-block cluster's shared memory loaded by TMA bulk copies (sm_90), or
-online (running max and sum, two reads) for rows longer than that.
+row, all loads before the one (max, sum) reduction; short rows several to a
+lane group; rows off 16-byte boundaries as a scalar head, 16-byte body and
+scalar tail), split over a thread-block cluster's shared memory loaded by
+TMA bulk copies (sm_90), or online (running max and sum, two reads) for
+rows longer than that.
 
 ``softmax_v(x, variant)`` runs one plan by number (see softmax.cu; 0 = auto,
 what ``softmax`` runs), for device benchmarks that compare them.
@@ -40,8 +42,11 @@ def _plan(n: int, size: int) -> str:
     return cuda_build.row_plan_first_fit(n, size, size, packs, long_rows=long_rows, tma_slice=64 * 1024)
 
 
-# softmax.cu's plans (softmax_v); one that cannot run a shape runs auto's
-_TUNER = VariantTuner((1, 2, 3, 4, 5, 6, 7, 8, 9, 10), {
+# softmax.cu's plans (softmax_v); one that cannot run a shape runs auto's.
+# 0 (auto) is a candidate only where it is a design of its own: rows that
+# are not a multiple of 16 bytes, which it runs one element a load.
+_TUNER = VariantTuner((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17), {
+    0: "auto plan: row in registers, one element a load (unaligned rows)",
     1: "row in registers, 4 packs of 16 B a thread",
     2: "row in registers, 2 packs a thread",
     3: "row in registers, 8 packs a thread",
@@ -51,22 +56,40 @@ _TUNER = VariantTuner((1, 2, 3, 4, 5, 6, 7, 8, 9, 10), {
     7: "streaming: online (max, sum) pass, then a backwards output pass",
     8: "persistent cluster, TMA into 2 slice buffers (<= 64 KB) a CTA, next row in flight",
     9: "persistent cluster, TMA into 2 slice buffers (<= 32 KB) a CTA, next row in flight",
-    10: "persistent cluster, TMA into 3 slice buffers (<= 64 KB) a CTA, next 2 rows in flight"},
+    10: "persistent cluster, TMA into 3 slice buffers (<= 64 KB) a CTA, next 2 rows in flight",
+    11: "short rows: lane groups of several rows, 2 packs a lane, 4-warp blocks, plain loads",
+    12: "short rows: lane groups of several rows, 1 pack a lane, 4-warp blocks, plain loads",
+    13: "short rows: lane groups of several rows, 4 packs a lane, 1-warp blocks, plain loads",
+    14: "short rows: lane groups of several rows, 2 packs a lane, 4-warp blocks, ld.global.nc",
+    15: "any alignment: scalar head and tail, 16-byte body, 4 packs a thread",
+    16: "any alignment: scalar head and tail, 16-byte body, 2 packs a thread",
+    17: "any alignment: scalar head and tail, 16-byte body, 8 packs a thread"},
     runs=lambda v, key: _runs(v, *key))
 
 # softmax.cu's persistent plans: slice target (bytes), buffers a CTA
 _PERSISTENT = {8: (64 * 1024, 2), 9: (32 * 1024, 2), 10: (64 * 1024, 3)}
+# softmax.cu's short-row plans (kWarpRowsMaxPacks) and any-alignment plans: packs a thread
+_SHORT_MAX_PACKS = 128
+_UNALIGNED_PACKS = {15: 4, 16: 2, 17: 8}
 
 
 def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
-    """Mirror of softmax.cu's launch(): which plans run as themselves."""
+    """Mirror of softmax.cu's launch(): which plans run as themselves (for
+    inputs allocated by torch: base pointers on 16-byte boundaries)."""
     size = itemsize(dtype)
     vec = 16 // size
+    if variant in _UNALIGNED_PACKS:  # any n whose row fits K packs a thread
+        packs = _UNALIGNED_PACKS[variant]
+        return cuda_build.regs_fit(n, vec, packs, 1024 if vec * packs <= 32 else 256)
     if n % vec:
-        return False  # unaligned rows: the variants are not used, auto runs
+        return variant == 0  # unaligned rows: plans 1-14 are not used, auto runs
+    if variant == 0:
+        return False  # auto runs one of plans 1-7 here
     if variant in (1, 2, 3):
         packs = {1: 4, 2: 2, 3: 8}[variant]
         return cuda_build.regs_fit(n, vec, packs, 1024 if vec * packs <= 32 else 256)
+    if variant in (11, 12, 13, 14):
+        return 1 <= n // vec <= _SHORT_MAX_PACKS
     # (the launchers also refuse rows of more than 2^31 - 1 elements, which no case has)
     if variant in (4, 5):
         return cuda_build.tma_ctas(n // vec, 32 * 1024 if variant == 4 else 64 * 1024) > 0

@@ -39,8 +39,26 @@
 //    bf16 131072: 4 CTAs x 2 x 64 KB (one CTA an SM, 33 clusters) or
 //    8 x 2 x 32 KB (three CTAs an SM); (max, sum) swapped by st.async into
 //    every CTA of the cluster, counted by an mbarrier (no cluster barrier).
+// 11 short rows, 2 packs a lane, 4-warp blocks      } rows of <= 128
+// 12 short rows, 1 pack a lane, 4-warp blocks       } packs (float32 512,
+// 13 short rows, 4 packs a lane, 1-warp blocks      } 16-bit 1024): a lane
+// 14 as 11 with ld.global.nc loads                  } group owns R rows
+//    (R * packs a row a lane = the plan's packs a lane), issues all its
+//    16-byte loads of the R rows first, then R interleaved shuffle trees
+//    (max, then sum); no shared memory.  Loads without a cache hint
+//    (ld.global; 14: ld.global.nc), where plans 1-3 use
+//    ld.global.nc.L1::no_allocate.  11 and 12 are the shapes of Triton's
+//    winners at 2097152 x 128 (4 warps, 8 or 16 rows); 13 its float32 one
+//    (4 rows on one warp).
+// 15 any alignment, 4 packs a thread  } a row not on a 16-byte boundary
+// 16 any alignment, 2 packs a thread  } (n not a multiple of the pack):
+// 17 any alignment, 8 packs a thread  } scalar head up to the boundary,
+//    16-byte body, scalar tail; a warp a row up to 32 threads' worth, else
+//    a block.  Any n that fits K packs x 1024 (256 at 64 values a thread)
+//    threads; x and y rows equally misaligned (y = empty_like(x) starts on
+//    a 16-byte boundary, so x must too: a view of x that does not runs auto).
 // A variant that cannot run a shape (too long a row for registers, a
-// misaligned row for TMA) runs auto's plan instead.
+// misaligned row for TMA or plans 1-14) runs auto's plan instead.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
@@ -53,6 +71,7 @@
 #include <mutex>
 
 #include "ksuite/common.cuh"
+#include "softmax_access.cuh"
 
 namespace {
 
@@ -559,9 +578,187 @@ softmax_stream_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int
   }
 }
 
+// --------------------------------------- short rows: R rows a lane group
+
+// Plans 11-14, rows of 1 to 128 packs (float32 <= 512, 16-bit <= 1024
+// columns, a multiple of the pack): a group of G lanes (a power of two
+// <= 32) owns a row with K packs a lane (K = 1 and G the packs rounded up
+// below 32 packs, so a warp holds 32 / G rows at once; else G = 32, K =
+// 2 or 4), and the group does R rows (R * K = the plan's packs a lane).
+// Every lane issues all R * K of its 16-byte loads first; then the R rows'
+// max trees run interleaved (R independent shuffles in flight a step), the
+// exponentials, the R sum trees likewise, and the stores.  No shared
+// memory, no barrier, blocks of 1 or 4 warps: a warp that is done frees
+// its slot at once, and 2048 threads an SM stay resident (<= 32 registers).
+// Rows of a warp's groups are consecutive, so each load instruction of a
+// warp reads 32 consecutive packs (512 bytes) when G * K covers the row.
+template <typename T, int K, int R, int PATH>
+__global__ void __launch_bounds__(128)
+softmax_warp_rows_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int n, int lanes_log2) {
+  constexpr int VEC = ksuite::vec16<T>();
+  constexpr float kLog2e = 1.4426950408889634f;
+  const int lane = threadIdx.x & 31;
+  const int lanes = 1 << lanes_log2;
+  const int t = lane & (lanes - 1);
+  const int span = 32 >> lanes_log2;  // rows the warp's groups hold at once
+  const int packs = n / VEC;
+  const int64_t warp = int64_t(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const int64_t first = warp * (R * span) + (lane >> lanes_log2);
+  uint4 raw[R][K];
+  bool ok[R][K];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int64_t row = first + int64_t(r) * span;
+    const T* xr = x + row * n;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int c = k * lanes + t;
+      ok[r][k] = row < m && c < packs;
+      raw[r][k] = softmax_access::ld16_if<PATH>(xr + c * VEC, ok[r][k]);
+    }
+  }
+  float v[R][K][VEC];
+  float mx[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    mx[r] = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      ksuite::raw_to_floats<T>(raw[r][k], v[r][k]);
+      float pm = v[r][k][0];
+#pragma unroll
+      for (int e = 1; e < VEC; ++e) pm = fmaxf(pm, v[r][k][e]);
+      if (ok[r][k]) mx[r] = fmaxf(mx[r], pm);
+    }
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    if (off < lanes) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) mx[r] = fmaxf(mx[r], ksuite::shfl_xor(mx[r], off));
+    }
+  }
+  // exp(v - max) = 2^(v log2 e - max log2 e); a row of -inf alone gives NaN, as torch does.
+  float sum[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const float mb = mx[r] * kLog2e;
+    sum[r] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      float s = 0.0f;
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        v[r][k][e] = ksuite::ex2_approx(fmaf(v[r][k][e], kLog2e, -mb));
+        s += v[r][k][e];
+      }
+      if (ok[r][k]) sum[r] += s;
+    }
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    if (off < lanes) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) sum[r] += ksuite::shfl_xor(sum[r], off);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const float inv = ksuite::rcp_approx(sum[r]);
+    T* yr = y + (first + int64_t(r) * span) * n;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      if (ok[r][k]) {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) v[r][k][e] *= inv;
+        ksuite::st16_global(yr + (k * lanes + t) * VEC, ksuite::floats_to_raw<T>(v[r][k]));
+      }
+    }
+  }
+}
+
+// ------------------------------------------ rows of any length or alignment
+
+// Plans 15-17: a row that does not start on a 16-byte boundary (n not a
+// multiple of the pack, or a misaligned base) is a head of < VEC elements
+// up to its first boundary, a body of 16-byte packs, and a tail of < VEC
+// elements.  The body is loaded and stored as packs, K a thread (all issued
+// at once, as plan 1-3); head and tail, at most 2 (VEC - 1) <= 14
+// elements, one element each on the row's first threads, loaded with the
+// packs.  x and y rows must be equally misaligned (x - y a multiple of 16
+// bytes; the launcher checks).  Threads a row as ksuite::plan_regs with K
+// packs a thread: one warp (4 rows a 128-thread block, shuffles only) for
+// up to 32 threads, else a block of a multiple of 32 (one shared-memory
+// exchange of the (max, sum) pair).
+template <typename T, int K, bool BLOCK, int PATH>
+__global__ void __launch_bounds__(BLOCK ? regs_max_threads(ksuite::vec16<T>() * K) : 128)
+softmax_unaligned_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int n) {
+  constexpr int VEC = ksuite::vec16<T>();
+  constexpr float kLog2e = 1.4426950408889634f;
+  __shared__ float2 red[32];
+  const int tpr = BLOCK ? static_cast<int>(blockDim.x) : 32;
+  const int t = BLOCK ? static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x & 31);
+  const int64_t row = BLOCK ? int64_t(blockIdx.x) : int64_t(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  // Threads past the last row run with an empty row: the reductions need them.
+  const int cols = row < m ? n : 0;
+  const T* xr = x + row * n;
+  T* yr = y + row * n;
+  const int head = min(cols, softmax_access::to_boundary(xr));
+  const int body = (cols - head) / VEC;   // packs
+  const int edges = cols - body * VEC;     // head + tail elements
+  const int e = t < head ? t : t + body * VEC;  // this thread's head or tail element (t < edges)
+  const T* xb = xr + head;                 // 16-byte aligned
+  uint4 raw[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int c = k * tpr + t;
+    raw[k] = softmax_access::ld16_if<PATH>(xb + c * VEC, c < body);
+  }
+  float ev = softmax_access::ld_elem_if<T, PATH>(xr + e, t < edges);  // -inf where none
+  float v[K][VEC];
+  float mx = ev;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    ksuite::raw_to_floats<T>(raw[k], v[k]);
+    float pm = v[k][0];
+#pragma unroll
+    for (int i = 1; i < VEC; ++i) pm = fmaxf(pm, v[k][i]);
+    if (k * tpr + t < body) mx = fmaxf(mx, pm);
+  }
+  // Exponents relative to the thread's own max (0 if it holds no value).
+  const float base = mx == -INFINITY ? 0.0f : mx;
+  const float bl = base * kLog2e;
+  ev = ksuite::ex2_approx(fmaf(ev, kLog2e, -bl));  // 0 for -inf
+  float sum = ev;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      v[k][i] = ksuite::ex2_approx(fmaf(v[k][i], kLog2e, -bl));
+      s += v[k][i];
+    }
+    if (k * tpr + t < body) sum += s;
+  }
+  const float2 row_ms = ksuite::group_reduce(make_float2(mx, sum), tpr, red, make_float2(-INFINITY, 0.0f),
+                                             MergeMS{});
+  const float scale = mx == -INFINITY ? 0.0f : ksuite::exp_approx(base - row_ms.x) * ksuite::rcp_approx(row_ms.y);
+  T* yb = yr + head;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int c = k * tpr + t;
+    if (c < body) {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) v[k][i] *= scale;
+      ksuite::st16_global(yb + c * VEC, ksuite::floats_to_raw<T>(v[k]));
+    }
+  }
+  softmax_access::st_elem_if(yr + e, ev * scale, t < edges);
+}
+
 // ------------------------------------------------------------- launchers
 
-constexpr int kVariants = 10;
+constexpr int kVariants = 17;
 
 template <typename T, int VEC, int PACKS>
 bool launch_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
@@ -672,6 +869,58 @@ void launch_stream(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) 
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// Plans 11-14: the short-row kernel with `slots` packs a lane (R = slots / K
+// rows a lane group, at least 1), `warps` warps a block.  Rows of 1..128
+// packs only (K <= 4).
+constexpr int kWarpRowsMaxPacks = 128;
+
+template <typename T, int K, int R, int PATH>
+bool launch_warp_rows_k(const T* x, T* y, int64_t m, int64_t n, int warps, int lanes_log2, cudaStream_t stream) {
+  const int64_t rows_per_block = int64_t(warps) * R * (32 >> lanes_log2);
+  const int64_t grid = (m + rows_per_block - 1) / rows_per_block;
+  if (grid > 0x7fffffff) return false;
+  softmax_warp_rows_kernel<T, K, R, PATH><<<static_cast<unsigned>(grid), warps * 32, 0, stream>>>(
+      x, y, m, static_cast<int>(n), lanes_log2);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
+template <typename T, int SLOTS, int PATH>
+bool launch_warp_rows(const T* x, T* y, int64_t m, int64_t n, int warps, cudaStream_t stream) {
+  constexpr int VEC = ksuite::vec16<T>();
+  const int64_t packs = n / VEC;
+  if (n % VEC != 0 || packs < 1 || packs > kWarpRowsMaxPacks) return false;
+  if (packs <= 32) {
+    int lanes_log2 = 0;
+    while ((int64_t(1) << lanes_log2) < packs) ++lanes_log2;
+    return launch_warp_rows_k<T, 1, SLOTS, PATH>(x, y, m, n, warps, lanes_log2, stream);
+  }
+  constexpr int R2 = SLOTS / 2 > 0 ? SLOTS / 2 : 1, R4 = SLOTS / 4 > 0 ? SLOTS / 4 : 1;
+  if (packs <= 64) return launch_warp_rows_k<T, 2, R2, PATH>(x, y, m, n, warps, 5, stream);
+  return launch_warp_rows_k<T, 4, R4, PATH>(x, y, m, n, warps, 5, stream);
+}
+
+// Plans 15-17: any n (K packs a thread, threads a row as plan_regs), when
+// x and y rows are equally misaligned.
+template <typename T, int K>
+bool launch_unaligned(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
+  constexpr int VEC = ksuite::vec16<T>();
+  constexpr int PATH = softmax_access::kPlain;
+  if (((reinterpret_cast<std::uintptr_t>(x) - reinterpret_cast<std::uintptr_t>(y)) & 15u) != 0) return false;
+  const ksuite::RegPlan plan = ksuite::plan_regs(n, VEC, K, regs_max_threads(VEC * K));
+  if (plan.tpr == 0) return false;
+  if (plan.tpr <= 32) {
+    const int64_t grid = (m + 3) / 4;
+    softmax_unaligned_kernel<T, K, false, PATH><<<static_cast<unsigned>(grid), 128, 0, stream>>>(
+        x, y, m, static_cast<int>(n));
+  } else {
+    softmax_unaligned_kernel<T, K, true, PATH><<<static_cast<unsigned>(m), plan.tpr, 0, stream>>>(
+        x, y, m, static_cast<int>(n));
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
 // Auto, chosen by a variant sweep on the H200 (softmax_v runs each plan): rows
 // in registers at 2 packs a thread for float32 and for 16-bit rows up to 1024
 // columns, else 4 packs; rows too long for registers go to a cluster: float32
@@ -696,8 +945,16 @@ void launch_auto(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
 template <typename T, int VEC>
 void launch(const T* x, T* y, int64_t m, int64_t n, int variant, cudaStream_t stream) {
   bool done = false;
-  if constexpr (VEC > 1) {
-    switch (variant) {
+  switch (variant) {  // any row length and alignment (VEC == 1 too)
+    case 15: done = launch_unaligned<T, 4>(x, y, m, n, stream); break;
+    case 16: done = launch_unaligned<T, 2>(x, y, m, n, stream); break;
+    case 17: done = launch_unaligned<T, 8>(x, y, m, n, stream); break;
+    default: break;
+  }
+  if constexpr (VEC > 1) {  // rows on 16-byte boundaries
+    using softmax_access::kNc;
+    using softmax_access::kPlain;
+    if (!done) switch (variant) {
       case 1: done = launch_regs<T, VEC, 4>(x, y, m, n, stream); break;
       case 2: done = launch_regs<T, VEC, 2>(x, y, m, n, stream); break;
       case 3: done = launch_regs<T, VEC, 8>(x, y, m, n, stream); break;
@@ -708,6 +965,10 @@ void launch(const T* x, T* y, int64_t m, int64_t n, int variant, cudaStream_t st
       case 8: done = launch_tma_persistent<T, 2, 512, 1>(x, y, m, n, 64 * 1024, stream); break;
       case 9: done = launch_tma_persistent<T, 2, 256, 3>(x, y, m, n, 32 * 1024, stream); break;
       case 10: done = launch_tma_persistent<T, 3, 512, 1>(x, y, m, n, 64 * 1024, stream); break;
+      case 11: done = launch_warp_rows<T, 2, kPlain>(x, y, m, n, 4, stream); break;
+      case 12: done = launch_warp_rows<T, 1, kPlain>(x, y, m, n, 4, stream); break;
+      case 13: done = launch_warp_rows<T, 4, kPlain>(x, y, m, n, 1, stream); break;
+      case 14: done = launch_warp_rows<T, 2, kNc>(x, y, m, n, 4, stream); break;
       default: break;
     }
   }
