@@ -61,7 +61,7 @@ def test_gemm_edges(m, n, k, dtype):
     _check("gemm", "cuda", Case.make("gemm", dtype, M=m, N=n, K=k))
 
 
-@pytest.mark.parametrize("tile", (0, 1, 2, 3, 4, 5))
+@pytest.mark.parametrize("tile", tuple(range(10)))
 @pytest.mark.parametrize("m,n,k", [(1000, 264, 72), (515, 1032, 1000), (300, 520, 4104)])
 def test_gemm_every_tile(m, n, k, tile):
     """Each tile the op offers (implementations/gemm/cuda/tune.py ranks them), not only the automatic one."""
@@ -74,6 +74,32 @@ def test_gemm_every_tile(m, n, k, tile):
     out = ops().gemm_mma(a, b, tile)
     res = verify.check(out, a.double() @ b.double(), 1e-2)
     assert res.correct, f"tile {tile} {m}x{n}x{k} seed={SEED}: {res.message}"
+
+
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+@pytest.mark.parametrize("tile", (6, 7, 8, 9))
+@pytest.mark.parametrize("m,n,k", [
+    (3000, 2048, 1536),  # ragged M, several k-tiles in every copy part
+    (129, 264, 72),      # one full k-tile and a partial one (K % 64 == 8)
+    (1, 8192, 8192),     # one row: the M mask on every A chunk
+    (136, 256, 40),      # K shorter than one k-tile: the pipeline runs past the end
+    (520, 136, 4104),    # ragged N and K tails
+    (3001, 2047, 1531),  # K, N not multiples of 8: the guarded path, whatever the tile
+])
+def test_gemm_spread_tiles(m, n, k, tile, dtype):
+    """The tiles whose cp.async are issued in parts (the copy-part bookkeeping,
+    the pointer advance on the last part), float16 and bfloat16."""
+    from implementations.gemm.cuda import ops
+
+    g = torch.Generator(device="cuda").manual_seed(SEED + tile)
+    a = torch.randn(m, k, generator=g, device="cuda").to(dtype)
+    b = torch.randn(k, n, generator=g, device="cuda").to(dtype)
+    verify.poison_allocator("cuda", m * n * 2)
+    out = ops().gemm_mma(a, b, tile)
+    torch.cuda.synchronize()
+    assert out.dtype == dtype and out.shape == (m, n)
+    res = verify.check(out, a.double() @ b.double(), 1e-2)
+    assert res.correct, f"tile {tile} {dtype} {m}x{n}x{k} seed={SEED}: {res.message}"
 
 
 def test_gemm_unaligned_pointers():
@@ -178,7 +204,7 @@ a = torch.randn(64, 64, device="cuda")
 with pytest.raises(RuntimeError, match="float16 and bfloat16"):
     gemm_ops().gemm_mma(a, a)
 with pytest.raises(RuntimeError, match="tile must be"):
-    gemm_ops().gemm_mma(a.bfloat16(), a.bfloat16(), 7)
+    gemm_ops().gemm_mma(a.bfloat16(), a.bfloat16(), 10)
 with pytest.raises(RuntimeError, match="inner dimensions"):
     gemm_ops().gemm_mma(a.bfloat16(), torch.randn(32, 64, device="cuda").bfloat16())
 with pytest.raises(RuntimeError, match="inner dimensions"):

@@ -45,7 +45,13 @@ TILES = {0: "128x128x32, 4 warps, 4 stages, 2 CTAs/SM",
          2: "128x256x64, 8 warps, 3 stages",
          3: "256x128x64, 8 warps, 3 stages",
          4: "128x128x64, 4 warps, 3 stages, 2 CTAs/SM",
-         5: "128x256x64, 8 warps, 4 stages"}
+         5: "128x256x64, 8 warps, 4 stages",
+         # 6..9: tiles 3, 2, 5, 4 with each k-tile's cp.async split over its
+         # first three k16 slices, so no ldmatrix lands right before its mma
+         6: "256x128x64, 8 warps, 3 stages, copies spread over k16 slices",
+         7: "128x256x64, 8 warps, 3 stages, copies spread over k16 slices",
+         8: "128x256x64, 8 warps, 4 stages, copies spread over k16 slices",
+         9: "128x128x64, 4 warps, 3 stages, 2 CTAs/SM, copies spread over k16 slices"}
 
 
 def _tile(case: Case) -> str:

@@ -23,7 +23,14 @@ using Tile2 = TileConfig<128, 256, 64, 3, 1>;  // 8 warps, 153 KiB
 using Tile3 = TileConfig<256, 128, 64, 3, 1>;  // 8 warps, 159 KiB
 using Tile4 = TileConfig<128, 128, 64, 3, 2>;  // 4 warps, 105 KiB
 using Tile5 = TileConfig<128, 256, 64, 4, 1>;  // 8 warps, 204 KiB
-constexpr int NUM_TILES = 6;
+// 6..9: tiles 3, 2, 5 and 4 with each k-tile's cp.async spread over its
+// first three k16 slices (TileConfig::SPREAD), so that no ldmatrix is
+// scheduled right before the mma that consumes it.
+using Tile6 = TileConfig<256, 128, 64, 3, 1, true>;  // 8 warps, 159 KiB
+using Tile7 = TileConfig<128, 256, 64, 3, 1, true>;  // 8 warps, 153 KiB
+using Tile8 = TileConfig<128, 256, 64, 4, 1, true>;  // 8 warps, 204 KiB
+using Tile9 = TileConfig<128, 128, 64, 3, 2, true>;  // 4 warps, 105 KiB
+constexpr int NUM_TILES = 10;
 
 template <typename T, typename Cfg, bool ALIGNED>
 void launch(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
@@ -61,7 +68,11 @@ void dispatch(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, bool alig
     case 2: return launch<T, Tile2, true>(a, b, c);
     case 3: return launch<T, Tile3, true>(a, b, c);
     case 4: return launch<T, Tile4, true>(a, b, c);
-    default: return launch<T, Tile5, true>(a, b, c);
+    case 5: return launch<T, Tile5, true>(a, b, c);
+    case 6: return launch<T, Tile6, true>(a, b, c);
+    case 7: return launch<T, Tile7, true>(a, b, c);
+    case 8: return launch<T, Tile8, true>(a, b, c);
+    default: return launch<T, Tile9, true>(a, b, c);
   }
 }
 

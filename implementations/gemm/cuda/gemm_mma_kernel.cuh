@@ -42,9 +42,18 @@ namespace ksuite_gemm {
 
 using namespace ksuite::ptx;
 
-template <int BM_, int BN_, int BK_, int STAGES_, int MIN_BLOCKS_>
+template <int BM_, int BN_, int BK_, int STAGES_, int MIN_BLOCKS_, bool SPREAD_ = false>
 struct TileConfig {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, STAGES = STAGES_, MIN_BLOCKS = MIN_BLOCKS_;
+  // SPREAD: the cp.async of a k-tile are issued in KG-1 parts, one after the
+  // ldmatrix of each of the first KG-1 k16 slices, instead of all at slice 0.
+  // The compiler keeps every ldmatrix behind the shared-memory writes that
+  // precede it in program order and spreads those writes over the mma that
+  // follow, so with one batch the ldmatrix of slice 2 end up right before
+  // their mma; in parts, each slice's copies sit in the shadow of that
+  // slice's mma and the next slice's ldmatrix still issue a slice early.
+  static constexpr bool SPREAD = SPREAD_;
+  static constexpr int COPY_PARTS = SPREAD ? BK / 16 - 1 : 1;
   static constexpr int WM = 64, WN = 64;  // warp tile
   static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
   static constexpr int THREADS = WARPS_M * WARPS_N * 32;
@@ -72,6 +81,7 @@ struct TileConfig {
   static_assert(A_COPIES <= 32 && B_COPIES <= 32);
   // Fragment buffer b holds slice kk with kk % 2 == b, across k-tiles too.
   static_assert(STAGES >= 2 && KG % 2 == 0);
+  static_assert(COPY_PARTS >= 1);
 };
 
 constexpr int GROUP_M = 8;
@@ -137,12 +147,30 @@ gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict_
   const uint32_t sB_thr = (b_row * B_LD + b_col) * 2;
 
   // Loads k-tile `kt` (its first column k0 = kt*BK; gA/gB already point at it)
-  // into stage `slot`.
-  auto load_stage = [&](int slot, int k0) {
+  // into stage `slot`: part `part` of Cfg::COPY_PARTS (the chunks of A, then
+  // of B, are numbered 0 .. A_COPIES + B_COPIES - 1 and split evenly); the
+  // last part advances gA and gB.
+  // `part` is a constant after unrolling, so the chunk selection folds away.
+  auto load_stage = [&](int slot, int k0, int part) {
+    constexpr int PARTS = Cfg::COPY_PARTS, NCH = Cfg::A_COPIES + Cfg::B_COPIES;
+    const int LO = part * NCH / PARTS, HI = (part + 1) * NCH / PARTS;
     const int kres = K - k0;  // columns of A / rows of B left from k0
     const uint32_t sa = sA0 + slot * A_STAGE_B + sA_thr;
     const uint32_t sb = sB0 + slot * B_STAGE_B + sB_thr;
-    if constexpr (ALIGNED) {
+    if constexpr (ALIGNED && PARTS > 1) {
+#pragma unroll
+      for (int i = 0; i < Cfg::A_COPIES; ++i) {
+        if (i < LO || i >= HI) continue;
+        const bool ok = ((a_rows_ok >> i) & 1u) && a_col < kres;
+        cp_async_16(sa + i * Cfg::A_RSTEP * A_LD * 2, ok ? gA + i * a_step : A, ok);
+      }
+#pragma unroll
+      for (int i = 0; i < Cfg::B_COPIES; ++i) {
+        if (Cfg::A_COPIES + i < LO || Cfg::A_COPIES + i >= HI) continue;
+        const bool ok = b_col_ok && b_row + i * Cfg::B_RSTEP < kres;
+        cp_async_16(sb + i * Cfg::B_RSTEP * B_LD * 2, ok ? gB + i * b_step : B, ok);
+      }
+    } else if constexpr (ALIGNED) {
       const T* p = gA;
 #pragma unroll
       for (int i = 0; i < Cfg::A_COPIES; ++i) {
@@ -158,6 +186,7 @@ gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict_
         q += b_step;
       }
     } else {
+      static_assert(ALIGNED || PARTS == 1, "the guarded path loads a stage in one part");
       const int a_valid = max(0, min(8, kres - a_col));
       const T* p = gA;
 #pragma unroll
@@ -175,8 +204,10 @@ gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict_
         q += b_step;
       }
     }
-    gA += BK;
-    gB += b_ktile;
+    if (part == PARTS - 1) {
+      gA += BK;
+      gB += b_ktile;
+    }
   };
 
   // ---- shared -> registers: per-thread ldmatrix bases ----
@@ -217,7 +248,10 @@ gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict_
   // the end, so that the group count, and with it every wait, stays uniform).
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < ktiles) load_stage(s, s * BK);
+    if (s < ktiles) {
+#pragma unroll
+      for (int part = 0; part < Cfg::COPY_PARTS; ++part) load_stage(s, s * BK, part);
+    }
     cp_async_commit();
   }
   cp_async_wait<STAGES - 2>();
@@ -244,11 +278,22 @@ gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict_
       // Next slice's fragments (the next k-tile's first slice at kk == KG-1;
       // past the last k-tile they are read and never used).
       load_frags((kk + 1) & 1, sa_rd, sb_rd, (kk + 1) % KG);
-      if (kk == 0) {
-        const int next = kt + STAGES - 1;
-        if (next < ktiles) load_stage(write_slot, next * BK);
-        cp_async_commit();
-        write_slot = write_slot == STAGES - 1 ? 0 : write_slot + 1;
+      if constexpr (Cfg::COPY_PARTS == 1) {
+        if (kk == 0) {
+          const int next = kt + STAGES - 1;
+          if (next < ktiles) load_stage(write_slot, next * BK, 0);
+          cp_async_commit();
+          write_slot = write_slot == STAGES - 1 ? 0 : write_slot + 1;
+        }
+      } else {
+        // Part kk of the k-tile STAGES-1 ahead (its slot was freed by the
+        // previous k-tile's barrier); committed as one group after the last part.
+        if (kk < Cfg::COPY_PARTS && kt + STAGES - 1 < ktiles)
+          load_stage(write_slot, (kt + STAGES - 1) * BK, kk);
+        if (kk == Cfg::COPY_PARTS - 1) {
+          cp_async_commit();
+          write_slot = write_slot == STAGES - 1 ? 0 : write_slot + 1;
+        }
       }
 #pragma unroll
       for (int i = 0; i < MT; ++i)
