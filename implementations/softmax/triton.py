@@ -100,7 +100,7 @@ def _softmax_online(x_ptr, y_ptr, N, M_BUCKET, BLOCK: tl.constexpr):
 
 @triton.jit(do_not_specialize=["M_BUCKET"])
 def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.constexpr, SUB: tl.constexpr,
-                   P_MAX: tl.constexpr, MODE: tl.constexpr):
+                   P_MAX: tl.constexpr, MODE: tl.constexpr, EVICT: tl.constexpr):
     """A row of P = cdiv(N, BLOCK) chunks is done by P programs, one chunk each.
 
     SUB == BLOCK: the chunk is held in registers (as float32, whatever the
@@ -133,7 +133,7 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
         cols = c * BLOCK + tl.arange(0, BLOCK)
         mask = cols < N
         z = tl.load(x_ptr + base + cols, mask=mask, other=float("-inf"),
-                    eviction_policy="evict_first").to(tl.float32) * LOG2E
+                    eviction_policy=EVICT).to(tl.float32) * LOG2E
         m = tl.max(z, axis=0)
         e = exp2(z - tl.where(m == float("-inf"), 0.0, m))  # a chunk of -inf only gives zeros, not NaN
         s = tl.sum(e, axis=0)
@@ -217,7 +217,8 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
         # programs a row.  The chunk stays in registers (SUB = BLOCK).
         chunk = block or 8192
         sub = min(sub or chunk, chunk)
-        return dict(kernel=long_rows, BLOCK=chunk, SUB=sub, num_warps=max(1, min(16, sub // 1024)))
+        return dict(kernel=long_rows, BLOCK=chunk, SUB=sub, num_warps=max(1, min(16, sub // 1024)),
+                    EVICT="evict_first")
     # 8192 with 32 warps: 8 values a thread, ~48 registers, one program an SM,
     # so ~132 rows share L2 (fp32 131072: 64 MB, the later chunks fitting).
     chunk = block or min(8192, max_fused)
@@ -251,7 +252,9 @@ def candidates(m: int, n: int, dtype_bytes: int, long_rows: str | None = None) -
     thread, and 32 for single rows at up to 16 warps, all with evict_first;
     rows of at most 256 see _short_row_candidates.  Split kernel: the chunk
     in registers at 4096 to 8192 (32 values a thread; 16384 on 16 warps only
-    fits two programs an SM and lost on the H200), and 32 or 64 KB chunks
+    fits two programs an SM and lost on the H200), the plan also loaded
+    without the evict_first hint (which cost float32 rows 3-8% in
+    residual_layernorm_gelu's kernel), and 32 or 64 KB chunks
     re-read from L2, streamed in 16 KB (8 warps) or 8 KB (4 warps) steps:
     4 to 16 programs a row in either dtype.  Online kernel: chunks of 2048
     to 8192 with 8 or 16 values a thread (16384 spilled at 16 or 32 warps).
@@ -259,12 +262,14 @@ def candidates(m: int, n: int, dtype_bytes: int, long_rows: str | None = None) -
     """
     base = plan(m, n, dtype_bytes, long_rows=long_rows)
     if base["kernel"] in ("split", "split2"):
-        out = [base] + [dict(kernel=base["kernel"], BLOCK=blk, SUB=blk, num_warps=w)
-                        for blk, w in ((4096, 4), (8192, 16))]
+        # the plan also without the load's evict_first hint (in registers only;
+        # the streamed chunks keep their evict_last / evict_first pair)
+        out = [base, dict(base, EVICT="")] + [dict(kernel=base["kernel"], BLOCK=blk, SUB=blk, num_warps=w,
+                                                   EVICT="evict_first") for blk, w in ((4096, 4), (8192, 16))]
         for kb in (32768, 65536):
             for sub_bytes, w in ((16384, 8), (8192, 4)):
                 out.append(dict(kernel=base["kernel"], BLOCK=kb // dtype_bytes, SUB=sub_bytes // dtype_bytes,
-                                num_warps=w))
+                                num_warps=w, EVICT="evict_first"))
     elif base["kernel"] == "rows" and base["BLOCK_N"] <= 256:
         out = _short_row_candidates(base, m)
     else:
@@ -286,7 +291,7 @@ _online_tuned = tuned(_softmax_online, lambda m, n, b: candidates(m, n, b, long_
 
 def _split_prune(configs, named_args, **kwargs):
     x, n = named_args["x_ptr"], named_args["N"]
-    return [triton.Config({"BLOCK": c["BLOCK"], "SUB": c["SUB"]}, num_warps=c["num_warps"])
+    return [triton.Config({"BLOCK": c["BLOCK"], "SUB": c["SUB"], "EVICT": c["EVICT"]}, num_warps=c["num_warps"])
             for c in candidates(x.numel() // n, n, x.element_size())]
 
 
@@ -337,7 +342,7 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
             modes = (1, 2) if p["kernel"] == "split2" else (0,)
             for mode in modes:
                 _softmax_split[(m * chunks,)](*args, BLOCK=p["BLOCK"], SUB=p["SUB"], P_MAX=p_max, MODE=mode,
-                                               num_warps=p["num_warps"])
+                                               EVICT=p["EVICT"], num_warps=p["num_warps"])
             return y
         kernel = _split_tuned
         kernel[lambda meta: (m * triton.cdiv(n, meta["BLOCK"]),)](*args, P_MAX=p_max, MODE=0)
