@@ -162,7 +162,7 @@ cases = {
     "rlg cpu": (lambda: ks.residual_layernorm_gelu(x.cpu(), x, w, b, 1e-5), "CUDA tensor"),
     "rlg device": (lambda: ks.residual_layernorm_gelu(x, x.cpu(), w, b, 1e-5), "is on cpu"),
     "rlg eps": (lambda: ks.residual_layernorm_gelu(x, x, w, b, -1.0), "eps must be positive"),
-    "rlg_v variant": (lambda: ks.residual_layernorm_gelu_v(x, x, w, b, 1e-5, 6), "variant must be"),
+    "rlg_v variant": (lambda: ks.residual_layernorm_gelu_v(x, x, w, b, 1e-5, 8), "variant must be"),
     "rlg_v shape": (lambda: ks.residual_layernorm_gelu_v(x, x, torch.randn(63, device="cuda"), b, 1e-5, 1),
                     "weight must have shape"),
 }
@@ -204,7 +204,7 @@ VARIANT_SHAPES = {
                                 {"M": 9, "N": 16385}, {"M": 11, "N": 7}, {"M": 64, "N": 4099},
                                 {"M": 17, "N": 4104}],
 }
-VARIANTS = {"gelu": range(0, 9), "softmax": range(0, 18), "residual_layernorm_gelu": range(0, 6)}
+VARIANTS = {"gelu": range(0, 9), "softmax": range(0, 18), "residual_layernorm_gelu": range(0, 8)}
 
 
 def _variant_call(wl_name: str, variant: int):

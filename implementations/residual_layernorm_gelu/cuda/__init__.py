@@ -34,12 +34,14 @@ def ops():
 
 
 # the .cu's plans (residual_layernorm_gelu_v); one that cannot run a shape runs auto's
-_TUNER = VariantTuner((1, 2, 3, 4, 5), {
+_TUNER = VariantTuner((1, 2, 3, 4, 5, 6, 7), {
     1: "row in registers, 4 packs of x and of r a thread",
     2: "row in registers, 2 packs a thread",
     3: "row in registers, 1 pack a thread",
     4: "cluster: the row split over 2..8 CTAs' shared memory",
-    5: "two reads: shifted sums, then a backwards output pass"}, runs=lambda v, key: _runs(v, *key))
+    5: "two reads: shifted sums, then a backwards output pass",
+    6: "row in registers, 4 packs a thread, plain ld.global",
+    7: "row in registers, 1 pack a thread, plain ld.global"}, runs=lambda v, key: _runs(v, *key))
 
 
 def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
@@ -47,8 +49,8 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
     vec = 16 // itemsize(dtype)
     if n % vec:
         vec = 1
-    if variant in (1, 2, 3):
-        packs = {1: 4, 2: 2, 3: 1}[variant] * (2 if vec == 1 else 1)
+    if variant in (1, 2, 3, 6, 7):
+        packs = {1: 4, 2: 2, 3: 1, 6: 4, 7: 1}[variant] * (2 if vec == 1 else 1)
         return cuda_build.regs_fit(n, vec, packs, 1024 if vec * packs <= 32 else 256)
     if variant == 4:
         return cuda_build.cluster_ctas(n // vec, vec * 4) > 0
