@@ -88,6 +88,49 @@ __device__ __forceinline__ void load_tile(uint32_t dst, const T* src, int rows, 
   }
 }
 
+// The epilogue of both kernels: normalise this warp's rows of O by their
+// sums, stage them in the warp's own rows of sQ (read by no other warp, and by
+// this one no more), then 16-byte coalesced stores.  o, l_run: the warp's
+// accumulators and this thread's share of each row's sum; w0, wrow: the
+// warp's first row in the sequence and in the CTA's block.
+template <typename T, class C>
+__device__ __forceinline__ void store_output(const float (&o)[C::MT][C::D / 8][4], const float (&l_run)[C::MT][2],
+                                             T* sQ, T* O, int S, int w0, int wrow, int lane) {
+  constexpr int D = C::D, MT = C::MT, LD = C::LD;
+  constexpr int DN = D / 8;
+  constexpr int WROWS = 16 * MT;
+  const int g = lane >> 2, t = lane & 3;
+  __syncwarp();
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    float inv[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float l = l_run[mt][h];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      inv[h] = l > 0.f ? 1.f / l : 0.f;
+    }
+    T* srow = sQ + (wrow + mt * 16 + g) * LD + 2 * t;
+#pragma unroll
+    for (int i = 0; i < DN; ++i) {
+      *reinterpret_cast<uint32_t*>(srow + i * 8) = pack2<T>(o[mt][i][0] * inv[0], o[mt][i][1] * inv[0]);
+      *reinterpret_cast<uint32_t*>(srow + 8 * LD + i * 8) =
+          pack2<T>(o[mt][i][2] * inv[1], o[mt][i][3] * inv[1]);
+    }
+  }
+  __syncwarp();
+  constexpr int CHUNKS = D / 8;
+#pragma unroll
+  for (int i = 0; i < WROWS * CHUNKS / 32; ++i) {
+    const int c = lane + i * 32;
+    const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+    if (w0 + r < S)
+      *reinterpret_cast<uint4*>(O + static_cast<int64_t>(w0 + r) * D + col) =
+          *reinterpret_cast<const uint4*>(sQ + (wrow + r) * LD + col);
+  }
+}
+
 template <typename T, class C>
 __global__ void __launch_bounds__(C::THREADS, C::MINB)
 flash_fwd_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict__ V,
@@ -284,38 +327,7 @@ flash_fwd_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T* __re
     }
   }
   cp_async_wait<0>();  // only empty groups remain; leave nothing in flight
-
-  // Normalise, stage this warp's rows in its own rows of sQ (read by no other
-  // warp, and by this one no more), then 16-byte coalesced stores.
-  __syncwarp();
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    float inv[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float l = l_run[mt][h];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      inv[h] = l > 0.f ? 1.f / l : 0.f;
-    }
-    T* srow = sQ + (wrow + mt * 16 + g) * LD + 2 * t;
-#pragma unroll
-    for (int i = 0; i < DN; ++i) {
-      *reinterpret_cast<uint32_t*>(srow + i * 8) = pack2<T>(o[mt][i][0] * inv[0], o[mt][i][1] * inv[0]);
-      *reinterpret_cast<uint32_t*>(srow + 8 * LD + i * 8) =
-          pack2<T>(o[mt][i][2] * inv[1], o[mt][i][3] * inv[1]);
-    }
-  }
-  __syncwarp();
-  constexpr int CHUNKS = D / 8;
-#pragma unroll
-  for (int i = 0; i < WROWS * CHUNKS / 32; ++i) {
-    const int c = lane + i * 32;
-    const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
-    if (w0 + r < S)
-      *reinterpret_cast<uint4*>(O + static_cast<int64_t>(w0 + r) * D + col) =
-          *reinterpret_cast<const uint4*>(sQ + (wrow + r) * LD + col);
-  }
+  store_output<T, C>(o, l_run, sQ, O, S, w0, wrow, lane);
 }
 
 // The second kernel: the same tiling, data layout and epilogue as
@@ -610,36 +622,7 @@ flash_fwd_pipe_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T*
     }
   }
   cp_async_wait<0>();  // only empty groups remain; leave nothing in flight
-
-  __syncwarp();
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    float inv[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float l = l_run[mt][h];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      inv[h] = l > 0.f ? 1.f / l : 0.f;
-    }
-    T* srow = sQ + (wrow + mt * 16 + g) * LD + 2 * t;
-#pragma unroll
-    for (int i = 0; i < DN; ++i) {
-      *reinterpret_cast<uint32_t*>(srow + i * 8) = pack2<T>(o[mt][i][0] * inv[0], o[mt][i][1] * inv[0]);
-      *reinterpret_cast<uint32_t*>(srow + 8 * LD + i * 8) =
-          pack2<T>(o[mt][i][2] * inv[1], o[mt][i][3] * inv[1]);
-    }
-  }
-  __syncwarp();
-  constexpr int CHUNKS = D / 8;
-#pragma unroll
-  for (int i = 0; i < WROWS * CHUNKS / 32; ++i) {
-    const int c = lane + i * 32;
-    const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
-    if (w0 + r < S)
-      *reinterpret_cast<uint4*>(O + static_cast<int64_t>(w0 + r) * D + col) =
-          *reinterpret_cast<const uint4*>(sQ + (wrow + r) * LD + col);
-  }
+  store_output<T, C>(o, l_run, sQ, O, S, w0, wrow, lane);
 }
 
 // Launches one tiling on the current stream; q, k, v, o checked by the caller.
