@@ -48,26 +48,12 @@ __device__ __forceinline__ float gelu1(float v) {
   }
 }
 
-// A plain 16-byte global load (the L1-allocating, coherent path).
-__device__ __forceinline__ uint4 ld16_plain(const void* p) {
-  uint4 v;
-  asm("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
-}
-
-template <bool PLAIN>
-__device__ __forceinline__ uint4 load16(const void* p) {
-  if constexpr (PLAIN) {
-    return ld16_plain(p);
-  } else {
-    return ksuite::ld16(p);
-  }
-}
-
+// PLAIN: x read by plain ld.global, else by the read-only no-allocate path.
 template <typename T, int UNROLL, bool FAST, int THREADS = kThreads, bool PLAIN = false>
 __global__ void __launch_bounds__(THREADS)
 gelu_tile_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t packs, int64_t n, int64_t tiles) {
   constexpr int VEC = ksuite::vec16<T>();
+  constexpr int PATH = PLAIN ? ksuite::kPlain : ksuite::kNcStream;
   constexpr int TILE = THREADS * UNROLL;  // packs
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const int64_t base = tile * TILE;
@@ -76,7 +62,8 @@ gelu_tile_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t packs, int6
     uint4 raw[UNROLL];
     if (base + TILE <= packs) {
 #pragma unroll
-      for (int u = 0; u < UNROLL; ++u) raw[u] = load16<PLAIN>(xt + (u * THREADS + threadIdx.x) * VEC);
+      for (int u = 0; u < UNROLL; ++u)
+        raw[u] = ksuite::ld16_path<PATH>(xt + (u * THREADS + threadIdx.x) * VEC);
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u) {
         float f[VEC];
@@ -90,7 +77,7 @@ gelu_tile_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t packs, int6
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u) {
         const int i = u * THREADS + threadIdx.x;
-        if (i < left) raw[u] = load16<PLAIN>(xt + i * VEC);
+        if (i < left) raw[u] = ksuite::ld16_path<PATH>(xt + i * VEC);
       }
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u) {

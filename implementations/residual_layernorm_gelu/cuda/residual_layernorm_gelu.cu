@@ -110,28 +110,23 @@ constexpr bool wb_early() {
   return VEC * PACKS + 2 * PACKS * int(sizeof(ksuite::RawPack<T, VEC>)) / 4 <= 32;
 }
 
+// x and r: a predicated 16-byte load, by the read-only no-allocate path or,
+// PLAIN, by a plain ld.global (one-element packs always take the former).
+template <typename T, int VEC, bool PLAIN>
+__device__ __forceinline__ ksuite::RawPack<T, VEC> ld_xr(const T* p, bool pred) {
+  if constexpr (PLAIN && VEC > 1) {
+    return ksuite::ld16_if<ksuite::kPlain>(p, pred);
+  } else {
+    return ksuite::ld_pack_if<T, VEC, true, false>(p, pred);
+  }
+}
+
 // Thread t of a row owns packs c = (p * tpr + t) * VEC, p < PACKS.  Packs
 // past the row's end (all packs of threads past the last row) load nothing
 // (a false predicate), are left out of both sums and are not stored; those
 // threads still take part in the reductions.
 // lg_tpr: log2(tpr) when tpr <= 32, else 10 (one row a block);
 // lg_rows: log2(rows a block) (0 when tpr > 32).
-// x and r: a predicated 16-byte load, by the read-only no-allocate path or,
-// PLAIN, by a plain ld.global (one-element packs always take the former).
-template <typename T, int VEC, bool PLAIN>
-__device__ __forceinline__ ksuite::RawPack<T, VEC> ld_xr(const T* p, bool pred) {
-  if constexpr (PLAIN && VEC > 1) {
-    uint4 v;
-    const int q = pred;
-    asm("{.reg .pred q;\n setp.ne.b32 q, %4, 0;\n @q ld.global.v4.u32 {%0, %1, %2, %3}, [%5];}"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "r"(q), "l"(p));
-    return v;
-  } else {
-    return ksuite::ld_pack_if<T, VEC, true, false>(p, pred);
-  }
-}
-
 template <typename T, int VEC, int PACKS, bool PLAIN = false>
 __global__ void __launch_bounds__(regs_max_threads(VEC * PACKS), regs_min_blocks(VEC, PACKS))
 rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,

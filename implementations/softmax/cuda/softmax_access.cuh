@@ -1,6 +1,7 @@
 // Global-memory accesses of softmax.cu's short-row and unaligned-row plans
-// (11-17): predicated 16-byte and single-element loads whose cache path is a
-// template argument, and single-element stores.
+// (11-17): predicated single-element loads whose cache path is a template
+// argument, single-element stores, and the 16-byte loads of ksuite
+// (ld16_if with a LoadPath).
 //
 // ksuite::ld_pack_if always goes through the read-only path with
 // L1::no_allocate (ld.global.nc.L1::no_allocate).  On the H200 the Triton
@@ -16,30 +17,9 @@
 
 namespace softmax_access {
 
-enum LoadPath : int {
-  kPlain = 0,  // ld.global: no cache operator, no hint
-  kNc = 1,     // ld.global.nc: read-only (texture) path, no hint
-};
-
-#define SOFTMAX_LD_IF(INSTR, OUTS, ...) \
-  asm("{.reg .pred q;\n setp.ne.b32 q, %" #OUTS ", 0;\n @q " INSTR ";}" : __VA_ARGS__)
-
-// `pred ? 16 bytes at p : undefined` as one predicated load, so a thread's
-// loads issue back to back, each under its own guard.  p 16-byte aligned.
-template <int PATH>
-__device__ __forceinline__ uint4 ld16_if(const void* p, bool pred) {
-  const int q = pred;
-  uint4 v;
-  if constexpr (PATH == kPlain) {
-    SOFTMAX_LD_IF("ld.global.v4.u32 {%0, %1, %2, %3}, [%5]", 4, "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                  : "r"(q), "l"(p));
-  } else {
-    static_assert(PATH == kNc, "unknown load path");
-    SOFTMAX_LD_IF("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%5]", 4, "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                  : "r"(q), "l"(p));
-  }
-  return v;
-}
+using ksuite::kNc;
+using ksuite::kPlain;
+using ksuite::ld16_if;
 
 // `pred ? the element at p (as float) : -inf`: one predicated 2- or 4-byte load.
 template <typename T, int PATH>
@@ -48,25 +28,23 @@ __device__ __forceinline__ float ld_elem_if(const T* p, bool pred) {
   if constexpr (sizeof(T) == 4) {
     uint32_t w = 0xff800000u;  // -inf
     if constexpr (PATH == kPlain) {
-      SOFTMAX_LD_IF("ld.global.b32 %0, [%2]", 1, "+r"(w) : "r"(q), "l"(p));
+      KSUITE_LD_IF("ld.global.b32 %0, [%2]", 1, "+r"(w) : "r"(q), "l"(p));
     } else {
-      SOFTMAX_LD_IF("ld.global.nc.b32 %0, [%2]", 1, "+r"(w) : "r"(q), "l"(p));
+      KSUITE_LD_IF("ld.global.nc.b32 %0, [%2]", 1, "+r"(w) : "r"(q), "l"(p));
     }
     return __uint_as_float(w);
   } else {
     unsigned short s = std::is_same_v<T, c10::Half> ? 0xfc00u : 0xff80u;  // -inf
     if constexpr (PATH == kPlain) {
-      SOFTMAX_LD_IF("ld.global.b16 %0, [%2]", 1, "+h"(s) : "r"(q), "l"(p));
+      KSUITE_LD_IF("ld.global.b16 %0, [%2]", 1, "+h"(s) : "r"(q), "l"(p));
     } else {
-      SOFTMAX_LD_IF("ld.global.nc.b16 %0, [%2]", 1, "+h"(s) : "r"(q), "l"(p));
+      KSUITE_LD_IF("ld.global.nc.b16 %0, [%2]", 1, "+h"(s) : "r"(q), "l"(p));
     }
     float f[1];
     ksuite::raw_pack_to_floats<T, 1>(static_cast<uint32_t>(s), f);
     return f[0];
   }
 }
-
-#undef SOFTMAX_LD_IF
 
 // One element, rounded to T, stored where pred.
 template <typename T>

@@ -118,19 +118,36 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi, c10::Half*) {
   return w;
 }
 
+// The cache path of a global load (a template argument of ld16_path and
+// ld16_if).  Kernels that compare paths keep the choice a variant.
+enum LoadPath : int {
+  kPlain = 0,     // ld.global: no cache operator, no hint (L1-allocating, coherent)
+  kNc = 1,        // ld.global.nc: the read-only path
+  kNcStream = 2,  // ld.global.nc.L1::no_allocate: read-only, data read exactly once
+};
+
+// One 16-byte load by PATH; p 16-byte aligned.
+template <int PATH>
+__device__ __forceinline__ uint4 ld16_path(const void* p) {
+  uint4 v;
+  if constexpr (PATH == kNcStream) {
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  } else if constexpr (PATH == kNc) {
+    asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  } else {
+    static_assert(PATH == kPlain, "unknown load path");
+    asm("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  }
+  return v;
+}
+
 // One 16-byte load: ld.global.nc (read-only path); STREAM adds
 // L1::no_allocate for data read exactly once.
 template <bool STREAM = true>
 __device__ __forceinline__ uint4 ld16(const void* p) {
-  uint4 v;
-  if constexpr (STREAM) {
-    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  } else {
-    asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  }
-  return v;
+  return ld16_path<STREAM ? kNcStream : kNc>(p);
 }
 
 __device__ __forceinline__ void st16(void* p, uint4 v) { *reinterpret_cast<uint4*>(p) = v; }
@@ -206,13 +223,43 @@ __device__ __forceinline__ void store_floats(T* p, const float (&f)[VEC]) {
 template <typename T, int VEC>
 using RawPack = std::conditional_t<VEC == 1, uint32_t, uint4>;
 
+// One predicated load instruction; the predicate is operand OUTS (the count
+// of output operands).  Also used by the ops' own headers for scalar loads.
 #define KSUITE_LD_IF(INSTR, OUTS, ...)                                                   \
   asm("{.reg .pred q;\n setp.ne.b32 q, %" #OUTS ", 0;\n @q " INSTR ";}" : __VA_ARGS__)
 
+// `pred ? 16 bytes at p : (ZERO ? 0 : undefined)` as one predicated load by
+// PATH (see LoadPath); p 16-byte aligned.
+template <int PATH, bool ZERO = false>
+__device__ __forceinline__ uint4 ld16_if(const void* p, bool pred) {
+  const int q = pred;
+  uint4 v;
+#define KSUITE_LD16_IF(INSTR, C)                                                          \
+  KSUITE_LD_IF(INSTR " {%0, %1, %2, %3}, [%5]", 4, C(v.x), C(v.y), C(v.z), C(v.w) : "r"(q), "l"(p))
+#define KSUITE_LD16_IF_PATH(C)                                                            \
+  if constexpr (PATH == kNcStream) KSUITE_LD16_IF("ld.global.nc.L1::no_allocate.v4.u32", C); \
+  else if constexpr (PATH == kNc) KSUITE_LD16_IF("ld.global.nc.v4.u32", C);              \
+  else KSUITE_LD16_IF("ld.global.v4.u32", C);
+#define KSUITE_RW(x) "+r"(x)
+#define KSUITE_W(x) "=r"(x)
+  static_assert(PATH == kPlain || PATH == kNc || PATH == kNcStream, "unknown load path");
+  if constexpr (ZERO) {
+    v = make_uint4(0u, 0u, 0u, 0u);
+    KSUITE_LD16_IF_PATH(KSUITE_RW)
+  } else {
+    KSUITE_LD16_IF_PATH(KSUITE_W)
+  }
+#undef KSUITE_LD16_IF_PATH
+#undef KSUITE_LD16_IF
+#undef KSUITE_RW
+#undef KSUITE_W
+  return v;
+}
+
 template <typename T, int VEC, bool STREAM = true, bool ZERO = true>
 __device__ __forceinline__ RawPack<T, VEC> ld_pack_if(const T* p, bool pred) {
-  const int q = pred;
   if constexpr (VEC == 1) {
+    const int q = pred;
     if constexpr (sizeof(T) == 4) {
       uint32_t v;
       if constexpr (ZERO) {
@@ -234,26 +281,9 @@ __device__ __forceinline__ RawPack<T, VEC> ld_pack_if(const T* p, bool pred) {
     }
   } else {
     static_assert(VEC * sizeof(T) == 16, "VEC must be 1 or one 16-byte pack");
-    uint4 v;
-#define KSUITE_LD16_IF(INSTR, C)                                                          \
-  KSUITE_LD_IF(INSTR " {%0, %1, %2, %3}, [%5]", 4, C(v.x), C(v.y), C(v.z), C(v.w) : "r"(q), "l"(p))
-#define KSUITE_RW(x) "+r"(x)
-#define KSUITE_W(x) "=r"(x)
-    if constexpr (ZERO) {
-      v = make_uint4(0u, 0u, 0u, 0u);
-      if constexpr (STREAM) KSUITE_LD16_IF("ld.global.nc.L1::no_allocate.v4.u32", KSUITE_RW);
-      else KSUITE_LD16_IF("ld.global.nc.v4.u32", KSUITE_RW);
-    } else {
-      if constexpr (STREAM) KSUITE_LD16_IF("ld.global.nc.L1::no_allocate.v4.u32", KSUITE_W);
-      else KSUITE_LD16_IF("ld.global.nc.v4.u32", KSUITE_W);
-    }
-#undef KSUITE_LD16_IF
-#undef KSUITE_RW
-#undef KSUITE_W
-    return v;
+    return ld16_if<STREAM ? kNcStream : kNc, ZERO>(p, pred);
   }
 }
-#undef KSUITE_LD_IF
 
 // A RawPack's VEC elements as floats.
 template <typename T, int VEC>
