@@ -11,7 +11,6 @@ memory traffic, shared-memory staging or epilogue.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -39,18 +38,11 @@ def _build_dir() -> Path:
     return d
 
 
-def _events_ms(fn, reps: int = 5) -> float:
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+def _events_ms(fn, samples: int = 5) -> float:
+    """Median of ``samples`` timings of fn by the suite's events timer."""
+    from suite.timing import measure
+
+    return measure([fn], "cuda", "events", min_samples=samples, max_samples=samples).median
 
 
 def mma_rates(ext, target_ms: float = 40.0) -> list[dict]:
