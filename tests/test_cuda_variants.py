@@ -52,6 +52,9 @@ def test_the_row_ops_know_which_plans_run():
     # 2 or 3 of them a CTA, for the 32 KB target too)
     assert [sm_runs(v, "float32", 131072, 4096) for v in range(1, 11)] == [False] * 3 + [True] * 7
     assert [sm_runs(v, "bfloat16", 131072, 4096) for v in range(1, 11)] == [False] * 3 + [True] * 7
+    # slice in registers: 8 CTAs of 512 x 4, 256 x 8 or 1024 x 4 packs; float32 131072 fits only the last
+    assert [sm_runs(v, "bfloat16", 131072, 4096) for v in (18, 19, 20)] == [True, True, True]
+    assert [sm_runs(v, "float32", 131072, 4096) for v in (18, 19, 20)] == [False, False, True]
     # rows of 781 are not 16-byte multiples: softmax.cu ignores the variant
     assert not any(sm_runs(v, "float32", 781, 2048) for v in range(1, 11))
     assert all(sm_runs(v, "bfloat16", 4096, 32768) for v in (1, 2, 3, 7, 8, 9, 10))

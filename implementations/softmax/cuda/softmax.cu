@@ -57,6 +57,16 @@
 //    a block.  Any n that fits K packs x 1024 (256 at 64 values a thread)
 //    threads; x and y rows equally misaligned (y = empty_like(x) starts on
 //    a 16-byte boundary, so x must too: a view of x that does not runs auto).
+// 18 persistent cluster + TMA, slice in registers, 512 threads x 4 packs  } plans
+// 19 persistent cluster + TMA, slice in registers, 256 threads x 8 packs  } 8-10
+// 20 persistent cluster + TMA, slice in registers, 1024 threads x 4 packs } with
+//    the slice copied once from its buffer to registers as float
+//    exp(v - the thread's max): the buffer goes back to the copy engine
+//    before the reductions (row i + 2 loads while row i is reduced, swapped
+//    and written) and the output pass is one multiply an element, one exp
+//    an element in all (plans 8-10: two, and the buffer is held to the end).
+//    Slices of <= threads x packs x 16 B (18, 19: 32 KB, two CTAs an SM;
+//    20: 64 KB, one), 2 buffers a CTA.
 // A variant that cannot run a shape (too long a row for registers, a
 // misaligned row for TMA or plans 1-14) runs auto's plan instead.
 #include <ATen/Dispatch.h>
@@ -458,6 +468,119 @@ softmax_tma_persistent_kernel(const T* __restrict__ x, T* __restrict__ y, int64_
 #endif
 }
 
+// ------------------ persistent cluster + TMA, the slice held in registers
+//
+// As softmax_tma_persistent_kernel (same buffers, barriers and (max, sum)
+// exchange), except that each thread copies packs threadIdx.x + j * THREADS
+// (j < KP) of the slice to registers once and the buffer is refilled with
+// row + STAGES * clusters right after the block barrier that follows that
+// copy; the thread keeps exp(v - its max) and scales it by
+// exp(its max - row max) / row sum for the output.
+template <typename T, int STAGES, int THREADS, int KP, int MIN_BLOCKS>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+softmax_tma_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int n, int chunk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // the launcher uses this kernel on sm_90+ only
+#else
+  namespace cg = cooperative_groups;
+  constexpr int VEC = ksuite::vec16<T>();
+  cg::cluster_group cluster = cg::this_cluster();
+  extern __shared__ __align__(128) uint4 slices[];  // STAGES buffers of `chunk` packs
+  __shared__ __align__(8) uint64_t bars[STAGES];
+  __shared__ __align__(8) uint64_t xbar[2];
+  __shared__ float2 red[32];
+  __shared__ float2 pairs[2][8];
+  const int ctas = static_cast<int>(cluster.num_blocks());
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int64_t clusters = gridDim.x / ctas;
+  const int64_t first = blockIdx.x / ctas;
+  const int p0 = rank * chunk;
+  const int count = max(0, min(n / VEC - p0, chunk));
+  const uint32_t bytes = static_cast<uint32_t>(count) * 16u;
+  const uint32_t stride = static_cast<uint32_t>(chunk) * 16u;
+  const uint32_t buf0 = smem_addr(slices), bar0 = smem_addr(bars), xbar0 = smem_addr(xbar);
+  const char* src = reinterpret_cast<const char*>(x + int64_t(p0) * VEC);
+  const int64_t row_bytes = int64_t(n) * sizeof(T);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar0 + 8u * s) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0 + 8u) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  cluster.sync();
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      const int64_t row = first + s * clusters;
+      if (row < m) tma_load(buf0 + s * stride, src + row * row_bytes, bytes, bar0 + 8u * s);
+    }
+  }
+  int stage = 0;
+  uint32_t phase = 0;
+  uint32_t it = 0;
+#pragma unroll 1
+  for (int64_t row = first; row < m; row += clusters, ++it) {
+    mbar_wait(bar0 + 8u * stage, phase);
+    const uint4* buf = slices + int64_t(stage) * chunk;
+    float e[KP][VEC];
+    {
+      uint4 raw[KP];
+#pragma unroll
+      for (int j = 0; j < KP; ++j) {
+        const int i = threadIdx.x + j * THREADS;
+        raw[j] = i < count ? buf[i] : neg_inf_pack<T>();
+      }
+#pragma unroll
+      for (int j = 0; j < KP; ++j) ksuite::raw_to_floats<T>(raw[j], e[j]);
+    }
+    __syncthreads();  // every thread has its packs: the copy engine may refill the buffer
+    const int64_t next = row + STAGES * clusters;
+    if (threadIdx.x == 0 && next < m) tma_load(buf0 + stage * stride, src + next * row_bytes, bytes, bar0 + 8u * stage);
+    float mx = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < KP; ++j)
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) mx = fmaxf(mx, e[j][k]);
+    const float base = mx == -INFINITY ? 0.0f : mx;  // no packs (or all -inf): zeros, not NaN
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < KP; ++j)
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        e[j][k] = ksuite::exp_approx(e[j][k] - base);
+        sum += e[j][k];
+      }
+    const float2 cta = ksuite::group_reduce(make_float2(mx, sum), THREADS, red, make_float2(-INFINITY, 0.0f),
+                                            MergeMS{});
+    const uint32_t slot = it & 1u, xb = xbar0 + 8u * slot;
+    if (threadIdx.x == 0)
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(xb), "r"(8u * ctas) : "memory");
+    if (threadIdx.x < ctas) st_async_cluster(smem_addr(&pairs[slot][rank]), xb, threadIdx.x, cta);
+    mbar_wait_cluster(xb, (it >> 1) & 1u);
+    float2 tot = pairs[slot][0];
+    for (int q = 1; q < ctas; ++q) tot = MergeMS{}(tot, pairs[slot][q]);
+    const float scale = mx == -INFINITY ? 0.0f : ksuite::exp_approx(base - tot.x) / tot.y;
+    T* yr = y + row * n + int64_t(p0) * VEC;
+#pragma unroll
+    for (int j = 0; j < KP; ++j) {
+      const int i = threadIdx.x + j * THREADS;
+      if (i < count) {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) e[j][k] *= scale;
+        ksuite::st16_global(yr + int64_t(i) * VEC, ksuite::floats_to_raw<T>(e[j]));
+      }
+    }
+    if (++stage == STAGES) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+  cluster.sync();  // no CTA leaves while stores to it may be in flight
+#endif
+}
+
 // ----------------------------------------- cluster, register loads (any VEC)
 
 constexpr int kClusterThreads = 512;
@@ -758,7 +881,7 @@ softmax_unaligned_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, 
 
 // ------------------------------------------------------------- launchers
 
-constexpr int kVariants = 17;
+constexpr int kVariants = 20;
 
 template <typename T, int VEC, int PACKS>
 bool launch_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
@@ -843,6 +966,27 @@ bool launch_tma_persistent(const T* x, T* y, int64_t m, int64_t n, int64_t targe
   const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
   const int smem = STAGES * chunk * 16;
   auto kernel = softmax_tma_persistent_kernel<T, STAGES, THREADS, MIN_BLOCKS>;
+  const int clusters = max_active_clusters(kernel, THREADS, smem, ctas);
+  if (clusters <= 0) return false;
+  const int64_t grid = std::min<int64_t>(m, clusters) * ctas;
+  ksuite::launch_clustered(kernel, static_cast<unsigned>(grid), THREADS, smem, ctas, stream, x, y, m,
+                           static_cast<int>(n), chunk);
+  return true;
+}
+
+// Plans 18-20: persistent clusters of the fewest CTAs (a power of two <= 8)
+// whose THREADS x KP packs hold the row; 2 buffers a CTA.
+template <typename T, int THREADS, int KP, int MIN_BLOCKS>
+bool launch_tma_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
+  constexpr int VEC = ksuite::vec16<T>(), STAGES = 2;
+  if (ksuite::compute_major() < 9 || n % VEC != 0 || n > 0x7fffffff) return false;
+  const int64_t packs = n / VEC;
+  int ctas = 1;
+  while (ctas < 8 && (packs + ctas - 1) / ctas > int64_t(THREADS) * KP) ctas *= 2;
+  if ((packs + ctas - 1) / ctas > int64_t(THREADS) * KP) return false;
+  const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
+  const int smem = STAGES * chunk * 16;
+  auto kernel = softmax_tma_regs_kernel<T, STAGES, THREADS, KP, MIN_BLOCKS>;
   const int clusters = max_active_clusters(kernel, THREADS, smem, ctas);
   if (clusters <= 0) return false;
   const int64_t grid = std::min<int64_t>(m, clusters) * ctas;
@@ -969,6 +1113,9 @@ void launch(const T* x, T* y, int64_t m, int64_t n, int variant, cudaStream_t st
       case 12: done = launch_warp_rows<T, 1, kPlain>(x, y, m, n, 4, stream); break;
       case 13: done = launch_warp_rows<T, 4, kPlain>(x, y, m, n, 1, stream); break;
       case 14: done = launch_warp_rows<T, 2, kNc>(x, y, m, n, 4, stream); break;
+      case 18: done = launch_tma_regs<T, 512, 4, 2>(x, y, m, n, stream); break;
+      case 19: done = launch_tma_regs<T, 256, 8, 2>(x, y, m, n, stream); break;
+      case 20: done = launch_tma_regs<T, 1024, 4, 1>(x, y, m, n, stream); break;
       default: break;
     }
   }
