@@ -8,6 +8,25 @@ each, 60 MB L2, ~4.2 TB/s): the fused kernel moves 2*M*N*b bytes.
   and writes each element once.  Short rows are packed several to a program
   (N=128 bf16: 64 rows, 16 KB a program) so that a program still moves enough
   bytes to amortise its launch and reductions.
+- Unaligned rows (N % 16 != 0, so Triton cannot prove a row start 16-byte
+  aligned): the element-masked block compiles to one 2- or 4-byte access an
+  element (65521 x 2053 bf16: 32 ld.b16 and 32 st.b16 a thread at one row on
+  4 warps, half of them masked off, since BLOCK_N = 4096 for 2053 columns;
+  measured 195.7 us = 0.65 of copy, where 538 MB at 4.2 TB/s is 127 us and
+  0.90 of copy is 141 us).  The GRANULES form addresses a row as whole
+  16-byte granules between its first and last 16-byte boundary, masked a
+  granule at a time, plus fewer than 2 * VEC head and tail elements: the body
+  compiles to ld/st.global.v4.b32 (sm_90 PTX, checked by the tests), and its
+  block is N // VEC * VEC at most (2048 for 2053 bf16: 40 registers against
+  72, no masked-off half).  The autotuner times both forms; figures for the
+  granule form are to be measured.
+- Rows of 8192 < N <= 32768: one 32-warp program a row (32768 columns) fills
+  an SM, which then idles through the row's reductions (4096 x 32768 bf16:
+  174.2 us = 0.73 of copy, against 127 us at copy speed).  The first call at
+  such a width also tunes ``_softmax_split`` (below) at 4096 or 8192 columns a
+  program, 2 to 8 programs a row and several an SM, so one program's loads
+  cover another's reductions and wait, times each kernel's winner as called
+  (split: its counter reset included) and keeps the faster: to be measured.
 - Longer rows (131072 float32 is 512 KB, more than an SM holds):
   ``_softmax_split`` gives each row to P = N/8192 programs that each hold
   their chunk in registers (32 float32 a thread, 8 warps, four programs an
@@ -32,7 +51,7 @@ from implementations._row_tuning import PLACEHOLDERS, Chosen, neighbours, rows_p
 from implementations.gelu._triton_math import exp2
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
-from implementations._autotune import autotune
+from implementations._autotune import BENCH_LIMITS, autotune
 
 LOG2E = tl.constexpr(1.4426950408889634)  # kernels may read only constexpr globals
 MAX_FUSED = 32768  # longest row (power of two) kept whole in registers
@@ -41,21 +60,58 @@ MAX_FUSED = 32768  # longest row (power of two) kept whole in registers
 # M_BUCKET (next_pow2(M)) is only an autotuning key: one tuning per row width,
 # dtype and order of magnitude of M.  Never specialised, so it costs no recompiles.
 @triton.jit(do_not_specialize=["M_BUCKET"])
-def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr):
+def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr,
+                  GRANULES: tl.constexpr = False):
+    """ROWS rows a program, each held whole in registers.
+
+    GRANULES: each row is split at the 16-byte boundaries inside it into a
+    body of whole 16-byte granules, which starts on a boundary the compiler
+    can prove (a multiple of VEC elements from the 16-byte aligned base) and
+    is masked a granule at a time, so that it is loaded and stored in 16-byte
+    vectors whatever N is; and a head and a tail of fewer than VEC elements
+    each (the parts before the first and after the last boundary), loaded and
+    stored element by element.  Every access lies inside the row.  BLOCK_N
+    then only needs to hold the body (N // VEC * VEC at most).  Otherwise the
+    row is one element-masked block of BLOCK_N >= N, whose accesses are 16
+    bytes wide only when N is known to be a multiple of 16.
+    """
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_N)
-    cmask = cols < N
     # Rows past the end load the last row again (no NaN from all -inf rows,
     # no row mask on the load) and are masked only at the store.
-    src = tl.minimum(rows, M - 1).to(tl.int64) * N
-    x = tl.load(x_ptr + src[:, None] + cols[None, :], mask=cmask[None, :], other=float("-inf"),
-                eviction_policy=EVICT).to(tl.float32)
-    z = (x - tl.max(x, axis=1)[:, None]) * LOG2E
-    e = exp2(z)
-    y = e * (1.0 / tl.sum(e, axis=1))[:, None]
-    dst = rows.to(tl.int64) * N
-    smask = (rows < M)[:, None] & cmask[None, :]
-    tl.store(y_ptr + dst[:, None] + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=smask)
+    start = tl.minimum(rows, M - 1).to(tl.int64) * N
+    out_ty = y_ptr.dtype.element_ty
+    if GRANULES:
+        VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
+        end = start + N
+        body = (start + (VEC - 1)) // VEC * VEC  # first 16-byte boundary at or after the row start
+        tail = tl.maximum(end // VEC * VEC, body)  # last one at or before its end (body: none inside)
+        n_body = tail - body  # a multiple of VEC: the mask below is constant over each granule
+        bmask = cols[None, :] < n_body[:, None]
+        xb = tl.load(x_ptr + body[:, None] + cols[None, :], mask=bmask, other=float("-inf"),
+                     eviction_policy=EVICT).to(tl.float32)
+        # head [start, min(body, end)) in the first VEC lanes, tail [tail, end) in the next VEC
+        k = tl.arange(0, 2 * VEC)[None, :]
+        eoffs = tl.where(k < VEC, start[:, None] + k, tail[:, None] + (k - VEC))
+        emask = eoffs < tl.where(k < VEC, tl.minimum(body, end)[:, None], end[:, None])
+        xe = tl.load(x_ptr + eoffs, mask=emask, other=float("-inf")).to(tl.float32)
+        mx = tl.maximum(tl.max(xb, axis=1), tl.max(xe, axis=1))
+        eb = exp2((xb - mx[:, None]) * LOG2E)
+        ee = exp2((xe - mx[:, None]) * LOG2E)
+        inv = 1.0 / (tl.sum(eb, axis=1) + tl.sum(ee, axis=1))
+        live = (rows < M)[:, None]
+        tl.store(y_ptr + body[:, None] + cols[None, :], (eb * inv[:, None]).to(out_ty), mask=bmask & live)
+        tl.store(y_ptr + eoffs, (ee * inv[:, None]).to(out_ty), mask=emask & live)
+    else:
+        cmask = cols < N
+        x = tl.load(x_ptr + start[:, None] + cols[None, :], mask=cmask[None, :], other=float("-inf"),
+                    eviction_policy=EVICT).to(tl.float32)
+        z = (x - tl.max(x, axis=1)[:, None]) * LOG2E
+        e = exp2(z)
+        y = e * (1.0 / tl.sum(e, axis=1))[:, None]
+        dst = rows.to(tl.int64) * N
+        smask = (rows < M)[:, None] & cmask[None, :]
+        tl.store(y_ptr + dst[:, None] + cols[None, :], y.to(out_ty), mask=smask)
 
 
 @triton.jit(do_not_specialize=["M_BUCKET"])
@@ -191,8 +247,31 @@ def split_fits(n: int) -> bool:
     return triton.cdiv(n, SPLIT_MIN_CHUNK) <= SPLIT_MAX_PROGRAMS
 
 
+def unaligned(n: int) -> bool:
+    """Rows the launcher cannot prove 16-byte aligned: Triton specialises N
+    only on divisibility by 16, so the element-masked rows kernel gets
+    16-byte accesses only when N % 16 == 0."""
+    return n % 16 != 0
+
+
+def granule_block(n: int, dtype_bytes: int) -> int:
+    """BLOCK_N of the GRANULES rows kernel: the body of whole 16-byte granules,
+    at most N // VEC * VEC elements (N=2053 bf16: 2048, where the
+    element-masked block is 4096)."""
+    vec = 16 // dtype_bytes
+    return max(16, triton.next_power_of_2(n // vec * vec))
+
+
+def split_tried(n: int) -> bool:
+    """Widths (8192 < N <= MAX_FUSED) where the rows kernel is raced against
+    the split kernel at the first call: a row still fits one program, but a
+    one-row program of up to 32 warps fills an SM that then idles through
+    its reductions; split, 2 to 8 programs a row share each SM."""
+    return MAX_FUSED // 4 < triton.next_power_of_2(n) <= MAX_FUSED
+
+
 def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None,
-         long_rows: str | None = None, sub: int | None = None) -> dict:
+         long_rows: str | None = None, sub: int | None = None, granules: bool | None = None) -> dict:
     """Kernel and launch parameters for an m x n softmax; pure, so config() can replay it.
 
     long_rows picks the kernel for rows longer than max_fused: "split" (one
@@ -201,12 +280,21 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     which runs programs one after another and so cannot wait), "online" (one
     program a row, x re-read, hopefully from L2).  ``sub`` < ``block`` makes
     the split kernel stream its chunk and re-read it (see _softmax_split).
+    ``granules`` picks the rows kernel's 16-byte granule form (GRANULES); the
+    plan of an unaligned width (see unaligned) names GRANULES=False, the form
+    measured before, and the autotuner also tries the granule form.
     """
     block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
     if block_n <= max_fused:
         # 32 values a thread at the widest rows (32768: 53 registers, no spills
         # for sm_90, one 32-warp program an SM with 128 KB in flight).
-        return dict(rows_plan(m, block_n, dtype_bytes), EVICT="evict_first")
+        if granules:
+            return dict(rows_plan(m, granule_block(n, dtype_bytes), dtype_bytes), EVICT="evict_first",
+                        GRANULES=True)
+        out = dict(rows_plan(m, block_n, dtype_bytes), EVICT="evict_first")
+        if granules is not None or unaligned(n):
+            out["GRANULES"] = False
+        return out
     if long_rows is None:
         long_rows = "online" if not split_fits(n) else ("split2" if interpreting() else "split")
     if long_rows not in LONG_ROWS:
@@ -233,15 +321,48 @@ def _short_row_candidates(base: dict, m: int) -> list[dict]:
     8 rows of 2 warps (Inductor's persistent reduction at XBLOCK 8), 16 of 4
     and 4 rows on one warp."""
     bn, r0, top = base["BLOCK_N"], base["ROWS"], triton.next_power_of_2(m)
+    extra = {k: base[k] for k in ("GRANULES",) if k in base}
     out = [base]
     for rows in (min(2 * r0, top), r0 // 2):
         warps = rows * bn // (32 * 16)
         if rows >= 1 and 1 <= warps <= 32:
-            out.append(dict(kernel="rows", ROWS=rows, BLOCK_N=bn, num_warps=warps, EVICT="evict_first"))
+            out.append(dict(kernel="rows", ROWS=rows, BLOCK_N=bn, num_warps=warps, EVICT="evict_first", **extra))
     out.append(dict(base, EVICT=""))
     for rows, warps in ((16, 4), (8, 4), (8, 2), (4, 1)):
         if rows <= top and 1 <= rows * bn // (32 * warps) <= 32:
-            out.append(dict(kernel="rows", ROWS=rows, BLOCK_N=bn, num_warps=warps, EVICT=""))
+            out.append(dict(kernel="rows", ROWS=rows, BLOCK_N=bn, num_warps=warps, EVICT="", **extra))
+    return out
+
+
+def _rows_shape(rows: int, bn: int, ept: int) -> dict | None:
+    """ROWS x BLOCK_N at ``ept`` values a thread, if the warp count is legal
+    (32 values a thread only for one row on up to 16 warps, as in neighbours)."""
+    warps = rows * bn // (32 * ept)
+    if rows >= 1 and 1 <= warps <= 32 and (ept < 32 or (rows == 1 and warps <= 16)):
+        return dict(kernel="rows", ROWS=rows, BLOCK_N=bn, num_warps=warps)
+    return None
+
+
+def _granule_candidates(base: dict, m: int, n: int, dtype_bytes: int) -> list[dict]:
+    """Unaligned widths wider than 256: three element-masked designs (the plan,
+    half its rows at 16 values a thread, one row at 32: among them the
+    winners at 65521 x 2053 and 1823 x 781 on the H200 at bb91865), then five
+    of the granule form over its own, often halved, block (one row at 16
+    values a thread, its rows_plan, half that plan's rows at 16, one row at
+    32 and at 8), topped up from the plans' neighbours."""
+    bn, gb = base["BLOCK_N"], granule_block(n, dtype_bytes)
+    gbase = rows_plan(m, gb, dtype_bytes)
+    elem = [base] + [dict(c, EVICT="evict_first", GRANULES=False)
+                     for c in [_rows_shape(base["ROWS"] // 2, bn, 16), _rows_shape(1, bn, 32)]
+                     + neighbours(rows_plan(m, bn, dtype_bytes), m, "online", ()) if c]
+    gran = [dict(c, EVICT="evict_first", GRANULES=True)
+            for c in [_rows_shape(1, gb, 16), gbase, _rows_shape(gbase["ROWS"] // 2, gb, 16),
+                      _rows_shape(1, gb, 32), _rows_shape(1, gb, 8)] + neighbours(gbase, m, "online", ()) if c]
+    out: list[dict] = []
+    for group, room in ((elem, 3), (gran, 8)):
+        for c in group:
+            if c not in out and len(out) < room:
+                out.append(c)
     return out
 
 
@@ -250,7 +371,10 @@ def candidates(m: int, n: int, dtype_bytes: int, long_rows: str | None = None) -
 
     Rows kernel: ROWS kept, halved and doubled, each with 16 or 8 values a
     thread, and 32 for single rows at up to 16 warps, all with evict_first;
-    rows of at most 256 see _short_row_candidates.  Split kernel: the chunk
+    a plan with no neighbour (32768 columns) also without the hint, so that
+    the autotuner times it (the split kernel is raced against it, see
+    split_tried); rows of at most 256 see _short_row_candidates, unaligned
+    rows _granule_candidates.  Split kernel: the chunk
     in registers at 4096 to 8192 (32 values a thread; 16384 on 16 warps only
     fits two programs an SM and lost on the H200), the plan also loaded
     without the evict_first hint (which cost float32 rows 3-8% in
@@ -272,15 +396,37 @@ def candidates(m: int, n: int, dtype_bytes: int, long_rows: str | None = None) -
                                 num_warps=w, EVICT="evict_first"))
     elif base["kernel"] == "rows" and base["BLOCK_N"] <= 256:
         out = _short_row_candidates(base, m)
+        if "GRANULES" in base:
+            bn, gb = base["BLOCK_N"], granule_block(n, dtype_bytes)
+            out = out[:5] + [dict(c, BLOCK_N=gb, GRANULES=True, num_warps=max(1, c["num_warps"] * gb // bn))
+                             for c in out[:3]]
+    elif base["kernel"] == "rows" and "GRANULES" in base:
+        out = _granule_candidates(base, m, n, dtype_bytes)
     else:
         out = neighbours(base, m, "online",
                          ((4096, 16), (8192, 32), (8192, 16), (4096, 8), (2048, 8), (2048, 4)))
         out = [dict(c, EVICT="evict_first") if c["kernel"] == "rows" else c for c in out]
+        if len(out) == 1 and base["kernel"] == "rows":
+            out.append(dict(base, EVICT=""))
     unique: list[dict] = []
     for c in out:
         if c not in unique:
             unique.append(c)
     return unique[:8]
+
+
+def split_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
+    """The split kernel's candidates: candidates() where rows are too long for
+    one program; at the widths of split_tried, the chunk held in registers,
+    8192 on 8 warps (the long-row plan), also without the evict_first hint,
+    4096 on 4 warps, 8192 on 16 and 4096 on 8: 2 to 8 programs a row, at
+    least one chunk fewer than the row has."""
+    if not split_tried(n):
+        return candidates(m, n, dtype_bytes, long_rows="split")
+    top = triton.next_power_of_2(n)
+    out = [dict(kernel="split", BLOCK=blk, SUB=blk, num_warps=w, EVICT="evict_first")
+           for blk, w in ((8192, 8), (4096, 4), (8192, 16), (4096, 8)) if blk < top]
+    return out[:1] + [dict(out[0], EVICT="")] + out[1:]
 
 
 _rows_tuned = tuned(_softmax_rows, candidates)
@@ -292,7 +438,7 @@ _online_tuned = tuned(_softmax_online, lambda m, n, b: candidates(m, n, b, long_
 def _split_prune(configs, named_args, **kwargs):
     x, n = named_args["x_ptr"], named_args["N"]
     return [triton.Config({"BLOCK": c["BLOCK"], "SUB": c["SUB"], "EVICT": c["EVICT"]}, num_warps=c["num_warps"])
-            for c in candidates(x.numel() // n, n, x.element_size())]
+            for c in split_candidates(x.numel() // n, n, x.element_size())]
 
 
 # Each timing run needs the ticket and row counters at zero.
@@ -307,15 +453,88 @@ def _sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
+class _Picked(Chosen):
+    """Chosen, plus the race of the rows and split kernels at the widths of
+    split_tried: per (N, dtype, M bucket), the kernel that won and the text
+    for the `config` column (the winner's tuning, both head-to-head times,
+    the loser's tuning)."""
+
+    def __init__(self, plan):
+        super().__init__(plan)
+        self.raced: dict[tuple, tuple[str, str]] = {}
+
+    def race(self, n: int, dtype: str, dtype_bytes: int, bucket: int, times: dict[str, float]) -> str:
+        winner = min(times, key=times.get)
+        loser = next(k for k in times if k != winner)
+        text = (self.seen.get((winner, n, dtype_bytes, bucket), f"kernel={winner}")
+                + "; head to head " + ", ".join(f"{k} {t * 1000:.0f}us" for k, t in times.items())
+                + "; lost: " + self.seen.get((loser, n, dtype_bytes, bucket), f"kernel={loser}"))
+        self.raced[(n, dtype, bucket)] = (winner, text)
+        return winner
+
+    def config_for(self, m: int, n: int, dtype: str, dtype_bytes: int) -> str:
+        raced = self.raced.get((n, dtype, triton.next_power_of_2(m)))
+        return raced[1] if raced else self.config(m, n, dtype_bytes)
+
+
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for config()
-_CHOSEN = Chosen(plan)
+_CHOSEN = _Picked(plan)
+
+
+def _dtype_name(x) -> str:
+    return str(x.dtype).removeprefix("torch.")
+
+
+def _split_buffers(x, m: int, p_max: int):
+    import torch
+
+    stats = torch.empty(m * 2 * p_max, device=x.device, dtype=torch.float32)
+    count = torch.zeros(m + 1, device=x.device, dtype=torch.int32)
+    return stats, count
+
+
+def _run_rows_tuned(x, y, m: int, n: int, bucket: int) -> None:
+    _rows_tuned[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](x, y, m, n, bucket)
+    _CHOSEN.record("rows", _rows_tuned, n, x.element_size(), bucket)
+
+
+def _run_split_tuned(x, y, m: int, n: int, bucket: int) -> None:
+    p_max = triton.next_power_of_2(triton.cdiv(n, SPLIT_MIN_CHUNK))  # every candidate's chunks
+    stats, count = _split_buffers(x, m, p_max)
+    _split_tuned[lambda meta: (m * triton.cdiv(n, meta["BLOCK"]),)](x, y, stats, count, n, bucket, P_MAX=p_max,
+                                                                     MODE=0)
+    _CHOSEN.record("split", _split_tuned, n, x.element_size(), bucket)
+
+
+def _time_ms(fn) -> float:
+    """Median time of ``fn`` by the timer the autotuner ranks candidates with."""
+    from suite.timing import measure
+
+    return measure([fn], "cuda", "events", **BENCH_LIMITS).median
+
+
+def _rows_or_split(x, y, m: int, n: int, bucket: int) -> None:
+    """At the widths of split_tried: the first call of an (N, dtype, M bucket)
+    tunes both kernels (each writes the whole of y), times each one's winner
+    as called here (the split one with its counter reset) and keeps the
+    faster; later calls run only that one."""
+    key = (n, _dtype_name(x), bucket)
+    runs = {"rows": lambda: _run_rows_tuned(x, y, m, n, bucket),
+            "split": lambda: _run_split_tuned(x, y, m, n, bucket)}
+    raced = _CHOSEN.raced.get(key)
+    if raced is not None:
+        runs[raced[0]]()
+        return
+    for run in runs.values():
+        run()
+    _CHOSEN.race(n, key[1], x.element_size(), bucket, {k: _time_ms(run) for k, run in runs.items()})
 
 
 def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, long_rows: str | None = None,
-                   sub: int | None = None):
-    """Softmax over the last dim; ``max_fused``/``block``/``sub`` force the paths in tests
-    (a forced path runs its plan as is, untuned); ``long_rows`` picks the
-    long-row kernel (see plan)."""
+                   sub: int | None = None, granules: bool | None = None):
+    """Softmax over the last dim; ``max_fused``/``block``/``sub``/``granules``
+    force the paths in tests (a forced path runs its plan as is, untuned);
+    ``long_rows`` picks the long-row kernel (see plan)."""
     import torch
 
     x = x.contiguous()
@@ -324,53 +543,51 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
     m = x.numel() // n if n else 0
     if x.numel() == 0:
         return y
-    p = plan(m, n, x.element_size(), max_fused, block, long_rows, sub)
+    p = plan(m, n, x.element_size(), max_fused, block, long_rows, sub, granules)
     bucket = triton.next_power_of_2(m)
     untuned = (interpreting() or max_fused != MAX_FUSED or block is not None or sub is not None
-               or p["kernel"] == "split2")
+               or granules is not None or p["kernel"] == "split2")
     if (p["kernel"] == "split" and not interpreting()
             and triton.cdiv(n, p["BLOCK"]) > 2 * _sm_count(x.device.index if x.device.index is not None else 0)):
         # a GPU too small to hold every program of a row at once (never an H200)
         p = plan(m, n, x.element_size(), max_fused, block, "online")
     if p["kernel"] in ("split", "split2"):
-        chunks = triton.cdiv(n, p["BLOCK"])
-        p_max = triton.next_power_of_2(chunks if untuned else triton.cdiv(n, SPLIT_MIN_CHUNK))
-        stats = torch.empty(m * 2 * p_max, device=x.device, dtype=torch.float32)
-        count = torch.zeros(m + 1, device=x.device, dtype=torch.int32)
-        args = (x, y, stats, count, n, bucket)
-        if untuned:
-            modes = (1, 2) if p["kernel"] == "split2" else (0,)
-            for mode in modes:
-                _softmax_split[(m * chunks,)](*args, BLOCK=p["BLOCK"], SUB=p["SUB"], P_MAX=p_max, MODE=mode,
-                                               EVICT=p["EVICT"], num_warps=p["num_warps"])
+        if not untuned:
+            _run_split_tuned(x, y, m, n, bucket)
             return y
-        kernel = _split_tuned
-        kernel[lambda meta: (m * triton.cdiv(n, meta["BLOCK"]),)](*args, P_MAX=p_max, MODE=0)
+        chunks = triton.cdiv(n, p["BLOCK"])
+        stats, count = _split_buffers(x, m, triton.next_power_of_2(chunks))
+        modes = (1, 2) if p["kernel"] == "split2" else (0,)
+        for mode in modes:
+            _softmax_split[(m * chunks,)](x, y, stats, count, n, bucket, BLOCK=p["BLOCK"], SUB=p["SUB"],
+                                          P_MAX=triton.next_power_of_2(chunks), MODE=mode, EVICT=p["EVICT"],
+                                          num_warps=p["num_warps"])
     elif untuned:
         # One config: the interpreter would run every candidate on the CPU.
         if p["kernel"] == "rows":
             _softmax_rows[(triton.cdiv(m, p["ROWS"]),)](x, y, m, n, bucket, ROWS=p["ROWS"], BLOCK_N=p["BLOCK_N"],
-                                                       EVICT=p["EVICT"], num_warps=p["num_warps"])
+                                                       EVICT=p["EVICT"], GRANULES=p.get("GRANULES", False),
+                                                       num_warps=p["num_warps"])
         else:
             _softmax_online[(m,)](x, y, n, bucket, BLOCK=p["BLOCK"], num_warps=p["num_warps"])
-        return y
     elif p["kernel"] == "rows":
-        kernel = _rows_tuned
-        kernel[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](x, y, m, n, bucket)
+        if split_tried(n):
+            _rows_or_split(x, y, m, n, bucket)
+        else:
+            _run_rows_tuned(x, y, m, n, bucket)
     else:
-        kernel = _online_tuned
-        kernel[(m,)](x, y, n, bucket)
-    _CHOSEN.record(p["kernel"], kernel, n, x.element_size(), bucket)
+        _online_tuned[(m,)](x, y, n, bucket)
+        _CHOSEN.record("online", _online_tuned, n, x.element_size(), bucket)
     return y
 
 
 def _config(case: Case) -> str:
     """The autotuned choice once the case has run on the GPU, else the untuned plan."""
-    return _CHOSEN.config(case["M"], case["N"], itemsize(case.dtype))
+    return _CHOSEN.config_for(case["M"], case["N"], case.dtype, itemsize(case.dtype))
 
 
 register("softmax", "triton", available=needs_triton,
          supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
-         description="rows in registers (several short rows a program); long rows split over programs "
-                     "that meet in the kernel (x read once)")(
+         description="rows in registers (several short rows a program; 16-byte granules where rows are "
+                     "unaligned); long rows split over programs that meet in the kernel (x read once)")(
     softmax_triton)
