@@ -53,8 +53,8 @@ def test_the_row_ops_know_which_plans_run():
     assert [sm_runs(v, "float32", 131072, 4096) for v in range(1, 11)] == [False] * 3 + [True] * 7
     assert [sm_runs(v, "bfloat16", 131072, 4096) for v in range(1, 11)] == [False] * 3 + [True] * 7
     # slice in registers: 8 CTAs of 512 x 4, 256 x 8 or 1024 x 4 packs; float32 131072 fits only the last
-    assert [sm_runs(v, "bfloat16", 131072, 4096) for v in (18, 19, 20)] == [True, True, True]
-    assert [sm_runs(v, "float32", 131072, 4096) for v in (18, 19, 20)] == [False, False, True]
+    assert [sm_runs(v, "bfloat16", 131072, 4096) for v in (18, 19, 20, 21, 22)] == [True] * 5
+    assert [sm_runs(v, "float32", 131072, 4096) for v in (18, 19, 20, 21, 22)] == [False, False, True, False, False]
     # rows of 781 are not 16-byte multiples: softmax.cu ignores the variant
     assert not any(sm_runs(v, "float32", 781, 2048) for v in range(1, 11))
     assert all(sm_runs(v, "bfloat16", 4096, 32768) for v in (1, 2, 3, 7, 8, 9, 10))

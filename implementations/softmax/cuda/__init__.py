@@ -45,7 +45,7 @@ def _plan(n: int, size: int) -> str:
 # softmax.cu's plans (softmax_v); one that cannot run a shape runs auto's.
 # 0 (auto) is a candidate only where it is a design of its own: rows that
 # are not a multiple of 16 bytes, which it runs one element a load.
-_TUNER = VariantTuner((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20), {
+_TUNER = VariantTuner((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22), {
     0: "auto plan: row in registers, one element a load (unaligned rows)",
     1: "row in registers, 4 packs of 16 B a thread",
     2: "row in registers, 2 packs a thread",
@@ -66,13 +66,15 @@ _TUNER = VariantTuner((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
     17: "any alignment: scalar head and tail, 16-byte body, 8 packs a thread",
     18: "persistent cluster, TMA, slice in registers (512 threads x 4 packs), buffer refilled before the reductions",
     19: "persistent cluster, TMA, slice in registers (256 threads x 8 packs), buffer refilled before the reductions",
-    20: "persistent cluster, TMA, slice in registers (1024 threads x 4 packs), buffer refilled before the reductions"},
+    20: "persistent cluster, TMA, slice in registers (1024 threads x 4 packs), buffer refilled before the reductions",
+    21: "persistent cluster, TMA, slice in registers (256 threads x 8 packs), 3 buffers: 2 rows in flight",
+    22: "persistent cluster, TMA, slice in registers (512 threads x 4 packs), 3 buffers: 2 rows in flight"},
     runs=lambda v, key: _runs(v, *key))
 
 # softmax.cu's persistent plans: slice target (bytes), buffers a CTA
 _PERSISTENT = {8: (64 * 1024, 2), 9: (32 * 1024, 2), 10: (64 * 1024, 3)}
 # softmax.cu's slice-in-registers plans: threads, packs a thread
-_IN_REGISTERS = {18: (512, 4), 19: (256, 8), 20: (1024, 4)}
+_IN_REGISTERS = {18: (512, 4), 19: (256, 8), 20: (1024, 4), 21: (256, 8), 22: (512, 4)}
 # softmax.cu's short-row plans (kWarpRowsMaxPacks) and any-alignment plans: packs a thread
 _SHORT_MAX_PACKS = 128
 _UNALIGNED_PACKS = {15: 4, 16: 2, 17: 8}

@@ -67,6 +67,8 @@
 //    an element in all (plans 8-10: two, and the buffer is held to the end).
 //    Slices of <= threads x packs x 16 B (18, 19: 32 KB, two CTAs an SM;
 //    20: 64 KB, one), 2 buffers a CTA.
+// 21 as 19 with 3 buffers a CTA (rows i + 1 and i + 2 in flight)
+// 22 as 18 with 3 buffers a CTA
 // A variant that cannot run a shape (too long a row for registers, a
 // misaligned row for TMA or plans 1-14) runs auto's plan instead.
 #include <ATen/Dispatch.h>
@@ -881,7 +883,7 @@ softmax_unaligned_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, 
 
 // ------------------------------------------------------------- launchers
 
-constexpr int kVariants = 20;
+constexpr int kVariants = 22;
 
 template <typename T, int VEC, int PACKS>
 bool launch_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
@@ -974,11 +976,11 @@ bool launch_tma_persistent(const T* x, T* y, int64_t m, int64_t n, int64_t targe
   return true;
 }
 
-// Plans 18-20: persistent clusters of the fewest CTAs (a power of two <= 8)
-// whose THREADS x KP packs hold the row; 2 buffers a CTA.
-template <typename T, int THREADS, int KP, int MIN_BLOCKS>
+// Plans 18-22: persistent clusters of the fewest CTAs (a power of two <= 8)
+// whose THREADS x KP packs hold the row; STAGES buffers a CTA.
+template <typename T, int STAGES, int THREADS, int KP, int MIN_BLOCKS>
 bool launch_tma_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
-  constexpr int VEC = ksuite::vec16<T>(), STAGES = 2;
+  constexpr int VEC = ksuite::vec16<T>();
   if (ksuite::compute_major() < 9 || n % VEC != 0 || n > 0x7fffffff) return false;
   const int64_t packs = n / VEC;
   int ctas = 1;
@@ -1113,9 +1115,11 @@ void launch(const T* x, T* y, int64_t m, int64_t n, int variant, cudaStream_t st
       case 12: done = launch_warp_rows<T, 1, kPlain>(x, y, m, n, 4, stream); break;
       case 13: done = launch_warp_rows<T, 4, kPlain>(x, y, m, n, 1, stream); break;
       case 14: done = launch_warp_rows<T, 2, kNc>(x, y, m, n, 4, stream); break;
-      case 18: done = launch_tma_regs<T, 512, 4, 2>(x, y, m, n, stream); break;
-      case 19: done = launch_tma_regs<T, 256, 8, 2>(x, y, m, n, stream); break;
-      case 20: done = launch_tma_regs<T, 1024, 4, 1>(x, y, m, n, stream); break;
+      case 18: done = launch_tma_regs<T, 2, 512, 4, 2>(x, y, m, n, stream); break;
+      case 19: done = launch_tma_regs<T, 2, 256, 8, 2>(x, y, m, n, stream); break;
+      case 20: done = launch_tma_regs<T, 2, 1024, 4, 1>(x, y, m, n, stream); break;
+      case 21: done = launch_tma_regs<T, 3, 256, 8, 2>(x, y, m, n, stream); break;
+      case 22: done = launch_tma_regs<T, 3, 512, 4, 2>(x, y, m, n, stream); break;
       default: break;
     }
   }
