@@ -162,7 +162,7 @@ cases = {
     "rlg cpu": (lambda: ks.residual_layernorm_gelu(x.cpu(), x, w, b, 1e-5), "CUDA tensor"),
     "rlg device": (lambda: ks.residual_layernorm_gelu(x, x.cpu(), w, b, 1e-5), "is on cpu"),
     "rlg eps": (lambda: ks.residual_layernorm_gelu(x, x, w, b, -1.0), "eps must be positive"),
-    "rlg_v variant": (lambda: ks.residual_layernorm_gelu_v(x, x, w, b, 1e-5, 10), "variant must be"),
+    "rlg_v variant": (lambda: ks.residual_layernorm_gelu_v(x, x, w, b, 1e-5, 8), "variant must be"),
     "rlg_v shape": (lambda: ks.residual_layernorm_gelu_v(x, x, torch.randn(63, device="cuda"), b, 1e-5, 1),
                     "weight must have shape"),
 }
@@ -202,11 +202,9 @@ VARIANT_SHAPES = {
     "residual_layernorm_gelu": [{"M": 37, "N": 1000}, {"M": 1823, "N": 781}, {"M": 130, "N": 1024},
                                 {"M": 33, "N": 8192}, {"M": 5, "N": 50000}, {"M": 3, "N": 100003},
                                 {"M": 9, "N": 16385}, {"M": 11, "N": 7}, {"M": 64, "N": 4099},
-                                {"M": 17, "N": 4104},
-                                # cluster + registers (8, 9): 2..8 CTAs a row, the last slice shorter
-                                {"M": 6, "N": 32768}, {"M": 3, "N": 24584}],
+                                {"M": 17, "N": 4104}],
 }
-VARIANTS = {"gelu": range(0, 9), "softmax": range(0, 23), "residual_layernorm_gelu": range(0, 10)}
+VARIANTS = {"gelu": range(0, 9), "softmax": range(0, 23), "residual_layernorm_gelu": range(0, 8)}
 
 
 def _variant_call(wl_name: str, variant: int):

@@ -34,16 +34,14 @@ def ops():
 
 
 # the .cu's plans (residual_layernorm_gelu_v); one that cannot run a shape runs auto's
-_TUNER = VariantTuner((1, 2, 3, 4, 5, 6, 7, 8, 9), {
+_TUNER = VariantTuner((1, 2, 3, 4, 5, 6, 7), {
     1: "row in registers, 4 packs of x and of r a thread",
     2: "row in registers, 2 packs a thread",
     3: "row in registers, 1 pack a thread",
     4: "cluster: the row split over 2..8 CTAs' shared memory",
     5: "two reads: shifted sums, then a backwards output pass",
     6: "row in registers, 4 packs a thread, plain ld.global",
-    7: "row in registers, 1 pack a thread, plain ld.global",
-    8: "cluster: the row split over 2..8 CTAs of <= 512 threads, h in registers",
-    9: "cluster: the row split over 2..8 CTAs of <= 256 threads, h in registers"}, runs=lambda v, key: _runs(v, *key))
+    7: "row in registers, 1 pack a thread, plain ld.global"}, runs=lambda v, key: _runs(v, *key))
 
 
 def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
@@ -56,23 +54,7 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
         return cuda_build.regs_fit(n, vec, packs, 1024 if vec * packs <= 32 else 256)
     if variant == 4:
         return cuda_build.cluster_ctas(n // vec, vec * 4) > 0
-    if variant in (8, 9):
-        return _cluster_regs_ctas(n, vec, 512 if variant == 8 else 256) > 0
     return True
-
-
-def _cluster_regs_ctas(n: int, vec: int, max_threads: int) -> int:
-    """Mirror of the .cu's launch_cluster_regs: CTAs a row (2..8), 0 when it does not run."""
-    packs = 8 if vec == 1 else 4
-    per_cta = max_threads * packs * vec
-    ctas = 2
-    while ctas < 8 and ctas * per_cta < n:
-        ctas *= 2
-    if ctas * per_cta < n:
-        return 0
-    slice_ = -(-(-(-n // ctas)) // vec) * vec
-    threads = -(-(-(-slice_ // vec)) // packs)  # threads the slice needs at `packs` a thread
-    return ctas if threads > 32 else 0
 
 
 def _key(m: int, n: int, dtype: str) -> tuple:

@@ -26,15 +26,7 @@
 //    instead of ld.global.nc.L1::no_allocate
 //  7 plan 3 with plain loads, likewise.  (The Triton kernel's float32 rows
 //    ran 3-8% faster on the H200 without a load cache hint.)
-//  8 cluster + registers (sm_90): plan 1's kernel with the row split over a
-//    cluster of 2..8 CTAs of <= 512 threads, each holding its slice of h in
-//    registers; the two row sums are block sums swapped through distributed
-//    shared memory.  A 32768-wide bf16 row is two 512-thread CTAs (plan 1:
-//    one 1024-thread CTA, the only one its SM holds, so the SM idles through
-//    each row's reductions and tail); here two or more slices of different
-//    rows share an SM.
-//  9 the same with CTAs of <= 256 threads (twice the CTAs a row).
-// Auto: 1 while the row fits 1024 threads, else 4, else 5 (8 and 9 only when tuned).  A variant that
+// Auto: 1 while the row fits 1024 threads, else 4, else 5.  A variant that
 // cannot run a shape runs auto's plan.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
@@ -100,30 +92,6 @@ __device__ __forceinline__ float rlg_row_sum(float v, int tpr, float* red) {
   return v;
 }
 
-// CLUSTER: the sum of every CTA's block sum v over the cluster (every
-// thread gets it; without CLUSTER, v).  Each CTA publishes v in its own
-// `slot`, a cluster barrier, then lane q of each warp reads CTA q's slot and
-// the warp adds them by shuffles: the same order, so the same total, in
-// every CTA.  Each call needs its own slot (no barrier guards its reuse).
-template <bool CLUSTER>
-__device__ __forceinline__ float cluster_total(float v, int ctas, float* slot) {
-  if constexpr (!CLUSTER) {
-    return v;
-  } else {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-    __trap();  // the launcher uses clusters on sm_90+ only
-    return v;
-#else
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    if (threadIdx.x == 0) *slot = v;
-    cluster.sync();
-    const int lane = threadIdx.x & 31;
-    return ksuite::warp_sum(lane < ctas ? *cluster.map_shared_rank(slot, lane) : 0.0f);
-#endif
-  }
-}
-
 // Block size bound of the register kernel: 32 floats of h a thread fit the
 // 64 registers of a 1024-thread block; more need a 256-thread bound.
 constexpr int regs_max_threads(int elems) { return elems <= 32 ? 1024 : 256; }
@@ -159,37 +127,20 @@ __device__ __forceinline__ ksuite::RawPack<T, VEC> ld_xr(const T* p, bool pred) 
 // threads still take part in the reductions.
 // lg_tpr: log2(tpr) when tpr <= 32, else 10 (one row a block);
 // lg_rows: log2(rows a block) (0 when tpr > 32).
-//
-// CLUSTER (plans 8, 9): the block is one slice of `slice` columns of a row
-// (tpr = blockDim.x), CTA q of a cluster of `ctas` owning columns
-// [q * slice, (q + 1) * slice); row sums are the block sums of every CTA of
-// the cluster, added in rank order (the same total in every CTA).
-template <typename T, int VEC, int PACKS, bool PLAIN = false, bool CLUSTER = false>
+template <typename T, int VEC, int PACKS, bool PLAIN = false>
 __global__ void __launch_bounds__(regs_max_threads(VEC * PACKS), regs_min_blocks(VEC, PACKS))
 rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
                 const T* __restrict__ b, T* __restrict__ y, int64_t m, int n, float eps, float inv_n,
-                int tpr, int lg_tpr, int lg_rows, int slice = 0, int ctas = 1) {
+                int tpr, int lg_tpr, int lg_rows) {
   using Raw = ksuite::RawPack<T, VEC>;
   constexpr bool kEarly = wb_early<T, VEC, PACKS>();
   __shared__ float red[2][32];
-  __shared__ float xsum[2];  // CLUSTER: this CTA's two block sums, read by the whole cluster
   const int group = threadIdx.x >> lg_tpr;
   const int t = threadIdx.x - (group << lg_tpr);
-  int64_t row;
-  int cols, col0;
-  if constexpr (CLUSTER) {
-    row = blockIdx.x / ctas;
-    col0 = static_cast<int>(blockIdx.x - row * ctas) * slice;  // 1-D clusters: rank = blockIdx.x % ctas
-    cols = max(0, min(n - col0, slice));
-  } else {
-    row = (int64_t(blockIdx.x) << lg_rows) + group;
-    col0 = 0;
-    cols = row < m ? n : 0;
-  }
+  const int64_t row = (int64_t(blockIdx.x) << lg_rows) + group;
+  const int cols = row < m ? n : 0;
   const int c0 = t * VEC, stride = tpr * VEC;
-  const int64_t off = row * n + col0 + c0;
-  w += col0;
-  b += col0;
+  const int64_t off = row * n + c0;
   bool ok[PACKS];
 #pragma unroll
   for (int p = 0; p < PACKS; ++p) ok[p] = c0 + p * stride < cols;
@@ -232,7 +183,7 @@ rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __res
 #pragma unroll
     for (int k = 0; k + s < VEC; k += 2 * s) acc[k] += acc[k + s];
   // Exact two-pass statistics: the mean, then squared deviations from it.
-  const float mean = cluster_total<CLUSTER>(rlg_row_sum(acc[0], tpr, red[0]), ctas, &xsum[0]) * inv_n;
+  const float mean = rlg_row_sum(acc[0], tpr, red[0]) * inv_n;
 #pragma unroll
   for (int k = 0; k < VEC; ++k) acc[k] = 0.0f;
 #pragma unroll
@@ -248,10 +199,7 @@ rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __res
   for (int s = 1; s < VEC; s *= 2)
 #pragma unroll
     for (int k = 0; k + s < VEC; k += 2 * s) acc[k] += acc[k + s];
-  const float rstd = rsqrtf(fmaf(cluster_total<CLUSTER>(rlg_row_sum(acc[0], tpr, red[1]), ctas, &xsum[1]), inv_n, eps));
-  // No CTA may leave while another can still read its xsum: arrive now,
-  // wait after the stores.
-  if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  const float rstd = rsqrtf(fmaf(rlg_row_sum(acc[0], tpr, red[1]), inv_n, eps));
   T* yr = y + off;
 #pragma unroll
   for (int p = 0; p < PACKS; ++p) {
@@ -266,7 +214,6 @@ rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __res
     for (int k = 0; k < VEC; ++k) h[p][k] = ksuite::gelu_fast(fmaf(h[p][k] * rstd, wv[k], bv[k]));
     if (ok[p]) ksuite::store_floats<T, VEC>(yr + p * stride, h[p]);
   }
-  if constexpr (CLUSTER) asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
 // One 1024-thread block a row, grid-stride over rows.  STAGE: h kept as float
@@ -407,7 +354,7 @@ bool launch_cluster(const T* x, const T* r, const T* w, const T* b, T* y, int64_
   return true;
 }
 
-constexpr int kVariants = 9;
+constexpr int kVariants = 7;
 
 template <typename T, int VEC, int PACKS, bool PLAIN = false>
 bool launch_regs(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
@@ -428,26 +375,6 @@ bool launch_regs(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m
   rlg_regs_kernel<T, VEC, PACKS, PLAIN><<<static_cast<unsigned>(grid), plan.threads, 0, stream>>>(
       x, r, w, b, y, m, static_cast<int>(n), eps, static_cast<float>(1.0 / double(n)), plan.tpr, lg_tpr, lg_rows);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return true;
-}
-
-// Plans 8 and 9: the row over the fewest CTAs (2..8, a power of two) of at
-// most max_threads threads at PACKS packs a thread.
-template <typename T, int VEC, int PACKS>
-bool launch_cluster_regs(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
-                         int max_threads, cudaStream_t stream) {
-  if (ksuite::compute_major() < 9 || n > 0x7fffffff) return false;
-  const int64_t per_cta = int64_t(max_threads) * PACKS * VEC;
-  int ctas = 2;
-  while (ctas < 8 && ctas * per_cta < n) ctas *= 2;
-  if (ctas * per_cta < n || m * ctas > int64_t(0x7fffffff)) return false;
-  // Slices whole 16-byte packs, so every CTA's accesses stay aligned.
-  const int64_t slice = ((n + ctas - 1) / ctas + VEC - 1) / VEC * VEC;
-  const ksuite::RegPlan plan = ksuite::plan_regs(slice, VEC, PACKS, max_threads);
-  if (plan.tpr <= 32) return false;  // rows this short fit one CTA's registers
-  ksuite::launch_clustered(rlg_regs_kernel<T, VEC, PACKS, false, true>, static_cast<unsigned>(m * ctas),
-                           plan.threads, 0, ctas, stream, x, r, w, b, y, m, static_cast<int>(n), eps,
-                           static_cast<float>(1.0 / double(n)), plan.tpr, 10, 0, static_cast<int>(slice), ctas);
   return true;
 }
 
@@ -479,8 +406,6 @@ void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int
     case 4: if (launch_cluster<T, VEC>(x, r, w, b, y, m, n, eps, ksuite::max_smem_optin(), stream)) return; break;
     case 6: if (launch_regs<T, VEC, P1, true>(x, r, w, b, y, m, n, eps, stream)) return; break;
     case 7: if (launch_regs<T, VEC, VEC == 1 ? 2 : 1, true>(x, r, w, b, y, m, n, eps, stream)) return; break;
-    case 8: if (launch_cluster_regs<T, VEC, P1>(x, r, w, b, y, m, n, eps, 512, stream)) return; break;
-    case 9: if (launch_cluster_regs<T, VEC, P1>(x, r, w, b, y, m, n, eps, 256, stream)) return; break;
     case 5: {
       const auto grid = static_cast<unsigned>(std::min<int64_t>(m, ksuite::sm_count()));
       rlg_wide_kernel<T, VEC, false><<<grid, 1024, 0, stream>>>(x, r, w, b, y, m, n, eps);
