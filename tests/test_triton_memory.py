@@ -266,8 +266,6 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")
                 const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, S.SPLIT_MIN_CHUNK))
                 const["MODE"] = 0 if plan["kernel"] == "split" else 2
-            if plan["kernel"] == "split" and wl != "softmax":
-                sig.update(stats_ptr="*fp32", count_ptr="*i32")
             if plan["kernel"] in ("rows",):
                 sig.update(M="i32", N="i32")
             else:

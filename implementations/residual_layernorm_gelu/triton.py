@@ -12,42 +12,21 @@ stays well under the SM's limit.
   held values (exact two-pass variance, no second read), then normalise,
   scale, shift and GELU, one store.  Short rows (N=1024) are packed several
   to a program.
-- ``_rlg_split`` (wider rows), KIND "coop" while a row is at most
-  COOP_MAX_PROGRAMS chunks: P = cdiv(N, BLOCK) programs a row, each holding
-  its chunk's h in registers (4096 on 8 warps by default, 16 values a
-  thread, 64 registers for sm_90, four programs an SM), meeting at a per-row
-  counter to merge their chunks' (mean, M2) and then writing their chunk:
-  x and r read once, (3*M*N + 2*N)*b bytes as for short rows.  At 4096 x
-  32768 that is 1.61 GB in float32 (379 us at 4.25 TB/s; 0.90 of copy is
-  421 us) and 805 MB in bfloat16 (190 us; 210 us).  The row's P = 8
-  programs start together (consecutive tickets) and load together, so the
-  wait is about the spread of their load times, while the SM's other
-  programs (other rows, other phases) keep loads in flight: at four
-  programs an SM, 132 SMs hold 66 rows, ~17 MB of x and r.  The merge adds
-  three L2 round trips a program (the ticket, the counter, the P partials).
-- ``_rlg_split`` KIND "loop" (any N; the fallback past COOP_MAX_PROGRAMS
-  chunks or on a GPU too small for a row's programs): one row a program, in
-  BLOCK-wide chunks.  Chunk 0's h stays in registers; its mean K is the shift for
+- ``_rlg_split`` (wider rows, any N): one row a program, in BLOCK-wide
+  chunks.  Chunk 0's h stays in registers; its mean K is the shift for
   per-lane sums of (h - K) and (h - K)^2 over the rest of the row, which keeps
   the one-read variance free of cancellation.  The output walk writes chunk 0
   from registers and re-reads the other chunks backwards, newest first, so the
   re-read comes from L2 rather than HBM: 32768 float32 columns are 256 KB of
   x and r a row, ~264 rows in flight re-read at most 3/4 of that, and the
-  backwards walk shortens the reuse distance further.  Measured on the H200
-  (6c11481's run) at 4096 x 32768: 0.80 of copy in float32, 0.66 in
-  bfloat16, so the re-read does not all hit L2.
-
-The autotuner times both kinds (see _split_candidates) and keeps the faster.
+  backwards walk shortens the reuse distance further.
 """
 from __future__ import annotations
-
-import functools
 
 import triton
 import triton.language as tl
 
-from implementations._autotune import autotune
-from implementations._row_tuning import PLACEHOLDERS, Chosen, neighbours, rows_plan, tuned
+from implementations._row_tuning import Chosen, neighbours, rows_plan, tuned
 
 from implementations.gelu.triton import gelu_f32
 from suite.backends import dtype_in, interpreting, needs_triton
@@ -100,10 +79,8 @@ def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
     tl.store(y_ptr + dst, y.to(y_ptr.dtype.element_ty), mask=(rows < M)[:, None] & cmask[None, :])
 
 
-@triton.jit
-def _rlg_loop(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, BLOCK: tl.constexpr, EXACT: tl.constexpr):
-    """One program a row in BLOCK-wide chunks, x and r read twice (the second
-    time hoped to hit L2): see the module docstring."""
+@triton.jit(do_not_specialize=["M_BUCKET"])
+def _rlg_split(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, BLOCK: tl.constexpr, EXACT: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     xr = x_ptr + row * N
     rr = r_ptr + row * N
@@ -146,120 +123,16 @@ def _rlg_loop(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, BLOCK: tl.constexpr, EX
                  cache_modifier=".cs")  # streaming: keep L2 for the rows still to re-read
 
 
-
-@triton.jit
-def _add_pair(a0, a1, b0, b1):
-    return a0 + b0, a1 + b1
-
-
-@triton.jit(do_not_specialize=["M_BUCKET"])
-def _rlg_split(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, N, eps, M_BUCKET,
-               KIND: tl.constexpr, BLOCK: tl.constexpr, P_MAX: tl.constexpr, EXACT: tl.constexpr,
-               EVICT: tl.constexpr):
-    """Rows wider than MAX_FUSED, in BLOCK-wide chunks; KIND picks the scheme.
-
-    "coop": P = cdiv(N, BLOCK) programs a row, one chunk each, h held in
-    registers from load to store.  Each publishes its chunk's mean and M2 (sum
-    of squared deviations from the chunk mean, two-pass over the held values),
-    counts itself in at the row's counter, waits until all P have, merges the
-    P partials (Chan et al.) in one fixed order, so that every program of the
-    row gets bit-identical statistics, and writes its chunk: x and r are read
-    once.  Programs take chunks from a ticket counter in the order they start,
-    so a program waits only on ones that have started or start as soon as a
-    slot frees: the launcher checks that P programs fit on the GPU at once.
-    "stats" then "output": the same arithmetic in two launches (x and r read
-    twice), no waiting; what the interpreter, which runs programs one after
-    another, runs for "coop".
-    "loop": one program a row; see _rlg_loop.
-    count_ptr: int32 [1 + M], zero at launch (ticket, then one counter a row).
-    stats_ptr: float32 [M, 2, P_MAX] (chunk means, then chunk M2s).
-    """
-    if KIND == "loop":
-        _rlg_loop(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, BLOCK, EXACT)
-    else:
-        if KIND == "coop":
-            t = tl.atomic_add(count_ptr, 1, sem="relaxed")
-        else:
-            t = tl.program_id(0)
-        p = tl.cdiv(N, BLOCK)
-        row = t // p
-        c = t - row * p
-        base = row.to(tl.int64) * N
-        stats = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
-        cols = c * BLOCK + tl.arange(0, BLOCK)
-        mask = cols < N
-        h = (tl.load(x_ptr + base + cols, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32)
-             + tl.load(r_ptr + base + cols, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32))
-        if KIND != "output":
-            # the chunk's mean and M2 about a first guess of its mean, corrected
-            # by the deviations' sum (one pass over the held values for both):
-            # a constant chunk gets its value back exactly and M2 = 0
-            cnt = tl.minimum(N - c * BLOCK, BLOCK).to(tl.float32)
-            guess = tl.sum(h, axis=0) / cnt
-            d = tl.where(mask, h - guess, 0.0)
-            s1, s2 = tl.reduce((d, d * d), 0, _add_pair)
-            tl.store(stats + c, guess + s1 / cnt)
-            tl.store(stats + P_MAX + c, tl.maximum(s2 - s1 * s1 / cnt, 0.0))
-        if KIND != "stats":
-            # issued before the wait, so that their latency hides behind it
-            w = tl.load(w_ptr + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-            b = tl.load(b_ptr + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        if KIND == "coop":
-            tl.debug_barrier()  # every thread's part of the stores before the release
-            seen = tl.atomic_add(count_ptr + 1 + row, 1, sem="release") + 1
-            while seen < p:
-                seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
-            tl.debug_barrier()
-        if KIND != "stats":
-            k = tl.arange(0, P_MAX)
-            means = tl.load(stats + k, mask=k < p, other=0.0, cache_modifier=".cg")
-            m2s = tl.load(stats + P_MAX + k, mask=k < p, other=0.0, cache_modifier=".cg")
-            counts = tl.where(k < p, tl.minimum(N - k * BLOCK, BLOCK), 0).to(tl.float32)
-            # Chan et al. over all P at once, about chunk 0's mean (the
-            # deviations stay small when the mean is large against the spread)
-            m0 = tl.sum(tl.where(k == 0, means, 0.0), axis=0)
-            mean = m0 + tl.sum(counts * (means - m0), axis=0) / N
-            dm = means - mean
-            var = tl.sum(m2s + counts * dm * dm, axis=0) / N
-            rstd = tl.math.rsqrt(var + eps)
-            y = gelu_f32((h - mean) * rstd * w + b, EXACT)
-            tl.store(y_ptr + base + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-COOP_MAX_PROGRAMS = 64  # most programs a row may be split over (all must be on the GPU at once)
-KINDS = ("coop", "loop")
-
-
-def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None,
-         kind: str | None = None) -> dict:
-    """Kernel and launch parameters for an m x n problem; pure, so config() can replay it.
-
-    ``kind`` picks the split kernel's scheme for rows wider than max_fused:
-    "coop" (one read; the default while a row is at most COOP_MAX_PROGRAMS
-    chunks) or "loop".
-    """
+def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None) -> dict:
+    """Kernel and launch parameters for an m x n problem; pure, so config() can replay it."""
     block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
     if block_n <= max_fused:
         # 16384 takes 32 warps (49 registers for sm_90, no spills); 32768
         # would spill, so it goes to the split path.
         return dict(_with_wb(rows_plan(m, block_n, dtype_bytes)), EVICT=_hints(dtype_bytes)[0])
-    if kind not in (None,) + KINDS:
-        raise ValueError(f"kind={kind!r}: choose from {KINDS}")
-    # 4096 on 8 warps, 16 values a thread: 64 registers for sm_90 (48 for
-    # 16-bit inputs), four (five) programs an SM, 32 KB (16 KB) of x and r each
-    chunk = block or 4096
-    if kind == "coop" or (kind is None and triton.cdiv(n, chunk) <= COOP_MAX_PROGRAMS):
-        return split_config("coop", chunk, max(1, min(16, chunk // 512)), n, _hints(dtype_bytes)[0])
     # 4096 with 16 warps: 8 values a thread, ~55 registers, two programs an SM.
     chunk = block or min(4096, max_fused)
-    return split_config("loop", chunk, max(1, min(16, chunk // 256)), n)
-
-
-def split_config(kind: str, block: int, warps: int, n: int, evict: str = "") -> dict:
-    """A config of _rlg_split; P_MAX (stats slots a row) is P rounded up to a power of two."""
-    p_max = triton.next_power_of_2(triton.cdiv(n, block)) if kind == "coop" else 1
-    return dict(kernel="split", KIND=kind, BLOCK=block, P_MAX=p_max, EVICT=evict if kind == "coop" else "",
-                num_warps=warps)
+    return dict(kernel="split", BLOCK=chunk, num_warps=max(1, min(16, chunk // 256)))
 
 
 def row_align(n: int, dtype_bytes: int) -> int:
@@ -274,7 +147,7 @@ def row_align(n: int, dtype_bytes: int) -> int:
     return min(vec, n & -n)
 
 
-def candidates(m: int, n: int, dtype_bytes: int, kind: str | None = None) -> list[dict]:
+def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     """What the autotuner tries on the GPU: the plan and its neighbours.
 
     Rows up to 2048 wide (the plan packs several): one row a program at 1 to
@@ -285,14 +158,13 @@ def candidates(m: int, n: int, dtype_bytes: int, kind: str | None = None) -> lis
     8 values a thread.  Packed rows at 32 warps never won on the H200
     (16e3943) and are no longer tried.  Wider rows: ROWS kept, halved and
     doubled, 16 or 8 values a thread, 32 for one row (includes Inductor's one
-    row of 16 warps at 4096 and 8192).  At most 8 designs, the first four in
-    both eviction hints (see _with_hints).  Split kernel: see
-    _split_candidates.  The sm_90 compile test checks every one for spills.
+    row of 16 warps at 4096 and 8192).  Split kernel: chunks of 2048 to 8192
+    with 8 or 16 values a thread.  At most 8 designs, the first four in both
+    eviction hints (see _with_hints); the sm_90 compile test checks every one
+    for spills.
     """
-    base = plan(m, n, dtype_bytes, kind=kind)
-    if base["kernel"] == "split":
-        return _split_candidates(base, n, dtype_bytes)
-    if base["BLOCK_N"] > 2048:
+    base = plan(m, n, dtype_bytes)
+    if base["kernel"] != "rows" or base["BLOCK_N"] > 2048:
         out = []
         for c in neighbours(base, m, "split",
                             ((4096, 16), (4096, 8), (2048, 8), (2048, 4), (8192, 16), (8192, 32))):
@@ -330,36 +202,6 @@ def candidates(m: int, n: int, dtype_bytes: int, kind: str | None = None) -> lis
     return _with_hints(unique[:8], dtype_bytes, 4)
 
 
-def _split_candidates(base: dict, n: int, dtype_bytes: int) -> list[dict]:
-    """Rows wider than MAX_FUSED: the plan, then the cooperative kernel at
-    chunks of 2048 to 8192 with 16 or 32 values a thread (none of more than
-    COOP_MAX_PROGRAMS chunks a row), the plan in the other eviction hint
-    too, then the looped kernel at 8192 on 32 warps and 4096 on 16 (the
-    H200's picks before the cooperative kernel existed, float32 and bfloat16).
-    A plan of "loop" gets loop configs only (the launcher's fallback when a
-    row's programs may not all fit on the GPU at once).
-    """
-    out = [base]
-    if base["KIND"] == "coop":
-        first, second = _hints(dtype_bytes)
-        out.append(dict(base, EVICT=second))
-        # (16384 on 16 warps, 121-128 registers, fits one program an SM; the
-        # 32768-wide chunk on 32 warps, one row a program, spilled 216 to 948
-        # bytes for sm_90: neither is tried)
-        for block, warps in ((4096, 8), (8192, 16), (8192, 8), (4096, 4), (2048, 4)):
-            if triton.cdiv(n, block) <= COOP_MAX_PROGRAMS:
-                out.append(split_config("coop", block, warps, n, first))
-    for block, warps in ((8192, 32), (4096, 16), (2048, 8)):
-        # 8192 on 32 warps spills 12 bytes for sm_90 with 16-bit rows of odd width
-        if block != 8192 or dtype_bytes == 4 or n % 16 == 0:
-            out.append(split_config("loop", block, warps, n))
-    unique: list[dict] = []
-    for c in out:
-        if c not in unique:
-            unique.append(c)
-    return unique[:10]
-
-
 def _with_wb(c: dict) -> dict:
     """A rows config loads w and b before the reductions unless it says
     otherwise, and x and r with the evict_first hint."""
@@ -395,43 +237,16 @@ def _with_hints(out: list[dict], dtype_bytes: int, limit: int) -> list[dict]:
 
 
 _rows_tuned = tuned(_rlg_rows, candidates)
-
-
-def _split_prune(kind):
-    def prune(configs, named_args, **kwargs):
-        x, n = named_args["x_ptr"], named_args["N"]
-        return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps")},
-                              num_warps=c["num_warps"])
-                for c in candidates(x.numel() // n, n, x.element_size(), kind)]
-    return prune
-
-
-# Each timing run needs the ticket and row counters at zero.
-_split_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
-                        prune_configs_by={"early_config_prune": _split_prune(None)})(_rlg_split)
-_loop_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
-                       prune_configs_by={"early_config_prune": _split_prune("loop")})(_rlg_split)
-
-
-@functools.lru_cache(maxsize=None)
-def _sm_count(index: int) -> int:
-    import torch
-
-    return torch.cuda.get_device_properties(index).multi_processor_count
-
+_split_tuned = tuned(_rlg_split, candidates)
 
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for config()
 _CHOSEN = Chosen(plan)
 
 
-def _split_grid(m: int, n: int):
-    return lambda meta: (m * triton.cdiv(n, meta["BLOCK"]) if meta["KIND"] == "coop" else m,)
-
-
 def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = MAX_FUSED,
-                                   block: int | None = None, kind: str | None = None):
-    """``max_fused``/``block``/``kind`` force the split path and its scheme in
-    tests (a forced path runs its plan as is, untuned)."""
+                                   block: int | None = None):
+    """``max_fused``/``block`` force the split path in tests (a forced path runs
+    its plan as is, untuned)."""
     import torch
 
     x, r, weight, bias = (t.contiguous() for t in (x, r, weight, bias))
@@ -443,50 +258,31 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
     if x.numel() == 0:
         return y
     m = x.numel() // n
-    nbytes = x.element_size()
-    p = plan(m, n, nbytes, max_fused, block, kind)
-    exact = nbytes == 4  # libdevice erf for float32; see gelu_f32
+    p = plan(m, n, x.element_size(), max_fused, block)
+    exact = x.element_size() == 4  # libdevice erf for float32; see gelu_f32
     bucket = triton.next_power_of_2(m)
     args = (x, r, weight, bias, y)
-    untuned = interpreting() or max_fused != MAX_FUSED or block is not None or kind is not None
-    if p["kernel"] == "split":
-        if p["KIND"] == "coop" and not interpreting():
-            # Every program of a row must be resident at once; one an SM
-            # always is.  A GPU with fewer SMs than a row has chunks (never
-            # an H200) gets the looped kernel.
-            tried = [p] if untuned else candidates(m, n, nbytes, kind)
-            slots = _sm_count(x.device.index if x.device.index is not None else 0)
-            if any(c["KIND"] == "coop" and triton.cdiv(n, c["BLOCK"]) > slots for c in tried):
-                p = plan(m, n, nbytes, max_fused, block, "loop")
-        tuned_kind = None if p["KIND"] == "coop" else "loop"  # what _split_tuned / _loop_tuned try
-        p_max = p["P_MAX"] if untuned else max(c["P_MAX"] for c in candidates(m, n, nbytes, tuned_kind))
-        stats = torch.empty(m * 2 * p_max, device=x.device, dtype=torch.float32)
-        count = torch.zeros(m + 1, device=x.device, dtype=torch.int32)
-        args += (stats, count, n, float(eps), bucket)
-        if untuned:
-            if p["KIND"] == "coop" and interpreting():
-                kinds = ("stats", "output")  # the interpreter cannot wait on other programs
-            else:
-                kinds = (p["KIND"],)
-            grid = _split_grid(m, n)(p)
-            for k in kinds:
-                _rlg_split[grid](*args, KIND=k, BLOCK=p["BLOCK"], P_MAX=p["P_MAX"], EXACT=exact,
-                                 EVICT=p["EVICT"], num_warps=p["num_warps"])
-            return y
-        kernel = _split_tuned if p["KIND"] == "coop" else _loop_tuned
-        kernel[_split_grid(m, n)](*args, EXACT=exact)
-    elif untuned:
+    if interpreting() or max_fused != MAX_FUSED or block is not None:
         # One config: the interpreter would run every candidate on the CPU.
-        _rlg_rows[(triton.cdiv(m, p["ROWS"]),)](*args, m, n, float(eps), bucket, ROWS=p["ROWS"],
-                                                BLOCK_N=p["BLOCK_N"], EXACT=exact, EVEN_N=n == p["BLOCK_N"],
-                                                ALIGN=row_align(n, nbytes), WB_EARLY=p["WB_EARLY"],
-                                                EVICT=p["EVICT"], num_warps=p["num_warps"])
+        if p["kernel"] == "rows":
+            _rlg_rows[(triton.cdiv(m, p["ROWS"]),)](*args, m, n, float(eps), bucket, ROWS=p["ROWS"],
+                                                    BLOCK_N=p["BLOCK_N"], EXACT=exact, EVEN_N=n == p["BLOCK_N"],
+                                                    ALIGN=row_align(n, x.element_size()),
+                                                    WB_EARLY=p["WB_EARLY"], EVICT=p["EVICT"],
+                                                    num_warps=p["num_warps"])
+        else:
+            _rlg_split[(m,)](*args, n, float(eps), bucket, BLOCK=p["BLOCK"], EXACT=exact,
+                             num_warps=p["num_warps"])
         return y
-    else:
+    if p["kernel"] == "rows":
         kernel = _rows_tuned
         kernel[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](*args, m, n, float(eps), bucket, EXACT=exact,
-                                                             EVEN_N=n == p["BLOCK_N"], ALIGN=row_align(n, nbytes))
-    _CHOSEN.record(p["kernel"], kernel, n, nbytes, bucket)
+                                                             EVEN_N=n == p["BLOCK_N"],
+                                                             ALIGN=row_align(n, x.element_size()))
+    else:
+        kernel = _split_tuned
+        kernel[(m,)](*args, n, float(eps), bucket, EXACT=exact)
+    _CHOSEN.record(p["kernel"], kernel, n, x.element_size(), bucket)
     return y
 
 
@@ -497,6 +293,5 @@ def _config(case: Case) -> str:
 
 register("residual_layernorm_gelu", "triton", available=needs_triton,
          supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
-         description="one kernel: rows in registers, or wide rows split over programs that meet in "
-                     "the kernel (x and r read once), or looped over by one program")(
+         description="one kernel: rows in registers, or chunked rows with chunk 0 held on chip")(
     residual_layernorm_gelu_triton)
