@@ -65,6 +65,16 @@ def test_the_row_ops_know_which_plans_run():
     # one pack a thread would need 2048 threads a row
     assert [rlg_runs(v, "float32", 8192, 16384) for v in range(1, 6)] == [True, True, False, True, True]
     assert [rlg_runs(v, "bfloat16", 32768, 64) for v in range(1, 6)] == [True, False, False, True, True]
+    # persistent TMA: one CTA holds <= 1024 x 4 16-byte packs (bf16 32768, float32 16384); the cluster
+    # plan 2..8 CTAs of them (float32 32768 on 2, bf16 131072 on 4); 16-byte rows only
+    assert [rlg_runs(v, "bfloat16", 32768, 4096) for v in (8, 9)] == [True, True]
+    assert [rlg_runs(v, "float32", 32768, 4096) for v in (8, 9)] == [False, True]
+    assert [rlg_runs(v, "float32", 16384, 4096) for v in (8, 9)] == [True, True]
+    assert [rlg_runs(v, "bfloat16", 16392, 8) for v in (8, 9)] == [True, True]
+    assert [rlg_runs(v, "float32", 16392, 8) for v in (8, 9)] == [False, True]
+    assert [rlg_runs(v, "bfloat16", 262144, 8) for v in (8, 9)] == [False, True]
+    assert [rlg_runs(v, "bfloat16", 262152, 8) for v in (8, 9)] == [False, False]
+    assert not any(rlg_runs(v, "bfloat16", 781, 2048) for v in (8, 9))
 
 
 def test_variant_zero_is_a_real_choice_where_it_is_one(monkeypatch):

@@ -26,6 +26,17 @@
 //    instead of ld.global.nc.L1::no_allocate
 //  7 plan 3 with plain loads, likewise.  (The Triton kernel's float32 rows
 //    ran 3-8% faster on the H200 without a load cache hint.)
+//  8 persistent TMA (sm_90): one 1024-thread CTA an SM walks rows; the raw x
+//    and r of a row (<= 1024 x 4 16-byte packs of each: bf16/fp16 32768,
+//    float32 16384; 128 KB) sit in shared memory, filled by cp.async.bulk;
+//    each thread copies its 4 packs to registers as h = x + r, and the bulk
+//    copy of the CTA's next row starts at once, so that its loads overlap
+//    this row's statistics, GELU and stores (plan 1 at 32768 columns: one
+//    CTA an SM alternates loading and computing).
+//  9 plan 8 over a cluster of 2, 4 or 8 CTAs a row, each holding a slice
+//    (float32 32768: 2 x 64 KB of x and of r), partial sums exchanged by
+//    st.async.  Plans 8 and 9: 16-byte packs only (n % (16 / itemsize) == 0,
+//    aligned pointers).
 // Auto: 1 while the row fits 1024 threads, else 4, else 5.  A variant that
 // cannot run a shape runs auto's plan.
 #include <ATen/core/Tensor.h>
@@ -35,6 +46,7 @@
 #include <torch/library.h>
 
 #include <cooperative_groups.h>
+#include <mutex>
 
 #include "ksuite/common.cuh"
 
@@ -354,7 +366,347 @@ bool launch_cluster(const T* x, const T* r, const T* w, const T* b, T* y, int64_
   return true;
 }
 
-constexpr int kVariants = 7;
+// ------------- plans 8 and 9: persistent CTAs, the next row prefetched by TMA
+//
+// One 1024-thread CTA an SM (or a cluster of 2..8 CTAs on different SMs a
+// row, plan 9), grid-stride over rows.  Shared memory holds the CTA's slice
+// of the raw x and r of one row (chunk 16-byte packs of each), filled by
+// cp.async.bulk and counted by one mbarrier.  Per row: wait for the slice,
+// copy this thread's packs to registers as h = x + r, block barrier, thread
+// 0 issues the bulk copies of the next row into the same buffer (its loads
+// overlap this row's statistics, GELU and stores), then exact two-pass
+// statistics of h from registers and the output with 16-byte stores.  w and
+// b come from global memory (L1/L2 hits); the output pass walks the packs
+// forwards on even rows and backwards on odd ones, so that the columns it
+// read last (still in L1, which is ~124 KB next to a 128 KB slice) come first.
+//
+// Cluster (plan 9): each CTA's partial sum and partial sum of squared
+// deviations go to every CTA of the cluster by st.async into slot
+// [round][rank] of its `vals`, counted by that CTA's mbarrier xbar[round]
+// (round 0: sums, 1: squared deviations; one phase of each a row).  A CTA
+// writes slot round of row i + 1 only after its xbar[round ^ 1] phase of the
+// previous round completed, i.e. after every CTA sent that round, which each
+// does after a block barrier (in rlg_row_sum) that follows all its threads'
+// reads of the slot.  Every CTA adds the partials in rank order: the same
+// mean and rstd everywhere.
+constexpr int kTmaThreads = 1024;
+constexpr int kTmaPacks = 4;  // packs a thread: 1024 x 4 x 16 B = 64 KB of x and 64 KB of r at most
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{.reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;}"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  }
+}
+
+// The same, acquiring at cluster scope (the phase's bytes came from other
+// CTAs' st.async).
+__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{.reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;}"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  }
+}
+
+__device__ __forceinline__ void mbar_expect(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+// Bulk copy of `bytes` (a multiple of 16, 16-byte aligned ends) from global
+// `src` to shared `dst` in pieces of <= 16 KB, counted by `bar`.
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const char* src, uint32_t bytes, uint32_t bar) {
+  constexpr uint32_t kPiece = 16384;
+  for (uint32_t off = 0; off < bytes; off += kPiece) {
+    const uint32_t size = min(kPiece, bytes - off);
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst + off),
+        "l"(src + off), "r"(size), "r"(bar)
+        : "memory");
+  }
+}
+
+// The sum over the cluster of every CTA's `v` (plan 9's exchange, above).
+__device__ __forceinline__ float cluster_total(float v, int ctas, int rank, float* vals, uint32_t xbar,
+                                               uint32_t parity) {
+  if (threadIdx.x == 0) mbar_expect(xbar, 4u * static_cast<uint32_t>(ctas));
+  if (static_cast<int>(threadIdx.x) < ctas) {
+    uint32_t raddr, rbar;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(raddr) : "r"(smem_addr(vals + rank)), "r"(threadIdx.x));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rbar) : "r"(xbar), "r"(threadIdx.x));
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];" ::"r"(raddr), "f"(v),
+                 "r"(rbar)
+                 : "memory");
+  }
+  mbar_wait_cluster(xbar, parity);
+  float total = vals[0];
+  for (int q = 1; q < ctas; ++q) total += vals[q];
+  return total;
+}
+
+// 16 bytes at p by ld.global.nc (L1-allocating), ordered after `dep` is
+// computed: ksuite::ld16_if's plain asm is loop-invariant for w and b, and the
+// compiler hoists every pack's loads out of the row loop or up into the
+// reductions (32 more registers live next to h: spills).  The input operand
+// ties each load to a value of the step before it.
+__device__ __forceinline__ uint4 ld_wb(const void* p, float dep) {
+  uint4 v;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4]; // %5"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p), "f"(dep));
+  return v;
+}
+
+// y = gelu(h * rstd * w + b) for this thread's packs (h already minus the
+// mean), packs in reverse order when REV.  c0: the column of this thread's
+// pack 0; y points at it in the output row.  Pack q's w and b are loaded
+// once pack p's (the one before) have arrived, during p's GELU: two packs of
+// w and b in flight at most.  Packs past the slice load columns 0..VEC-1 of
+// w and b (in bounds) and store nothing.
+template <typename T, int PACKS, bool REV>
+__device__ __forceinline__ void tma_output(float (&h)[PACKS][ksuite::vec16<T>()], const bool (&ok)[PACKS],
+                                           float rstd, const T* w, const T* b, int64_t c0, T* y) {
+  constexpr int VEC = ksuite::vec16<T>(), STRIDE = kTmaThreads * VEC;
+  constexpr int P0 = REV ? PACKS - 1 : 0;
+  uint4 rw = ld_wb(w + (ok[P0] ? c0 + P0 * STRIDE : 0), rstd);
+  uint4 rb = ld_wb(b + (ok[P0] ? c0 + P0 * STRIDE : 0), rstd);
+#pragma unroll
+  for (int j = 0; j < PACKS; ++j) {
+    const int p = REV ? PACKS - 1 - j : j;
+    const uint4 cw = rw, cb = rb;
+    if (j + 1 < PACKS) {
+      const int q = REV ? p - 1 : p + 1;
+      rw = ld_wb(w + (ok[q] ? c0 + q * STRIDE : 0), __uint_as_float(cw.x));
+      rb = ld_wb(b + (ok[q] ? c0 + q * STRIDE : 0), __uint_as_float(cb.x));
+    }
+    float wv[VEC], bv[VEC];
+    ksuite::raw_to_floats<T>(cw, wv);
+    ksuite::raw_to_floats<T>(cb, bv);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) h[p][k] = ksuite::gelu_fast(fmaf(h[p][k] * rstd, wv[k], bv[k]));
+    if (ok[p]) ksuite::st16_global(y + p * STRIDE, ksuite::floats_to_raw<T>(h[p]));
+  }
+}
+
+// Special registers read afresh (volatile: not hoisted out of the row loop),
+// so that what derives from them is recomputed each row instead of held in
+// registers next to h.
+__device__ __forceinline__ int fresh_tid() {
+  int v;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(v));
+  return v;
+}
+template <bool CLUSTER>
+__device__ __forceinline__ int fresh_rank() {
+  int v = 0;
+  if constexpr (CLUSTER) asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(v));
+  return v;
+}
+template <bool CLUSTER>
+__device__ __forceinline__ int fresh_ctas() {
+  int v = 1;
+  if constexpr (CLUSTER) asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(v));
+  return v;
+}
+
+// Thread 0: arms `bar` for this CTA's x and r slices of `row` and copies
+// them, x to the slice buffer, r chunk packs after it.
+template <typename T, bool CLUSTER>
+__device__ __forceinline__ void tma_slice(const T* x, const T* r, uint32_t row, int n, int chunk, uint32_t buf,
+                                          uint32_t bar) {
+  constexpr int VEC = ksuite::vec16<T>();
+  const int p0 = fresh_rank<CLUSTER>() * chunk;
+  const uint32_t bytes = static_cast<uint32_t>(max(0, min(n / VEC - p0, chunk))) * 16u;
+  const int64_t off = int64_t(row) * n + int64_t(p0) * VEC;
+  mbar_expect(bar, 2u * bytes);
+  bulk_copy(buf, reinterpret_cast<const char*>(x + off), bytes, bar);
+  bulk_copy(buf + static_cast<uint32_t>(chunk) * 16u, reinterpret_cast<const char*>(r + off), bytes, bar);
+}
+
+// CTA `rank` of its cluster (rank 0 of 1 without CLUSTER) owns packs
+// [rank * chunk, rank * chunk + count) of every row it visits; thread t holds
+// packs t + j * 1024 (j < PACKS) of that slice.  m < 2^31 (rlg_run checks).
+// Only the row and the iteration are carried from row to row: the rest is
+// recomputed from parameters and special registers (64 registers, h takes 32).
+template <typename T, int PACKS, bool CLUSTER>
+__global__ void __launch_bounds__(kTmaThreads, 1)
+rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
+               const T* __restrict__ b, T* __restrict__ y, uint32_t m, int n, int chunk, float eps, float inv_n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // the launcher uses this kernel on sm_90+ only
+#else
+  constexpr int VEC = ksuite::vec16<T>(), THREADS = kTmaThreads;
+  extern __shared__ __align__(128) uint4 xr_slice[];  // chunk packs of x, then chunk packs of r
+  __shared__ __align__(8) uint64_t bar;              // the slice's bulk copies
+  __shared__ __align__(8) uint64_t xbar[2];          // plan 9: partials of round 0 / 1
+  __shared__ float red[2][32];
+  __shared__ float vals[2][8];  // plan 9: [round][rank] every CTA's partial of the row
+  const uint32_t buf = smem_addr(xr_slice), bar0 = smem_addr(&bar), xbar0 = smem_addr(xbar);
+  const uint32_t first = blockIdx.x / static_cast<uint32_t>(fresh_ctas<CLUSTER>());
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar0) : "memory");
+    if constexpr (CLUSTER) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0) : "memory");
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0 + 8u) : "memory");
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  if constexpr (CLUSTER) {
+    cooperative_groups::this_cluster().sync();  // every CTA's barriers are initialised before another sends to them
+  } else {
+    __syncthreads();
+  }
+  if (threadIdx.x == 0 && first < m) tma_slice<T, CLUSTER>(x, r, first, n, chunk, buf, bar0);
+  uint32_t it = 0;
+#pragma unroll 1
+  for (uint32_t row = first; row < m; ++it) {
+    // rows in flight: one a cluster (unsigned: row + step < 2^32 for m < 2^31)
+    const uint32_t step = gridDim.x / static_cast<uint32_t>(fresh_ctas<CLUSTER>());
+    mbar_wait(bar0, it & 1u);
+    int t = fresh_tid();
+    int count = max(0, min(n / VEC - fresh_rank<CLUSTER>() * chunk, chunk));
+    bool ok[PACKS];
+#pragma unroll
+    for (int p = 0; p < PACKS; ++p) ok[p] = t + p * THREADS < count;
+    float h[PACKS][VEC];
+    {
+      uint4 rx[PACKS], rr[PACKS];  // every shared load issued before the first use
+#pragma unroll
+      for (int p = 0; p < PACKS; ++p) {
+        const int i = t + p * THREADS;
+        rx[p] = ok[p] ? xr_slice[i] : make_uint4(0u, 0u, 0u, 0u);
+        rr[p] = ok[p] ? xr_slice[chunk + i] : make_uint4(0u, 0u, 0u, 0u);
+      }
+#pragma unroll
+      for (int p = 0; p < PACKS; ++p) {
+        float rv[VEC];
+        ksuite::raw_to_floats<T>(rx[p], h[p]);
+        ksuite::raw_to_floats<T>(rr[p], rv);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) h[p][k] += rv[k];
+      }
+    }
+    __syncthreads();  // every thread has its packs: the copy engine may refill the slice
+    if (t == 0 && row + step < m) tma_slice<T, CLUSTER>(x, r, row + step, n, chunk, buf, bar0);
+    // Exact two-pass statistics (packs past the slice are zeros: no effect on the sum).
+    float acc[VEC];
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) acc[k] = 0.0f;
+#pragma unroll
+    for (int p = 0; p < PACKS; ++p)
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) acc[k] += h[p][k];
+#pragma unroll
+    for (int s = 1; s < VEC; s *= 2)
+#pragma unroll
+      for (int k = 0; k + s < VEC; k += 2 * s) acc[k] += acc[k + s];
+    float total = rlg_row_sum(acc[0], THREADS, red[0]);
+    if constexpr (CLUSTER)
+      total = cluster_total(total, fresh_ctas<CLUSTER>(), fresh_rank<CLUSTER>(), vals[0], xbar0, it & 1u);
+    const float mean = total * inv_n;
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) acc[k] = 0.0f;
+#pragma unroll
+    for (int p = 0; p < PACKS; ++p) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) h[p][k] -= mean;
+      if (ok[p]) {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) acc[k] = fmaf(h[p][k], h[p][k], acc[k]);
+      }
+    }
+#pragma unroll
+    for (int s = 1; s < VEC; s *= 2)
+#pragma unroll
+      for (int k = 0; k + s < VEC; k += 2 * s) acc[k] += acc[k + s];
+    float sq = rlg_row_sum(acc[0], THREADS, red[1]);
+    if constexpr (CLUSTER)
+      sq = cluster_total(sq, fresh_ctas<CLUSTER>(), fresh_rank<CLUSTER>(), vals[1], xbar0 + 8u, it & 1u);
+    const float rstd = rsqrtf(fmaf(sq, inv_n, eps));
+    // Afresh: t, count and ok are not kept through the statistics.
+    t = fresh_tid();
+    const int p0 = fresh_rank<CLUSTER>() * chunk;
+    count = max(0, min(n / VEC - p0, chunk));
+#pragma unroll
+    for (int p = 0; p < PACKS; ++p) ok[p] = t + p * THREADS < count;
+    const int64_t c0 = int64_t(p0 + t) * VEC;  // this thread's first column
+    T* yr = y + int64_t(row) * n + c0;
+    if (it & 1u) {
+      tma_output<T, PACKS, true>(h, ok, rstd, w, b, c0, yr);
+    } else {
+      tma_output<T, PACKS, false>(h, ok, rstd, w, b, c0, yr);
+    }
+    row += step;
+  }
+  if constexpr (CLUSTER) cooperative_groups::this_cluster().sync();  // no CTA leaves while a partial may still be sent to it
+#endif
+}
+
+// Clusters of `ctas` CTAs of `kernel` (threads, smem bytes each) that fit the
+// device at once (cudaOccupancyMaxActiveClusters), cached per device and
+// configuration.
+template <typename... Params>
+int max_active_clusters(void (*kernel)(Params...), int threads, int smem, int ctas) {
+  struct Entry {
+    const void* kernel;
+    int device, threads, smem, ctas, clusters;
+  };
+  constexpr int kEntries = 32;
+  static std::mutex mutex;
+  static Entry cache[kEntries] = {};
+  static int next = 0;
+  const int device = c10::cuda::current_device();
+  const void* key = reinterpret_cast<const void*>(kernel);
+  const std::lock_guard<std::mutex> lock(mutex);
+  for (const Entry& e : cache)
+    if (e.kernel == key && e.device == device && e.threads == threads && e.smem == smem && e.ctas == ctas)
+      return e.clusters;
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t config = ksuite::cluster_config(key, unsigned(ctas), threads, smem, ctas, nullptr, &attr);
+  int clusters = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+  cache[next] = Entry{key, device, threads, smem, ctas, clusters};
+  next = (next + 1) % kEntries;
+  return clusters;
+}
+
+// Plan 8 (CLUSTER false): one CTA a row, rows of <= 1024 x 4 16-byte packs.
+// Plan 9: the fewest CTAs (2, 4 or 8) whose slices hold that many packs each.
+// 16-byte packs only (n % vec16 == 0, aligned pointers: the caller's VEC).
+template <typename T, bool CLUSTER>
+bool launch_tma(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
+                cudaStream_t stream) {
+  constexpr int VEC = ksuite::vec16<T>();
+  if (ksuite::compute_major() < 9 || n % VEC != 0 || n > 0x7fffffff) return false;
+  const int64_t packs = n / VEC, cap = int64_t(kTmaThreads) * kTmaPacks;
+  int ctas = CLUSTER ? 2 : 1;
+  while (CLUSTER && ctas < 8 && (packs + ctas - 1) / ctas > cap) ctas *= 2;
+  if ((packs + ctas - 1) / ctas > cap) return false;
+  const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
+  const int smem = 2 * chunk * 16;
+  if (smem + 2048 > ksuite::max_smem_optin()) return false;
+  auto kernel = rlg_tma_kernel<T, kTmaPacks, CLUSTER>;
+  const int clusters = max_active_clusters(kernel, kTmaThreads, smem, ctas);
+  if (clusters <= 0) return false;
+  const int64_t grid = std::min<int64_t>(m, clusters) * ctas;
+  ksuite::launch_clustered(kernel, static_cast<unsigned>(grid), kTmaThreads, smem, ctas, stream, x, r, w, b, y,
+                           static_cast<uint32_t>(m), static_cast<int>(n), chunk, eps, static_cast<float>(1.0 / double(n)));
+  return true;
+}
+
+constexpr int kVariants = 9;
 
 template <typename T, int VEC, int PACKS, bool PLAIN = false>
 bool launch_regs(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
@@ -406,6 +758,14 @@ void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int
     case 4: if (launch_cluster<T, VEC>(x, r, w, b, y, m, n, eps, ksuite::max_smem_optin(), stream)) return; break;
     case 6: if (launch_regs<T, VEC, P1, true>(x, r, w, b, y, m, n, eps, stream)) return; break;
     case 7: if (launch_regs<T, VEC, VEC == 1 ? 2 : 1, true>(x, r, w, b, y, m, n, eps, stream)) return; break;
+    case 8:
+    case 9:
+      if constexpr (VEC > 1) {
+        if (variant == 8 ? launch_tma<T, false>(x, r, w, b, y, m, n, eps, stream)
+                         : launch_tma<T, true>(x, r, w, b, y, m, n, eps, stream))
+          return;
+      }
+      break;
     case 5: {
       const auto grid = static_cast<unsigned>(std::min<int64_t>(m, ksuite::sm_count()));
       rlg_wide_kernel<T, VEC, false><<<grid, 1024, 0, stream>>>(x, r, w, b, y, m, n, eps);
