@@ -46,14 +46,20 @@
 #include <torch/library.h>
 
 #include <cooperative_groups.h>
-#include <mutex>
 
+#include "ksuite/bulk.cuh"
 #include "ksuite/common.cuh"
 
 namespace {
 
 using ksuite::Pack;
 using ksuite::to_float;
+using ksuite::bulk::bulk_copy;
+using ksuite::bulk::max_active_clusters;
+using ksuite::bulk::mbar_expect;
+using ksuite::bulk::mbar_wait;
+using ksuite::bulk::mbar_wait_cluster;
+using ksuite::ptx::smem_addr;
 
 template <typename T, int VEC>
 __device__ __forceinline__ void load_pack(const T* p, float (&out)[VEC]) {
@@ -392,52 +398,6 @@ bool launch_cluster(const T* x, const T* r, const T* w, const T* b, T* y, int64_
 constexpr int kTmaThreads = 1024;
 constexpr int kTmaPacks = 4;  // packs a thread: 1024 x 4 x 16 B = 64 KB of x and 64 KB of r at most
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  while (!done) {
-    asm volatile(
-        "{.reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;}"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  }
-}
-
-// The same, acquiring at cluster scope (the phase's bytes came from other
-// CTAs' st.async).
-__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  while (!done) {
-    asm volatile(
-        "{.reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;}"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  }
-}
-
-__device__ __forceinline__ void mbar_expect(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-
-// Bulk copy of `bytes` (a multiple of 16, 16-byte aligned ends) from global
-// `src` to shared `dst` in pieces of <= 16 KB, counted by `bar`.
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const char* src, uint32_t bytes, uint32_t bar) {
-  constexpr uint32_t kPiece = 16384;
-  for (uint32_t off = 0; off < bytes; off += kPiece) {
-    const uint32_t size = min(kPiece, bytes - off);
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst + off),
-        "l"(src + off), "r"(size), "r"(bar)
-        : "memory");
-  }
-}
-
 // The sum over the cluster of every CTA's `v` (plan 9's exchange, above).
 __device__ __forceinline__ float cluster_total(float v, int ctas, int rank, float* vals, uint32_t xbar,
                                                uint32_t parity) {
@@ -652,34 +612,6 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
   }
   if constexpr (CLUSTER) cooperative_groups::this_cluster().sync();  // no CTA leaves while a partial may still be sent to it
 #endif
-}
-
-// Clusters of `ctas` CTAs of `kernel` (threads, smem bytes each) that fit the
-// device at once (cudaOccupancyMaxActiveClusters), cached per device and
-// configuration.
-template <typename... Params>
-int max_active_clusters(void (*kernel)(Params...), int threads, int smem, int ctas) {
-  struct Entry {
-    const void* kernel;
-    int device, threads, smem, ctas, clusters;
-  };
-  constexpr int kEntries = 32;
-  static std::mutex mutex;
-  static Entry cache[kEntries] = {};
-  static int next = 0;
-  const int device = c10::cuda::current_device();
-  const void* key = reinterpret_cast<const void*>(kernel);
-  const std::lock_guard<std::mutex> lock(mutex);
-  for (const Entry& e : cache)
-    if (e.kernel == key && e.device == device && e.threads == threads && e.smem == smem && e.ctas == ctas)
-      return e.clusters;
-  cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t config = ksuite::cluster_config(key, unsigned(ctas), threads, smem, ctas, nullptr, &attr);
-  int clusters = 0;
-  C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
-  cache[next] = Entry{key, device, threads, smem, ctas, clusters};
-  next = (next + 1) % kEntries;
-  return clusters;
 }
 
 // Plan 8 (CLUSTER false): one CTA a row, rows of <= 1024 x 4 16-byte packs.

@@ -80,8 +80,7 @@
 
 #include <cooperative_groups.h>
 
-#include <mutex>
-
+#include "ksuite/bulk.cuh"
 #include "ksuite/common.cuh"
 #include "softmax_access.cuh"
 
@@ -89,6 +88,11 @@ namespace {
 
 using ksuite::Pack;
 using ksuite::to_float;
+using ksuite::bulk::max_active_clusters;
+using ksuite::bulk::mbar_wait;
+using ksuite::bulk::mbar_wait_cluster;
+using ksuite::bulk::tma_load;
+using ksuite::ptx::smem_addr;
 
 // Adds one pack to a running (max, sum of exp(v - max)), rescaling the sum
 // when the pack raises the max.
@@ -180,9 +184,6 @@ softmax_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int n
 
 constexpr int kTmaThreads = 256;
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 
 // CTA `rank` of the cluster owns packs [rank * chunk, (rank + 1) * chunk) of
 // its row and keeps them in dynamic shared memory as loaded.
@@ -284,31 +285,6 @@ softmax_tma_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
 // row i's pairs.  One block barrier before a buffer is handed back to the
 // copy engine (every thread has read it).
 
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  while (!done) {
-    asm volatile(
-        "{.reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;}"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  }
-}
-
-// The same, acquiring at cluster scope: the phase's bytes came from other
-// CTAs' st.async (whose complete_tx releases at cluster scope).
-__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  while (!done) {
-    asm volatile(
-        "{.reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;}"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  }
-}
-
 // Stores v at shared address `addr` of CTA `rank` of the cluster, counted as
 // 8 bytes by that CTA's mbarrier at `bar` (the same offset in every CTA).
 __device__ __forceinline__ void st_async_cluster(uint32_t addr, uint32_t bar, unsigned rank, float2 v) {
@@ -318,20 +294,6 @@ __device__ __forceinline__ void st_async_cluster(uint32_t addr, uint32_t bar, un
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(raddr),
                "f"(v.x), "f"(v.y), "r"(rbar)
                : "memory");
-}
-
-// Arms `bar` for `bytes` and bulk-copies them from global `src` to shared
-// `dst` (one thread).  bytes == 0 completes the barrier's phase at once.
-__device__ __forceinline__ void tma_load(uint32_t dst, const char* src, uint32_t bytes, uint32_t bar) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-  constexpr uint32_t kPiece = 16384;
-  for (uint32_t off = 0; off < bytes; off += kPiece) {
-    const uint32_t size = min(kPiece, bytes - off);
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst + off),
-        "l"(src + off), "r"(size), "r"(bar)
-        : "memory");
-  }
 }
 
 // Packs read from shared memory at once a thread (loads issued back to back).
@@ -926,34 +888,6 @@ inline int persistent_ctas(int64_t packs, int64_t target, int stages, int smem_l
   for (int c = 1; c <= 8; c *= 2)
     if ((packs + c - 1) / c * 16 <= target) return c;
   return (packs + 7) / 8 * 16 * stages + 2048 <= smem_limit ? 8 : 0;
-}
-
-// Clusters of `ctas` CTAs of `kernel` (threads, smem bytes each) that fit the
-// device at once (cudaOccupancyMaxActiveClusters, which knows how clusters
-// pack into GPCs), cached per device and configuration.
-template <typename... Params>
-int max_active_clusters(void (*kernel)(Params...), int threads, int smem, int ctas) {
-  struct Entry {
-    const void* kernel;
-    int device, threads, smem, ctas, clusters;
-  };
-  constexpr int kEntries = 64;
-  static std::mutex mutex;
-  static Entry cache[kEntries] = {};
-  static int next = 0;
-  const int device = c10::cuda::current_device();
-  const void* key = reinterpret_cast<const void*>(kernel);
-  const std::lock_guard<std::mutex> lock(mutex);
-  for (const Entry& e : cache)
-    if (e.kernel == key && e.device == device && e.threads == threads && e.smem == smem && e.ctas == ctas)
-      return e.clusters;
-  cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t config = ksuite::cluster_config(key, unsigned(ctas), threads, smem, ctas, nullptr, &attr);
-  int clusters = 0;
-  C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
-  cache[next] = Entry{key, device, threads, smem, ctas, clusters};
-  next = (next + 1) % kEntries;
-  return clusters;
 }
 
 // Plans 8-10: persistent clusters, STAGES slice buffers a CTA of <= target
