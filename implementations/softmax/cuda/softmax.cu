@@ -339,6 +339,38 @@ __device__ __forceinline__ float2 slice_stats(const uint4* buf, int count) {
   return make_float2(mx, sum);
 }
 
+// Persistent cluster kernels (plans 8-10, 18-22): one thread initialises
+// the STAGES slice barriers and the two (max, sum) exchange barriers, then a
+// cluster barrier (every CTA's barriers are initialised before another
+// stores to it).
+template <int STAGES>
+__device__ __forceinline__ void init_barriers(uint32_t bar0, uint32_t xbar0) {
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar0 + 8u * s) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0 + 8u) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  cooperative_groups::this_cluster().sync();
+}
+
+// Sends this CTA's (max, sum) of iteration `it` into slot [it & 1][rank] of
+// every CTA of the cluster (counted by xbar[it & 1]) and returns the row's,
+// merged in rank order: every CTA gets the same row total.
+__device__ __forceinline__ float2 exchange_stats(float2 cta, uint32_t it, uint32_t xbar0, int ctas, int rank,
+                                                 float2 (*pairs)[8]) {
+  const uint32_t slot = it & 1u, xb = xbar0 + 8u * slot;
+  if (threadIdx.x == 0)
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(xb), "r"(8u * ctas) : "memory");
+  if (threadIdx.x < ctas) st_async_cluster(smem_addr(&pairs[slot][rank]), xb, threadIdx.x, cta);
+  mbar_wait_cluster(xb, (it >> 1) & 1u);
+  float2 tot = pairs[slot][0];
+  for (int q = 1; q < ctas; ++q) tot = MergeMS{}(tot, pairs[slot][q]);
+  return tot;
+}
+
 template <typename T, int STAGES, int THREADS, int MIN_BLOCKS>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 softmax_tma_persistent_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int n, int chunk) {
@@ -364,15 +396,7 @@ softmax_tma_persistent_kernel(const T* __restrict__ x, T* __restrict__ y, int64_
   const uint32_t buf0 = smem_addr(slices), bar0 = smem_addr(bars), xbar0 = smem_addr(xbar);
   const char* src = reinterpret_cast<const char*>(x + int64_t(p0) * VEC);
   const int64_t row_bytes = int64_t(n) * sizeof(T);
-  if (threadIdx.x == 0) {
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar0 + 8u * s) : "memory");
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0) : "memory");
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0 + 8u) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  cluster.sync();  // every CTA's barriers are initialised before another stores to it
+  init_barriers<STAGES>(bar0, xbar0);
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) {
@@ -389,14 +413,7 @@ softmax_tma_persistent_kernel(const T* __restrict__ x, T* __restrict__ y, int64_
     const uint4* buf = slices + int64_t(stage) * chunk;
     const float2 own = slice_stats<T, THREADS>(buf, count);
     const float2 cta = ksuite::group_reduce(own, THREADS, red, make_float2(-INFINITY, 0.0f), MergeMS{});
-    const uint32_t slot = it & 1u, xb = xbar0 + 8u * slot;
-    if (threadIdx.x == 0)
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(xb), "r"(8u * ctas) : "memory");
-    if (threadIdx.x < ctas) st_async_cluster(smem_addr(&pairs[slot][rank]), xb, threadIdx.x, cta);
-    mbar_wait_cluster(xb, (it >> 1) & 1u);
-    // Merged in rank order: every CTA gets the same row total.
-    float2 tot = pairs[slot][0];
-    for (int q = 1; q < ctas; ++q) tot = MergeMS{}(tot, pairs[slot][q]);
+    const float2 tot = exchange_stats(cta, it, xbar0, ctas, rank, pairs);
     const float row_mx = tot.x, inv = 1.0f / tot.y;
     T* yr = y + row * n + int64_t(p0) * VEC;
 #pragma unroll 1
@@ -465,15 +482,7 @@ softmax_tma_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, i
   const uint32_t buf0 = smem_addr(slices), bar0 = smem_addr(bars), xbar0 = smem_addr(xbar);
   const char* src = reinterpret_cast<const char*>(x + int64_t(p0) * VEC);
   const int64_t row_bytes = int64_t(n) * sizeof(T);
-  if (threadIdx.x == 0) {
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar0 + 8u * s) : "memory");
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0) : "memory");
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0 + 8u) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  cluster.sync();
+  init_barriers<STAGES>(bar0, xbar0);
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) {
@@ -518,13 +527,7 @@ softmax_tma_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, i
       }
     const float2 cta = ksuite::group_reduce(make_float2(mx, sum), THREADS, red, make_float2(-INFINITY, 0.0f),
                                             MergeMS{});
-    const uint32_t slot = it & 1u, xb = xbar0 + 8u * slot;
-    if (threadIdx.x == 0)
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(xb), "r"(8u * ctas) : "memory");
-    if (threadIdx.x < ctas) st_async_cluster(smem_addr(&pairs[slot][rank]), xb, threadIdx.x, cta);
-    mbar_wait_cluster(xb, (it >> 1) & 1u);
-    float2 tot = pairs[slot][0];
-    for (int q = 1; q < ctas; ++q) tot = MergeMS{}(tot, pairs[slot][q]);
+    const float2 tot = exchange_stats(cta, it, xbar0, ctas, rank, pairs);
     const float scale = mx == -INFINITY ? 0.0f : ksuite::exp_approx(base - tot.x) / tot.y;
     T* yr = y + row * n + int64_t(p0) * VEC;
 #pragma unroll
