@@ -131,63 +131,6 @@ __device__ __forceinline__ void store_output(const float (&o)[C::MT][C::D / 8][4
   }
 }
 
-// S = Q K^T for one warp (lane: this thread's) and its 16 MT rows (wrow in the CTA's block, w0 in the
-// sequence) and the BN keys from k0 of the K tile kt ([key][d] in shared
-// memory, already the "col" layout of mma's B operand); Q from registers qf
-// (C::QREG) or from sQ.  Then keys past S (the ragged last tile) and, causal,
-// keys after the query are set to -inf.
-template <typename T, class C>
-__device__ __forceinline__ void qk_tile(float (&s)[C::MT][C::BN / 8][4],
-                                        const uint32_t (&qf)[C::QREG ? C::MT : 1][C::QREG ? C::D / 16 : 1][4],
-                                        const T* sQ, const T* kt, int lane, int wrow, int w0, int k0, int S,
-                                        bool causal) {
-  constexpr int MT = C::MT, SN = C::BN / 8, DK = C::D / 16, LD = C::LD, BN = C::BN;
-  const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int i = 0; i < SN; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[mt][i][e] = 0.f;
-#pragma unroll
-  for (int kk = 0; kk < DK; ++kk) {
-    uint32_t qa[MT][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      if constexpr (C::QREG) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) qa[mt][e] = qf[mt][kk][e];
-      } else {
-        ldmatrix_x4(qa[mt], smem_addr(sQ + (wrow + mt * 16 + (lane & 15)) * LD + kk * 16 + (lane >> 4) * 8));
-      }
-    }
-#pragma unroll
-    for (int np = 0; np < SN / 2; ++np) {
-      // matrices: keys 0-7 x d 0-7, keys 0-7 x d 8-15, keys 8-15 x d 0-7, keys 8-15 x d 8-15
-      uint32_t r[4];
-      const int key = np * 16 + (lane & 7) + (lane >> 4) * 8;
-      ldmatrix_x4(r, smem_addr(kt + key * LD + kk * 16 + ((lane >> 3) & 1) * 8));
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        mma_16816<T>(s[mt][2 * np], qa[mt], r[0], r[1]);
-        mma_16816<T>(s[mt][2 * np + 1], qa[mt], r[2], r[3]);
-      }
-    }
-  }
-  if (k0 + BN > S || (causal && k0 + BN - 1 > w0)) {
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int i = 0; i < SN; ++i)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = k0 + i * 8 + 2 * t + (e & 1);
-          const int row = w0 + mt * 16 + g + (e < 2 ? 0 : 8);
-          if (col >= S || (causal && col > row)) s[mt][i][e] = -INFINITY;
-        }
-  }
-}
-
 template <typename T, class C>
 __global__ void __launch_bounds__(C::THREADS, C::MINB)
 flash_fwd_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict__ V,
@@ -269,8 +212,55 @@ flash_fwd_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T* __re
     // the case for tile 0, so the Q registers above are always loaded).
     if (causal && k0 > w0 + WROWS - 1) continue;
 
+    // S = Q K^T for this warp's rows x BN keys.  K is [key][d] in shared
+    // memory, already the "col" layout of the B operand.
     float s[MT][SN][4];
-    qk_tile<T, C>(s, qf, sQ, sK + slot * BN * LD, lane, wrow, w0, k0, S, causal);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int i = 0; i < SN; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][i][e] = 0.f;
+    const T* kt = sK + slot * BN * LD;
+#pragma unroll
+    for (int kk = 0; kk < DK; ++kk) {
+      uint32_t qa[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        if constexpr (C::QREG) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) qa[mt][e] = qf[mt][kk][e];
+        } else {
+          ldmatrix_x4(qa[mt], smem_addr(sQ + (wrow + mt * 16 + (lane & 15)) * LD + kk * 16 + (lane >> 4) * 8));
+        }
+      }
+#pragma unroll
+      for (int np = 0; np < SN / 2; ++np) {
+        // matrices: keys 0-7 x d 0-7, keys 0-7 x d 8-15, keys 8-15 x d 0-7, keys 8-15 x d 8-15
+        uint32_t r[4];
+        const int key = np * 16 + (lane & 7) + (lane >> 4) * 8;
+        ldmatrix_x4(r, smem_addr(kt + key * LD + kk * 16 + ((lane >> 3) & 1) * 8));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma_16816<T>(s[mt][2 * np], qa[mt], r[0], r[1]);
+          mma_16816<T>(s[mt][2 * np + 1], qa[mt], r[2], r[3]);
+        }
+      }
+    }
+
+    // Masks: keys past S (the ragged last tile), keys after the query (causal).
+    if (k0 + BN > S || (causal && k0 + BN - 1 > w0)) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int i = 0; i < SN; ++i)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int col = k0 + i * 8 + 2 * t + (e & 1);
+            const int row = w0 + mt * 16 + g + (e < 2 ? 0 : 8);
+            if (col >= S || (causal && col > row)) s[mt][i][e] = -INFINITY;
+          }
+    }
 
     // Online softmax.  The four threads of a quad hold one row between them.
     // P is rounded to 16 bits as soon as it exists: pa[mt][kk] is the m16k16
@@ -443,7 +433,50 @@ flash_fwd_pipe_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T*
 
   // S = Q K^T of tile j (this warp's rows x BN keys), masked.
   auto qk = [&](float (&s)[MT][SN][4], int j) {
-    qk_tile<T, C>(s, qf, sQ, sK + (j % STAGES) * BN * LD, lane, wrow, w0, j * BN, S, causal);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int i = 0; i < SN; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][i][e] = 0.f;
+    const T* kt = sK + (j % STAGES) * BN * LD;
+#pragma unroll
+    for (int kk = 0; kk < DK; ++kk) {
+      uint32_t qa[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        if constexpr (C::QREG) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) qa[mt][e] = qf[mt][kk][e];
+        } else {
+          ldmatrix_x4(qa[mt], smem_addr(sQ + (wrow + mt * 16 + (lane & 15)) * LD + kk * 16 + (lane >> 4) * 8));
+        }
+      }
+#pragma unroll
+      for (int np = 0; np < SN / 2; ++np) {
+        uint32_t r[4];
+        const int key = np * 16 + (lane & 7) + (lane >> 4) * 8;
+        ldmatrix_x4(r, smem_addr(kt + key * LD + kk * 16 + ((lane >> 3) & 1) * 8));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma_16816<T>(s[mt][2 * np], qa[mt], r[0], r[1]);
+          mma_16816<T>(s[mt][2 * np + 1], qa[mt], r[2], r[3]);
+        }
+      }
+    }
+    const int k0 = j * BN;
+    if (k0 + BN > S || (causal && k0 + BN - 1 > w0)) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int i = 0; i < SN; ++i)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int col = k0 + i * 8 + 2 * t + (e & 1);
+            const int row = w0 + mt * 16 + g + (e < 2 ? 0 : 8);
+            if (col >= S || (causal && col > row)) s[mt][i][e] = -INFINITY;
+          }
+    }
   };
 
   // O += P V for tile j, P in pa.
