@@ -64,14 +64,22 @@ def select_runs(runs: pd.DataFrame, f: Filters) -> list[str]:
     return chosen
 
 
-def newest_per_workload(df: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:
+def newest_per_workload(df: pd.DataFrame, run_ids: list[str], having: str | None = None) -> pd.DataFrame:
     """Keep each (GPU, workload)'s rows from the first of ``run_ids`` (newest
-    first) that has it, so every ratio on a page comes from one run."""
+    first) that has it, so every ratio on a page comes from one run.
+
+    ``having``: the first run that has rows of that implementation for the
+    (GPU, workload), where one does (Fusion needs eager rows, which a later
+    run of a few backends lacks); else the first run, as without it."""
     if df.empty or df["run_id"].nunique() <= df["gpu"].nunique():
         return df
     order = pd.Series(range(len(run_ids)), index=run_ids)
     rank = df["run_id"].map(order)
-    first = rank.groupby([df["gpu"], df["workload"]]).transform("min")
+    keys = [df["gpu"], df["workload"]]
+    first = rank.groupby(keys).transform("min")
+    if having is not None:
+        has = df["impl"].eq(having).groupby([df["run_id"], *keys]).transform("any")
+        first = rank.where(has).groupby(keys).transform("min").fillna(first)
     return df[(rank == first).to_numpy()]
 
 

@@ -7,7 +7,7 @@ file: the files were fixed by the launcher.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 import streamlit as st
@@ -33,6 +33,18 @@ class Context:
     @property
     def empty(self) -> bool:
         return self.rows.empty
+
+    def newest_having(self, impl: str) -> pd.DataFrame:
+        """The rows, except that without a run filter each (GPU, workload)
+        comes from its newest run that holds ``impl`` rows (Fusion: eager),
+        so a later run of a few backends does not leave the page empty."""
+        f = self.filters
+        if f.run:
+            return self.rows
+        every = self.loaded.runs["run_id"].tolist()
+        run_ids = analysis.select_runs(self.loaded.runs, replace(f, run=tuple(every)))
+        rows = analysis.newest_per_workload(self.loaded.rows(run_ids), run_ids, having=impl)
+        return analysis.narrow(analysis.at_commits(rows, f), f)
 
     def across_runs(self) -> pd.DataFrame:
         """Rows of every run (for Compare and History), narrowed by all but the run

@@ -49,6 +49,11 @@ def test_default_runs_cover_each_workload_with_its_newest_run():
     kept = analysis.newest_per_workload(rows, ["g16", "quick", "old", "h1"])
     assert list(zip(kept["run_id"], kept["workload"])) == [
         ("g16", "gemm"), ("quick", "gelu"), ("old", "softmax"), ("h1", "gelu")]
+    # Fusion's rows: the newest run that has eager rows for the workload, where one does
+    rows_e = rows.assign(impl=["triton", "triton", "cuda", "eager", "eager", "eager"])
+    kept_e = analysis.newest_per_workload(rows_e, ["g16", "quick", "old", "h1"], having="eager")
+    assert list(zip(kept_e["run_id"], kept_e["workload"])) == [
+        ("g16", "gemm"), ("old", "gelu"), ("old", "softmax"), ("h1", "gelu")]
     # a run that adds nothing new is left out
     runs2 = runs.assign(workloads=[("gemm",), ("gemm",), ("gemm",), ("gelu",)])
     assert analysis.select_runs(runs2, Filters()) == ["g16", "h1"]

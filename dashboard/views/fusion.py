@@ -4,8 +4,12 @@ import streamlit as st
 from dashboard import analysis, charts, ui
 
 ctx = ui.context()
-ui.header(ctx, "Fusion")
-rows = ctx.rows
+ui.header(ctx, "Fusion", runs=False)
+rows = ctx.newest_having("eager")
+shown = ctx.loaded.runs[ctx.loaded.runs["run_id"].isin(rows["run_id"].unique())]
+if len(shown):
+    what = "Chosen runs" if ctx.filters.run else "Newest run with eager rows of each GPU and workload"
+    st.caption(f"{what}: " + "; ".join(shown["label"]))
 
 for wl in analysis.no_eager(rows):
     note = ("a compute-bound matmul has nothing to gain from fusion: `a @ b` is already one "
