@@ -55,6 +55,15 @@ def test_the_row_ops_know_which_plans_run():
     # slice in registers: 8 CTAs of 512 x 4, 256 x 8 or 1024 x 4 packs; float32 131072 fits only the last
     assert [sm_runs(v, "bfloat16", 131072, 4096) for v in (18, 19, 20, 21, 22)] == [True] * 5
     assert [sm_runs(v, "float32", 131072, 4096) for v in (18, 19, 20, 21, 22)] == [False, False, True, False, False]
+    # raw packs in registers, 8 a thread: bf16 131072 on 4, 8 or 2 CTAs; float32 (32768 packs) does
+    # not fit 8 CTAs of 256 x 8
+    assert [sm_runs(v, "bfloat16", 131072, 4096) for v in (23, 24, 25)] == [True] * 3
+    assert [sm_runs(v, "float32", 131072, 4096) for v in (23, 24, 25)] == [True, False, True]
+    # any alignment: threads for the body's n // vec packs (2053 bf16: 256 packs, 64 threads at 4 a
+    # thread, 32 at 8); the raw plan 26 takes blocks of <= 256 threads (bf16 32768 would need 1024)
+    assert [sm_runs(v, "bfloat16", 2053, 65536) for v in (15, 16, 17, 26)] == [True] * 4
+    assert [sm_runs(v, "bfloat16", 2053, 65536) for v in (23, 24, 25)] == [False] * 3
+    assert [sm_runs(v, "bfloat16", 32768, 4096) for v in (15, 26)] == [True, False]
     # rows of 781 are not 16-byte multiples: softmax.cu ignores the variant
     assert not any(sm_runs(v, "float32", 781, 2048) for v in range(1, 11))
     assert all(sm_runs(v, "bfloat16", 4096, 32768) for v in (1, 2, 3, 7, 8, 9, 10))

@@ -45,7 +45,7 @@ def _plan(n: int, size: int) -> str:
 # softmax.cu's plans (softmax_v); one that cannot run a shape runs auto's.
 # 0 (auto) is a candidate only where it is a design of its own: rows that
 # are not a multiple of 16 bytes, which it runs one element a load.
-_TUNER = VariantTuner((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22), {
+_TUNER = VariantTuner(tuple(range(27)), {
     0: "auto plan: row in registers, one element a load (unaligned rows)",
     1: "row in registers, 4 packs of 16 B a thread",
     2: "row in registers, 2 packs a thread",
@@ -68,7 +68,11 @@ _TUNER = VariantTuner((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
     19: "persistent cluster, TMA, slice in registers (256 threads x 8 packs), buffer refilled before the reductions",
     20: "persistent cluster, TMA, slice in registers (1024 threads x 4 packs), buffer refilled before the reductions",
     21: "persistent cluster, TMA, slice in registers (256 threads x 8 packs), 3 buffers: 2 rows in flight",
-    22: "persistent cluster, TMA, slice in registers (512 threads x 4 packs), 3 buffers: 2 rows in flight"},
+    22: "persistent cluster, TMA, slice in registers (512 threads x 4 packs), 3 buffers: 2 rows in flight",
+    23: "row (a cluster: a slice) in registers as raw 16-byte packs, 512 threads x 8 packs, exp twice",
+    24: "row (a cluster: a slice) in registers as raw 16-byte packs, 256 threads x 8 packs, exp twice",
+    25: "row (a cluster: a slice) in registers as raw 16-byte packs, 1024 threads x 8 packs, exp twice",
+    26: "any alignment, 4 packs a thread kept raw (exp twice), <= 48 registers"},
     runs=lambda v, key: _runs(v, *key))
 
 # softmax.cu's persistent plans: slice target (bytes), buffers a CTA
@@ -77,7 +81,10 @@ _PERSISTENT = {8: (64 * 1024, 2), 9: (32 * 1024, 2), 10: (64 * 1024, 3)}
 _IN_REGISTERS = {18: (512, 4), 19: (256, 8), 20: (1024, 4), 21: (256, 8), 22: (512, 4)}
 # softmax.cu's short-row plans (kWarpRowsMaxPacks) and any-alignment plans: packs a thread
 _SHORT_MAX_PACKS = 128
-_UNALIGNED_PACKS = {15: 4, 16: 2, 17: 8}
+_UNALIGNED_PACKS = {15: 4, 16: 2, 17: 8, 26: 4}
+_UNALIGNED_RAW = (26,)  # packs kept raw, blocks of <= 256 threads
+# softmax.cu's raw-pack plans (23-25): threads, packs a thread
+_RAW = {23: (512, 8), 24: (256, 8), 25: (1024, 8)}
 
 
 def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
@@ -86,8 +93,9 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
     size = itemsize(dtype)
     vec = 16 // size
     if variant in _UNALIGNED_PACKS:  # any n whose row fits K packs a thread
-        packs = _UNALIGNED_PACKS[variant]
-        return cuda_build.regs_fit(n, vec, packs, 1024 if vec * packs <= 32 else 256)
+        packs = _UNALIGNED_PACKS[variant]  # threads for the body's n // vec packs
+        bound = 256 if variant in _UNALIGNED_RAW or vec * packs > 32 else 1024
+        return cuda_build.regs_fit(n // vec * vec, vec, packs, bound)
     if n % vec:
         return variant == 0  # unaligned rows: plans 1-14 are not used, auto runs
     if variant == 0:
@@ -105,8 +113,8 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
     if variant in _PERSISTENT:
         target, stages = _PERSISTENT[variant]
         return cuda_build.tma_ctas(n // vec, target, stages=stages) > 0
-    if variant in _IN_REGISTERS:  # at most 8 CTAs of threads x packs packs
-        threads, packs = _IN_REGISTERS[variant]
+    if variant in _IN_REGISTERS or variant in _RAW:  # at most 8 CTAs of threads x packs packs
+        threads, packs = _IN_REGISTERS.get(variant) or _RAW[variant]
         return -(-(n // vec) // 8) <= threads * packs
     return True
 

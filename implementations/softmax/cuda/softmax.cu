@@ -69,6 +69,10 @@
 //    20: 64 KB, one), 2 buffers a CTA.
 // 21 as 19 with 3 buffers a CTA (rows i + 1 and i + 2 in flight)
 // 22 as 18 with 3 buffers a CTA
+// 23 row (a cluster of 2-8 CTAs: a slice) in registers as raw packs, 512 x 8   } exp twice,
+// 24 the same at 256 threads x 8 packs a CTA, four CTAs an SM                 } twice the
+// 25 the same at 1024 threads x 8 packs, one CTA an SM                        } bytes held
+// 26 as 15 (any alignment, 4 packs a thread) with the packs kept raw, exp twice
 // A variant that cannot run a shape (too long a row for registers, a
 // misaligned row for TMA or plans 1-14) runs auto's plan instead.
 #include <ATen/Dispatch.h>
@@ -777,11 +781,21 @@ softmax_warp_rows_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, 
 // elements, one element each on the row's first threads, loaded with the
 // packs.  x and y rows must be equally misaligned (x - y a multiple of 16
 // bytes; the launcher checks).  Threads a row as ksuite::plan_regs with K
-// packs a thread: one warp (4 rows a 128-thread block, shuffles only) for
+// packs a thread for the n / VEC packs a body has at most: one warp (4 rows a 128-thread block, shuffles only) for
 // up to 32 threads, else a block of a multiple of 32 (one shared-memory
 // exchange of the (max, sum) pair).
-template <typename T, int K, bool BLOCK, int PATH>
-__global__ void __launch_bounds__(BLOCK ? regs_max_threads(ksuite::vec16<T>() * K) : 128)
+// RAW (plan 26): the packs stay in registers as loaded and exp is
+// computed twice, as in plans 23-25 (a 16-bit pack is 4 registers, its
+// floats 8), and the kernel is bounded to <= 48 registers (blocks of <= 256
+// threads, 5 of them an SM), so that more rows an SM are in flight: 2053
+// bf16 columns at 4 packs a thread are 64-thread blocks, 21 an SM (84 KB),
+// where plan 15 uses 64 registers and fits 16.  (8 packs a thread spill
+// at that bound.)
+constexpr int kRawUnalignedThreads = 256;
+constexpr int kRawUnalignedBlocks = 5;
+template <typename T, int K, bool BLOCK, int PATH, bool RAW = false>
+__global__ void __launch_bounds__(RAW ? kRawUnalignedThreads : BLOCK ? regs_max_threads(ksuite::vec16<T>() * K) : 128,
+                                  RAW ? kRawUnalignedBlocks : 1)
 softmax_unaligned_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int n) {
   constexpr int VEC = ksuite::vec16<T>();
   constexpr float kLog2e = 1.4426950408889634f;
@@ -805,14 +819,15 @@ softmax_unaligned_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, 
     raw[k] = softmax_access::ld16_if<PATH>(xb + c * VEC, c < body);
   }
   float ev = softmax_access::ld_elem_if<T, PATH>(xr + e, t < edges);  // -inf where none
-  float v[K][VEC];
+  float v[RAW ? 1 : K][VEC];  // RAW: one pack's floats at a time
   float mx = ev;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
-    ksuite::raw_to_floats<T>(raw[k], v[k]);
-    float pm = v[k][0];
+    float* f = v[RAW ? 0 : k];
+    ksuite::raw_to_floats<T>(raw[k], *reinterpret_cast<float(*)[VEC]>(f));
+    float pm = f[0];
 #pragma unroll
-    for (int i = 1; i < VEC; ++i) pm = fmaxf(pm, v[k][i]);
+    for (int i = 1; i < VEC; ++i) pm = fmaxf(pm, f[i]);
     if (k * tpr + t < body) mx = fmaxf(mx, pm);
   }
   // Exponents relative to the thread's own max (0 if it holds no value).
@@ -822,11 +837,13 @@ softmax_unaligned_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, 
   float sum = ev;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
+    float* f = v[RAW ? 0 : k];
+    if constexpr (RAW) ksuite::raw_to_floats<T>(raw[k], *reinterpret_cast<float(*)[VEC]>(f));
     float s = 0.0f;
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
-      v[k][i] = ksuite::ex2_approx(fmaf(v[k][i], kLog2e, -bl));
-      s += v[k][i];
+      f[i] = ksuite::ex2_approx(fmaf(f[i], kLog2e, -bl));
+      s += f[i];
     }
     if (k * tpr + t < body) sum += s;
   }
@@ -838,17 +855,121 @@ softmax_unaligned_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, 
   for (int k = 0; k < K; ++k) {
     const int c = k * tpr + t;
     if (c < body) {
+      float* f = v[RAW ? 0 : k];
+      if constexpr (RAW) {
+        ksuite::raw_to_floats<T>(raw[k], *reinterpret_cast<float(*)[VEC]>(f));
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) v[k][i] *= scale;
-      ksuite::st16_global(yb + c * VEC, ksuite::floats_to_raw<T>(v[k]));
+        for (int i = 0; i < VEC; ++i) f[i] = ksuite::ex2_approx(fmaf(f[i], kLog2e, -bl));
+      }
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) f[i] *= scale;
+      ksuite::st16_global(yb + c * VEC, ksuite::floats_to_raw<T>(*reinterpret_cast<float(*)[VEC]>(f)));
     }
   }
   softmax_access::st_elem_if(yr + e, ev * scale, t < edges);
 }
 
+// ------------------------------------- rows in registers as loaded (16-bit)
+
+// Plans 23-25: the row, or over a cluster of 2-8 CTAs one slice of it, held
+// in registers as its raw 16-byte packs, K a thread, all issued at once;
+// exp is computed twice (for the sum, then for the output) instead of
+// being kept.  A 16-bit pack is 4 registers where its floats are 8, so a
+// resident SM holds twice the bytes of plans 1-3 for the same registers:
+// bf16 32768 columns are 512 threads x 8 packs, two CTAs an SM (128 KB in
+// flight), where plan 1 (1024 threads x 4 packs as floats) fills the SM
+// with one 64 KB row and stalls through its reductions.  The slices'
+// (max, sum) pairs are swapped through distributed shared memory.
+__device__ __forceinline__ void cluster_arrive_release() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait_acquire() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+template <typename T, int THREADS, int K, int MIN_BLOCKS>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+softmax_raw_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // the launcher uses this kernel on sm_90+ only
+#else
+  namespace cg = cooperative_groups;
+  constexpr int VEC = ksuite::vec16<T>();
+  constexpr float kLog2e = 1.4426950408889634f;
+  cg::cluster_group cluster = cg::this_cluster();
+  __shared__ float2 red[32];
+  __shared__ float2 partial, total;
+  const int ctas = static_cast<int>(cluster.num_blocks());
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int64_t row = blockIdx.x / ctas;
+  const int p0 = rank * chunk;
+  const int count = max(0, min(n / VEC - p0, chunk));
+  const T* xs = x + row * n + int64_t(p0) * VEC;
+  uint4 raw[K];
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    const int i = j * THREADS + static_cast<int>(threadIdx.x);
+    raw[j] = ksuite::ld16_if<ksuite::kNcStream>(xs + int64_t(i) * VEC, i < count);
+  }
+  float mx = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    if (j * THREADS + static_cast<int>(threadIdx.x) < count) {
+      float v[VEC];
+      ksuite::raw_to_floats<T>(raw[j], v);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) mx = fmaxf(mx, v[k]);
+    }
+  }
+  // Exponents relative to the thread's own max (0 if it holds no value).
+  const float bl = (mx == -INFINITY ? 0.0f : mx) * kLog2e;
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    if (j * THREADS + static_cast<int>(threadIdx.x) < count) {
+      float v[VEC];
+      ksuite::raw_to_floats<T>(raw[j], v);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) sum += ksuite::ex2_approx(fmaf(v[k], kLog2e, -bl));
+    }
+  }
+  float2 tot = ksuite::group_reduce(make_float2(mx, sum), THREADS, red, make_float2(-INFINITY, 0.0f), MergeMS{});
+  if (ctas > 1) {
+    if (threadIdx.x == 0) partial = tot;
+    cluster.sync();  // every CTA's pair is in its shared memory
+    if (threadIdx.x < 32) {
+      float2 p = static_cast<int>(threadIdx.x) < ctas ? *cluster.map_shared_rank(&partial, threadIdx.x)
+                                                       : make_float2(-INFINITY, 0.0f);
+#pragma unroll
+      for (int off = 4; off > 0; off >>= 1) p = MergeMS{}(p, ksuite::shfl_xor(p, off));  // ctas <= 8
+      if (threadIdx.x == 0) total = p;
+    }
+    cluster_arrive_release();  // done reading the other CTAs' pairs (waited for before exit)
+    __syncthreads();
+    tot = total;
+  }
+  // An all -inf row gives zeros, as the other plans.
+  const float ml = tot.x == -INFINITY ? 0.0f : tot.x * kLog2e;
+  const float inv = tot.y > 0.0f ? ksuite::rcp_approx(tot.y) : 0.0f;
+  T* ys = y + row * n + int64_t(p0) * VEC;
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    const int i = j * THREADS + static_cast<int>(threadIdx.x);
+    if (i < count) {
+      float v[VEC];
+      ksuite::raw_to_floats<T>(raw[j], v);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) v[k] = ksuite::ex2_approx(fmaf(v[k], kLog2e, -ml)) * inv;
+      ksuite::st16_global(ys + int64_t(i) * VEC, ksuite::floats_to_raw<T>(v));
+    }
+  }
+  if (ctas > 1) cluster_wait_acquire();  // no CTA leaves while another may read its pair
+#endif
+}
+
 // ------------------------------------------------------------- launchers
 
-constexpr int kVariants = 22;
+constexpr int kVariants = 26;
 
 template <typename T, int VEC, int PACKS>
 bool launch_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
@@ -934,6 +1055,22 @@ bool launch_tma_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream
   return true;
 }
 
+// Plans 23-25: clusters of the fewest CTAs (a power of two <= 8) whose
+// THREADS x K packs hold the row.
+template <typename T, int THREADS, int K, int MIN_BLOCKS>
+bool launch_raw(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
+  constexpr int VEC = ksuite::vec16<T>();
+  if (ksuite::compute_major() < 9 || n % VEC != 0 || n > 0x7fffffff) return false;
+  const int64_t packs = n / VEC;
+  int ctas = 1;
+  while (ctas < 8 && (packs + ctas - 1) / ctas > int64_t(THREADS) * K) ctas *= 2;
+  if ((packs + ctas - 1) / ctas > int64_t(THREADS) * K || m * ctas > int64_t(0x7fffffff)) return false;
+  const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
+  ksuite::launch_clustered(softmax_raw_kernel<T, THREADS, K, MIN_BLOCKS>, static_cast<unsigned>(m * ctas), THREADS,
+                           0, ctas, stream, x, y, static_cast<int>(n), chunk);
+  return true;
+}
+
 template <typename T, int VEC>
 bool launch_cluster(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
   const int64_t packs = n / VEC;
@@ -985,19 +1122,24 @@ bool launch_warp_rows(const T* x, T* y, int64_t m, int64_t n, int warps, cudaStr
 
 // Plans 15-17: any n (K packs a thread, threads a row as plan_regs), when
 // x and y rows are equally misaligned.
-template <typename T, int K>
+template <typename T, int K, bool RAW = false>
 bool launch_unaligned(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
   constexpr int VEC = ksuite::vec16<T>();
   constexpr int PATH = softmax_access::kPlain;
   if (((reinterpret_cast<std::uintptr_t>(x) - reinterpret_cast<std::uintptr_t>(y)) & 15u) != 0) return false;
-  const ksuite::RegPlan plan = ksuite::plan_regs(n, VEC, K, regs_max_threads(VEC * K));
+  // Threads for the body only: at most n / VEC packs whatever the row's
+  // misalignment (2053 bf16: 256 packs, 64 threads at 4 packs; sized for
+  // ceil(n / VEC) = 257 it would be 96, a third of them idle after the first
+  // packs).  Head and tail go to the first <= 2 (VEC - 1) threads.
+  const ksuite::RegPlan plan =
+      ksuite::plan_regs(n / VEC * VEC, VEC, K, RAW ? kRawUnalignedThreads : regs_max_threads(VEC * K));
   if (plan.tpr == 0) return false;
   if (plan.tpr <= 32) {
     const int64_t grid = (m + 3) / 4;
-    softmax_unaligned_kernel<T, K, false, PATH><<<static_cast<unsigned>(grid), 128, 0, stream>>>(
+    softmax_unaligned_kernel<T, K, false, PATH, RAW><<<static_cast<unsigned>(grid), 128, 0, stream>>>(
         x, y, m, static_cast<int>(n));
   } else {
-    softmax_unaligned_kernel<T, K, true, PATH><<<static_cast<unsigned>(m), plan.tpr, 0, stream>>>(
+    softmax_unaligned_kernel<T, K, true, PATH, RAW><<<static_cast<unsigned>(m), plan.tpr, 0, stream>>>(
         x, y, m, static_cast<int>(n));
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -1032,6 +1174,7 @@ void launch(const T* x, T* y, int64_t m, int64_t n, int variant, cudaStream_t st
     case 15: done = launch_unaligned<T, 4>(x, y, m, n, stream); break;
     case 16: done = launch_unaligned<T, 2>(x, y, m, n, stream); break;
     case 17: done = launch_unaligned<T, 8>(x, y, m, n, stream); break;
+    case 26: done = launch_unaligned<T, 4, true>(x, y, m, n, stream); break;
     default: break;
   }
   if constexpr (VEC > 1) {  // rows on 16-byte boundaries
@@ -1057,6 +1200,9 @@ void launch(const T* x, T* y, int64_t m, int64_t n, int variant, cudaStream_t st
       case 20: done = launch_tma_regs<T, 2, 1024, 4, 1>(x, y, m, n, stream); break;
       case 21: done = launch_tma_regs<T, 3, 256, 8, 2>(x, y, m, n, stream); break;
       case 22: done = launch_tma_regs<T, 3, 512, 4, 2>(x, y, m, n, stream); break;
+      case 23: done = launch_raw<T, 512, 8, 2>(x, y, m, n, stream); break;
+      case 24: done = launch_raw<T, 256, 8, 4>(x, y, m, n, stream); break;
+      case 25: done = launch_raw<T, 1024, 8, 1>(x, y, m, n, stream); break;
       default: break;
     }
   }
