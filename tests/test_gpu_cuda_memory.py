@@ -298,9 +298,9 @@ def test_softmax_tuner_picks_among_plans_that_run():
     registry = discover()
     case = Case.make("softmax", "bfloat16", M=1823, N=781)
     key = _key(1823, 781, "bfloat16")
-    assert [v for v in _TUNER.variants if _runs(v, *key)] == [0, 15, 16, 17]
+    assert [v for v in _TUNER.variants if _runs(v, *key)] == [0, 15, 16, 17, 26]
     _run_and_check("cuda", case, registry.workloads["softmax"].make_inputs(case, "cuda", 5))
-    assert set(_TUNER.times[key]) == {0, 15, 16, 17}
+    assert set(_TUNER.times[key]) == {0, 15, 16, 17, 26}
 
 
 def test_runs_under_torch_compile():
