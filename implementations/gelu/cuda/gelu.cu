@@ -5,7 +5,8 @@
 // 1.98 GHz issue ~1.0e12 warp instructions/s, ~2.6e8 in 0.25 ms, i.e. ~31
 // instructions per element at 100% issue.  erff + the bf16 conversions +
 // 64-bit loop arithmetic cost ~30, so bf16 was issue bound (0.79 of copy).
-// ksuite::gelu_fast is ~16 (rcp + ex2 on the MUFU pipe, 10 FMAs), and bf16 is
+// ksuite::gelu_fast is ~16 (rcp + ex2 on the MUFU pipe, 10 FMAs; gelu_as, for
+// 16-bit outputs, 5 FMAs), and bf16 is
 // converted two elements per instruction: ~17 a bf16 element, half the issue
 // time of the memory time.  fp32 has twice the time per element.
 //
@@ -39,10 +40,10 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <bool FAST>
+template <typename T, bool FAST>
 __device__ __forceinline__ float gelu1(float v) {
   if constexpr (FAST) {
-    return ksuite::gelu_fast(v);
+    return ksuite::gelu_out<T>(v);
   } else {
     return ksuite::gelu_erf(v);
   }
@@ -69,7 +70,7 @@ gelu_tile_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t packs, int6
         float f[VEC];
         ksuite::raw_to_floats<T>(raw[u], f);
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) f[k] = gelu1<FAST>(f[k]);
+        for (int k = 0; k < VEC; ++k) f[k] = gelu1<T, FAST>(f[k]);
         ksuite::st16(yt + (u * THREADS + threadIdx.x) * VEC, ksuite::floats_to_raw<T>(f));
       }
     } else {
@@ -86,7 +87,7 @@ gelu_tile_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t packs, int6
           float f[VEC];
           ksuite::raw_to_floats<T>(raw[u], f);
 #pragma unroll
-          for (int k = 0; k < VEC; ++k) f[k] = gelu1<FAST>(f[k]);
+          for (int k = 0; k < VEC; ++k) f[k] = gelu1<T, FAST>(f[k]);
           ksuite::st16(yt + i * VEC, ksuite::floats_to_raw<T>(f));
         }
       }
@@ -95,7 +96,7 @@ gelu_tile_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t packs, int6
   // The n % VEC elements after the last pack.
   if (blockIdx.x == 0) {
     const int64_t i = packs * VEC + threadIdx.x;
-    if (i < n) y[i] = ksuite::from_float<T>(gelu1<FAST>(ksuite::to_float(x[i])));
+    if (i < n) y[i] = ksuite::from_float<T>(gelu1<T, FAST>(ksuite::to_float(x[i])));
   }
 }
 
@@ -105,7 +106,7 @@ template <typename T, bool FAST>
 __global__ void __launch_bounds__(kThreads)
 gelu_scalar_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = ksuite::from_float<T>(gelu1<FAST>(ksuite::to_float(x[i])));
+  if (i < n) y[i] = ksuite::from_float<T>(gelu1<T, FAST>(ksuite::to_float(x[i])));
 }
 
 void check_input(const at::Tensor& x, const char* op) {
