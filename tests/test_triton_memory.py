@@ -253,7 +253,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
         for plan in mod.candidates(m, n, b):
             ptrs = ["x_ptr", "y_ptr"] if wl == "softmax" else ["x_ptr", "r_ptr", "w_ptr", "b_ptr", "y_ptr"]
             sig = {k: p for k in ptrs}
-            const = {k: v for k, v in plan.items() if k not in ("kernel", "num_warps")}
+            const = {k: v for k, v in plan.items() if k not in ("kernel", "num_warps", "maxnreg")}
             if wl != "softmax":
                 const["EXACT"] = b == 4
             aligned = n % 16 == 0
@@ -278,19 +278,20 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                     "split2": S._softmax_split}[plan["kernel"]]
             sig = {name: sig[name] for name in kern.arg_names if name in sig}
             key = (wl, plan["kernel"], p, n % 16 == 0, tuple(sorted(const.items())), plan["num_warps"])
-            jobs[key] = (kern, sig, const, plan["num_warps"], n % 16 == 0, aligned)
+            jobs[key] = (kern, sig, const, plan["num_warps"], n % 16 == 0, aligned, plan.get("maxnreg"))
 print(len(jobs), file=sys.stderr)
 out = []
 for key, job in jobs.items():
     kern, sig, const, warps = job[:4]
-    n16, aligned = job[4:6] if len(job) > 4 else (True, True)
+    n16, aligned, maxnreg = job[4:7] if len(job) > 4 else (True, True, None)
     sig = dict(sig, **{k: "constexpr" for k in const})
     n_ptr = sum(1 for v in sig.values() if v.startswith("*"))
     # what the launcher specialises on: 16-byte aligned pointers, and N % 16 == 0 where so
     div = list(range(n_ptr)) + ([i for i, k in enumerate(sig) if k in ("n", "N")] if n16 else [])
     attrs = {(i,): [["tt.divisibility", 16]] for i in div}
     k = triton.compile(ASTSource(fn=kern, signature=sig, constexprs=const, attrs=attrs),
-                       target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+                       target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": warps, **({"maxnreg": maxnreg} if maxnreg else {})})
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(k.asm["ptx"])
     log = subprocess.run([ptxas, "-arch=sm_90a", "-v", f.name, "-o", os.devnull],

@@ -1,5 +1,5 @@
-"""The Triton softmax's 16-byte granule rows (GRANULES) and the rows/split race
-at 8192 < N <= 32768.
+"""The Triton softmax's 16-byte granule rows (GRANULES), its 16-bit rows read
+as 32-bit pairs (PAIRS) and the rows/split race at 8192 < N <= 32768.
 
 On the CPU (TRITON_INTERPRET=1): the granule form at small irregular shapes in
 every dtype, every autotuning candidate of the rows kernel and of the split
@@ -57,7 +57,7 @@ def _launch(sm, x, y, c: dict, mode: int | None = None) -> None:
     if c["kernel"] == "rows":
         sm._softmax_rows[(triton.cdiv(m, c["ROWS"]),)](
             x, y, m, n, bucket, ROWS=c["ROWS"], BLOCK_N=c["BLOCK_N"], EVICT=c["EVICT"],
-            GRANULES=c.get("GRANULES", False), num_warps=c["num_warps"])
+            GRANULES=c.get("GRANULES", False), PAIRS=c.get("PAIRS", False), num_warps=c["num_warps"])
         return
     p_max = triton.next_power_of_2(triton.cdiv(n, sm.SPLIT_MIN_CHUNK))
     stats = torch.empty(m * 2 * p_max, device=x.device, dtype=torch.float32)
@@ -65,7 +65,8 @@ def _launch(sm, x, y, c: dict, mode: int | None = None) -> None:
     for md in ((mode,) if mode is not None else (1, 2)):
         sm._softmax_split[(m * triton.cdiv(n, c["BLOCK"]),)](
             x, y, stats, count, n, bucket, BLOCK=c["BLOCK"], SUB=c["SUB"], P_MAX=p_max, MODE=md,
-            EVICT=c["EVICT"], num_warps=c["num_warps"])
+            EVICT=c["EVICT"], PAIRS=c.get("PAIRS", False), num_warps=c["num_warps"],
+            **({"maxnreg": c["maxnreg"]} if "maxnreg" in c else {}))
 
 
 @cpu_only
@@ -88,6 +89,36 @@ def test_granule_rows_minus_inf(poisoned):
         x[r, c] = 1.5
     y = sm.softmax_triton(x, granules=True)
     assert verify.check(y, torch.softmax(x.double(), -1), 1.6e-2).correct
+
+
+@cpu_only
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+def test_pairs_rows_interpreted(dtype, poisoned):
+    """The PAIRS form (16-bit rows read as 32-bit words of two elements) at
+    widths of a multiple of 16, padded up to the block or not, and with -inf."""
+    impl = discover().get("softmax", "triton")
+    for m, n in ((1, 16), (3, 48), (5, 160), (2, 4096), (7, 1040)):
+        wl, case, inputs = _inputs(m, n, dtype, "cpu", seed=m * 31 + n)
+        inputs["x"][0, :-1] = float("-inf")  # one finite element: it gets all the mass
+        inputs["x"][-1, 5] = float("-inf")
+        _assert_ok(impl.fn(**inputs, pairs=True), wl, case, inputs, "pairs")
+    # the split kernel's PAIRS chunks (two launches interpreted): a ragged last chunk, a chunk of -inf
+    for m, n, block in ((3, 4112, 1024), (2, 65552, 16384)):
+        wl, case, inputs = _inputs(m, n, dtype, "cpu", seed=n)
+        inputs["x"][1, :1024] = float("-inf")
+        _assert_ok(impl.fn(**inputs, pairs=True, max_fused=2048, block=block), wl, case, inputs, "split pairs")
+
+
+@cpu_only
+def test_pairs_refuses_what_it_cannot_read():
+    from implementations.softmax import triton as sm
+
+    for dtype, n in ((torch.float32, 64), (torch.bfloat16, 40), (torch.float16, 7)):
+        with pytest.raises(ValueError, match="pairs"):
+            sm.softmax_triton(torch.zeros(2, n, dtype=dtype), pairs=True)
+    pairs = [c for c in sm.candidates(4096, 32768, 2) if c.get("PAIRS")]
+    assert [c["num_warps"] for c in pairs] == [16, 32]
+    assert not [c for c in sm.candidates(4096, 32768, 4) + sm.candidates(64, 30001, 2) if c.get("PAIRS")]
 
 
 @cpu_only
@@ -138,7 +169,8 @@ def test_plan_and_candidates_name_the_granule_form():
         assert cands[0] == sm.plan(65521, 2053, b) and len(cands) == 8
         assert sum(c["GRANULES"] for c in cands) == 5
     # 32768 columns: the rows kernel gets a second candidate, so that it is timed
-    assert len(sm.candidates(4096, 32768, 2)) == 2
+    assert len(sm.candidates(4096, 32768, 4)) == 2
+    assert len(sm.candidates(4096, 32768, 2)) == 4  # and two of the PAIRS form
 
 
 @cpu_only
@@ -181,17 +213,25 @@ for ty, b in (("*bf16", 2), ("*fp32", 4)):
     for c in S.candidates(65521, 2053, b):
         if c["GRANULES"]:
             jobs.append((S._softmax_rows, {"x_ptr": ty, "y_ptr": ty, "M": "i32", "N": "i32", "M_BUCKET": "i32"}, c))
+    for c in S.candidates(4096, 32768, b):
+        if c.get("PAIRS"):
+            jobs.append((S._softmax_rows, {"x_ptr": ty, "y_ptr": ty, "M": "i32", "N": "i32", "M_BUCKET": "i32"}, c))
+    for c in S.candidates(4096, 131072, b):
+        if c.get("PAIRS"):
+            jobs.append((S._softmax_split, {"x_ptr": ty, "y_ptr": ty, "stats_ptr": "*fp32", "count_ptr": "*i32",
+                                            "N": "i32", "M_BUCKET": "i32"}, dict(c, P_MAX=32, MODE=0)))
     for c in S.split_candidates(4096, 32768, b):
         jobs.append((S._softmax_split, {"x_ptr": ty, "y_ptr": ty, "stats_ptr": "*fp32", "count_ptr": "*i32",
                                         "N": "i32", "M_BUCKET": "i32"}, dict(c, P_MAX=8, MODE=0)))
 for kern, sig, c in jobs:
-    const = {k: v for k, v in c.items() if k not in ("kernel", "num_warps")}
+    const = {k: v for k, v in c.items() if k not in ("kernel", "num_warps", "maxnreg")}
     sig = dict(sig, **{k: "constexpr" for k in const})
     attrs = {(i,): [["tt.divisibility", 16]] for i, k in enumerate(sig) if k.endswith("_ptr")}
-    if c["kernel"] == "split":
+    if c["kernel"] == "split" or c.get("PAIRS"):
         attrs[(list(sig).index("N"),)] = [["tt.divisibility", 16]]
     k = triton.compile(ASTSource(fn=kern, signature=sig, constexprs=const, attrs=attrs),
-                       target=GPUTarget("cuda", 90, 32), options={"num_warps": c["num_warps"]})
+                       target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": c["num_warps"], **({"maxnreg": c["maxnreg"]} if "maxnreg" in c else {})})
     ptx = k.asm["ptx"]
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(ptx)
@@ -199,6 +239,7 @@ for kern, sig, c in jobs:
                          capture_output=True, text=True, check=True).stderr
     os.unlink(f.name)
     out.append({"c": repr(c), "spill": int(re.search(r"(\d+) bytes spill stores", log).group(1)),
+                "regs": int(re.search(r"Used (\d+) registers", log).group(1)),
                 "ld_v4": len(re.findall(r"ld\.global[.\w:]*\.v4", ptx)),
                 "ld_1": len(re.findall(r"ld\.global[.\w:]*\.b(?:16|32)\b", ptx)),
                 "st_v4": len(re.findall(r"st\.global[.\w:]*\.v4", ptx))})
@@ -220,9 +261,15 @@ def test_granule_and_mid_split_candidates_compile_for_sm90():
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     res = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert len(res) == 20 and not [r for r in res if r["spill"]], res
+    assert len(res) == 24 and not [r for r in res if r["spill"]], res
     gran = [r for r in res if "GRANULES" in r["c"]]
     assert len(gran) == 10 and all(r["ld_v4"] and r["st_v4"] for r in gran), gran
+    # PAIRS at bf16 32768: 16-byte words in and out; on 16 warps at most 64
+    # registers, so that two programs fit an SM (the point of the form)
+    # (split at bf16 131072: 16384 on 8 warps and 8192 on 4, 32 words a thread: at most 64 registers)
+    pairs = {r["c"]: r for r in res if "PAIRS" in r["c"]}
+    assert len(pairs) == 4 and all(r["ld_v4"] and r["st_v4"] for r in pairs.values()), pairs
+    assert all(r["regs"] <= 64 for c, r in pairs.items() if "'num_warps': 32" not in c), pairs
 
 
 # --------------------------------------------------------------------------- GPU
@@ -259,7 +306,7 @@ def test_gpu_every_candidate(dtype):
     from implementations.softmax import triton as sm
 
     for (m, n), cands in (((1000, 2053), sm.candidates), ((97, 30001), sm.split_candidates),
-                          ((31, 30001), sm.candidates)):
+                          ((31, 30001), sm.candidates), ((37, 16400), sm.candidates), ((300, 32768), sm.candidates)):
         wl, case, inputs = _inputs(m, n, dtype, "cuda", SEED + n)
         x = inputs["x"]
         for c in cands(m, n, x.element_size()):

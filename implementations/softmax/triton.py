@@ -48,7 +48,7 @@ import triton.language as tl
 
 from implementations._row_tuning import PLACEHOLDERS, Chosen, neighbours, rows_plan, tuned
 
-from implementations.gelu._triton_math import exp2
+from implementations.gelu._triton_math import PTX, exp2
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 from implementations._autotune import BENCH_LIMITS, autotune
@@ -59,9 +59,49 @@ MAX_FUSED = 32768  # longest row (power of two) kept whole in registers
 
 # M_BUCKET (next_pow2(M)) is only an autotuning key: one tuning per row width,
 # dtype and order of magnitude of M.  Never specialised, so it costs no recompiles.
+@triton.jit
+def _pair_unpack(v, BF16: tl.constexpr, HOW: tl.constexpr):
+    """The two 16-bit floats of each 32-bit word v (element 2k in the low
+    half) as float32.  bf16 on the GPU: bit moves spelled three ways (HOW 0:
+    shift and mask; 1: the same as inline PTX; 2: prmt), so that the compiler
+    sees three different computations and keeps v, not its floats, from one
+    pass over the row to the next.  float16: plain conversions."""
+    if BF16:
+        if PTX and HOW == 1:
+            lo = tl.inline_asm_elementwise("shl.b32 $0, $1, 16;", "=r,r", [v], dtype=tl.float32, is_pure=True,
+                                           pack=1)
+            hi = tl.inline_asm_elementwise("and.b32 $0, $1, 0xffff0000;", "=r,r", [v], dtype=tl.float32,
+                                           is_pure=True, pack=1)
+        elif PTX and HOW == 2:
+            lo = tl.inline_asm_elementwise("prmt.b32 $0, $1, 0, 0x1044;", "=r,r", [v], dtype=tl.float32,
+                                           is_pure=True, pack=1)
+            hi = tl.inline_asm_elementwise("prmt.b32 $0, $1, 0, 0x3244;", "=r,r", [v], dtype=tl.float32,
+                                           is_pure=True, pack=1)
+        else:
+            lo = (v << 16).to(tl.float32, bitcast=True)
+            hi = (v & -65536).to(tl.float32, bitcast=True)
+    else:
+        lo = v.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+        hi = (v >> 16).to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+    return lo, hi
+
+
+@triton.jit
+def _pair_pack(lo, hi, BF16: tl.constexpr):
+    """Two float32 tensors rounded to 16 bits and packed into 32-bit words (lo in the low half)."""
+    if BF16 and PTX:
+        return tl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,r,r", [lo, hi], dtype=tl.int32,
+                                         is_pure=True, pack=1)
+    else:
+        ty = tl.bfloat16 if BF16 else tl.float16
+        lo16 = lo.to(ty).to(tl.int16, bitcast=True).to(tl.int32) & 65535
+        hi16 = hi.to(ty).to(tl.int16, bitcast=True).to(tl.int32) << 16
+        return lo16 | hi16
+
+
 @triton.jit(do_not_specialize=["M_BUCKET"])
 def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr,
-                  GRANULES: tl.constexpr = False):
+                  GRANULES: tl.constexpr = False, PAIRS: tl.constexpr = False):
     """ROWS rows a program, each held whole in registers.
 
     GRANULES: each row is split at the 16-byte boundaries inside it into a
@@ -81,7 +121,29 @@ def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.
     # no row mask on the load) and are masked only at the store.
     start = tl.minimum(rows, M - 1).to(tl.int64) * N
     out_ty = y_ptr.dtype.element_ty
-    if GRANULES:
+    if PAIRS:
+        # 16-bit rows with N % 16 == 0, read and written as 32-bit words of two
+        # elements, and kept so (BLOCK_N / 2 words a row, not BLOCK_N floats)
+        # from the load to the store; exp is computed twice (sum, output).
+        # bf16 32768: 32 registers a thread on 16 warps, 64 in all, so two
+        # programs share an SM and one's loads cover the other's reductions.
+        BF16: tl.constexpr = x_ptr.dtype.element_ty == tl.bfloat16
+        HALF: tl.constexpr = BLOCK_N // 2
+        pc = tl.arange(0, HALF)
+        pmask = (pc < N // 2)[None, :]
+        xw = (x_ptr + start[:, None]).to(tl.pointer_type(tl.int32))
+        v = tl.load(xw + pc[None, :], mask=pmask, other=-8323200 if BF16 else -67044352,  # -inf pairs
+                    eviction_policy=EVICT)
+        lo, hi = _pair_unpack(v, BF16, 0)
+        ml = tl.max(tl.maximum(lo, hi), axis=1) * LOG2E
+        lo, hi = _pair_unpack(v, BF16, 1)
+        ssum = tl.sum(exp2(lo * LOG2E - ml[:, None]) + exp2(hi * LOG2E - ml[:, None]), axis=1)
+        c = ml + tl.log2(ssum)
+        lo, hi = _pair_unpack(v, BF16, 2)
+        out = _pair_pack(exp2(lo * LOG2E - c[:, None]), exp2(hi * LOG2E - c[:, None]), BF16)
+        yw = (y_ptr + rows.to(tl.int64)[:, None] * N).to(tl.pointer_type(tl.int32))
+        tl.store(yw + pc[None, :], out, mask=pmask & (rows < M)[:, None])
+    elif GRANULES:
         VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
         end = start + N
         body = (start + (VEC - 1)) // VEC * VEC  # first 16-byte boundary at or after the row start
@@ -156,7 +218,7 @@ def _softmax_online(x_ptr, y_ptr, N, M_BUCKET, BLOCK: tl.constexpr):
 
 @triton.jit(do_not_specialize=["M_BUCKET"])
 def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.constexpr, SUB: tl.constexpr,
-                   P_MAX: tl.constexpr, MODE: tl.constexpr, EVICT: tl.constexpr):
+                   P_MAX: tl.constexpr, MODE: tl.constexpr, EVICT: tl.constexpr, PAIRS: tl.constexpr = False):
     """A row of P = cdiv(N, BLOCK) chunks is done by P programs, one chunk each.
 
     SUB == BLOCK: the chunk is held in registers (as float32, whatever the
@@ -173,6 +235,10 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
     frees (needs room for P programs on the GPU at once; the launcher checks).
     MODE 1 and 2: the same as two launches, statistics then output (x read
     twice); no waiting, so the interpreter can run it.
+    PAIRS (SUB == BLOCK, 16-bit rows with N % 16 == 0): the chunk is read,
+    held and written as 32-bit words of two elements (see _softmax_rows), so
+    a 16-bit chunk of 16384 costs a program the registers of 8192 float32
+    elements, and moves the same bytes.
     count_ptr: int32 [1 + M], zero at launch (ticket, then one counter a row).
     stats_ptr: float32 [M, 2, P_MAX].
     """
@@ -185,7 +251,18 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
     c = t - row * p
     base = row.to(tl.int64) * N
     stats = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
-    if SUB == BLOCK:
+    if PAIRS:
+        BF16: tl.constexpr = x_ptr.dtype.element_ty == tl.bfloat16
+        pc = c * (BLOCK // 2) + tl.arange(0, BLOCK // 2)
+        pmask = pc < N // 2
+        v = tl.load((x_ptr + base).to(tl.pointer_type(tl.int32)) + pc, mask=pmask,
+                    other=-8323200 if BF16 else -67044352, eviction_policy=EVICT)  # -inf pairs
+        lo, hi = _pair_unpack(v, BF16, 0)
+        m = tl.max(tl.maximum(lo, hi), axis=0) * LOG2E
+        safe = tl.where(m == float("-inf"), 0.0, m)  # a chunk of -inf only gives zeros, not NaN
+        lo, hi = _pair_unpack(v, BF16, 1)
+        s = tl.sum(exp2(lo * LOG2E - safe) + exp2(hi * LOG2E - safe), axis=0)
+    elif SUB == BLOCK:
         cols = c * BLOCK + tl.arange(0, BLOCK)
         mask = cols < N
         z = tl.load(x_ptr + base + cols, mask=mask, other=float("-inf"),
@@ -227,7 +304,12 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
         m_row = tl.max(ms, axis=0)
         inv = 1.0 / tl.sum(ss * exp2(ms - m_row), axis=0)
         out_ty = y_ptr.dtype.element_ty
-        if SUB == BLOCK:
+        if PAIRS:
+            cy = m_row - tl.log2(inv)  # y = 2^(z - cy)
+            lo, hi = _pair_unpack(v, BF16, 2)
+            out = _pair_pack(exp2(lo * LOG2E - cy), exp2(hi * LOG2E - cy), BF16)
+            tl.store((y_ptr + base).to(tl.pointer_type(tl.int32)) + pc, out, mask=pmask)
+        elif SUB == BLOCK:
             tl.store(y_ptr + base + cols, (e * (exp2(m - m_row) * inv)).to(out_ty), mask=mask)
         else:
             for k in range(0, BLOCK, SUB):
@@ -262,6 +344,11 @@ def granule_block(n: int, dtype_bytes: int) -> int:
     return max(16, triton.next_power_of_2(n // vec * vec))
 
 
+def pairs_fit(n: int, dtype_bytes: int) -> bool:
+    """Rows the PAIRS form of the rows kernel takes: 16-bit, on 16-byte boundaries."""
+    return dtype_bytes == 2 and n % 16 == 0
+
+
 def split_tried(n: int) -> bool:
     """Widths (8192 < N <= MAX_FUSED) where the rows kernel is raced against
     the split kernel at the first call: a row still fits one program, but a
@@ -271,7 +358,8 @@ def split_tried(n: int) -> bool:
 
 
 def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None,
-         long_rows: str | None = None, sub: int | None = None, granules: bool | None = None) -> dict:
+         long_rows: str | None = None, sub: int | None = None, granules: bool | None = None,
+         pairs: bool | None = None) -> dict:
     """Kernel and launch parameters for an m x n softmax; pure, so config() can replay it.
 
     long_rows picks the kernel for rows longer than max_fused: "split" (one
@@ -283,8 +371,20 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     ``granules`` picks the rows kernel's 16-byte granule form (GRANULES); the
     plan of an unaligned width (see unaligned) names GRANULES=False, the form
     measured before, and the autotuner also tries the granule form.
+    ``pairs`` picks the rows kernel's PAIRS form (16-bit rows with N % 16 == 0;
+    see pairs_fit).
     """
     block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
+    if pairs:
+        if not pairs_fit(n, dtype_bytes):
+            raise ValueError(f"pairs: 16-bit rows of a multiple of 16 columns only, got N={n}, {dtype_bytes} bytes")
+        if block_n <= max_fused:  # one program a row, 32 words a thread
+            return dict(kernel="rows", ROWS=1, BLOCK_N=block_n, num_warps=max(1, min(32, block_n // 2048)),
+                        EVICT="", PAIRS=True)
+        chunk = block or 16384
+        kernel = long_rows or ("split2" if interpreting() else "split")
+        return dict(kernel=kernel, BLOCK=chunk, SUB=chunk, num_warps=max(1, min(16, chunk // 2048)), EVICT="",
+                    PAIRS=True, maxnreg=64)
     if block_n <= max_fused:
         # 32 values a thread at the widest rows (32768: 53 registers, no spills
         # for sm_90, one 32-warp program an SM with 128 KB in flight).
@@ -394,6 +494,15 @@ def candidates(m: int, n: int, dtype_bytes: int, long_rows: str | None = None) -
             for sub_bytes, w in ((16384, 8), (8192, 4)):
                 out.append(dict(kernel=base["kernel"], BLOCK=kb // dtype_bytes, SUB=sub_bytes // dtype_bytes,
                                 num_warps=w, EVICT="evict_first"))
+        if pairs_fit(n, dtype_bytes):
+            # PAIRS, 32 words a thread: 16384 on 8 warps (the float32 plan's
+            # bytes and registers) and 8192 on 4, in place of the two streamed
+            # candidates that did worst at bf16 131072 (16384/4096 and
+            # 32768/4096 on 4 warps: 769 and 799 us against 636 us, 1d77f77)
+            out = [c for c in out if not (c["num_warps"] == 4 and c["SUB"] < c["BLOCK"])]
+            # (capped at 64 registers, 4 and 8 programs an SM: 71-78 uncapped, no spills capped)
+            out += [dict(kernel=base["kernel"], BLOCK=blk, SUB=blk, num_warps=w, EVICT="", PAIRS=True, maxnreg=64)
+                    for blk, w in ((16384, 8), (8192, 4))]
     elif base["kernel"] == "rows" and base["BLOCK_N"] <= 256:
         out = _short_row_candidates(base, m)
         if "GRANULES" in base:
@@ -408,6 +517,11 @@ def candidates(m: int, n: int, dtype_bytes: int, long_rows: str | None = None) -
         out = [dict(c, EVICT="evict_first") if c["kernel"] == "rows" else c for c in out]
         if len(out) == 1 and base["kernel"] == "rows":
             out.append(dict(base, EVICT=""))
+        if base["kernel"] == "rows" and split_tried(n) and pairs_fit(n, dtype_bytes):
+            # PAIRS: 32 words a thread (two programs an SM at 32768) and 16
+            bn = base["BLOCK_N"]
+            out += [dict(kernel="rows", ROWS=1, BLOCK_N=bn, num_warps=w, EVICT="", PAIRS=True)
+                    for w in (bn // 2048, bn // 1024) if 1 <= w <= 32]
     unique: list[dict] = []
     for c in out:
         if c not in unique:
@@ -437,7 +551,8 @@ _online_tuned = tuned(_softmax_online, lambda m, n, b: candidates(m, n, b, long_
 
 def _split_prune(configs, named_args, **kwargs):
     x, n = named_args["x_ptr"], named_args["N"]
-    return [triton.Config({"BLOCK": c["BLOCK"], "SUB": c["SUB"], "EVICT": c["EVICT"]}, num_warps=c["num_warps"])
+    return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps", "maxnreg")},
+                          num_warps=c["num_warps"], maxnreg=c.get("maxnreg"))
             for c in split_candidates(x.numel() // n, n, x.element_size())]
 
 
@@ -531,8 +646,8 @@ def _rows_or_split(x, y, m: int, n: int, bucket: int) -> None:
 
 
 def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, long_rows: str | None = None,
-                   sub: int | None = None, granules: bool | None = None):
-    """Softmax over the last dim; ``max_fused``/``block``/``sub``/``granules``
+                   sub: int | None = None, granules: bool | None = None, pairs: bool | None = None):
+    """Softmax over the last dim; ``max_fused``/``block``/``sub``/``granules``/``pairs``
     force the paths in tests (a forced path runs its plan as is, untuned);
     ``long_rows`` picks the long-row kernel (see plan)."""
     import torch
@@ -543,10 +658,10 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
     m = x.numel() // n if n else 0
     if x.numel() == 0:
         return y
-    p = plan(m, n, x.element_size(), max_fused, block, long_rows, sub, granules)
+    p = plan(m, n, x.element_size(), max_fused, block, long_rows, sub, granules, pairs)
     bucket = triton.next_power_of_2(m)
     untuned = (interpreting() or max_fused != MAX_FUSED or block is not None or sub is not None
-               or granules is not None or p["kernel"] == "split2")
+               or granules is not None or pairs is not None or p["kernel"] == "split2")
     if (p["kernel"] == "split" and not interpreting()
             and triton.cdiv(n, p["BLOCK"]) > 2 * _sm_count(x.device.index if x.device.index is not None else 0)):
         # a GPU too small to hold every program of a row at once (never an H200)
@@ -561,13 +676,15 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
         for mode in modes:
             _softmax_split[(m * chunks,)](x, y, stats, count, n, bucket, BLOCK=p["BLOCK"], SUB=p["SUB"],
                                           P_MAX=triton.next_power_of_2(chunks), MODE=mode, EVICT=p["EVICT"],
-                                          num_warps=p["num_warps"])
+                                          PAIRS=p.get("PAIRS", False), num_warps=p["num_warps"],
+                                          **({"maxnreg": p["maxnreg"]} if "maxnreg" in p else {}))
     elif untuned:
         # One config: the interpreter would run every candidate on the CPU.
         if p["kernel"] == "rows":
             _softmax_rows[(triton.cdiv(m, p["ROWS"]),)](x, y, m, n, bucket, ROWS=p["ROWS"], BLOCK_N=p["BLOCK_N"],
                                                        EVICT=p["EVICT"], GRANULES=p.get("GRANULES", False),
-                                                       num_warps=p["num_warps"])
+                                                       PAIRS=p.get("PAIRS", False), num_warps=p["num_warps"],
+                                          **({"maxnreg": p["maxnreg"]} if "maxnreg" in p else {}))
         else:
             _softmax_online[(m,)](x, y, n, bucket, BLOCK=p["BLOCK"], num_warps=p["num_warps"])
     elif p["kernel"] == "rows":
