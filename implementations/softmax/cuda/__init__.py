@@ -45,7 +45,7 @@ def _plan(n: int, size: int) -> str:
 # softmax.cu's plans (softmax_v); one that cannot run a shape runs auto's.
 # 0 (auto) is a candidate only where it is a design of its own: rows that
 # are not a multiple of 16 bytes, which it runs one element a load.
-_TUNER = VariantTuner(tuple(range(27)), {
+_TUNER = VariantTuner(tuple(range(29)), {
     0: "auto plan: row in registers, one element a load (unaligned rows)",
     1: "row in registers, 4 packs of 16 B a thread",
     2: "row in registers, 2 packs a thread",
@@ -72,7 +72,9 @@ _TUNER = VariantTuner(tuple(range(27)), {
     23: "row (a cluster: a slice) in registers as raw 16-byte packs, 512 threads x 8 packs, exp twice",
     24: "row (a cluster: a slice) in registers as raw 16-byte packs, 256 threads x 8 packs, exp twice",
     25: "row (a cluster: a slice) in registers as raw 16-byte packs, 1024 threads x 8 packs, exp twice",
-    26: "any alignment, 4 packs a thread kept raw (exp twice), <= 48 registers"},
+    26: "any alignment, 4 packs a thread kept raw (exp twice), <= 48 registers",
+    27: "row (a cluster: a slice) in registers as raw 16-byte packs, 512 threads x 8 packs, exp twice, plain loads",
+    28: "as 27, each pack's exps kept in its registers as half2 (one exp an element; 16-bit only)"},
     runs=lambda v, key: _runs(v, *key))
 
 # softmax.cu's persistent plans: slice target (bytes), buffers a CTA
@@ -84,7 +86,7 @@ _SHORT_MAX_PACKS = 128
 _UNALIGNED_PACKS = {15: 4, 16: 2, 17: 8, 26: 4}
 _UNALIGNED_RAW = (26,)  # packs kept raw, blocks of <= 256 threads
 # softmax.cu's raw-pack plans (23-25): threads, packs a thread
-_RAW = {23: (512, 8), 24: (256, 8), 25: (1024, 8)}
+_RAW = {23: (512, 8), 24: (256, 8), 25: (1024, 8), 27: (512, 8), 28: (512, 8)}
 
 
 def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
@@ -113,6 +115,8 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
     if variant in _PERSISTENT:
         target, stages = _PERSISTENT[variant]
         return cuda_build.tma_ctas(n // vec, target, stages=stages) > 0
+    if variant == 28 and size != 2:
+        return False  # half2 exps: 16-bit rows only
     if variant in _IN_REGISTERS or variant in _RAW:  # at most 8 CTAs of threads x packs packs
         threads, packs = _IN_REGISTERS.get(variant) or _RAW[variant]
         return -(-(n // vec) // 8) <= threads * packs

@@ -73,6 +73,9 @@
 // 24 the same at 256 threads x 8 packs a CTA, four CTAs an SM                 } twice the
 // 25 the same at 1024 threads x 8 packs, one CTA an SM                        } bytes held
 // 26 as 15 (any alignment, 4 packs a thread) with the packs kept raw, exp twice
+// 27 as 23 with plain ld.global loads (no cache hint)
+// 28 as 27 with each pack's exps kept in its registers as half2: one exp an
+//    element (16-bit types only)
 // A variant that cannot run a shape (too long a row for registers, a
 // misaligned row for TMA or plans 1-14) runs auto's plan instead.
 #include <ATen/Dispatch.h>
@@ -887,7 +890,12 @@ __device__ __forceinline__ void cluster_wait_acquire() {
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
-template <typename T, int THREADS, int K, int MIN_BLOCKS>
+//
+// PATH: the loads' cache path.  HALF_E (16-bit T only, plan 28): the second
+// exp is not computed; each pack's exp(v - the thread's max), all in (0, 1],
+// replaces the pack in its registers as 4 words of half2 (relative error
+// 2^-11, a quarter of a bf16 rounding) and is scaled for the output.
+template <typename T, int THREADS, int K, int MIN_BLOCKS, int PATH = ksuite::kNcStream, bool HALF_E = false>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 softmax_raw_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
@@ -896,6 +904,7 @@ softmax_raw_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
   namespace cg = cooperative_groups;
   constexpr int VEC = ksuite::vec16<T>();
   constexpr float kLog2e = 1.4426950408889634f;
+  constexpr bool kHalfE = HALF_E && sizeof(T) == 2;  // (the launcher runs HALF_E for 16-bit T only)
   cg::cluster_group cluster = cg::this_cluster();
   __shared__ float2 red[32];
   __shared__ float2 partial, total;
@@ -909,7 +918,7 @@ softmax_raw_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
 #pragma unroll
   for (int j = 0; j < K; ++j) {
     const int i = j * THREADS + static_cast<int>(threadIdx.x);
-    raw[j] = ksuite::ld16_if<ksuite::kNcStream>(xs + int64_t(i) * VEC, i < count);
+    raw[j] = ksuite::ld16_if<PATH>(xs + int64_t(i) * VEC, i < count);
   }
   float mx = -INFINITY;
 #pragma unroll
@@ -930,7 +939,11 @@ softmax_raw_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
       float v[VEC];
       ksuite::raw_to_floats<T>(raw[j], v);
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) sum += ksuite::ex2_approx(fmaf(v[k], kLog2e, -bl));
+      for (int k = 0; k < VEC; ++k) {
+        v[k] = ksuite::ex2_approx(fmaf(v[k], kLog2e, -bl));
+        sum += v[k];
+      }
+      if constexpr (kHalfE) raw[j] = ksuite::floats_to_raw<c10::Half>(v);
     }
   }
   float2 tot = ksuite::group_reduce(make_float2(mx, sum), THREADS, red, make_float2(-INFINITY, 0.0f), MergeMS{});
@@ -948,18 +961,26 @@ softmax_raw_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
     __syncthreads();
     tot = total;
   }
-  // An all -inf row gives zeros, as the other plans.
-  const float ml = tot.x == -INFINITY ? 0.0f : tot.x * kLog2e;
-  const float inv = tot.y > 0.0f ? ksuite::rcp_approx(tot.y) : 0.0f;
+  // An all -inf row gives zeros, as the other plans.  y = 2^(v log2 e - c)
+  // with c = log2(row max) + log2(row sum): one FMA and one exp an element.
+  const float c = tot.x == -INFINITY ? 0.0f : fmaf(tot.x, kLog2e, ksuite::lg2_approx(tot.y));
+  // HALF_E: y = e * 2^(the thread's max - c), e as kept
+  const float scale = tot.x == -INFINITY || mx == -INFINITY ? 0.0f : ksuite::ex2_approx(bl - c);
   T* ys = y + row * n + int64_t(p0) * VEC;
 #pragma unroll
   for (int j = 0; j < K; ++j) {
     const int i = j * THREADS + static_cast<int>(threadIdx.x);
     if (i < count) {
       float v[VEC];
-      ksuite::raw_to_floats<T>(raw[j], v);
+      if constexpr (kHalfE) {
+        ksuite::raw_to_floats<c10::Half>(raw[j], v);
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) v[k] = ksuite::ex2_approx(fmaf(v[k], kLog2e, -ml)) * inv;
+        for (int k = 0; k < VEC; ++k) v[k] *= scale;
+      } else {
+        ksuite::raw_to_floats<T>(raw[j], v);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) v[k] = ksuite::ex2_approx(fmaf(v[k], kLog2e, -c));
+      }
       ksuite::st16_global(ys + int64_t(i) * VEC, ksuite::floats_to_raw<T>(v));
     }
   }
@@ -969,7 +990,7 @@ softmax_raw_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
 
 // ------------------------------------------------------------- launchers
 
-constexpr int kVariants = 26;
+constexpr int kVariants = 28;
 
 template <typename T, int VEC, int PACKS>
 bool launch_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
@@ -1057,17 +1078,18 @@ bool launch_tma_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream
 
 // Plans 23-25: clusters of the fewest CTAs (a power of two <= 8) whose
 // THREADS x K packs hold the row.
-template <typename T, int THREADS, int K, int MIN_BLOCKS>
+template <typename T, int THREADS, int K, int MIN_BLOCKS, int PATH = ksuite::kNcStream, bool HALF_E = false>
 bool launch_raw(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
   constexpr int VEC = ksuite::vec16<T>();
+  if constexpr (HALF_E && sizeof(T) != 2) return false;  // half2 exps: 16-bit outputs only
   if (ksuite::compute_major() < 9 || n % VEC != 0 || n > 0x7fffffff) return false;
   const int64_t packs = n / VEC;
   int ctas = 1;
   while (ctas < 8 && (packs + ctas - 1) / ctas > int64_t(THREADS) * K) ctas *= 2;
   if ((packs + ctas - 1) / ctas > int64_t(THREADS) * K || m * ctas > int64_t(0x7fffffff)) return false;
   const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
-  ksuite::launch_clustered(softmax_raw_kernel<T, THREADS, K, MIN_BLOCKS>, static_cast<unsigned>(m * ctas), THREADS,
-                           0, ctas, stream, x, y, static_cast<int>(n), chunk);
+  ksuite::launch_clustered(softmax_raw_kernel<T, THREADS, K, MIN_BLOCKS, PATH, HALF_E>, static_cast<unsigned>(m * ctas),
+                           THREADS, 0, ctas, stream, x, y, static_cast<int>(n), chunk);
   return true;
 }
 
@@ -1203,6 +1225,8 @@ void launch(const T* x, T* y, int64_t m, int64_t n, int variant, cudaStream_t st
       case 23: done = launch_raw<T, 512, 8, 2>(x, y, m, n, stream); break;
       case 24: done = launch_raw<T, 256, 8, 4>(x, y, m, n, stream); break;
       case 25: done = launch_raw<T, 1024, 8, 1>(x, y, m, n, stream); break;
+      case 27: done = launch_raw<T, 512, 8, 2, kPlain>(x, y, m, n, stream); break;
+      case 28: done = launch_raw<T, 512, 8, 2, kPlain, true>(x, y, m, n, stream); break;
       default: break;
     }
   }
