@@ -57,8 +57,9 @@ def test_the_row_ops_know_which_plans_run():
     assert [sm_runs(v, "float32", 131072, 4096) for v in (18, 19, 20, 21, 22)] == [False, False, True, False, False]
     # raw packs in registers, 8 a thread: bf16 131072 on 4, 8 or 2 CTAs; float32 (32768 packs) does
     # not fit 8 CTAs of 256 x 8
-    assert [sm_runs(v, "bfloat16", 131072, 4096) for v in (23, 24, 25, 27, 28)] == [True] * 5
-    assert [sm_runs(v, "float32", 131072, 4096) for v in (23, 24, 25, 27, 28)] == [True, False, True, True, False]
+    assert [sm_runs(v, "bfloat16", 131072, 4096) for v in (23, 24, 25, 27, 28, 29)] == [True] * 6
+    assert [sm_runs(v, "float32", 131072, 4096) for v in (23, 24, 25, 27, 28, 29)] == [True, False, True, True,
+                                                                                      False, False]
     # any alignment: threads for the body's n // vec packs (2053 bf16: 256 packs, 64 threads at 4 a
     # thread, 32 at 8); the raw plan 26 takes blocks of <= 256 threads (bf16 32768 would need 1024)
     assert [sm_runs(v, "bfloat16", 2053, 65536) for v in (15, 16, 17, 26)] == [True] * 4

@@ -76,6 +76,7 @@
 // 27 as 23 with plain ld.global loads (no cache hint)
 // 28 as 27 with each pack's exps kept in its registers as half2: one exp an
 //    element (16-bit types only)
+// 29 as 19 with the exps kept as half2 (16-bit types only), three CTAs an SM
 // A variant that cannot run a shape (too long a row for registers, a
 // misaligned row for TMA or plans 1-14) runs auto's plan instead.
 #include <ATen/Dispatch.h>
@@ -464,7 +465,11 @@ softmax_tma_persistent_kernel(const T* __restrict__ x, T* __restrict__ y, int64_
 // row + STAGES * clusters right after the block barrier that follows that
 // copy; the thread keeps exp(v - its max) and scales it by
 // exp(its max - row max) / row sum for the output.
-template <typename T, int STAGES, int THREADS, int KP, int MIN_BLOCKS>
+//
+// HALF_E (16-bit T, plan 29): each pack's exps are kept as 4 words of half2
+// instead of 8 floats (relative error 2^-11, a quarter of a bf16 rounding),
+// so a CTA of 256 threads x 8 packs fits 3 an SM.
+template <typename T, int STAGES, int THREADS, int KP, int MIN_BLOCKS, bool HALF_E = false>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 softmax_tma_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int n, int chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
@@ -504,14 +509,15 @@ softmax_tma_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, i
   for (int64_t row = first; row < m; row += clusters, ++it) {
     mbar_wait(bar0 + 8u * stage, phase);
     const uint4* buf = slices + int64_t(stage) * chunk;
-    float e[KP][VEC];
-    {
-      uint4 raw[KP];
+    constexpr bool kHalfE = HALF_E && sizeof(T) == 2;  // (the launcher runs HALF_E for 16-bit T only)
+    float e[kHalfE ? 1 : KP][VEC];  // kHalfE: one pack's floats at a time, the exps kept in raw
+    uint4 raw[KP];
 #pragma unroll
-      for (int j = 0; j < KP; ++j) {
-        const int i = threadIdx.x + j * THREADS;
-        raw[j] = i < count ? buf[i] : neg_inf_pack<T>();
-      }
+    for (int j = 0; j < KP; ++j) {
+      const int i = threadIdx.x + j * THREADS;
+      raw[j] = i < count ? buf[i] : neg_inf_pack<T>();
+    }
+    if constexpr (!kHalfE) {
 #pragma unroll
       for (int j = 0; j < KP; ++j) ksuite::raw_to_floats<T>(raw[j], e[j]);
     }
@@ -520,18 +526,25 @@ softmax_tma_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, i
     if (threadIdx.x == 0 && next < m) tma_load(buf0 + stage * stride, src + next * row_bytes, bytes, bar0 + 8u * stage);
     float mx = -INFINITY;
 #pragma unroll
-    for (int j = 0; j < KP; ++j)
+    for (int j = 0; j < KP; ++j) {
+      float* f = e[kHalfE ? 0 : j];
+      if constexpr (kHalfE) ksuite::raw_to_floats<T>(raw[j], *reinterpret_cast<float(*)[VEC]>(f));
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) mx = fmaxf(mx, e[j][k]);
+      for (int k = 0; k < VEC; ++k) mx = fmaxf(mx, f[k]);
+    }
     const float base = mx == -INFINITY ? 0.0f : mx;  // no packs (or all -inf): zeros, not NaN
     float sum = 0.0f;
 #pragma unroll
-    for (int j = 0; j < KP; ++j)
+    for (int j = 0; j < KP; ++j) {
+      float* f = e[kHalfE ? 0 : j];
+      if constexpr (kHalfE) ksuite::raw_to_floats<T>(raw[j], *reinterpret_cast<float(*)[VEC]>(f));
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        e[j][k] = ksuite::exp_approx(e[j][k] - base);
-        sum += e[j][k];
+        f[k] = ksuite::exp_approx(f[k] - base);
+        sum += f[k];
       }
+      if constexpr (kHalfE) raw[j] = ksuite::floats_to_raw<c10::Half>(*reinterpret_cast<float(*)[VEC]>(f));
+    }
     const float2 cta = ksuite::group_reduce(make_float2(mx, sum), THREADS, red, make_float2(-INFINITY, 0.0f),
                                             MergeMS{});
     const float2 tot = exchange_stats(cta, it, xbar0, ctas, rank, pairs);
@@ -541,9 +554,11 @@ softmax_tma_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, i
     for (int j = 0; j < KP; ++j) {
       const int i = threadIdx.x + j * THREADS;
       if (i < count) {
+        float* f = e[kHalfE ? 0 : j];
+        if constexpr (kHalfE) ksuite::raw_to_floats<c10::Half>(raw[j], *reinterpret_cast<float(*)[VEC]>(f));
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) e[j][k] *= scale;
-        ksuite::st16_global(yr + int64_t(i) * VEC, ksuite::floats_to_raw<T>(e[j]));
+        for (int k = 0; k < VEC; ++k) f[k] *= scale;
+        ksuite::st16_global(yr + int64_t(i) * VEC, ksuite::floats_to_raw<T>(*reinterpret_cast<float(*)[VEC]>(f)));
       }
     }
     if (++stage == STAGES) {
@@ -990,7 +1005,7 @@ softmax_raw_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
 
 // ------------------------------------------------------------- launchers
 
-constexpr int kVariants = 28;
+constexpr int kVariants = 29;
 
 template <typename T, int VEC, int PACKS>
 bool launch_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
@@ -1057,9 +1072,10 @@ bool launch_tma_persistent(const T* x, T* y, int64_t m, int64_t n, int64_t targe
 
 // Plans 18-22: persistent clusters of the fewest CTAs (a power of two <= 8)
 // whose THREADS x KP packs hold the row; STAGES buffers a CTA.
-template <typename T, int STAGES, int THREADS, int KP, int MIN_BLOCKS>
+template <typename T, int STAGES, int THREADS, int KP, int MIN_BLOCKS, bool HALF_E = false>
 bool launch_tma_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
   constexpr int VEC = ksuite::vec16<T>();
+  if constexpr (HALF_E && sizeof(T) != 2) return false;  // half2 exps: 16-bit outputs only
   if (ksuite::compute_major() < 9 || n % VEC != 0 || n > 0x7fffffff) return false;
   const int64_t packs = n / VEC;
   int ctas = 1;
@@ -1067,7 +1083,7 @@ bool launch_tma_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream
   if ((packs + ctas - 1) / ctas > int64_t(THREADS) * KP) return false;
   const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
   const int smem = STAGES * chunk * 16;
-  auto kernel = softmax_tma_regs_kernel<T, STAGES, THREADS, KP, MIN_BLOCKS>;
+  auto kernel = softmax_tma_regs_kernel<T, STAGES, THREADS, KP, MIN_BLOCKS, HALF_E>;
   const int clusters = max_active_clusters(kernel, THREADS, smem, ctas);
   if (clusters <= 0) return false;
   const int64_t grid = std::min<int64_t>(m, clusters) * ctas;
@@ -1227,6 +1243,7 @@ void launch(const T* x, T* y, int64_t m, int64_t n, int variant, cudaStream_t st
       case 25: done = launch_raw<T, 1024, 8, 1>(x, y, m, n, stream); break;
       case 27: done = launch_raw<T, 512, 8, 2, kPlain>(x, y, m, n, stream); break;
       case 28: done = launch_raw<T, 512, 8, 2, kPlain, true>(x, y, m, n, stream); break;
+      case 29: done = launch_tma_regs<T, 2, 256, 8, 3, true>(x, y, m, n, stream); break;
       default: break;
     }
   }
