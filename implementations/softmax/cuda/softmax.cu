@@ -889,7 +889,16 @@ softmax_unaligned_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, 
 
 // ------------------------------------- rows in registers as loaded (16-bit)
 
-// Plans 23-25: the row, or over a cluster of 2-8 CTAs one slice of it, held
+// The two halves of a cluster barrier: arrive once done reading other CTAs'
+// shared memory, wait before leaving, so that the wait overlaps the stores.
+__device__ __forceinline__ void cluster_arrive_release() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait_acquire() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// Plans 23-25, 27, 28: the row, or over a cluster of 2-8 CTAs one slice of it, held
 // in registers as its raw 16-byte packs, K a thread, all issued at once;
 // exp is computed twice (for the sum, then for the output) instead of
 // being kept.  A 16-bit pack is 4 registers where its floats are 8, so a
@@ -898,13 +907,6 @@ softmax_unaligned_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, 
 // flight), where plan 1 (1024 threads x 4 packs as floats) fills the SM
 // with one 64 KB row and stalls through its reductions.  The slices'
 // (max, sum) pairs are swapped through distributed shared memory.
-__device__ __forceinline__ void cluster_arrive_release() {
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void cluster_wait_acquire() {
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-
 //
 // PATH: the loads' cache path.  HALF_E (16-bit T only, plan 28): the second
 // exp is not computed; each pack's exp(v - the thread's max), all in (0, 1],
@@ -1070,17 +1072,24 @@ bool launch_tma_persistent(const T* x, T* y, int64_t m, int64_t n, int64_t targe
   return true;
 }
 
-// Plans 18-22: persistent clusters of the fewest CTAs (a power of two <= 8)
-// whose THREADS x KP packs hold the row; STAGES buffers a CTA.
+// The fewest CTAs (a power of two <= 8) of per_cta packs each that hold a
+// row of `packs`; 0 when 8 do not.
+inline int fewest_ctas(int64_t packs, int64_t per_cta) {
+  for (int c = 1; c <= 8; c *= 2)
+    if ((packs + c - 1) / c <= per_cta) return c;
+  return 0;
+}
+
+// Plans 18-22, 29: persistent clusters of the fewest CTAs whose THREADS x KP
+// packs hold the row; STAGES buffers a CTA.
 template <typename T, int STAGES, int THREADS, int KP, int MIN_BLOCKS, bool HALF_E = false>
 bool launch_tma_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
   constexpr int VEC = ksuite::vec16<T>();
   if constexpr (HALF_E && sizeof(T) != 2) return false;  // half2 exps: 16-bit outputs only
   if (ksuite::compute_major() < 9 || n % VEC != 0 || n > 0x7fffffff) return false;
   const int64_t packs = n / VEC;
-  int ctas = 1;
-  while (ctas < 8 && (packs + ctas - 1) / ctas > int64_t(THREADS) * KP) ctas *= 2;
-  if ((packs + ctas - 1) / ctas > int64_t(THREADS) * KP) return false;
+  const int ctas = fewest_ctas(packs, int64_t(THREADS) * KP);
+  if (ctas == 0) return false;
   const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
   const int smem = STAGES * chunk * 16;
   auto kernel = softmax_tma_regs_kernel<T, STAGES, THREADS, KP, MIN_BLOCKS, HALF_E>;
@@ -1092,17 +1101,16 @@ bool launch_tma_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream
   return true;
 }
 
-// Plans 23-25: clusters of the fewest CTAs (a power of two <= 8) whose
-// THREADS x K packs hold the row.
+// Plans 23-25, 27, 28: clusters of the fewest CTAs whose THREADS x K packs
+// hold the row.
 template <typename T, int THREADS, int K, int MIN_BLOCKS, int PATH = ksuite::kNcStream, bool HALF_E = false>
 bool launch_raw(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
   constexpr int VEC = ksuite::vec16<T>();
   if constexpr (HALF_E && sizeof(T) != 2) return false;  // half2 exps: 16-bit outputs only
   if (ksuite::compute_major() < 9 || n % VEC != 0 || n > 0x7fffffff) return false;
   const int64_t packs = n / VEC;
-  int ctas = 1;
-  while (ctas < 8 && (packs + ctas - 1) / ctas > int64_t(THREADS) * K) ctas *= 2;
-  if ((packs + ctas - 1) / ctas > int64_t(THREADS) * K || m * ctas > int64_t(0x7fffffff)) return false;
+  const int ctas = fewest_ctas(packs, int64_t(THREADS) * K);
+  if (ctas == 0 || m * ctas > int64_t(0x7fffffff)) return false;
   const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
   ksuite::launch_clustered(softmax_raw_kernel<T, THREADS, K, MIN_BLOCKS, PATH, HALF_E>, static_cast<unsigned>(m * ctas),
                            THREADS, 0, ctas, stream, x, y, static_cast<int>(n), chunk);
