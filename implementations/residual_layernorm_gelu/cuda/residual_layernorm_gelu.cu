@@ -92,6 +92,15 @@ __device__ __forceinline__ void load_h(const T* x, const T* r, float (&h)[VEC]) 
   for (int k = 0; k < VEC; ++k) h[k] += rv[k];
 }
 
+// acc[0] = the sum of acc's VEC partial sums, added pairwise.
+template <int VEC>
+__device__ __forceinline__ void pairwise_sum(float (&acc)[VEC]) {
+#pragma unroll
+  for (int s = 1; s < VEC; s *= 2)
+#pragma unroll
+    for (int k = 0; k + s < VEC; k += 2 * s) acc[k] += acc[k + s];
+}
+
 // Sum over the tpr threads of one row (ksuite::plan_regs): lanes of a warp
 // (tpr <= 32, a power of two: xor offsets below tpr stay in the group) or the
 // whole block (tpr = blockDim.x > 32).  Every thread of the block calls it.
@@ -197,10 +206,7 @@ rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __res
       for (int k = 0; k < VEC; ++k) acc[k % kChains] += h[p][k];
     }
   }
-#pragma unroll
-  for (int s = 1; s < VEC; s *= 2)
-#pragma unroll
-    for (int k = 0; k + s < VEC; k += 2 * s) acc[k] += acc[k + s];
+  pairwise_sum(acc);
   // Exact two-pass statistics: the mean, then squared deviations from it.
   const float mean = rlg_row_sum(acc[0], tpr, red[0]) * inv_n;
 #pragma unroll
@@ -214,10 +220,7 @@ rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __res
       for (int k = 0; k < VEC; ++k) acc[k % kChains] = fmaf(h[p][k], h[p][k], acc[k % kChains]);
     }
   }
-#pragma unroll
-  for (int s = 1; s < VEC; s *= 2)
-#pragma unroll
-    for (int k = 0; k + s < VEC; k += 2 * s) acc[k] += acc[k + s];
+  pairwise_sum(acc);
   const float rstd = rsqrtf(fmaf(rlg_row_sum(acc[0], tpr, red[1]), inv_n, eps));
   T* yr = y + off;
 #pragma unroll
@@ -569,10 +572,7 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
     for (int p = 0; p < PACKS; ++p)
 #pragma unroll
       for (int k = 0; k < VEC; ++k) acc[k] += h[p][k];
-#pragma unroll
-    for (int s = 1; s < VEC; s *= 2)
-#pragma unroll
-      for (int k = 0; k + s < VEC; k += 2 * s) acc[k] += acc[k + s];
+    pairwise_sum(acc);
     float total = rlg_row_sum(acc[0], THREADS, red[0]);
     if constexpr (CLUSTER)
       total = cluster_total(total, fresh_ctas<CLUSTER>(), fresh_rank<CLUSTER>(), vals[0], xbar0, it & 1u);
@@ -588,10 +588,7 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
         for (int k = 0; k < VEC; ++k) acc[k] = fmaf(h[p][k], h[p][k], acc[k]);
       }
     }
-#pragma unroll
-    for (int s = 1; s < VEC; s *= 2)
-#pragma unroll
-      for (int k = 0; k + s < VEC; k += 2 * s) acc[k] += acc[k + s];
+    pairwise_sum(acc);
     float sq = rlg_row_sum(acc[0], THREADS, red[1]);
     if constexpr (CLUSTER)
       sq = cluster_total(sq, fresh_ctas<CLUSTER>(), fresh_rank<CLUSTER>(), vals[1], xbar0 + 8u, it & 1u);

@@ -364,6 +364,22 @@ __device__ __forceinline__ void init_barriers(uint32_t bar0, uint32_t xbar0) {
   cooperative_groups::this_cluster().sync();
 }
 
+// init_barriers, then thread 0 starts the bulk copies of this CTA's slice of
+// its first STAGES rows (first, first + clusters, ...), buffer s for row s.
+template <int STAGES>
+__device__ __forceinline__ void start_rows(uint32_t bar0, uint32_t xbar0, uint32_t buf0, uint32_t stride,
+                                           const char* src, int64_t row_bytes, uint32_t bytes, int64_t first,
+                                           int64_t clusters, int64_t m) {
+  init_barriers<STAGES>(bar0, xbar0);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      const int64_t row = first + s * clusters;
+      if (row < m) tma_load(buf0 + s * stride, src + row * row_bytes, bytes, bar0 + 8u * s);
+    }
+  }
+}
+
 // Sends this CTA's (max, sum) of iteration `it` into slot [it & 1][rank] of
 // every CTA of the cluster (counted by xbar[it & 1]) and returns the row's,
 // merged in rank order: every CTA gets the same row total.
@@ -404,14 +420,7 @@ softmax_tma_persistent_kernel(const T* __restrict__ x, T* __restrict__ y, int64_
   const uint32_t buf0 = smem_addr(slices), bar0 = smem_addr(bars), xbar0 = smem_addr(xbar);
   const char* src = reinterpret_cast<const char*>(x + int64_t(p0) * VEC);
   const int64_t row_bytes = int64_t(n) * sizeof(T);
-  init_barriers<STAGES>(bar0, xbar0);
-  if (threadIdx.x == 0) {
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-      const int64_t row = first + s * clusters;
-      if (row < m) tma_load(buf0 + s * stride, src + row * row_bytes, bytes, bar0 + 8u * s);
-    }
-  }
+  start_rows<STAGES>(bar0, xbar0, buf0, stride, src, row_bytes, bytes, first, clusters, m);
   int stage = 0;
   uint32_t phase = 0;
   uint32_t it = 0;  // iteration: pair slot it & 1, that slot's phase (it >> 1) & 1
@@ -494,14 +503,7 @@ softmax_tma_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, i
   const uint32_t buf0 = smem_addr(slices), bar0 = smem_addr(bars), xbar0 = smem_addr(xbar);
   const char* src = reinterpret_cast<const char*>(x + int64_t(p0) * VEC);
   const int64_t row_bytes = int64_t(n) * sizeof(T);
-  init_barriers<STAGES>(bar0, xbar0);
-  if (threadIdx.x == 0) {
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-      const int64_t row = first + s * clusters;
-      if (row < m) tma_load(buf0 + s * stride, src + row * row_bytes, bytes, bar0 + 8u * s);
-    }
-  }
+  start_rows<STAGES>(bar0, xbar0, buf0, stride, src, row_bytes, bytes, first, clusters, m);
   int stage = 0;
   uint32_t phase = 0;
   uint32_t it = 0;
