@@ -85,14 +85,6 @@ def test_the_row_ops_know_which_plans_run():
     assert [rlg_runs(v, "bfloat16", 262144, 8) for v in (8, 9)] == [False, True]
     assert [rlg_runs(v, "bfloat16", 262152, 8) for v in (8, 9)] == [False, False]
     assert not any(rlg_runs(v, "bfloat16", 781, 2048) for v in (8, 9))
-    # w and b in registers: clusters of 2-8 CTAs of threads x 2 packs (bf16 32768 = 4096 packs: 2 CTAs
-    # of 1024, 4 of 512; float32 8192 packs: 4 and 8); a row one CTA holds, or 8 cannot, runs auto
-    assert [rlg_runs(v, "bfloat16", 32768, 4096) for v in (10, 11, 12)] == [True] * 3
-    assert [rlg_runs(v, "float32", 32768, 4096) for v in (10, 11, 12)] == [True] * 3
-    assert [rlg_runs(v, "bfloat16", 16384, 4096) for v in (10, 11, 12)] == [False, False, True]
-    assert [rlg_runs(v, "float32", 65536, 8) for v in (10, 11, 12)] == [True, True, False]
-    assert [rlg_runs(v, "float32", 65544, 8) for v in (10, 11, 12)] == [False] * 3
-    assert not any(rlg_runs(v, "bfloat16", 32770, 8) for v in (10, 11, 12))
 
 
 def test_variant_zero_is_a_real_choice_where_it_is_one(monkeypatch):

@@ -34,7 +34,7 @@ def ops():
 
 
 # the .cu's plans (residual_layernorm_gelu_v); one that cannot run a shape runs auto's
-_TUNER = VariantTuner((1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12), {
+_TUNER = VariantTuner((1, 2, 3, 4, 5, 6, 7, 8, 9), {
     1: "row in registers, 4 packs of x and of r a thread",
     2: "row in registers, 2 packs a thread",
     3: "row in registers, 1 pack a thread",
@@ -43,11 +43,7 @@ _TUNER = VariantTuner((1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12), {
     6: "row in registers, 4 packs a thread, plain ld.global",
     7: "row in registers, 1 pack a thread, plain ld.global",
     8: "persistent CTA a row, next row prefetched by TMA into shared memory",
-    9: "persistent cluster of 2-8 CTAs a row, next row prefetched by TMA",
-    10: "persistent cluster, w and b of each CTA's column slice in registers, 2 TMA row buffers",
-    11: "persistent cluster, w and b of each CTA's column slice in registers, 3 TMA row buffers",
-    12: "persistent cluster of 512-thread CTAs (two an SM), w and b in registers, 2 TMA row buffers"},
-    runs=lambda v, key: _runs(v, *key))
+    9: "persistent cluster of 2-8 CTAs a row, next row prefetched by TMA"}, runs=lambda v, key: _runs(v, *key))
 
 
 def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
@@ -68,23 +64,7 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
         while variant == 9 and ctas < 8 and -(-packs // ctas) > cap:
             ctas *= 2
         return -(-packs // ctas) <= cap
-    if variant in (10, 11, 12):  # launch_wb: 16-byte packs, a cluster of 2..8 CTAs of threads x 2 packs
-        bufs, threads = {10: (2, 1024), 11: (3, 1024), 12: (2, 512)}[variant]
-        ctas = _wb_ctas(n // vec, threads) if vec > 1 else 0
-        return ctas > 0 and bufs * 2 * -(-(n // vec) // ctas) * 16 + 2048 <= cuda_build.SMEM_OPTIN_H200
     return True
-
-
-def _wb_ctas(packs: int, threads: int) -> int:
-    """Mirror of the .cu's wb_ctas: 2, 4 or 8 CTAs of threads x 2 packs a row, or
-    0 when one CTA holds the row or eight cannot."""
-    cap = threads * 2
-    if packs <= cap:
-        return 0
-    ctas = 2
-    while ctas < 8 and -(-packs // ctas) > cap:
-        ctas *= 2
-    return ctas if -(-packs // ctas) <= cap else 0
 
 
 def _key(m: int, n: int, dtype: str) -> tuple:

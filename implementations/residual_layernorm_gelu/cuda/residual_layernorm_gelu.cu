@@ -38,12 +38,6 @@
 //    (float32 32768: 2 x 64 KB of x and of r), partial sums exchanged by
 //    st.async.  Plans 8 and 9: 16-byte packs only (n % (16 / itemsize) == 0,
 //    aligned pointers).
-// 10 persistent cluster (sm_90) of 2..8 1024-thread CTAs, each owning one
-//    column slice of <= 2048 packs with its w and b held in registers (read
-//    once, not once a row), 2 shared buffers of raw x and r rows ahead;
-//    (sum, squared deviations) of every slice exchanged once a row
-// 11 plan 10 with 3 buffers (two rows in flight while one is computed)
-// 12 plan 10 at 512 threads (slices of <= 1024 packs, two CTAs an SM)
 // Auto: 1 while the row fits 1024 threads, else 4, else 5.  A variant that
 // cannot run a shape runs auto's plan.
 #include <ATen/core/Tensor.h>
@@ -642,186 +636,7 @@ bool launch_tma(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m,
   return true;
 }
 
-// ------------- plans 10-12: persistent clusters, w and b held in registers
-//
-// Plans 8 and 9 read w and b from L1/L2 for every row.  At 32768 columns they
-// are 128 KB (16-bit) or 256 KB (float32) a row, which L1 cannot keep next to
-// a 128 KB slice, so every row fetches them again from L2: as many bytes as
-// its x and r.  Here a cluster of 2..8 CTAs walks rows cluster_id, +
-// clusters, ..., each CTA owning one fixed column slice of <= THREADS x 2
-// packs: its w and b packs are loaded once, into registers (4 x 16 B a
-// thread), and `bufs` shared buffers (2 or 3) hold the raw x and r slices of
-// the rows ahead, so the buffer a row leaves is refilled bufs rows ahead
-// while that row is reduced and written.
-// Statistics, one exchange a row: each CTA's slice sum S and sum Q of squared
-// deviations from the slice's own mean (exact two passes over registers) go
-// to every CTA of the cluster by st.async, into slot [row parity][rank]; all
-// merge them in rank order (mean = sum S / n, M2 = sum of Q + n_c (S/n_c -
-// mean)^2), so every CTA gets the same mean and rstd.  A CTA sends row i + 2
-// into a slot only after it has received every CTA's row i + 1, which each
-// sends after a block barrier that follows its threads' reads of row i.
-constexpr int kWbPacks = 2;  // packs a thread: h, w and b of 2 packs fit 64 registers
-
-// The CTAs of a cluster over a row of `packs` 16-byte packs at `threads` x
-// kWbPacks packs a CTA: 2, 4 or 8, or 0 when one CTA holds the row (plans 1-9
-// serve those) or 8 cannot.  Mirrored by _wb_ctas in cuda/__init__.py.
-inline int wb_ctas(int64_t packs, int threads) {
-  const int64_t cap = int64_t(threads) * kWbPacks;
-  if (packs <= cap) return 0;
-  int ctas = 2;
-  while (ctas < 8 && (packs + ctas - 1) / ctas > cap) ctas *= 2;
-  return (packs + ctas - 1) / ctas <= cap ? ctas : 0;
-}
-
-template <typename T, int THREADS>
-__global__ void __launch_bounds__(THREADS, 1024 / THREADS)
-rlg_wb_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
-              const T* __restrict__ b, T* __restrict__ y, uint32_t m, int n, int chunk, int bufs, float eps,
-              float inv_n) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-  __trap();  // the launcher uses this kernel on sm_90+ only
-#else
-  constexpr int VEC = ksuite::vec16<T>(), PACKS = kWbPacks;
-  extern __shared__ __align__(128) uint4 slices[];  // bufs x (chunk packs of x, chunk packs of r)
-  __shared__ __align__(8) uint64_t bar[3];           // buffer s's bulk copies
-  __shared__ __align__(8) uint64_t xbar[2];          // the partials of rows of parity 0 / 1
-  __shared__ float red[2][32];
-  __shared__ float2 vals[2][8];                      // [row parity][rank]: (S, Q) of every CTA
-  const int ctas = fresh_ctas<true>(), rank = fresh_rank<true>();
-  const uint32_t bar0 = smem_addr(bar), xbar0 = smem_addr(xbar);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < bufs; ++s)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar0 + 8u * s) : "memory");
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0) : "memory");
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0 + 8u) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  cooperative_groups::this_cluster().sync();  // every CTA's barriers are initialised before another sends to them
-  const uint32_t first = blockIdx.x / static_cast<uint32_t>(ctas);
-  const uint32_t step = gridDim.x / static_cast<uint32_t>(ctas);
-  const uint32_t buf_bytes = 2u * static_cast<uint32_t>(chunk) * 16u;
-  const uint32_t buf0 = smem_addr(slices);
-  if (threadIdx.x == 0)
-    for (int s = 0; s < bufs; ++s)
-      if (first + s * step < m)
-        tma_slice<T, true>(x, r, first + s * step, n, chunk, buf0 + s * buf_bytes, bar0 + 8u * s);
-
-  const int t = threadIdx.x;
-  const int count = max(0, min(n / VEC - rank * chunk, chunk));  // this CTA's packs
-  bool ok[PACKS];
-  uint4 wr[PACKS], br[PACKS];
-  const int64_t c0 = int64_t(rank * chunk + t) * VEC;  // this thread's first column
-#pragma unroll
-  for (int p = 0; p < PACKS; ++p) {
-    ok[p] = t + p * THREADS < count;
-    wr[p] = ok[p] ? ksuite::ld16<false>(w + c0 + p * THREADS * VEC) : make_uint4(0u, 0u, 0u, 0u);
-    br[p] = ok[p] ? ksuite::ld16<false>(b + c0 + p * THREADS * VEC) : make_uint4(0u, 0u, 0u, 0u);
-  }
-  const float inv_count = count > 0 ? 1.0f / float(count * VEC) : 0.0f;
-  uint32_t it = 0;
-#pragma unroll 1
-  for (uint32_t row = first; row < m; row += step, ++it) {
-    const uint32_t s = it % static_cast<uint32_t>(bufs);
-    mbar_wait(bar0 + 8u * s, (it / static_cast<uint32_t>(bufs)) & 1u);
-    const uint4* sx = slices + s * 2u * static_cast<uint32_t>(chunk);
-    float h[PACKS][VEC];
-#pragma unroll
-    for (int p = 0; p < PACKS; ++p) {
-      const uint4 rx = ok[p] ? sx[t + p * THREADS] : make_uint4(0u, 0u, 0u, 0u);
-      const uint4 rr = ok[p] ? sx[chunk + t + p * THREADS] : make_uint4(0u, 0u, 0u, 0u);
-      float rv[VEC];
-      ksuite::raw_to_floats<T>(rx, h[p]);
-      ksuite::raw_to_floats<T>(rr, rv);
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) h[p][k] += rv[k];
-    }
-    __syncthreads();  // every thread has its packs: the copy engine may refill the buffer
-    if (t == 0 && row + bufs * step < m)
-      tma_slice<T, true>(x, r, row + bufs * step, n, chunk, buf0 + s * buf_bytes, bar0 + 8u * s);
-    // This slice's sum, then squared deviations from its own mean (packs past
-    // it are zeros); one running sum each, not VEC partials: registers.
-    float acc = 0.0f;
-#pragma unroll
-    for (int p = 0; p < PACKS; ++p)
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) acc += h[p][k];
-    const float S = rlg_row_sum(acc, THREADS, red[0]);
-    const float mc = S * inv_count;
-    acc = 0.0f;
-#pragma unroll
-    for (int p = 0; p < PACKS; ++p)
-      if (ok[p]) {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-          const float d = h[p][k] - mc;
-          acc = fmaf(d, d, acc);
-        }
-      }
-    const float Q = rlg_row_sum(acc, THREADS, red[1]);
-    // Exchange (S, Q) with the cluster: slot [it & 1][rank] of every CTA.
-    const uint32_t slot = it & 1u, xb = xbar0 + 8u * slot;
-    if (t == 0) mbar_expect(xb, 8u * static_cast<uint32_t>(ctas));
-    if (t < ctas) {
-      uint32_t raddr, rbar;
-      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(raddr) : "r"(smem_addr(&vals[slot][rank])), "r"(t));
-      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rbar) : "r"(xb), "r"(t));
-      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(raddr),
-                   "f"(S), "f"(Q), "r"(rbar)
-                   : "memory");
-    }
-    mbar_wait_cluster(xb, (it >> 1) & 1u);
-    float total = 0.0f;
-    for (int q = 0; q < ctas; ++q) total += vals[slot][q].x;
-    const float mean = total * inv_n;
-    float m2 = 0.0f;
-    for (int q = 0; q < ctas; ++q) {
-      const int nq = max(0, min(n / VEC - q * chunk, chunk)) * VEC;
-      if (nq > 0) {
-        const float2 v = vals[slot][q];
-        const float d = __fdividef(v.x, float(nq)) - mean;
-        m2 += fmaf(float(nq) * d, d, v.y);
-      }
-    }
-    const float rstd = rsqrtf(fmaf(m2, inv_n, eps));
-    const float shift = -mean * rstd;
-    T* yr = y + int64_t(row) * n + c0;
-#pragma unroll
-    for (int p = 0; p < PACKS; ++p) {
-      float wv[VEC], bv[VEC];
-      ksuite::raw_to_floats<T>(wr[p], wv);
-      ksuite::raw_to_floats<T>(br[p], bv);
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) h[p][k] = ksuite::gelu_out<T>(fmaf(fmaf(h[p][k], rstd, shift), wv[k], bv[k]));
-      if (ok[p]) ksuite::st16_global(yr + p * THREADS * VEC, ksuite::floats_to_raw<T>(h[p]));
-    }
-  }
-  cooperative_groups::this_cluster().sync();  // no CTA leaves while a partial may still be sent to it
-#endif
-}
-
-// Plans 10 (1024 threads, 2 buffers), 11 (1024, 3) and 12 (512, 2; two CTAs
-// an SM): rows wider than one CTA's threads x 2 packs, on 2..8 CTAs.
-template <typename T, int THREADS>
-bool launch_wb(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps, int bufs,
-               cudaStream_t stream) {
-  constexpr int VEC = ksuite::vec16<T>();
-  if (ksuite::compute_major() < 9 || n % VEC != 0 || n > 0x7fffffff) return false;
-  const int ctas = wb_ctas(n / VEC, THREADS);
-  if (ctas == 0) return false;
-  const int chunk = static_cast<int>((n / VEC + ctas - 1) / ctas);
-  const int smem = bufs * 2 * chunk * 16;
-  if (smem + 2048 > ksuite::max_smem_optin()) return false;
-  auto kernel = rlg_wb_kernel<T, THREADS>;
-  const int clusters = max_active_clusters(kernel, THREADS, smem, ctas);
-  if (clusters <= 0) return false;
-  const int64_t grid = std::min<int64_t>(m, clusters) * ctas;
-  ksuite::launch_clustered(kernel, static_cast<unsigned>(grid), THREADS, smem, ctas, stream, x, r, w, b, y,
-                           static_cast<uint32_t>(m), static_cast<int>(n), chunk, bufs, eps,
-                           static_cast<float>(1.0 / double(n)));
-  return true;
-}
-
-constexpr int kVariants = 12;
+constexpr int kVariants = 9;
 
 template <typename T, int VEC, int PACKS, bool PLAIN = false>
 bool launch_regs(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
@@ -878,15 +693,6 @@ void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int
       if constexpr (VEC > 1) {
         if (variant == 8 ? launch_tma<T, false>(x, r, w, b, y, m, n, eps, stream)
                          : launch_tma<T, true>(x, r, w, b, y, m, n, eps, stream))
-          return;
-      }
-      break;
-    case 10:
-    case 11:
-    case 12:
-      if constexpr (VEC > 1) {
-        if (variant == 12 ? launch_wb<T, 512>(x, r, w, b, y, m, n, eps, 2, stream)
-                          : launch_wb<T, 1024>(x, r, w, b, y, m, n, eps, variant == 10 ? 2 : 3, stream))
           return;
       }
       break;
