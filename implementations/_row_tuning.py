@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 import triton
-from implementations._autotune import autotune
+from implementations._autotune import BENCH_LIMITS, autotune
 
 # The real candidates depend on the problem and come from the prune hook; the
 # two placeholders only make the list long enough for the autotuner to tune.
@@ -108,3 +108,46 @@ class Chosen:
         if chosen:
             return chosen
         return describe(p.pop("kernel"), {k: v for k, v in p.items() if k != "num_warps"}, p["num_warps"])
+
+
+class Raced(Chosen):
+    """Chosen, plus a race of two kernels (rows against split) at the widths
+    where either may win: per (N, dtype, M bucket), the kernel that won and
+    the text for the `config` column (the winner's tuning, both head-to-head
+    times, the loser's tuning)."""
+
+    def __init__(self, plan):
+        super().__init__(plan)
+        self.raced: dict[tuple, tuple[str, str]] = {}
+
+    def race(self, n: int, dtype: str, dtype_bytes: int, bucket: int, times: dict[str, float]) -> str:
+        winner = min(times, key=times.get)
+        loser = next(k for k in times if k != winner)
+        text = (self.seen.get((winner, n, dtype_bytes, bucket), f"kernel={winner}")
+                + "; head to head " + ", ".join(f"{k} {t * 1000:.0f}us" for k, t in times.items())
+                + "; lost: " + self.seen.get((loser, n, dtype_bytes, bucket), f"kernel={loser}"))
+        self.raced[(n, dtype, bucket)] = (winner, text)
+        return winner
+
+    def run_or_race(self, n: int, dtype: str, dtype_bytes: int, bucket: int, runs: dict[str, Callable[[], None]],
+                    timer: Callable[[Callable[[], None]], float]) -> None:
+        """The first call of a key runs (so tunes) every kernel of ``runs``,
+        times each as called here and keeps the fastest; later calls run only it."""
+        raced = self.raced.get((n, dtype, bucket))
+        if raced is not None:
+            runs[raced[0]]()
+            return
+        for run in runs.values():
+            run()
+        self.race(n, dtype, dtype_bytes, bucket, {k: timer(run) for k, run in runs.items()})
+
+    def config_for(self, m: int, n: int, dtype: str, dtype_bytes: int) -> str:
+        raced = self.raced.get((n, dtype, triton.next_power_of_2(m)))
+        return raced[1] if raced else self.config(m, n, dtype_bytes)
+
+
+def time_ms(fn) -> float:
+    """Median time of ``fn`` by the timer the autotuner ranks candidates with."""
+    from suite.timing import measure
+
+    return measure([fn], "cuda", "events", **BENCH_LIMITS).median

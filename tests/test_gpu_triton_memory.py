@@ -12,6 +12,7 @@ import random
 
 import pytest
 import torch
+import triton
 
 from suite import verify
 from suite.workload import Case, discover
@@ -79,6 +80,25 @@ def test_softmax_long_row_kernels(m, n, long_rows):
 def test_softmax_split_bf16_autotuned(m, n):
     """bfloat16 split rows, autotuned over register-held and re-read chunks (4 to 64 programs a row)."""
     _run("softmax", Case.make("softmax", "bfloat16", M=m, N=n), long_rows="split")
+    torch.cuda.empty_cache()
+
+
+@pytest.mark.parametrize("m,n", [(64, 32768), (9, 30002), (300, 16392)])
+def test_rlg_wide_16bit_rows_race_split(m, n):
+    """16-bit rows of 16385..32768: the whole-row kernel raced against the split one, both checked."""
+    from implementations.residual_layernorm_gelu import triton as rlg
+
+    case = Case.make("residual_layernorm_gelu", "bfloat16", M=m, N=n)
+    _run("residual_layernorm_gelu", case)  # the race (its output: the last kernel timed)
+    assert "head to head rows" in rlg._config(case)
+    key = (n, "bfloat16", triton.next_power_of_2(m))
+    winner, text = rlg._CHOSEN.raced[key]
+    try:
+        for kernel in ("rows", "split"):  # each as the winner, into a poisoned output
+            rlg._CHOSEN.raced[key] = (kernel, text)
+            _run("residual_layernorm_gelu", case)
+    finally:
+        rlg._CHOSEN.raced[key] = (winner, text)
     torch.cuda.empty_cache()
 
 

@@ -250,7 +250,8 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
         m, n = case["M"], case["N"]
         mod = S if wl == "softmax" else R
         # every autotuning candidate (the plan is the first of them)
-        for plan in mod.candidates(m, n, b):
+        raced = R.race_candidates(m, n, b) if wl != "softmax" else []
+        for plan in mod.candidates(m, n, b) + raced:
             ptrs = ["x_ptr", "y_ptr"] if wl == "softmax" else ["x_ptr", "r_ptr", "w_ptr", "b_ptr", "y_ptr"]
             sig = {k: p for k in ptrs}
             const = {k: v for k, v in plan.items() if k not in ("kernel", "num_warps", "maxnreg")}
@@ -349,3 +350,30 @@ def test_forced_online_rows_get_online_candidates():
             cands = sm.candidates(m, n, b, long_rows="online")
             assert cands and all(c["kernel"] == "online" for c in cands)
             assert all(set(c) - {"kernel", "num_warps"} <= params for c in cands)
+
+
+def test_rlg_races_whole_16bit_rows_against_split():
+    from implementations._row_tuning import Raced
+    from implementations.residual_layernorm_gelu import triton as rlg
+
+    assert [rlg.rows_raced(n, 2) for n in (16384, 16392, 30002, 32768, 32776)] == [False, True, True, True, False]
+    assert not rlg.rows_raced(32768, 4)  # float32 32768 spills on 32 warps
+    assert rlg.plan(4096, 32768, 2)["kernel"] == "split"
+    cands = rlg.race_candidates(4096, 32768, 2)
+    assert [(c["BLOCK_N"], c["num_warps"], c["WB_EARLY"]) for c in cands] == [(32768, 32, False)] * 2
+    assert {c["EVICT"] for c in cands} == {"", "evict_first"}
+    assert rlg.race_candidates(4096, 32768, 4) == []
+
+    chosen = Raced(rlg.plan)
+    chosen.seen[("split", 32768, 2, 4096)] = "kernel=split BLOCK=4096 (autotuned)"
+    ran: list[str] = []
+    runs = {"rows": lambda: ran.append("rows"), "split": lambda: ran.append("split")}
+    timer = {"rows": 0.228, "split": 0.287}
+    chosen.run_or_race(32768, "bfloat16", 2, 4096, runs, lambda fn: (fn(), timer[ran[-1]])[1])
+    assert ran == ["rows", "split", "rows", "split"]  # each run (tuned), then each timed
+    del ran[:]
+    chosen.run_or_race(32768, "bfloat16", 2, 4096, runs, lambda fn: 1 / 0)  # raced: no timing
+    assert ran == ["rows"]
+    text = chosen.config_for(4096, 32768, "bfloat16", 2)
+    assert text.startswith("kernel=rows; head to head rows 228us, split 287us; lost: kernel=split BLOCK=4096")
+    assert chosen.config_for(4096, 32768, "float16", 2).startswith("kernel=split")  # not raced yet

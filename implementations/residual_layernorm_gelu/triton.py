@@ -20,13 +20,20 @@ stays well under the SM's limit.
   re-read comes from L2 rather than HBM: 32768 float32 columns are 256 KB of
   x and r a row, ~264 rows in flight re-read at most 3/4 of that, and the
   backwards walk shortens the reuse distance further.
+- 16-bit rows of 16385..32768 (rows_raced): ``_rlg_rows`` also holds the whole
+  row, one program of 32 warps (32 values a thread) with w and b loaded after
+  the reductions: 64 registers, no spills (ptxas, sm_90a).  The first call
+  races it against the tuned split kernel and keeps the faster (one read
+  against two; one program an SM that idles through its reductions against
+  several).
 """
 from __future__ import annotations
 
 import triton
 import triton.language as tl
 
-from implementations._row_tuning import Chosen, neighbours, rows_plan, tuned
+from implementations._row_tuning import Raced, neighbours, rows_plan, tuned
+from implementations._row_tuning import time_ms as _time_ms
 
 from implementations.gelu.triton import gelu_f32
 from suite.backends import dtype_in, interpreting, needs_triton
@@ -135,6 +142,21 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     return dict(kernel="split", BLOCK=chunk, num_warps=max(1, min(16, chunk // 256)))
 
 
+def rows_raced(n: int, dtype_bytes: int) -> bool:
+    """Widths where the rows kernel (one row on 32 warps) races the split one."""
+    return dtype_bytes == 2 and triton.next_power_of_2(n) == 2 * MAX_FUSED
+
+
+def race_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
+    """The rows kernel's candidates at the widths of rows_raced: the one that
+    fits 64 registers (w and b after the reductions; early, they spill), in
+    both eviction hints."""
+    if not rows_raced(n, dtype_bytes):
+        return []
+    return [dict(kernel="rows", ROWS=1, BLOCK_N=2 * MAX_FUSED, num_warps=32, WB_EARLY=False, EVICT=hint)
+            for hint in _hints(dtype_bytes)]
+
+
 def row_align(n: int, dtype_bytes: int) -> int:
     """ALIGN of _rlg_rows: the largest power of two dividing n, up to one 16-byte vector.
 
@@ -238,9 +260,11 @@ def _with_hints(out: list[dict], dtype_bytes: int, limit: int) -> list[dict]:
 
 _rows_tuned = tuned(_rlg_rows, candidates)
 _split_tuned = tuned(_rlg_split, candidates)
+_wide_tuned = tuned(_rlg_rows, race_candidates)
 
-# (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for config()
-_CHOSEN = Chosen(plan)
+# (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for
+# config(); and the rows/split races of rows_raced
+_CHOSEN = Raced(plan)
 
 
 def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = MAX_FUSED,
@@ -274,24 +298,34 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
             _rlg_split[(m,)](*args, n, float(eps), bucket, BLOCK=p["BLOCK"], EXACT=exact,
                              num_warps=p["num_warps"])
         return y
-    if p["kernel"] == "rows":
-        kernel = _rows_tuned
+    b = x.element_size()
+
+    def run_rows(kernel, block_n: int) -> None:
         kernel[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](*args, m, n, float(eps), bucket, EXACT=exact,
-                                                             EVEN_N=n == p["BLOCK_N"],
-                                                             ALIGN=row_align(n, x.element_size()))
+                                                             EVEN_N=n == block_n, ALIGN=row_align(n, b))
+        _CHOSEN.record("rows", kernel, n, b, bucket)
+
+    def run_split() -> None:
+        _split_tuned[(m,)](*args, n, float(eps), bucket, EXACT=exact)
+        _CHOSEN.record("split", _split_tuned, n, b, bucket)
+
+    if p["kernel"] == "rows":
+        run_rows(_rows_tuned, p["BLOCK_N"])
+    elif rows_raced(n, b):
+        _CHOSEN.run_or_race(n, str(x.dtype).removeprefix("torch."), b, bucket,
+                            {"rows": lambda: run_rows(_wide_tuned, 2 * MAX_FUSED), "split": run_split}, _time_ms)
     else:
-        kernel = _split_tuned
-        kernel[(m,)](*args, n, float(eps), bucket, EXACT=exact)
-    _CHOSEN.record(p["kernel"], kernel, n, x.element_size(), bucket)
+        run_split()
     return y
 
 
 def _config(case: Case) -> str:
     """The autotuned choice once the case has run on the GPU, else the untuned plan."""
-    return _CHOSEN.config(case["M"], case["N"], itemsize(case.dtype))
+    return _CHOSEN.config_for(case["M"], case["N"], case.dtype, itemsize(case.dtype))
 
 
 register("residual_layernorm_gelu", "triton", available=needs_triton,
          supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
-         description="one kernel: rows in registers, or chunked rows with chunk 0 held on chip")(
+         description="one kernel: rows in registers, or chunked rows with chunk 0 held on chip (raced against "
+                     "a whole 16-bit row on 32 warps up to 32768 columns)")(
     residual_layernorm_gelu_triton)

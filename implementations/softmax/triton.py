@@ -53,12 +53,13 @@ import functools
 import triton
 import triton.language as tl
 
-from implementations._row_tuning import PLACEHOLDERS, Chosen, neighbours, rows_plan, tuned
+from implementations._row_tuning import PLACEHOLDERS, Raced, neighbours, rows_plan, tuned
+from implementations._row_tuning import time_ms as _time_ms
 
 from implementations.gelu._triton_math import PTX, exp2
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
-from implementations._autotune import BENCH_LIMITS, autotune
+from implementations._autotune import autotune
 
 LOG2E = tl.constexpr(1.4426950408889634)  # kernels may read only constexpr globals
 MAX_FUSED = 32768  # longest row (power of two) kept whole in registers
@@ -575,32 +576,8 @@ def _sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
-class _Picked(Chosen):
-    """Chosen, plus the race of the rows and split kernels at the widths of
-    split_tried: per (N, dtype, M bucket), the kernel that won and the text
-    for the `config` column (the winner's tuning, both head-to-head times,
-    the loser's tuning)."""
-
-    def __init__(self, plan):
-        super().__init__(plan)
-        self.raced: dict[tuple, tuple[str, str]] = {}
-
-    def race(self, n: int, dtype: str, dtype_bytes: int, bucket: int, times: dict[str, float]) -> str:
-        winner = min(times, key=times.get)
-        loser = next(k for k in times if k != winner)
-        text = (self.seen.get((winner, n, dtype_bytes, bucket), f"kernel={winner}")
-                + "; head to head " + ", ".join(f"{k} {t * 1000:.0f}us" for k, t in times.items())
-                + "; lost: " + self.seen.get((loser, n, dtype_bytes, bucket), f"kernel={loser}"))
-        self.raced[(n, dtype, bucket)] = (winner, text)
-        return winner
-
-    def config_for(self, m: int, n: int, dtype: str, dtype_bytes: int) -> str:
-        raced = self.raced.get((n, dtype, triton.next_power_of_2(m)))
-        return raced[1] if raced else self.config(m, n, dtype_bytes)
-
-
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for config()
-_CHOSEN = _Picked(plan)
+_CHOSEN = Raced(plan)
 
 
 def _dtype_name(x) -> str:
@@ -628,28 +605,14 @@ def _run_split_tuned(x, y, m: int, n: int, bucket: int) -> None:
     _CHOSEN.record("split", _split_tuned, n, x.element_size(), bucket)
 
 
-def _time_ms(fn) -> float:
-    """Median time of ``fn`` by the timer the autotuner ranks candidates with."""
-    from suite.timing import measure
-
-    return measure([fn], "cuda", "events", **BENCH_LIMITS).median
-
-
 def _rows_or_split(x, y, m: int, n: int, bucket: int) -> None:
     """At the widths of split_tried: the first call of an (N, dtype, M bucket)
     tunes both kernels (each writes the whole of y), times each one's winner
     as called here (the split one with its counter reset) and keeps the
     faster; later calls run only that one."""
-    key = (n, _dtype_name(x), bucket)
-    runs = {"rows": lambda: _run_rows_tuned(x, y, m, n, bucket),
-            "split": lambda: _run_split_tuned(x, y, m, n, bucket)}
-    raced = _CHOSEN.raced.get(key)
-    if raced is not None:
-        runs[raced[0]]()
-        return
-    for run in runs.values():
-        run()
-    _CHOSEN.race(n, key[1], x.element_size(), bucket, {k: _time_ms(run) for k, run in runs.items()})
+    _CHOSEN.run_or_race(n, _dtype_name(x), x.element_size(), bucket,
+                        {"rows": lambda: _run_rows_tuned(x, y, m, n, bucket),
+                         "split": lambda: _run_split_tuned(x, y, m, n, bucket)}, _time_ms)
 
 
 def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, long_rows: str | None = None,
