@@ -508,9 +508,14 @@ def candidates(m: int, n: int, dtype_bytes: int, long_rows: str | None = None) -
             # candidates that did worst at bf16 131072 (16384/4096 and
             # 32768/4096 on 4 warps: 769 and 799 us against 636 us, 1d77f77)
             out = [c for c in out if not (c["num_warps"] == 4 and c["SUB"] < c["BLOCK"])]
+            # and of the two that did worst at 1ab8a3a (8192 on 16 warps, 752 us;
+            # 32768 streamed 8192 at a time, 731), 32768 and 16384 on 16 warps:
+            # 4 or 8 programs a row, 2 or 3 an SM (the rows kernel's 32768 on 16
+            # warps reached 0.93 of copy)
+            out = [c for c in out if c["num_warps"] != 16 and c["BLOCK"] != 32768]
             # (capped at 64 registers, 4 and 8 programs an SM: 71-78 uncapped, no spills capped)
             out += [dict(kernel=base["kernel"], BLOCK=blk, SUB=blk, num_warps=w, EVICT="", PAIRS=True, maxnreg=64)
-                    for blk, w in ((16384, 8), (8192, 4))]
+                    for blk, w in ((16384, 8), (8192, 4), (32768, 16), (16384, 16))]
     elif base["kernel"] == "rows" and base["BLOCK_N"] <= 256:
         out = _short_row_candidates(base, m)
         if "GRANULES" in base:
