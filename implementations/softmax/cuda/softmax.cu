@@ -77,6 +77,11 @@
 // 28 as 27 with each pack's exps kept in its registers as half2: one exp an
 //    element (16-bit types only)
 // 29 as 19 with the exps kept as half2 (16-bit types only), three CTAs an SM
+// 30 as 29 at 512 threads x 8 packs (64 KB slices: bf16 131072 on clusters of
+//    4, not 8), one CTA an SM (80 registers).  Clusters of 8 CTAs two an SM
+//    leave SMs idle: the H200's GPCs hold 30 of them (240 of 264 CTA slots;
+//    Nsight Compute, plan 19 at bf16 4096 x 131072).
+// 31 as 30 with one buffer: refilled as soon as the slice is in registers
 // A variant that cannot run a shape (too long a row for registers, a
 // misaligned row for TMA or plans 1-14) runs auto's plan instead.
 #include <ATen/Dispatch.h>
@@ -1009,7 +1014,7 @@ softmax_raw_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
 
 // ------------------------------------------------------------- launchers
 
-constexpr int kVariants = 29;
+constexpr int kVariants = 31;
 
 template <typename T, int VEC, int PACKS>
 bool launch_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
@@ -1254,6 +1259,8 @@ void launch(const T* x, T* y, int64_t m, int64_t n, int variant, cudaStream_t st
       case 27: done = launch_raw<T, 512, 8, 2, kPlain>(x, y, m, n, stream); break;
       case 28: done = launch_raw<T, 512, 8, 2, kPlain, true>(x, y, m, n, stream); break;
       case 29: done = launch_tma_regs<T, 2, 256, 8, 3, true>(x, y, m, n, stream); break;
+      case 30: done = launch_tma_regs<T, 2, 512, 8, 1, true>(x, y, m, n, stream); break;
+      case 31: done = launch_tma_regs<T, 1, 512, 8, 1, true>(x, y, m, n, stream); break;
       default: break;
     }
   }
