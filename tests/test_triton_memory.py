@@ -275,7 +275,6 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                 sig["eps"] = "fp32"
             sig["M_BUCKET"] = "i32"
             kern = {"rows": S._softmax_rows if wl == "softmax" else R._rlg_rows, "online": S._softmax_online,
-                    "quarters": R._rlg_quarters,
                     "split": S._softmax_split if wl == "softmax" else R._rlg_split,
                     "split2": S._softmax_split}[plan["kernel"]]
             sig = {name: sig[name] for name in kern.arg_names if name in sig}
@@ -353,20 +352,17 @@ def test_forced_online_rows_get_online_candidates():
             assert all(set(c) - {"kernel", "num_warps"} <= params for c in cands)
 
 
-def test_rlg_races_whole_rows_against_split():
+def test_rlg_races_whole_16bit_rows_against_split():
     from implementations._row_tuning import Raced
     from implementations.residual_layernorm_gelu import triton as rlg
 
     assert [rlg.rows_raced(n, 2) for n in (16384, 16392, 30002, 32768, 32776)] == [False, True, True, True, False]
-    assert rlg.rows_raced(32768, 4) and not rlg.rows_raced(65536, 4)
+    assert not rlg.rows_raced(32768, 4)  # float32 32768 spills on 32 warps
     assert rlg.plan(4096, 32768, 2)["kernel"] == "split"
     cands = rlg.race_candidates(4096, 32768, 2)
     assert [(c["BLOCK_N"], c["num_warps"], c["WB_EARLY"]) for c in cands] == [(32768, 32, False)] * 2
     assert {c["EVICT"] for c in cands} == {"", "evict_first"}
-    # float32: the four-quarter kernel (one 32768 tensor spills on 32 warps)
-    cands = rlg.race_candidates(4096, 32768, 4)
-    assert [(c["kernel"], c["Q"], c["num_warps"]) for c in cands] == [("quarters", 8192, 32)] * 2
-    assert rlg.race_candidates(4096, 8192, 4) == []
+    assert rlg.race_candidates(4096, 32768, 4) == []
 
     chosen = Raced(rlg.plan)
     chosen.seen[("split", 32768, 2, 4096)] = "kernel=split BLOCK=4096 (autotuned)"
@@ -381,21 +377,3 @@ def test_rlg_races_whole_rows_against_split():
     text = chosen.config_for(4096, 32768, "bfloat16", 2)
     assert text.startswith("kernel=rows; head to head rows 228us, split 287us; lost: kernel=split BLOCK=4096")
     assert chosen.config_for(4096, 32768, "float16", 2).startswith("kernel=split")  # not raced yet
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("m,n,q", [(3, 1000, 256), (2, 7, 2), (5, 4099, 2048), (2, 4096, 1024)])
-def test_rlg_quarters_kernel(m, n, q, dtype, poisoned):
-    """The four-quarter row kernel: ragged last quarter, empty quarters, exact fit."""
-    _check("residual_layernorm_gelu", Case.make("residual_layernorm_gelu", dtype, M=m, N=n), seed=m * n + q,
-           quarters=q)
-
-
-def test_rlg_quarters_rejects_a_bad_quarter():
-    x = torch.randn(2, 100)
-    w = torch.ones(100)
-    impl = _registry().get("residual_layernorm_gelu", "triton")
-    with pytest.raises(ValueError, match="quarters must be a power of two"):
-        impl.fn(x, x, w, w, 1e-5, quarters=16)
-    with pytest.raises(ValueError, match="quarters must be a power of two"):
-        impl.fn(x, x, w, w, 1e-5, quarters=48)

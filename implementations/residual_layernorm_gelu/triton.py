@@ -20,14 +20,12 @@ stays well under the SM's limit.
   re-read comes from L2 rather than HBM: 32768 float32 columns are 256 KB of
   x and r a row, ~264 rows in flight re-read at most 3/4 of that, and the
   backwards walk shortens the reuse distance further.
-- Rows of 16385..32768 (rows_raced) are also held whole, one program of 32
-  warps (32 values a thread): 16-bit rows in ``_rlg_rows`` with w and b
-  loaded after the reductions; float32 rows in ``_rlg_quarters``, four
-  quarter-row tensors whose output passes each load their own quarter of w
-  and b (as one tensor, x and r or w and b together spill).  64 registers, no
-  spills (ptxas, sm_90a).  The first call races it against the tuned split
-  kernel and keeps the faster (one read against two; one program an SM that
-  idles through its reductions against several).
+- 16-bit rows of 16385..32768 (rows_raced): ``_rlg_rows`` also holds the whole
+  row, one program of 32 warps (32 values a thread) with w and b loaded after
+  the reductions: 64 registers, no spills (ptxas, sm_90a).  The first call
+  races it against the tuned split kernel and keeps the faster (one read
+  against two; one program an SM that idles through its reductions against
+  several).
 """
 from __future__ import annotations
 
@@ -132,52 +130,6 @@ def _rlg_split(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, BLOCK: tl.co
                  cache_modifier=".cs")  # streaming: keep L2 for the rows still to re-read
 
 
-@triton.jit
-def _quarter_h(xr, rr, cols, N, EVICT: tl.constexpr):
-    mask = cols < N
-    return (tl.load(xr + cols, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32)
-            + tl.load(rr + cols, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32))
-
-
-@triton.jit
-def _quarter_out(d, rstd, w_ptr, b_ptr, yr, cols, N, EXACT: tl.constexpr):
-    mask = cols < N
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    tl.store(yr + cols, gelu_f32(d * rstd * w + b, EXACT).to(yr.dtype.element_ty), mask=mask)
-
-
-@triton.jit(do_not_specialize=["M_BUCKET"])
-def _rlg_quarters(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, Q: tl.constexpr, EXACT: tl.constexpr,
-                  EVICT: tl.constexpr):
-    """One row a program, held as four Q-wide tensors of h, not one: the
-    statistics as _rlg_rows, then the output a quarter at a time with that
-    quarter's w and b loaded just before it, so that no more than a quarter
-    of w and b is live next to h (float32 rows of 32768 on 32 warps: as one
-    tensor, x, r, w and b together spill)."""
-    row = tl.program_id(0).to(tl.int64)
-    xr = x_ptr + row * N
-    rr = r_ptr + row * N
-    yr = y_ptr + row * N
-    c = tl.arange(0, Q)
-    h0 = _quarter_h(xr, rr, c, N, EVICT)
-    h1 = _quarter_h(xr, rr, c + Q, N, EVICT)
-    h2 = _quarter_h(xr, rr, c + 2 * Q, N, EVICT)
-    h3 = _quarter_h(xr, rr, c + 3 * Q, N, EVICT)
-    mean = (tl.sum(h0, axis=0) + tl.sum(h1, axis=0) + tl.sum(h2, axis=0) + tl.sum(h3, axis=0)) / N
-    d0 = tl.where(c < N, h0 - mean, 0.0)
-    d1 = tl.where(c + Q < N, h1 - mean, 0.0)
-    d2 = tl.where(c + 2 * Q < N, h2 - mean, 0.0)
-    d3 = tl.where(c + 3 * Q < N, h3 - mean, 0.0)
-    var = (tl.sum(d0 * d0, axis=0) + tl.sum(d1 * d1, axis=0) + tl.sum(d2 * d2, axis=0)
-           + tl.sum(d3 * d3, axis=0)) / N
-    rstd = tl.math.rsqrt(var + eps)
-    _quarter_out(d0, rstd, w_ptr, b_ptr, yr, c, N, EXACT)
-    _quarter_out(d1, rstd, w_ptr, b_ptr, yr, c + Q, N, EXACT)
-    _quarter_out(d2, rstd, w_ptr, b_ptr, yr, c + 2 * Q, N, EXACT)
-    _quarter_out(d3, rstd, w_ptr, b_ptr, yr, c + 3 * Q, N, EXACT)
-
-
 def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None) -> dict:
     """Kernel and launch parameters for an m x n problem; pure, so config() can replay it."""
     block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
@@ -191,20 +143,16 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
 
 
 def rows_raced(n: int, dtype_bytes: int) -> bool:
-    """Widths where a whole-row kernel (one row on 32 warps) races the split
-    one: 16-bit rows in _rlg_rows, float32 rows in _rlg_quarters."""
-    return dtype_bytes in (2, 4) and triton.next_power_of_2(n) == 2 * MAX_FUSED
+    """Widths where the rows kernel (one row on 32 warps) races the split one."""
+    return dtype_bytes == 2 and triton.next_power_of_2(n) == 2 * MAX_FUSED
 
 
 def race_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
-    """The whole-row kernel's candidates at the widths of rows_raced, in both
-    eviction hints: 16-bit, _rlg_rows with w and b after the reductions (early,
-    they spill); float32, _rlg_quarters (one tensor spills either way).  Each
-    fits 64 registers for sm_90a."""
+    """The rows kernel's candidates at the widths of rows_raced: the one that
+    fits 64 registers (w and b after the reductions; early, they spill), in
+    both eviction hints."""
     if not rows_raced(n, dtype_bytes):
         return []
-    if dtype_bytes == 4:
-        return [dict(kernel="quarters", Q=MAX_FUSED // 2, num_warps=32, EVICT=hint) for hint in _hints(4)]
     return [dict(kernel="rows", ROWS=1, BLOCK_N=2 * MAX_FUSED, num_warps=32, WB_EARLY=False, EVICT=hint)
             for hint in _hints(dtype_bytes)]
 
@@ -313,7 +261,6 @@ def _with_hints(out: list[dict], dtype_bytes: int, limit: int) -> list[dict]:
 _rows_tuned = tuned(_rlg_rows, candidates)
 _split_tuned = tuned(_rlg_split, candidates)
 _wide_tuned = tuned(_rlg_rows, race_candidates)
-_quarters_tuned = tuned(_rlg_quarters, race_candidates)
 
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for
 # config(); and the rows/split races of rows_raced
@@ -321,10 +268,9 @@ _CHOSEN = Raced(plan)
 
 
 def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = MAX_FUSED,
-                                   block: int | None = None, quarters: int | None = None):
-    """``max_fused``/``block`` force the split path, ``quarters`` (a power of
-    two, 4 x quarters >= N) the four-quarter row kernel, in tests; a forced
-    path runs as is, untuned."""
+                                   block: int | None = None):
+    """``max_fused``/``block`` force the split path in tests (a forced path runs
+    its plan as is, untuned)."""
     import torch
 
     x, r, weight, bias = (t.contiguous() for t in (x, r, weight, bias))
@@ -340,12 +286,6 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
     exact = x.element_size() == 4  # libdevice erf for float32; see gelu_f32
     bucket = triton.next_power_of_2(m)
     args = (x, r, weight, bias, y)
-    if quarters is not None:
-        if quarters & (quarters - 1) or 4 * quarters < n:
-            raise ValueError(f"quarters must be a power of two with 4 x quarters >= N = {n}, got {quarters}")
-        _rlg_quarters[(m,)](*args, n, float(eps), bucket, Q=quarters, EXACT=exact, EVICT="",
-                            num_warps=max(1, min(32, 4 * quarters // 1024)))
-        return y
     if interpreting() or max_fused != MAX_FUSED or block is not None:
         # One config: the interpreter would run every candidate on the CPU.
         if p["kernel"] == "rows":
@@ -365,10 +305,6 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
                                                              EVEN_N=n == block_n, ALIGN=row_align(n, b))
         _CHOSEN.record("rows", kernel, n, b, bucket)
 
-    def run_quarters() -> None:
-        _quarters_tuned[(m,)](*args, n, float(eps), bucket, EXACT=exact)
-        _CHOSEN.record("quarters", _quarters_tuned, n, b, bucket)
-
     def run_split() -> None:
         _split_tuned[(m,)](*args, n, float(eps), bucket, EXACT=exact)
         _CHOSEN.record("split", _split_tuned, n, b, bucket)
@@ -376,9 +312,8 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
     if p["kernel"] == "rows":
         run_rows(_rows_tuned, p["BLOCK_N"])
     elif rows_raced(n, b):
-        whole = ("quarters", run_quarters) if b == 4 else ("rows", lambda: run_rows(_wide_tuned, 2 * MAX_FUSED))
-        _CHOSEN.run_or_race(n, str(x.dtype).removeprefix("torch."), b, bucket, dict([whole, ("split", run_split)]),
-                            _time_ms)
+        _CHOSEN.run_or_race(n, str(x.dtype).removeprefix("torch."), b, bucket,
+                            {"rows": lambda: run_rows(_wide_tuned, 2 * MAX_FUSED), "split": run_split}, _time_ms)
     else:
         run_split()
     return y
@@ -392,5 +327,5 @@ def _config(case: Case) -> str:
 register("residual_layernorm_gelu", "triton", available=needs_triton,
          supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
          description="one kernel: rows in registers, or chunked rows with chunk 0 held on chip (raced against "
-                     "a whole row on 32 warps up to 32768 columns)")(
+                     "a whole 16-bit row on 32 warps up to 32768 columns)")(
     residual_layernorm_gelu_triton)
