@@ -82,8 +82,6 @@
 //    leave SMs idle: the H200's GPCs hold 30 of them (240 of 264 CTA slots;
 //    Nsight Compute, plan 19 at bf16 4096 x 131072).
 // 31 as 30 with one buffer: refilled as soon as the slice is in registers
-// 32 as 30 with three buffers (two rows in flight)
-// 33 as 30 at 1024 threads x 4 packs: the same slices on twice the warps
 // A variant that cannot run a shape (too long a row for registers, a
 // misaligned row for TMA or plans 1-14) runs auto's plan instead.
 #include <ATen/Dispatch.h>
@@ -1016,7 +1014,7 @@ softmax_raw_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
 
 // ------------------------------------------------------------- launchers
 
-constexpr int kVariants = 33;
+constexpr int kVariants = 31;
 
 template <typename T, int VEC, int PACKS>
 bool launch_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
@@ -1263,8 +1261,6 @@ void launch(const T* x, T* y, int64_t m, int64_t n, int variant, cudaStream_t st
       case 29: done = launch_tma_regs<T, 2, 256, 8, 3, true>(x, y, m, n, stream); break;
       case 30: done = launch_tma_regs<T, 2, 512, 8, 1, true>(x, y, m, n, stream); break;
       case 31: done = launch_tma_regs<T, 1, 512, 8, 1, true>(x, y, m, n, stream); break;
-      case 32: done = launch_tma_regs<T, 3, 512, 8, 1, true>(x, y, m, n, stream); break;
-      case 33: done = launch_tma_regs<T, 2, 1024, 4, 1, true>(x, y, m, n, stream); break;
       default: break;
     }
   }
