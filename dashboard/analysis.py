@@ -64,10 +64,14 @@ def select_runs(runs: pd.DataFrame, f: Filters) -> list[str]:
     return chosen
 
 
-def newest_per_workload(df: pd.DataFrame, run_ids: list[str], having: str | None = None) -> pd.DataFrame:
+def newest_per_workload(df: pd.DataFrame, run_ids: list[str], having: str | None = None,
+                        widest: bool = False) -> pd.DataFrame:
     """Keep each (GPU, workload)'s rows from the first of ``run_ids`` (newest
     first) that has it, so every ratio on a page comes from one run.
 
+    ``widest``: the first of the runs with the most implementations of that
+    (GPU, workload), so that a later run of one or two backends (a kernel
+    experiment) does not hide the newest run that compares them all.
     ``having``: the first run that has rows of that implementation for the
     (GPU, workload), where one does (Fusion needs eager rows, which a later
     run of a few backends lacks); else the first run, as without it."""
@@ -77,6 +81,9 @@ def newest_per_workload(df: pd.DataFrame, run_ids: list[str], having: str | None
     rank = df["run_id"].map(order)
     keys = [df["gpu"], df["workload"]]
     first = rank.groupby(keys).transform("min")
+    if widest and "impl" in df.columns:
+        width = df.groupby([df["run_id"], *keys])["impl"].transform("nunique")
+        first = rank.where(width == width.groupby(keys).transform("max")).groupby(keys).transform("min")
     if having is not None:
         has = df["impl"].eq(having).groupby([df["run_id"], *keys]).transform("any")
         first = rank.where(has).groupby(keys).transform("min").fillna(first)

@@ -18,7 +18,8 @@ from dashboard.analysis import FILTERS, Filters
 LABELS = {"run": "Run", "gpu": "GPU", "commit": "Commit", "workload": "Workload", "dtype": "dtype",
           "impl": "Implementation", "timer": "Timer"}
 COLUMN = {"run": "run_id"}
-HELP = {"run": "Empty: for each GPU, the newest run of each workload (after the GPU and commit filters)."}
+HELP = {"run": "Empty: for each GPU and workload, the newest of its runs with the most implementations "
+               "(after the GPU and commit filters)."}
 _CTX = "_ksuite_ctx"
 _SEEDED = "_ksuite_seeded_from_url"
 
@@ -104,10 +105,16 @@ def sidebar(loaded: data.Loaded) -> Filters:
 
 
 def build_context(loaded: data.Loaded, filters: Filters) -> Context:
-    run_ids = analysis.select_runs(loaded.runs, filters)
-    rows = loaded.rows(run_ids)
-    if not filters.run:
-        rows = analysis.newest_per_workload(rows, run_ids)
+    if filters.run:
+        run_ids = analysis.select_runs(loaded.runs, filters)
+        rows = loaded.rows(run_ids)
+    else:
+        # every run (after the GPU and commit filters) is a candidate; each
+        # (GPU, workload) then comes from the newest of its widest runs
+        every = analysis.select_runs(loaded.runs, replace(filters, run=tuple(loaded.runs["run_id"])))
+        rows = analysis.newest_per_workload(loaded.rows(every), every, widest=True)
+        kept = set(rows["run_id"])
+        run_ids = [r for r in every if r in kept]
     rows = analysis.narrow(analysis.at_commits(rows, filters), filters)
     ctx = Context(loaded=loaded, filters=filters, run_ids=run_ids, rows=rows)
     st.session_state[_CTX] = ctx
@@ -128,7 +135,7 @@ def header(ctx: Context, title: str, runs: bool = True) -> None:
                    + "\n".join(f"- `{p}`" for p in ctx.loaded.problems))
     chosen = ctx.loaded.runs[ctx.loaded.runs["run_id"].isin(ctx.run_ids)]
     if runs and len(chosen):
-        what = "Chosen runs" if ctx.filters.run else "Newest run of each GPU and workload"
+        what = "Chosen runs" if ctx.filters.run else "For each GPU and workload, its newest run of the most backends"
         st.caption(f"{what}: " + "; ".join(chosen["label"]))
     if ctx.loaded.frame.empty:
         st.info("No results loaded. Run `python -m suite run` on a GPU machine, then "

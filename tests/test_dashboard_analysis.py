@@ -54,6 +54,15 @@ def test_default_runs_cover_each_workload_with_its_newest_run():
     kept_e = analysis.newest_per_workload(rows_e, ["g16", "quick", "old", "h1"], having="eager")
     assert list(zip(kept_e["run_id"], kept_e["workload"])) == [
         ("g16", "gemm"), ("old", "gelu"), ("old", "softmax"), ("h1", "gelu")]
+    # widest: each workload from the newest of its runs with the most implementations, so a later
+    # one-backend experiment (g16's gemm) does not hide a wider run; among equals, the newest
+    kept_w = analysis.newest_per_workload(rows_e, ["g16", "quick", "old", "h1"], widest=True)
+    assert sorted(set(zip(kept_w["run_id"], kept_w["workload"]))) == [
+        ("g16", "gemm"), ("h1", "gelu"), ("old", "softmax"), ("quick", "gelu")]
+    rows_w = pd.concat([rows_e, rows_e.iloc[[2]].assign(impl="torch")], ignore_index=True)
+    kept_w = analysis.newest_per_workload(rows_w, ["g16", "quick", "old", "h1"], widest=True)
+    assert sorted(set(zip(kept_w["run_id"], kept_w["workload"]))) == [
+        ("h1", "gelu"), ("old", "softmax"), ("quick", "gelu"), ("quick", "gemm")]
     # a run that adds nothing new is left out
     runs2 = runs.assign(workloads=[("gemm",), ("gemm",), ("gemm",), ("gelu",)])
     assert analysis.select_runs(runs2, Filters()) == ["g16", "h1"]
