@@ -35,10 +35,13 @@ class Filters:
 
 
 def select_runs(runs: pd.DataFrame, f: Filters) -> list[str]:
-    """The runs a view shows: the chosen ones, else, for each GPU, the newest
-    run of each workload (a later run of one workload, say a float16 GEMM
-    sweep, does not hide the earlier full sweep's other workloads; see
-    :func:`newest_per_workload` for the rows kept).
+    """The runs a view shows: the chosen ones, else, for each GPU and
+    workload, the newest of its runs with the most implementations of it (a
+    later run of one workload, say a float16 GEMM sweep, does not hide the
+    earlier full sweep's other workloads, and a later run of one or two
+    backends does not hide the newest one that compares them all; see
+    :func:`newest_per_workload` for the rows kept).  Without the runs'
+    ``widths``, the newest run of each workload.
 
     ``runs`` is newest first (data.Loaded.runs).  GPU and commit filters narrow
     the candidates either way.
@@ -53,6 +56,20 @@ def select_runs(runs: pd.DataFrame, f: Filters) -> list[str]:
             cand = cand[cand["commit"].isin(f.commit)]
     if f.run:
         return cand.loc[cand["run_id"].isin(f.run), "run_id"].tolist()
+    if "widths" in cand.columns:
+        best: dict[tuple, tuple[int, str]] = {}  # (gpu, workload) -> (implementations, run); newest first
+        for run_id, gpu, widths in zip(cand["run_id"], cand["gpu"], cand["widths"]):
+            for workload, width in widths:
+                if width > best.get((gpu, workload), (0, ""))[0]:
+                    best[(gpu, workload)] = (width, run_id)
+        keep = {run_id for _, run_id in best.values()}
+        gpus = {gpu for gpu, _ in best}
+        chosen = []
+        for run_id, gpu in zip(cand["run_id"], cand["gpu"]):
+            if run_id in keep or gpu not in gpus:  # a GPU whose runs hold no rows still gets one
+                chosen.append(run_id)
+                gpus.add(gpu)
+        return chosen
     if "workloads" not in cand.columns:
         return cand.drop_duplicates("gpu")["run_id"].tolist()
     chosen, covered = [], set()

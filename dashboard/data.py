@@ -155,7 +155,7 @@ def derive(df: pd.DataFrame) -> pd.DataFrame:
 
 def _runs(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
-        return pd.DataFrame(columns=["run_id", "gpu", "gpu_name", "commit", "commits", "workloads",
+        return pd.DataFrame(columns=["run_id", "gpu", "gpu_name", "commit", "commits", "workloads", "widths",
                                      "timestamp", "time", "rows", "ok", "source", "label"])
     g = df.groupby("run_id", sort=False)
     # a run resumed after a new commit holds rows of both: "commit" is the first,
@@ -166,6 +166,10 @@ def _runs(df: pd.DataFrame) -> pd.DataFrame:
                  timestamp=("timestamp", "first"), rows=("status", "size"),
                  ok=("status", lambda s: int((s == "ok").sum())), source=("source", "first"))
     runs = runs.reset_index()
+    # (workload, implementations of it) of each run, for the default run choice (analysis.select_runs)
+    width = df.groupby(["run_id", "workload"], sort=False)["impl"].nunique()
+    widths = {r: tuple(zip(g.index.get_level_values(1), g.tolist())) for r, g in width.groupby(level=0, sort=False)}
+    runs["widths"] = runs["run_id"].map(lambda r: widths.get(r, ()))
     runs["time"] = pd.to_datetime(runs["timestamp"], utc=True, errors="coerce", format="mixed")
     runs["label"] = (runs["gpu"] + " · " + runs["commits"].map(lambda cs: "+".join(c[:7] for c in cs))
                      + " · " + runs["time"].dt.strftime("%Y-%m-%d %H:%M").fillna("?"))

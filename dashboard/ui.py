@@ -105,16 +105,10 @@ def sidebar(loaded: data.Loaded) -> Filters:
 
 
 def build_context(loaded: data.Loaded, filters: Filters) -> Context:
-    if filters.run:
-        run_ids = analysis.select_runs(loaded.runs, filters)
-        rows = loaded.rows(run_ids)
-    else:
-        # every run (after the GPU and commit filters) is a candidate; each
-        # (GPU, workload) then comes from the newest of its widest runs
-        every = analysis.select_runs(loaded.runs, replace(filters, run=tuple(loaded.runs["run_id"])))
-        rows = analysis.newest_per_workload(loaded.rows(every), every, widest=True)
-        kept = set(rows["run_id"])
-        run_ids = [r for r in every if r in kept]
+    run_ids = analysis.select_runs(loaded.runs, filters)
+    rows = loaded.rows(run_ids)
+    if not filters.run:
+        rows = analysis.newest_per_workload(rows, run_ids, widest=True)
     rows = analysis.narrow(analysis.at_commits(rows, filters), filters)
     ctx = Context(loaded=loaded, filters=filters, run_ids=run_ids, rows=rows)
     st.session_state[_CTX] = ctx

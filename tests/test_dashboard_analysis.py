@@ -63,6 +63,16 @@ def test_default_runs_cover_each_workload_with_its_newest_run():
     kept_w = analysis.newest_per_workload(rows_w, ["g16", "quick", "old", "h1"], widest=True)
     assert sorted(set(zip(kept_w["run_id"], kept_w["workload"]))) == [
         ("h1", "gelu"), ("old", "softmax"), ("quick", "gelu"), ("quick", "gemm")]
+    # with the runs' widths (implementations a workload), the default is each workload's newest widest
+    # run: g16's narrow gemm run gives way to quick's, old is kept for softmax; a GPU whose only run
+    # holds no rows (h2) still gets it
+    runs_w = pd.concat([runs.assign(widths=[(("gemm", 1),), (("gelu", 2), ("gemm", 3)),
+                                            (("gelu", 3), ("softmax", 2)), (("gelu", 1),)]),
+                        pd.DataFrame({"run_id": ["e"], "gpu": ["h2"], "commit": ["1"], "workloads": [()],
+                                      "widths": [()]})], ignore_index=True)
+    assert analysis.select_runs(runs_w, Filters()) == ["quick", "old", "h1", "e"]
+    assert analysis.select_runs(runs_w.assign(widths=[(("gemm", 3),)] + list(runs_w["widths"][1:])),
+                                Filters()) == ["g16", "old", "h1", "e"]  # a tie: the newest; quick wins nothing
     # a run that adds nothing new is left out
     runs2 = runs.assign(workloads=[("gemm",), ("gemm",), ("gemm",), ("gelu",)])
     assert analysis.select_runs(runs2, Filters()) == ["g16", "h1"]
