@@ -101,6 +101,26 @@ __device__ __forceinline__ void pairwise_sum(float (&acc)[VEC]) {
     for (int k = 0; k + s < VEC; k += 2 * s) acc[k] += acc[k + s];
 }
 
+// The second pass of the exact statistics: h -= mean for every pack, and the
+// squared deviations of the packs inside the row (ok) summed in CHAINS
+// independent chains (acc[k % CHAINS]), then pairwise into acc[0].
+template <int CHAINS, int PACKS, int VEC>
+__device__ __forceinline__ void center_and_square(float (&h)[PACKS][VEC], const bool (&ok)[PACKS], float mean,
+                                                  float (&acc)[VEC]) {
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) acc[k] = 0.0f;
+#pragma unroll
+  for (int p = 0; p < PACKS; ++p) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) h[p][k] -= mean;
+    if (ok[p]) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) acc[k % CHAINS] = fmaf(h[p][k], h[p][k], acc[k % CHAINS]);
+    }
+  }
+  pairwise_sum(acc);
+}
+
 // Sum over the tpr threads of one row (ksuite::plan_regs): lanes of a warp
 // (tpr <= 32, a power of two: xor offsets below tpr stay in the group) or the
 // whole block (tpr = blockDim.x > 32).  Every thread of the block calls it.
@@ -209,18 +229,7 @@ rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __res
   pairwise_sum(acc);
   // Exact two-pass statistics: the mean, then squared deviations from it.
   const float mean = rlg_row_sum(acc[0], tpr, red[0]) * inv_n;
-#pragma unroll
-  for (int k = 0; k < VEC; ++k) acc[k] = 0.0f;
-#pragma unroll
-  for (int p = 0; p < PACKS; ++p) {
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) h[p][k] -= mean;
-    if (ok[p]) {
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) acc[k % kChains] = fmaf(h[p][k], h[p][k], acc[k % kChains]);
-    }
-  }
-  pairwise_sum(acc);
+  center_and_square<kChains>(h, ok, mean, acc);
   const float rstd = rsqrtf(fmaf(rlg_row_sum(acc[0], tpr, red[1]), inv_n, eps));
   T* yr = y + off;
 #pragma unroll
@@ -577,18 +586,7 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
     if constexpr (CLUSTER)
       total = cluster_total(total, fresh_ctas<CLUSTER>(), fresh_rank<CLUSTER>(), vals[0], xbar0, it & 1u);
     const float mean = total * inv_n;
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) acc[k] = 0.0f;
-#pragma unroll
-    for (int p = 0; p < PACKS; ++p) {
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) h[p][k] -= mean;
-      if (ok[p]) {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) acc[k] = fmaf(h[p][k], h[p][k], acc[k]);
-      }
-    }
-    pairwise_sum(acc);
+    center_and_square<VEC>(h, ok, mean, acc);
     float sq = rlg_row_sum(acc[0], THREADS, red[1]);
     if constexpr (CLUSTER)
       sq = cluster_total(sq, fresh_ctas<CLUSTER>(), fresh_rank<CLUSTER>(), vals[1], xbar0 + 8u, it & 1u);
