@@ -36,8 +36,10 @@
 //    CTA an SM alternates loading and computing).
 //  9 plan 8 over a cluster of 2, 4 or 8 CTAs a row, each holding a slice
 //    (float32 32768: 2 x 64 KB of x and of r), partial sums exchanged by
-//    st.async.  Plans 8 and 9: 16-byte packs only (n % (16 / itemsize) == 0,
+//    st.async.  Plans 8-11: 16-byte packs only (n % (16 / itemsize) == 0,
 //    aligned pointers).
+// 10 plan 9 with 512-thread CTAs, two an SM (slices of <= 512 x 4 packs)
+// 11 plan 9 with 256-thread CTAs, four an SM (slices of <= 256 x 4 packs)
 // Auto: 1 while the row fits 1024 threads, else 4, else 5.  A variant that
 // cannot run a shape runs auto's plan.
 #include <ATen/core/Tensor.h>
@@ -408,6 +410,12 @@ bool launch_cluster(const T* x, const T* r, const T* w, const T* b, T* y, int64_
 // does after a block barrier (in rlg_row_sum) that follows all its threads'
 // reads of the slot.  Every CTA adds the partials in rank order: the same
 // mean and rstd everywhere.
+//
+// Plans 10 and 11 are plan 9 with 512- and 256-thread CTAs, two and four an
+// SM (the same 64 registers a thread, the same 128 KB of slices an SM): a
+// row is split over twice or four times as many CTAs, and an SM holds CTAs
+// of two or four rows, so one row's loads, reductions and cluster exchanges
+// overlap another's math, where plan 8/9's single CTA idles through them.
 constexpr int kTmaThreads = 1024;
 constexpr int kTmaPacks = 4;  // packs a thread: 1024 x 4 x 16 B = 64 KB of x and 64 KB of r at most
 
@@ -448,10 +456,10 @@ __device__ __forceinline__ uint4 ld_wb(const void* p, float dep) {
 // once pack p's (the one before) have arrived, during p's GELU: two packs of
 // w and b in flight at most.  Packs past the slice load columns 0..VEC-1 of
 // w and b (in bounds) and store nothing.
-template <typename T, int PACKS, bool REV>
+template <typename T, int PACKS, bool REV, int THREADS>
 __device__ __forceinline__ void tma_output(float (&h)[PACKS][ksuite::vec16<T>()], const bool (&ok)[PACKS],
                                            float rstd, const T* w, const T* b, int64_t c0, T* y) {
-  constexpr int VEC = ksuite::vec16<T>(), STRIDE = kTmaThreads * VEC;
+  constexpr int VEC = ksuite::vec16<T>(), STRIDE = THREADS * VEC;
   constexpr int P0 = REV ? PACKS - 1 : 0;
   uint4 rw = ld_wb(w + (ok[P0] ? c0 + P0 * STRIDE : 0), rstd);
   uint4 rb = ld_wb(b + (ok[P0] ? c0 + P0 * STRIDE : 0), rstd);
@@ -510,17 +518,17 @@ __device__ __forceinline__ void tma_slice(const T* x, const T* r, uint32_t row, 
 
 // CTA `rank` of its cluster (rank 0 of 1 without CLUSTER) owns packs
 // [rank * chunk, rank * chunk + count) of every row it visits; thread t holds
-// packs t + j * 1024 (j < PACKS) of that slice.  m < 2^31 (rlg_run checks).
+// packs t + j * THREADS (j < PACKS) of that slice.  m < 2^31 (rlg_run checks).
 // Only the row and the iteration are carried from row to row: the rest is
 // recomputed from parameters and special registers (64 registers, h takes 32).
-template <typename T, int PACKS, bool CLUSTER>
-__global__ void __launch_bounds__(kTmaThreads, 1)
+template <typename T, int PACKS, bool CLUSTER, int THREADS>
+__global__ void __launch_bounds__(THREADS, kTmaThreads / THREADS)
 rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
                const T* __restrict__ b, T* __restrict__ y, uint32_t m, int n, int chunk, float eps, float inv_n) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // the launcher uses this kernel on sm_90+ only
 #else
-  constexpr int VEC = ksuite::vec16<T>(), THREADS = kTmaThreads;
+  constexpr int VEC = ksuite::vec16<T>();
   extern __shared__ __align__(128) uint4 xr_slice[];  // chunk packs of x, then chunk packs of r
   __shared__ __align__(8) uint64_t bar;              // the slice's bulk copies
   __shared__ __align__(8) uint64_t xbar[2];          // plan 9: partials of round 0 / 1
@@ -600,9 +608,9 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
     const int64_t c0 = int64_t(p0 + t) * VEC;  // this thread's first column
     T* yr = y + int64_t(row) * n + c0;
     if (it & 1u) {
-      tma_output<T, PACKS, true>(h, ok, rstd, w, b, c0, yr);
+      tma_output<T, PACKS, true, THREADS>(h, ok, rstd, w, b, c0, yr);
     } else {
-      tma_output<T, PACKS, false>(h, ok, rstd, w, b, c0, yr);
+      tma_output<T, PACKS, false, THREADS>(h, ok, rstd, w, b, c0, yr);
     }
     row += step;
   }
@@ -610,31 +618,31 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
 #endif
 }
 
-// Plan 8 (CLUSTER false): one CTA a row, rows of <= 1024 x 4 16-byte packs.
-// Plan 9: the fewest CTAs (2, 4 or 8) whose slices hold that many packs each.
-// 16-byte packs only (n % vec16 == 0, aligned pointers: the caller's VEC).
-template <typename T, bool CLUSTER>
+// Plan 8 (CLUSTER false): one CTA a row, rows of <= THREADS x 4 16-byte packs.
+// Plans 9-11: the fewest CTAs (2, 4 or 8) whose slices hold that many packs
+// each.  16-byte packs only (n % vec16 == 0, aligned pointers: the caller's VEC).
+template <typename T, bool CLUSTER, int THREADS = kTmaThreads>
 bool launch_tma(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
                 cudaStream_t stream) {
   constexpr int VEC = ksuite::vec16<T>();
   if (ksuite::compute_major() < 9 || n % VEC != 0 || n > 0x7fffffff) return false;
-  const int64_t packs = n / VEC, cap = int64_t(kTmaThreads) * kTmaPacks;
+  const int64_t packs = n / VEC, cap = int64_t(THREADS) * kTmaPacks;
   int ctas = CLUSTER ? 2 : 1;
   while (CLUSTER && ctas < 8 && (packs + ctas - 1) / ctas > cap) ctas *= 2;
   if ((packs + ctas - 1) / ctas > cap) return false;
   const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
   const int smem = 2 * chunk * 16;
   if (smem + 2048 > ksuite::max_smem_optin()) return false;
-  auto kernel = rlg_tma_kernel<T, kTmaPacks, CLUSTER>;
-  const int clusters = max_active_clusters(kernel, kTmaThreads, smem, ctas);
+  auto kernel = rlg_tma_kernel<T, kTmaPacks, CLUSTER, THREADS>;
+  const int clusters = max_active_clusters(kernel, THREADS, smem, ctas);
   if (clusters <= 0) return false;
   const int64_t grid = std::min<int64_t>(m, clusters) * ctas;
-  ksuite::launch_clustered(kernel, static_cast<unsigned>(grid), kTmaThreads, smem, ctas, stream, x, r, w, b, y,
+  ksuite::launch_clustered(kernel, static_cast<unsigned>(grid), THREADS, smem, ctas, stream, x, r, w, b, y,
                            static_cast<uint32_t>(m), static_cast<int>(n), chunk, eps, static_cast<float>(1.0 / double(n)));
   return true;
 }
 
-constexpr int kVariants = 9;
+constexpr int kVariants = 11;
 
 template <typename T, int VEC, int PACKS, bool PLAIN = false>
 bool launch_regs(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
@@ -691,6 +699,14 @@ void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int
       if constexpr (VEC > 1) {
         if (variant == 8 ? launch_tma<T, false>(x, r, w, b, y, m, n, eps, stream)
                          : launch_tma<T, true>(x, r, w, b, y, m, n, eps, stream))
+          return;
+      }
+      break;
+    case 10:
+    case 11:
+      if constexpr (VEC > 1) {
+        if (variant == 10 ? launch_tma<T, true, 512>(x, r, w, b, y, m, n, eps, stream)
+                          : launch_tma<T, true, 256>(x, r, w, b, y, m, n, eps, stream))
           return;
       }
       break;
