@@ -102,6 +102,33 @@ def test_gemm_spread_tiles(m, n, k, tile, dtype):
     assert res.correct, f"tile {tile} {dtype} {m}x{n}x{k} seed={SEED}: {res.message}"
 
 
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+@pytest.mark.parametrize("tile", (0, 1))
+@pytest.mark.parametrize("m,n,k", [
+    (3000, 2048, 1536),  # ragged M: TMA zero-fills the rows past M, the stores are masked
+    (2944, 520, 256),    # 23 or 12 tile rows, the last column tile one 8-wide box
+    (129, 264, 72),      # one full k-tile and a partial one (K % 64 == 8)
+    (136, 256, 40),      # K shorter than one k-tile
+    (520, 136, 4104),    # ragged N (a B box past N is not loaded) and K tails
+    (4096, 4096, 256),   # 512 or 256 tiles on a persistent grid: stage phases carried across tiles
+    (1, 8192, 8192),     # one row
+])
+def test_gemm_ws_tiles(m, n, k, tile, dtype):
+    """The warp-specialised TMA + mma.sync tiles (gemm_mma_ws; the `cuda`
+    GEMM's tiles 10 and 11 on Hopper)."""
+    from implementations.gemm.cuda import ops
+
+    g = torch.Generator(device="cuda").manual_seed(SEED + 100 + tile)
+    a = torch.randn(m, k, generator=g, device="cuda").to(dtype)
+    b = torch.randn(k, n, generator=g, device="cuda").to(dtype)
+    verify.poison_allocator("cuda", m * n * 2)
+    out = ops().gemm_mma_ws(a, b, tile)
+    torch.cuda.synchronize()
+    assert out.dtype == dtype and out.shape == (m, n)
+    res = verify.check(out, a.double() @ b.double(), 1e-2)
+    assert res.correct, f"ws tile {tile} {dtype} {m}x{n}x{k} seed={SEED}: {res.message}"
+
+
 def test_gemm_unaligned_pointers():
     """Views that start 2 bytes into their storage must take the guarded path."""
     def shift(inputs):
@@ -209,6 +236,12 @@ with pytest.raises(RuntimeError, match="inner dimensions"):
     gemm_ops().gemm_mma(a.bfloat16(), torch.randn(32, 64, device="cuda").bfloat16())
 with pytest.raises(RuntimeError, match="inner dimensions"):
     gemm_ops().gemm_naive(a, torch.randn(32, 64, device="cuda"))
+with pytest.raises(RuntimeError, match="multiples of 8"):
+    gemm_ops().gemm_mma_ws(a.bfloat16(), torch.randn(64, 60, device="cuda").bfloat16())
+with pytest.raises(RuntimeError, match="tile must be"):
+    gemm_ops().gemm_mma_ws(a.bfloat16(), a.bfloat16(), 2)
+with pytest.raises(RuntimeError, match="float16 and bfloat16"):
+    gemm_ops().gemm_mma_ws(a, a)
 q = torch.randn(1, 1, 16, 96, device="cuda", dtype=torch.bfloat16)
 with pytest.raises(RuntimeError, match="head dim"):
     attention_ops().attention_flash(q, q, q, False)
@@ -231,6 +264,7 @@ def test_boundary_checks_explain_themselves():
     ("gemm_mma", torch.bfloat16, (40, 24, 48)),
     ("gemm_mma", torch.float16, (33, 17, 11)),
     ("gemm_naive", torch.float32, (33, 17, 11)),
+    ("gemm_mma_ws", torch.bfloat16, (40, 24, 48)),
 ])
 def test_opcheck_gemm(op, dtype, shape):
     from implementations.gemm.cuda import ops

@@ -1,7 +1,8 @@
 """Hopper CUDA GEMM ``cuda:wgmma``: TMA loads, an mbarrier pipeline and wgmma.mma_async.
 
 The kernel is implementations/gemm/cuda/gemm_wgmma.cu (PTX wrappers in
-wgmma_ptx.cuh beside it), built for sm_90a by suite.cuda_build and called as
+wgmma_ptx.cuh and hopper.cuh, tensor maps in tma_map.h, beside it), built for
+sm_90a by suite.cuda_build and called as
 ``torch.ops.kernel_suite.gemm_wgmma(a, b, tile=-1)``.  One CTA per SM walks
 output tiles persistently: a producer warpgroup issues TMA loads into a ring of
 128-byte-swizzled shared-memory stages, two consumer warpgroups run

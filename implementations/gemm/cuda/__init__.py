@@ -5,13 +5,17 @@ fed by ldmatrix from padded (bank conflict free) shared memory, filled by a
 3- or 4-stage cp.async pipeline, 64x64 of C per warp, fragments double
 buffered in registers, one barrier per k-tile, C stored through shared memory
 in 16-byte rows; float16 and bfloat16 only, since mma.sync has no float32
-inputs (tf32 would be a different computation).  ``cuda:naive`` is gemm_naive.cu: one thread per
+inputs (tf32 would be a different computation).  On Hopper two more tiles
+(10, 11) run the same mma.sync math warp-specialised (gemm_ws.cu, kernel in
+gemm_ws_kernel.cuh): a producer warpgroup issues TMA loads into swizzled
+stages, 8 mma warps wait only on mbarriers, the grid is persistent.  ``cuda:naive`` is gemm_naive.cu: one thread per
 element of C, no tiling, all three dtypes; the pair shows what tiling and
 tensor cores buy.  Built by suite.cuda_build on first use; called as
 torch.ops.kernel_suite.gemm_mma / gemm_naive.
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from implementations._cuda_variants import VariantTuner
@@ -21,6 +25,7 @@ from suite.workload import Case, register
 
 _HERE = Path(__file__).parent
 SOURCES = [_HERE / "gemm_mma.cu", _HERE / "gemm_naive.cu"]
+WS_SOURCES = [_HERE / "gemm_ws.cu"]  # sm_90a: its own extension
 
 
 def _fakes() -> None:
@@ -35,8 +40,29 @@ def _fakes() -> None:
     torch.library.register_fake("kernel_suite::gemm_naive")(out_like)
 
 
+def _ws_fakes() -> None:
+    import torch
+
+    @torch.library.register_fake("kernel_suite::gemm_mma_ws")
+    def _(a, b, tile=0):
+        torch._check(a.dim() == 2 and b.dim() == 2, lambda: "a and b must be matrices")
+        torch._check(a.shape[1] == b.shape[0], lambda: "inner dimensions differ")
+        return a.new_empty((a.shape[0], b.shape[1]))
+
+
+@functools.cache
+def _hopper() -> bool:
+    import torch
+
+    return torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+
+
 def ops():
-    return cuda_build.load("gemm", SOURCES, fakes=_fakes)
+    """Build (once) and load gemm_mma and gemm_naive, and on Hopper gemm_mma_ws."""
+    lib = cuda_build.load("gemm", SOURCES, fakes=_fakes)
+    if _hopper():
+        cuda_build.load("gemm_ws", WS_SOURCES, hopper=True, fakes=_ws_fakes)
+    return lib
 
 
 # The `tile` argument of gemm_mma: BM x BN x BK, warps (each 64x64 of C), stages.
@@ -51,7 +77,11 @@ TILES = {0: "128x128x32, 4 warps, 4 stages, 2 CTAs/SM",
          6: "256x128x64, 8 warps, 3 stages, copies spread over k16 slices",
          7: "128x256x64, 8 warps, 3 stages, copies spread over k16 slices",
          8: "128x256x64, 8 warps, 4 stages, copies spread over k16 slices",
-         9: "128x128x64, 4 warps, 3 stages, 2 CTAs/SM, copies spread over k16 slices"}
+         9: "128x128x64, 4 warps, 3 stages, 2 CTAs/SM, copies spread over k16 slices",
+         # 10, 11: gemm_mma_ws tiles 0 and 1 (Hopper only)
+         10: "256x128x64, 8 mma warps + a TMA producer warpgroup, 4 stages, persistent",
+         11: "128x256x64, 8 mma warps + a TMA producer warpgroup, 4 stages, persistent"}
+WS_FIRST = 10
 
 
 def _tile(case: Case) -> str:
@@ -70,7 +100,7 @@ def _tile(case: Case) -> str:
 # The tile is timed at the first call of each shape and the fastest kept
 # (implementations/_cuda_variants); shapes with K or N not a multiple of 8
 # have one (guarded) tile.
-_TUNER = VariantTuner(tuple(TILES), TILES)
+_TUNER = VariantTuner(tuple(TILES), TILES, runs=lambda tile, _key: tile < WS_FIRST or _hopper())
 
 
 def _key(dtype: str, m: int, n: int, k: int) -> tuple:
@@ -88,13 +118,21 @@ def _config(case: Case) -> str:
 @register("gemm", "cuda", available=cuda_build.cuda_available,
           supports=dtype_in("float16", "bfloat16"), config=_config,
           description="CUDA: mma.sync tensor cores, ldmatrix from padded shared memory, "
-                      "multi-stage cp.async pipeline, register double-buffered fragments; tile autotuned")
+                      "multi-stage cp.async pipeline, register double-buffered fragments; on Hopper also "
+                      "TMA-fed warp-specialised tiles; tile autotuned")
 def gemm_cuda(a, b):
     (m, k), n = a.shape, b.shape[-1]
     if k % 8 or n % 8:
         return ops().gemm_mma(a, b)
     key = _key(str(a.dtype).removeprefix("torch."), m, n, k)
-    return _TUNER.run(key, lambda tile: ops().gemm_mma(a, b, tile))
+    return _TUNER.run(key, lambda tile: gemm_tile(a, b, tile))
+
+
+def gemm_tile(a, b, tile: int):
+    lib = ops()
+    if tile >= WS_FIRST:
+        return lib.gemm_mma_ws(a, b, tile - WS_FIRST)
+    return lib.gemm_mma(a, b, tile)
 
 
 @register("gemm", "cuda:naive", available=cuda_build.cuda_available,

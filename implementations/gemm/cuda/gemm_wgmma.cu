@@ -44,10 +44,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
-#include <mutex>
 #include <string>
 
 #include "ksuite/common.cuh"
+#include "tma_map.h"
 #include "wgmma_ptx.cuh"
 
 namespace {
@@ -260,45 +260,6 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
 
 // ------------------------------------------------------------------ host side
 
-using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-// cuTensorMapEncodeTiled from the driver through the runtime, so the
-// extension needs no -lcuda.
-EncodeTiledFn encode_tiled() {
-  static EncodeTiledFn fn = nullptr;
-  static std::once_flag once;
-  static cudaError_t err = cudaSuccess;
-  static cudaDriverEntryPointQueryResult status = cudaDriverEntryPointSuccess;
-  std::call_once(once, [] {
-    void* p = nullptr;
-    err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &status);
-    if (err == cudaSuccess && status == cudaDriverEntryPointSuccess) fn = reinterpret_cast<EncodeTiledFn>(p);
-  });
-  KSUITE_CHECK(fn != nullptr, "gemm_wgmma: could not get cuTensorMapEncodeTiled from the driver (",
-              cudaGetErrorString(err), ", query status ", static_cast<int>(status), ")");
-  return fn;
-}
-
-// A row-major rows x cols matrix as a 2-D tensor map with 64 x box_rows boxes
-// (64 16-bit elements = 128 bytes inner, the 128-byte swizzle's width).
-CUtensorMap make_map(const at::Tensor& t, int64_t rows, int64_t cols, uint32_t box_rows, const char* name) {
-  CUtensorMap map;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * 2};   // bytes between rows
-  const cuuint32_t box[2] = {64, box_rows};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  const CUtensorMapDataType dtype = t.scalar_type() == at::kBFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  const CUresult res = encode_tiled()(&map, dtype, 2, const_cast<void*>(t.data_ptr()), dims, strides, box,
-                                      elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  KSUITE_CHECK(res == CUDA_SUCCESS, "gemm_wgmma: cuTensorMapEncodeTiled failed for ", name, " (error ",
-              static_cast<int>(res), ", shape ", std::to_string(rows), " x ", std::to_string(cols), ")");
-  return map;
-}
-
 int tile_bn(int tile) { return tile == 0 ? 256 : tile == 1 ? 128 : 64; }
 
 // Fewest (waves x per-tile cost): a wave is one tile per SM (the grid is
@@ -367,8 +328,8 @@ at::Tensor gemm_wgmma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
 
   const int sms = ksuite::sm_count();
   const int t = tile < 0 ? auto_tile(M, N, sms) : static_cast<int>(tile);
-  const CUtensorMap ma = make_map(a, M, K, BM, "a");
-  const CUtensorMap mb = make_map(b, K, N, BK, "b");
+  const CUtensorMap ma = ksuite_hopper::make_map(a, M, K, BM, "gemm_wgmma", "a");
+  const CUtensorMap mb = ksuite_hopper::make_map(b, K, N, BK, "gemm_wgmma", "b");
   const bool bf16 = a.scalar_type() == at::kBFloat16;
   const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
   // Diagnostic only: KSUITE_WGMMA_SWAP_B_DESC=1 swaps the B descriptor's
