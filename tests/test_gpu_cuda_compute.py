@@ -61,19 +61,26 @@ def test_gemm_edges(m, n, k, dtype):
     _check("gemm", "cuda", Case.make("gemm", dtype, M=m, N=n, K=k))
 
 
+def _check_gemm_op(op: str, tile: int, m: int, n: int, k: int, dtype: torch.dtype, seed: int) -> None:
+    """One tile of a GEMM op (gemm_mma or gemm_mma_ws) on fresh inputs, poisoned output memory."""
+    from implementations.gemm.cuda import ops
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(m, k, generator=g, device="cuda").to(dtype)
+    b = torch.randn(k, n, generator=g, device="cuda").to(dtype)
+    verify.poison_allocator("cuda", m * n * 2)
+    out = getattr(ops(), op)(a, b, tile)
+    torch.cuda.synchronize()
+    assert out.dtype == dtype and out.shape == (m, n)
+    res = verify.check(out, a.double() @ b.double(), 1e-2)
+    assert res.correct, f"{op} tile {tile} {dtype} {m}x{n}x{k} seed={seed}: {res.message}"
+
+
 @pytest.mark.parametrize("tile", tuple(range(10)))
 @pytest.mark.parametrize("m,n,k", [(1000, 264, 72), (515, 1032, 1000), (300, 520, 4104)])
 def test_gemm_every_tile(m, n, k, tile):
     """Each tile the op offers (implementations/gemm/cuda/tune.py ranks them), not only the automatic one."""
-    from implementations.gemm.cuda import ops
-
-    g = torch.Generator(device="cuda").manual_seed(SEED)
-    a = torch.randn(m, k, generator=g, device="cuda").to(torch.bfloat16)
-    b = torch.randn(k, n, generator=g, device="cuda").to(torch.bfloat16)
-    verify.poison_allocator("cuda", m * n * 2)
-    out = ops().gemm_mma(a, b, tile)
-    res = verify.check(out, a.double() @ b.double(), 1e-2)
-    assert res.correct, f"tile {tile} {m}x{n}x{k} seed={SEED}: {res.message}"
+    _check_gemm_op("gemm_mma", tile, m, n, k, torch.bfloat16, SEED)
 
 
 @pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
@@ -89,17 +96,7 @@ def test_gemm_every_tile(m, n, k, tile):
 def test_gemm_spread_tiles(m, n, k, tile, dtype):
     """The tiles whose cp.async are issued in parts (the copy-part bookkeeping,
     the pointer advance on the last part), float16 and bfloat16."""
-    from implementations.gemm.cuda import ops
-
-    g = torch.Generator(device="cuda").manual_seed(SEED + tile)
-    a = torch.randn(m, k, generator=g, device="cuda").to(dtype)
-    b = torch.randn(k, n, generator=g, device="cuda").to(dtype)
-    verify.poison_allocator("cuda", m * n * 2)
-    out = ops().gemm_mma(a, b, tile)
-    torch.cuda.synchronize()
-    assert out.dtype == dtype and out.shape == (m, n)
-    res = verify.check(out, a.double() @ b.double(), 1e-2)
-    assert res.correct, f"tile {tile} {dtype} {m}x{n}x{k} seed={SEED}: {res.message}"
+    _check_gemm_op("gemm_mma", tile, m, n, k, dtype, SEED + tile)
 
 
 @pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
@@ -116,17 +113,7 @@ def test_gemm_spread_tiles(m, n, k, tile, dtype):
 def test_gemm_ws_tiles(m, n, k, tile, dtype):
     """The warp-specialised TMA + mma.sync tiles (gemm_mma_ws; the `cuda`
     GEMM's tiles 10 and 11 on Hopper)."""
-    from implementations.gemm.cuda import ops
-
-    g = torch.Generator(device="cuda").manual_seed(SEED + 100 + tile)
-    a = torch.randn(m, k, generator=g, device="cuda").to(dtype)
-    b = torch.randn(k, n, generator=g, device="cuda").to(dtype)
-    verify.poison_allocator("cuda", m * n * 2)
-    out = ops().gemm_mma_ws(a, b, tile)
-    torch.cuda.synchronize()
-    assert out.dtype == dtype and out.shape == (m, n)
-    res = verify.check(out, a.double() @ b.double(), 1e-2)
-    assert res.correct, f"ws tile {tile} {dtype} {m}x{n}x{k} seed={SEED}: {res.message}"
+    _check_gemm_op("gemm_mma_ws", tile, m, n, k, dtype, SEED + 100 + tile)
 
 
 def test_gemm_unaligned_pointers():

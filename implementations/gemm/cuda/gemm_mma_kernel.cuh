@@ -37,6 +37,7 @@
 #include <cstdint>
 
 #include "ksuite/mma_ptx.cuh"
+#include "warp_tile.cuh"
 
 namespace ksuite_gemm {
 
@@ -225,23 +226,11 @@ gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict_
     for (int i = 0; i < MT; ++i)
       ldmatrix_x4(af[buf][i], sa + (i * 16 * A_LD + kk * 16) * 2);
 #pragma unroll
-    for (int j = 0; j < NT / 2; ++j) {
-      uint32_t r[4];
-      ldmatrix_x4_trans(r, sb + (kk * 16 * B_LD + j * 16) * 2);
-      bf[buf][2 * j][0] = r[0];
-      bf[buf][2 * j][1] = r[1];
-      bf[buf][2 * j + 1][0] = r[2];
-      bf[buf][2 * j + 1][1] = r[3];
-    }
+    for (int j = 0; j < NT / 2; ++j) load_b_pair(bf[buf], j, sb + (kk * 16 * B_LD + j * 16) * 2);
   };
 
   float acc[MT][NT][4];
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+  zero_acc(acc);
 
   const int ktiles = (K + BK - 1) / BK;
   // Prologue: STAGES-1 k-tiles in flight, one commit group each (empty past
@@ -295,13 +284,7 @@ gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict_
           write_slot = write_slot == STAGES - 1 ? 0 : write_slot + 1;
         }
       }
-#pragma unroll
-      for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j) {
-          const int jj = (i & 1) ? NT - 1 - j : j;  // serpentine: reuse B across i
-          mma_16816<T>(acc[i][jj], af[kk & 1][i], bf[kk & 1][jj][0], bf[kk & 1][jj][1]);
-        }
+      mma_slice<T>(acc, af[kk & 1], bf[kk & 1]);
     }
   }
 

@@ -46,8 +46,8 @@
 
 #include <cstdint>
 
-#include "ksuite/mma_ptx.cuh"
 #include "hopper.cuh"
+#include "warp_tile.cuh"
 
 namespace ksuite_gemm {
 
@@ -166,26 +166,14 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
       for (int i = 0; i < MT; ++i) ldmatrix_x4(af[buf][i], a + i * 16 * 128);
       const uint32_t b = b_thr + stage * Cfg::B_BYTES + kk * 16 * 128;
 #pragma unroll
-      for (int j = 0; j < NT / 2; ++j) {
-        uint32_t r[4];
-        ldmatrix_x4_trans(r, b ^ (j << 5));
-        bf[buf][2 * j][0] = r[0];
-        bf[buf][2 * j][1] = r[1];
-        bf[buf][2 * j + 1][0] = r[2];
-        bf[buf][2 * j + 1][1] = r[3];
-      }
+      for (int j = 0; j < NT / 2; ++j) load_b_pair(bf[buf], j, b ^ (j << 5));
     };
 
     float acc[MT][NT][4];
     int stage = 0;
     uint32_t phase = 0;
     for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-#pragma unroll
-      for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+      zero_acc(acc);
       mbar_wait(&full_bar[stage], phase);
       load_frags(0, stage, 0);
       for (int kt = 0; kt < k_tiles; ++kt) {
@@ -201,13 +189,7 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
               load_frags(0, stage, 0);
             }
           }
-#pragma unroll
-          for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < NT; ++j) {
-              const int jj = (i & 1) ? NT - 1 - j : j;  // serpentine: reuse B across i
-              mma_16816<T>(acc[i][jj], af[kk & 1][i], bf[kk & 1][jj][0], bf[kk & 1][jj][1]);
-            }
+          mma_slice<T>(acc, af[kk & 1], bf[kk & 1]);
           // These warp-wide mma read the stage's last fragments, so every
           // ldmatrix of the warp from it has completed: release it.
           if (kk + 1 == BK / 16 && lane == 0) mbar_arrive(&empty_bar[done]);
