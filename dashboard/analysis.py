@@ -36,12 +36,14 @@ class Filters:
 
 def select_runs(runs: pd.DataFrame, f: Filters) -> list[str]:
     """The runs a view shows: the chosen ones, else, for each GPU and
-    workload, the newest of its runs with the most implementations of it (a
-    later run of one workload, say a float16 GEMM sweep, does not hide the
-    earlier full sweep's other workloads, and a later run of one or two
-    backends does not hide the newest one that compares them all; see
-    :func:`newest_per_workload` for the rows kept).  Without the runs'
-    ``widths``, the newest run of each workload.
+    workload, the newest of its widest runs (:func:`width`: most
+    implementations, then most (implementation, dtype) pairs), so that a later
+    run of one workload, say a float16 GEMM sweep, hides neither the earlier
+    full sweep's other workloads nor, being narrower, its GEMM rows in two
+    dtypes, and a later run of one or two backends does not hide the newest
+    one that compares them all (:func:`newest_per_workload` keeps the rows
+    the same way).  Without the runs' ``widths``, the newest run of each
+    workload.
 
     ``runs`` is newest first (data.Loaded.runs).  GPU and commit filters narrow
     the candidates either way.
@@ -81,14 +83,21 @@ def select_runs(runs: pd.DataFrame, f: Filters) -> list[str]:
     return chosen
 
 
+def width(impls, pairs):
+    """How widely a run compares a workload: its implementations first, then
+    its (implementation, dtype) pairs, as one number (scalars or Series)."""
+    return impls * 1000 + pairs
+
+
 def newest_per_workload(df: pd.DataFrame, run_ids: list[str], having: str | None = None,
                         widest: bool = False) -> pd.DataFrame:
     """Keep each (GPU, workload)'s rows from the first of ``run_ids`` (newest
     first) that has it, so every ratio on a page comes from one run.
 
-    ``widest``: the first of the runs with the most implementations of that
-    (GPU, workload), so that a later run of one or two backends (a kernel
-    experiment) does not hide the newest run that compares them all.
+    ``widest``: the first of the widest runs of that (GPU, workload)
+    (:func:`width`), so that a later run of one or two backends (a kernel
+    experiment) or of fewer dtypes does not hide the newest run that compares
+    them all.
     ``having``: the first run that has rows of that implementation for the
     (GPU, workload), where one does (Fusion needs eager rows, which a later
     run of a few backends lacks); else the first run, as without it."""
@@ -99,8 +108,10 @@ def newest_per_workload(df: pd.DataFrame, run_ids: list[str], having: str | None
     keys = [df["gpu"], df["workload"]]
     first = rank.groupby(keys).transform("min")
     if widest and "impl" in df.columns:
-        width = df.groupby([df["run_id"], *keys])["impl"].transform("nunique")
-        first = rank.where(width == width.groupby(keys).transform("max")).groupby(keys).transform("min")
+        pair = df["impl"].astype(str) + ("|" + df["dtype"].astype(str) if "dtype" in df.columns else "")
+        by_run = [df["run_id"], *keys]
+        w = width(df["impl"].groupby(by_run).transform("nunique"), pair.groupby(by_run).transform("nunique"))
+        first = rank.where(w == w.groupby(keys).transform("max")).groupby(keys).transform("min")
     if having is not None:
         has = df["impl"].eq(having).groupby([df["run_id"], *keys]).transform("any")
         first = rank.where(has).groupby(keys).transform("min").fillna(first)

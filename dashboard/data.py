@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import streamlit as st
 
+from dashboard import analysis
 from suite import store
 
 PATHS_ENV = "KERNEL_SUITE_DASHBOARD_PATHS"
@@ -166,8 +167,10 @@ def _runs(df: pd.DataFrame) -> pd.DataFrame:
                  timestamp=("timestamp", "first"), rows=("status", "size"),
                  ok=("status", lambda s: int((s == "ok").sum())), source=("source", "first"))
     runs = runs.reset_index()
-    # (workload, implementations of it) of each run, for the default run choice (analysis.select_runs)
-    width = df.groupby(["run_id", "workload"], sort=False)["impl"].nunique()
+    # (workload, analysis.width of it) of each run, for the default run choice (analysis.select_runs)
+    pairs = df[["run_id", "workload", "impl", "dtype"]].drop_duplicates()
+    g2 = pairs.groupby(["run_id", "workload"], sort=False)
+    width = analysis.width(g2["impl"].nunique(), g2.size())
     widths = {r: tuple(zip(g.index.get_level_values(1), g.tolist())) for r, g in width.groupby(level=0, sort=False)}
     runs["widths"] = runs["run_id"].map(lambda r: widths.get(r, ()))
     runs["time"] = pd.to_datetime(runs["timestamp"], utc=True, errors="coerce", format="mixed")

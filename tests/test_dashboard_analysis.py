@@ -63,6 +63,16 @@ def test_default_runs_cover_each_workload_with_its_newest_run():
     kept_w = analysis.newest_per_workload(rows_w, ["g16", "quick", "old", "h1"], widest=True)
     assert sorted(set(zip(kept_w["run_id"], kept_w["workload"]))) == [
         ("h1", "gelu"), ("old", "softmax"), ("quick", "gelu"), ("quick", "gemm")]
+    # (implementation, dtype) pairs count: a newer run of the same implementations in one dtype of
+    # the two is narrower
+    rows_d = pd.concat([rows_w.assign(dtype="bfloat16"), rows_w.iloc[[2, 6]].assign(dtype="float32")],
+                       ignore_index=True)
+    rows_d.loc[rows_d["run_id"] == "g16", "impl"] = "cuda"
+    rows_d = pd.concat([rows_d, rows_d[rows_d["run_id"] == "g16"].assign(impl="torch")], ignore_index=True)
+    kept_d = analysis.newest_per_workload(rows_d, ["g16", "quick", "old", "h1"], widest=True)
+    assert ("quick", "gemm") in set(zip(kept_d["run_id"], kept_d["workload"]))
+    assert analysis.newest_per_workload(rows_d.assign(dtype="bfloat16"), ["g16", "quick", "old", "h1"],
+                                        widest=True).query("workload == 'gemm'")["run_id"].unique().tolist() == ["g16"]
     # with the runs' widths (implementations a workload), the default is each workload's newest widest
     # run: g16's narrow gemm run gives way to quick's, old is kept for softmax; a GPU whose only run
     # holds no rows (h2) still gets it
