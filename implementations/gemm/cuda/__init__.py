@@ -8,10 +8,11 @@ in 16-byte rows; float16 and bfloat16 only, since mma.sync has no float32
 inputs (tf32 would be a different computation).  On Hopper two more tiles
 (10, 11) run the same mma.sync math warp-specialised (gemm_ws.cu, kernel in
 gemm_ws_kernel.cuh): a producer warpgroup issues TMA loads into swizzled
-stages, 8 mma warps wait only on mbarriers, the grid is persistent.  ``cuda:naive`` is gemm_naive.cu: one thread per
-element of C, no tiling, all three dtypes; the pair shows what tiling and
-tensor cores buy.  Built by suite.cuda_build on first use; called as
-torch.ops.kernel_suite.gemm_mma / gemm_naive.
+stages, 8 mma warps wait only on mbarriers, the grid is persistent.
+``cuda:naive`` is gemm_naive.cu: one thread per element of C, no tiling, all
+three dtypes; the pair shows what tiling and tensor cores buy.  Built by
+suite.cuda_build on first use; called as torch.ops.kernel_suite.gemm_mma /
+gemm_mma_ws / gemm_naive.
 """
 from __future__ import annotations
 
@@ -129,6 +130,7 @@ def gemm_cuda(a, b):
 
 
 def gemm_tile(a, b, tile: int):
+    """C = a @ b with one tile of TILES (10 and 11: gemm_mma_ws, Hopper only)."""
     lib = ops()
     if tile >= WS_FIRST:
         return lib.gemm_mma_ws(a, b, tile - WS_FIRST)

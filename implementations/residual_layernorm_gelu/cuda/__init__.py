@@ -45,7 +45,8 @@ _TUNER = VariantTuner((1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11), {
     8: "persistent CTA a row, next row prefetched by TMA into shared memory",
     9: "persistent cluster of 2-8 CTAs a row, next row prefetched by TMA",
     10: "persistent cluster of 2-8 512-thread CTAs a row (two an SM), next row prefetched by TMA",
-    11: "persistent cluster of 2-8 256-thread CTAs a row (four an SM), next row prefetched by TMA"}, runs=lambda v, key: _runs(v, *key))
+    11: "persistent cluster of 2-8 256-thread CTAs a row (four an SM), next row prefetched by TMA"},
+    runs=lambda v, key: _runs(v, *key))
 
 
 def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
@@ -58,7 +59,8 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
         return cuda_build.regs_fit(n, vec, packs, 1024 if vec * packs <= 32 else 256)
     if variant == 4:
         return cuda_build.cluster_ctas(n // vec, vec * 4) > 0
-    if variant in (8, 9, 10, 11):  # launch_tma: 16-byte packs, <= threads x 4 of them a CTA, 1 (8) or 2..8 CTAs a row
+    if variant in (8, 9, 10, 11):
+        # launch_tma: 16-byte packs, <= threads x 4 of them a CTA, one CTA a row (8) or 2..8 (9-11)
         if vec == 1:
             return False
         packs, cap = n // vec, {8: 1024, 9: 1024, 10: 512, 11: 256}[variant] * 4
