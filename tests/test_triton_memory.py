@@ -148,25 +148,9 @@ def test_row_align():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m,n,block", LONG_ROWS)
-@pytest.mark.parametrize("long_rows", ("split", "coop"))
-def test_layernorm_long_row_paths(m, n, block, dtype, long_rows, poisoned):
-    """The looped split kernel and the coop kernel (as its two launches: the
-    interpreter runs programs one at a time, so none may wait for another)."""
+def test_layernorm_split_path(m, n, block, dtype, poisoned):
     case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
-    _check("residual_layernorm_gelu", case, seed=m * n + 11, max_fused=1, block=block, long_rows=long_rows)
-
-
-def test_layernorm_coop_merges_offset_chunks(poisoned):
-    """Chunks whose means differ by far more than their spread (the merge's
-    n_k (mean_k - mean)^2 terms carry the variance) and a ragged last chunk."""
-    case = Case.make("residual_layernorm_gelu", "float32", M=3, N=1000)
-    reg = _registry()
-    wl, impl = reg.workloads["residual_layernorm_gelu"], reg.get("residual_layernorm_gelu", "triton")
-    inputs = wl.make_inputs(case, "cpu", 29)
-    inputs["x"] = inputs["x"] * 1e-3 + torch.arange(1000.0).div(64).floor().mul(50.0)
-    out = impl.fn(**inputs, max_fused=1, block=64, long_rows="coop")
-    res = verify.check(out, wl.reference(case, inputs), wl.tolerance(case))
-    assert res.correct, res.message
+    _check("residual_layernorm_gelu", case, seed=m * n + 11, max_fused=1, block=block)
 
 
 def test_gelu_masked_and_unmasked_blocks(poisoned):
@@ -266,7 +250,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
         m, n = case["M"], case["N"]
         mod = S if wl == "softmax" else R
         # every autotuning candidate (the plan is the first of them)
-        raced = R.race_candidates(m, n, b) + R.coop_candidates(m, n, b) if wl != "softmax" else []
+        raced = R.race_candidates(m, n, b) if wl != "softmax" else []
         for plan in mod.candidates(m, n, b) + raced:
             ptrs = ["x_ptr", "y_ptr"] if wl == "softmax" else ["x_ptr", "r_ptr", "w_ptr", "b_ptr", "y_ptr"]
             sig = {k: p for k in ptrs}
@@ -278,12 +262,11 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                 const["EVEN_N"] = n == plan["BLOCK_N"]
                 const["ALIGN"] = R.row_align(n, b)
                 aligned = aligned or const["ALIGN"] * b == 16  # N = 1000: 16-byte rows all the same
-            if plan["kernel"] in ("split", "split2") and wl == "softmax" or plan["kernel"] == "coop":
+            if plan["kernel"] in ("split", "split2") and wl == "softmax":
                 ptrs += ["stats_ptr", "count_ptr"]
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")
-                const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, S.SPLIT_MIN_CHUNK if wl == "softmax"
-                                                                    else R.COOP_MIN_CHUNK))
-                const["MODE"] = 0 if plan["kernel"] in ("split", "coop") else 2
+                const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, S.SPLIT_MIN_CHUNK))
+                const["MODE"] = 0 if plan["kernel"] == "split" else 2
             if plan["kernel"] in ("rows",):
                 sig.update(M="i32", N="i32")
             else:
@@ -293,7 +276,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
             sig["M_BUCKET"] = "i32"
             kern = {"rows": S._softmax_rows if wl == "softmax" else R._rlg_rows, "online": S._softmax_online,
                     "split": S._softmax_split if wl == "softmax" else R._rlg_split,
-                    "split2": S._softmax_split, "coop": R._rlg_coop}[plan["kernel"]]
+                    "split2": S._softmax_split}[plan["kernel"]]
             sig = {name: sig[name] for name in kern.arg_names if name in sig}
             key = (wl, plan["kernel"], p, n % 16 == 0, tuple(sorted(const.items())), plan["num_warps"])
             jobs[key] = (kern, sig, const, plan["num_warps"], n % 16 == 0, aligned, plan.get("maxnreg"))
@@ -394,35 +377,3 @@ def test_rlg_races_whole_16bit_rows_against_split():
     text = chosen.config_for(4096, 32768, "bfloat16", 2)
     assert text.startswith("kernel=rows; head to head rows 228us, split 287us; lost: kernel=split BLOCK=4096")
     assert chosen.config_for(4096, 32768, "float16", 2).startswith("kernel=split")  # not raced yet
-
-
-def test_rlg_coop_joins_the_race_of_wide_rows():
-    """Rows wider than one program holds race the coop kernel too (2 to 64
-    programs a row, all on the GPU at once); the config names every loser."""
-    from implementations._row_tuning import Raced
-    from implementations.residual_layernorm_gelu import triton as rlg
-
-    assert [rlg.coop_fits(n, 132) for n in (16384, 16385, 32768, 262144, 262145)] == [False, True, True, True,
-                                                                                       False]
-    assert not rlg.coop_fits(32768, 2)  # 8 programs of 4096 need 4 SMs at two an SM
-    for b, first in ((2, (8192, 8)), (4, (8192, 16))):
-        cands = rlg.coop_candidates(4096, 32768, b)
-        assert (cands[0]["BLOCK"], cands[0]["num_warps"]) == first and cands[1] == dict(cands[0],
-                                                                                        EVICT=rlg._hints(b)[1])
-        assert all(c["kernel"] == "coop" and 2 <= 32768 // c["BLOCK"] <= 8 for c in cands)
-    assert [c["BLOCK"] for c in rlg.coop_candidates(9, 16392, 2)] == [8192, 8192, 4096, 8192, 4096]
-    assert rlg.plan(4096, 32768, 2, long_rows="coop")["kernel"] == "coop2"  # interpreted: two launches
-    with pytest.raises(ValueError, match="long_rows"):
-        rlg.plan(4096, 32768, 2, long_rows="online")
-
-    chosen = Raced(rlg.plan)
-    chosen.seen[("split", 32768, 2, 4096)] = "kernel=split BLOCK=4096 (autotuned)"
-    chosen.seen[("coop", 32768, 2, 4096)] = "kernel=coop BLOCK=8192 (autotuned)"
-    ran: list[str] = []
-    runs = {k: (lambda k=k: ran.append(k)) for k in ("rows", "split", "coop")}
-    timer = {"rows": 0.252, "split": 0.287, "coop": 0.231}
-    chosen.run_or_race(32768, "bfloat16", 2, 4096, runs, lambda fn: (fn(), timer[ran[-1]])[1])
-    assert chosen.raced[(32768, "bfloat16", 4096)][0] == "coop"
-    text = chosen.config_for(4096, 32768, "bfloat16", 2)
-    assert text == ("kernel=coop BLOCK=8192 (autotuned); head to head rows 252us, split 287us, coop 231us; "
-                    "lost: kernel=rows; lost: kernel=split BLOCK=4096 (autotuned)")

@@ -29,13 +29,10 @@ stays well under the SM's limit.
 """
 from __future__ import annotations
 
-import functools
-
 import triton
 import triton.language as tl
 
-from implementations._autotune import autotune
-from implementations._row_tuning import PLACEHOLDERS, Raced, neighbours, rows_plan, tuned
+from implementations._row_tuning import Raced, neighbours, rows_plan, tuned
 from implementations._row_tuning import time_ms as _time_ms
 
 from implementations.gelu.triton import gelu_f32
@@ -133,116 +130,16 @@ def _rlg_split(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, BLOCK: tl.co
                  cache_modifier=".cs")  # streaming: keep L2 for the rows still to re-read
 
 
-@triton.jit(do_not_specialize=["M_BUCKET"])
-def _rlg_coop(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, N, eps, M_BUCKET, BLOCK: tl.constexpr,
-              P_MAX: tl.constexpr, MODE: tl.constexpr, EXACT: tl.constexpr, EVICT: tl.constexpr):
-    """A row of P = cdiv(N, BLOCK) chunks is done by P programs, one chunk each,
-    its h held in registers from the load of x and r to the store of y.
-
-    Each program reduces its chunk to (mean, sum of squared deviations from
-    it), publishes the pair, counts itself in at the row's counter and waits
-    until all P have; then every program merges the P pairs in chunk order
-    (Chan et al.: M2 = sum M2_k + n_k (mean_k - mean)^2, exact in exact
-    arithmetic and free of the one-pass formula's cancellation), so all of a
-    row's programs normalise with the same mean and rstd.  Programs take their
-    chunk from a ticket counter in the order they start: the ones a program
-    waits for have started or start as soon as any slot frees (needs room for
-    P programs on the GPU at once; the launcher checks).
-    MODE 0: that, one launch.  MODE 1 and 2: statistics, then output, as two
-    launches (x and r read twice; no waiting, so the interpreter can run it).
-    count_ptr: int32 [1 + M], zero at launch; stats_ptr: float32 [M, 2, P_MAX].
-    """
-    if MODE == 0:
-        t = tl.atomic_add(count_ptr, 1, sem="relaxed")
-    else:
-        t = tl.program_id(0)
-    p = tl.cdiv(N, BLOCK)
-    row = t // p
-    c = t - row * p
-    base = row.to(tl.int64) * N
-    cols = c * BLOCK + tl.arange(0, BLOCK)
-    mask = cols < N
-    h = (tl.load(x_ptr + base + cols, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32)
-         + tl.load(r_ptr + base + cols, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32))
-    mu = tl.sum(h, axis=0) / tl.minimum(N - c * BLOCK, BLOCK).to(tl.float32)
-    d = tl.where(mask, h - mu, 0.0)
-    stats = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
-    if MODE != 2:
-        tl.store(stats + c, mu)
-        tl.store(stats + P_MAX + c, tl.sum(d * d, axis=0))
-    if MODE == 0:
-        tl.debug_barrier()  # every thread's part of the stores before the release
-        seen = tl.atomic_add(count_ptr + 1 + row, 1, sem="release") + 1
-        while seen < p:
-            seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
-        tl.debug_barrier()
-    if MODE != 1:
-        k = tl.arange(0, P_MAX)
-        live = k < p
-        nk = tl.where(live, tl.minimum(N - k * BLOCK, BLOCK), 0).to(tl.float32)
-        mus = tl.load(stats + k, mask=live, other=0.0, cache_modifier=".cg")
-        m2s = tl.load(stats + P_MAX + k, mask=live, other=0.0, cache_modifier=".cg")
-        mean = tl.sum(nk * mus, axis=0) / N
-        dm = mus - mean
-        rstd = tl.math.rsqrt(tl.sum(m2s + nk * dm * dm, axis=0) / N + eps)
-        w = tl.load(w_ptr + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        b = tl.load(b_ptr + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        y = gelu_f32((d + (mu - mean)) * rstd * w + b, EXACT)
-        tl.store(y_ptr + base + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None,
-         long_rows: str = "split") -> dict:
-    """Kernel and launch parameters for an m x n problem; pure, so config() can replay it.
-
-    long_rows: the kernel of rows wider than max_fused, "split" (the untuned
-    default) or "coop" (see _rlg_coop; "coop2", its two-launch form, under
-    the interpreter)."""
+def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None) -> dict:
+    """Kernel and launch parameters for an m x n problem; pure, so config() can replay it."""
     block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
     if block_n <= max_fused:
         # 16384 takes 32 warps (49 registers for sm_90, no spills); 32768
         # would spill, so it goes to the split path.
         return dict(_with_wb(rows_plan(m, block_n, dtype_bytes)), EVICT=_hints(dtype_bytes)[0])
-    if long_rows not in LONG_ROWS:
-        raise ValueError(f"long_rows={long_rows!r}: choose from {LONG_ROWS}")
-    if long_rows == "coop":
-        # the first of coop_candidates: 8192 on 8 warps (16-bit), on 16 (float32)
-        chunk = block or min(8192, max_fused)
-        return dict(kernel="coop2" if interpreting() else "coop", BLOCK=chunk,
-                    num_warps=max(1, min(16, chunk * dtype_bytes // 2048)), EVICT=_hints(dtype_bytes)[0])
     # 4096 with 16 warps: 8 values a thread, ~55 registers, two programs an SM.
     chunk = block or min(4096, max_fused)
     return dict(kernel="split", BLOCK=chunk, num_warps=max(1, min(16, chunk // 256)))
-
-
-LONG_ROWS = ("split", "coop")
-COOP_MIN_CHUNK = 4096  # smallest chunk the coop kernel is tuned over
-COOP_MAX_PROGRAMS = 64  # most programs a row may be split over (all must be on the GPU at once)
-
-
-def coop_fits(n: int, sms: int) -> bool:
-    """Rows the coop kernel is raced at: wider than one program holds, in at
-    most COOP_MAX_PROGRAMS chunks, all of which the GPU holds at once (two an SM)."""
-    p = triton.cdiv(n, COOP_MIN_CHUNK)
-    return triton.next_power_of_2(n) > MAX_FUSED and p <= min(COOP_MAX_PROGRAMS, 2 * sms)
-
-
-def coop_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
-    """The coop kernel's candidates (2 to 8 programs a row at 32768 columns),
-    the first also in the dtype's other eviction hint.  16-bit: 32 values a
-    thread (8192 on 8 warps, 64 registers; 4096 on 4, ~70) or 16 (8192 on
-    16, 4096 on 8).  (16384 on 16 warps takes 72 registers, one program an
-    SM; capped at 64 it spills.)
-    float32, whose exact erf takes more registers: 16 values a thread (8192
-    on 16 warps, 4096 on 8: 64 registers), or 32 at 4096 on 4 warps (~96,
-    five programs an SM).  The sm_90 compile test checks them for spills."""
-    top = triton.next_power_of_2(n)
-    first, second = _hints(dtype_bytes)
-    shapes = (((8192, 8), (4096, 4), (8192, 16), (4096, 8))
-              if dtype_bytes == 2 else ((8192, 16), (4096, 8), (4096, 4)))
-    out = [dict(kernel="coop", BLOCK=blk, num_warps=w, EVICT=first)
-           for blk, w in shapes if blk < top and triton.cdiv(n, blk) <= COOP_MAX_PROGRAMS]
-    return out[:1] + [dict(out[0], EVICT=second)] + out[1:] if out else out
 
 
 def rows_raced(n: int, dtype_bytes: int) -> bool:
@@ -365,41 +262,15 @@ _rows_tuned = tuned(_rlg_rows, candidates)
 _split_tuned = tuned(_rlg_split, candidates)
 _wide_tuned = tuned(_rlg_rows, race_candidates)
 
-
-def _coop_prune(configs, named_args, **kwargs):
-    x, n = named_args["x_ptr"], named_args["N"]
-    return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps")}, num_warps=c["num_warps"])
-            for c in coop_candidates(x.numel() // n, n, x.element_size())]
-
-
-# Each timing run needs the ticket and row counters at zero.
-_coop_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
-                       prune_configs_by={"early_config_prune": _coop_prune})(_rlg_coop)
-
-
-@functools.lru_cache(maxsize=None)
-def _sm_count(index: int) -> int:
-    import torch
-
-    return torch.cuda.get_device_properties(index).multi_processor_count
-
-
-def _coop_buffers(x, m: int, p_max: int):
-    import torch
-
-    stats = torch.empty(m * 2 * p_max, device=x.device, dtype=torch.float32)
-    count = torch.zeros(m + 1, device=x.device, dtype=torch.int32)
-    return stats, count
-
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for
-# config(); and the races of rows_raced and coop_fits
+# config(); and the rows/split races of rows_raced
 _CHOSEN = Raced(plan)
 
 
 def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = MAX_FUSED,
-                                   block: int | None = None, long_rows: str | None = None):
-    """``max_fused``/``block``/``long_rows`` force the long-row paths in tests (a
-    forced path runs its plan as is, untuned)."""
+                                   block: int | None = None):
+    """``max_fused``/``block`` force the split path in tests (a forced path runs
+    its plan as is, untuned)."""
     import torch
 
     x, r, weight, bias = (t.contiguous() for t in (x, r, weight, bias))
@@ -411,11 +282,11 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
     if x.numel() == 0:
         return y
     m = x.numel() // n
-    p = plan(m, n, x.element_size(), max_fused, block, long_rows or "split")
+    p = plan(m, n, x.element_size(), max_fused, block)
     exact = x.element_size() == 4  # libdevice erf for float32; see gelu_f32
     bucket = triton.next_power_of_2(m)
     args = (x, r, weight, bias, y)
-    if interpreting() or max_fused != MAX_FUSED or block is not None or long_rows is not None:
+    if interpreting() or max_fused != MAX_FUSED or block is not None:
         # One config: the interpreter would run every candidate on the CPU.
         if p["kernel"] == "rows":
             _rlg_rows[(triton.cdiv(m, p["ROWS"]),)](*args, m, n, float(eps), bucket, ROWS=p["ROWS"],
@@ -423,16 +294,9 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
                                                     ALIGN=row_align(n, x.element_size()),
                                                     WB_EARLY=p["WB_EARLY"], EVICT=p["EVICT"],
                                                     num_warps=p["num_warps"])
-        elif p["kernel"] == "split":
+        else:
             _rlg_split[(m,)](*args, n, float(eps), bucket, BLOCK=p["BLOCK"], EXACT=exact,
                              num_warps=p["num_warps"])
-        else:
-            chunks = triton.cdiv(n, p["BLOCK"])
-            stats, count = _coop_buffers(x, m, triton.next_power_of_2(chunks))
-            for mode in (1, 2) if p["kernel"] == "coop2" else (0,):
-                _rlg_coop[(m * chunks,)](*args, stats, count, n, float(eps), bucket, BLOCK=p["BLOCK"],
-                                         P_MAX=triton.next_power_of_2(chunks), MODE=mode, EXACT=exact,
-                                         EVICT=p["EVICT"], num_warps=p["num_warps"])
         return y
     b = x.element_size()
 
@@ -445,25 +309,13 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
         _split_tuned[(m,)](*args, n, float(eps), bucket, EXACT=exact)
         _CHOSEN.record("split", _split_tuned, n, b, bucket)
 
-    def run_coop() -> None:
-        p_max = triton.next_power_of_2(triton.cdiv(n, COOP_MIN_CHUNK))  # every candidate's chunks
-        stats, count = _coop_buffers(x, m, p_max)
-        _coop_tuned[lambda meta: (m * triton.cdiv(n, meta["BLOCK"]),)](*args, stats, count, n, float(eps), bucket,
-                                                                      P_MAX=p_max, MODE=0, EXACT=exact)
-        _CHOSEN.record("coop", _coop_tuned, n, b, bucket)
-
     if p["kernel"] == "rows":
         run_rows(_rows_tuned, p["BLOCK_N"])
-        return y
-    runs = {"split": run_split}
-    if rows_raced(n, b):
-        runs = {"rows": lambda: run_rows(_wide_tuned, 2 * MAX_FUSED), **runs}
-    if coop_fits(n, _sm_count(x.device.index if x.device.index is not None else 0)):
-        runs["coop"] = run_coop
-    if len(runs) == 1:
-        run_split()
+    elif rows_raced(n, b):
+        _CHOSEN.run_or_race(n, str(x.dtype).removeprefix("torch."), b, bucket,
+                            {"rows": lambda: run_rows(_wide_tuned, 2 * MAX_FUSED), "split": run_split}, _time_ms)
     else:
-        _CHOSEN.run_or_race(n, str(x.dtype).removeprefix("torch."), b, bucket, runs, _time_ms)
+        run_split()
     return y
 
 
