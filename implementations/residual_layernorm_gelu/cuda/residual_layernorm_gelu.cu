@@ -36,10 +36,14 @@
 //    CTA an SM alternates loading and computing).
 //  9 plan 8 over a cluster of 2, 4 or 8 CTAs a row, each holding a slice
 //    (float32 32768: 2 x 64 KB of x and of r), partial sums exchanged by
-//    st.async.  Plans 8-11: 16-byte packs only (n % (16 / itemsize) == 0,
+//    st.async.  Plans 8-13: 16-byte packs only (n % (16 / itemsize) == 0,
 //    aligned pointers).
 // 10 plan 9 with 512-thread CTAs, two an SM (slices of <= 512 x 4 packs)
 // 11 plan 9 with 256-thread CTAs, four an SM (slices of <= 256 x 4 packs)
+// 12 plan 10 as one CTA an SM with two slices of x and r in flight (the
+//    next two rows) and the CTA's slice of w and b held in shared memory:
+//    6 slices of <= 512 x 4 packs, <= 192 KB
+// 13 plan 12 with 1024-thread CTAs, 2 packs a thread
 // Auto: 1 while the row fits 1024 threads, else 4, else 5.  A variant that
 // cannot run a shape runs auto's plan.
 #include <ATen/core/Tensor.h>
@@ -481,6 +485,25 @@ __device__ __forceinline__ void tma_output(float (&h)[PACKS][ksuite::vec16<T>()]
   }
 }
 
+// tma_output with this CTA's slices of w and b in shared memory (plans 12
+// and 13): pack i of the slice at ws[i] and bs[i].  t: this thread's first
+// pack of the slice; y points at its first column in the output row.
+template <typename T, int PACKS, int THREADS>
+__device__ __forceinline__ void smem_wb_output(float (&h)[PACKS][ksuite::vec16<T>()], const bool (&ok)[PACKS],
+                                               float rstd, const uint4* ws, const uint4* bs, int t, T* y) {
+  constexpr int VEC = ksuite::vec16<T>(), STRIDE = THREADS * VEC;
+#pragma unroll
+  for (int p = 0; p < PACKS; ++p) {
+    if (!ok[p]) continue;
+    float wv[VEC], bv[VEC];
+    ksuite::raw_to_floats<T>(ws[t + p * THREADS], wv);
+    ksuite::raw_to_floats<T>(bs[t + p * THREADS], bv);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) h[p][k] = ksuite::gelu_out<T>(fmaf(h[p][k] * rstd, wv[k], bv[k]));
+    ksuite::st16_global(y + p * STRIDE, ksuite::floats_to_raw<T>(h[p]));
+  }
+}
+
 // Special registers read afresh (volatile: not hoisted out of the row loop),
 // so that what derives from them is recomputed each row instead of held in
 // registers next to h.
@@ -516,28 +539,49 @@ __device__ __forceinline__ void tma_slice(const T* x, const T* r, uint32_t row, 
   bulk_copy(buf + static_cast<uint32_t>(chunk) * 16u, reinterpret_cast<const char*>(r + off), bytes, bar);
 }
 
+// Thread 0 (plans 12 and 13): arms `bar` for this CTA's slices of w and b
+// and copies them, w to wb, b chunk packs after it.
+template <typename T, bool CLUSTER>
+__device__ __forceinline__ void tma_wb(const T* w, const T* b, int n, int chunk, uint32_t wb, uint32_t bar) {
+  constexpr int VEC = ksuite::vec16<T>();
+  const int p0 = fresh_rank<CLUSTER>() * chunk;
+  const uint32_t bytes = static_cast<uint32_t>(max(0, min(n / VEC - p0, chunk))) * 16u;
+  mbar_expect(bar, 2u * bytes);
+  bulk_copy(wb, reinterpret_cast<const char*>(w + int64_t(p0) * VEC), bytes, bar);
+  bulk_copy(wb + static_cast<uint32_t>(chunk) * 16u, reinterpret_cast<const char*>(b + int64_t(p0) * VEC), bytes,
+            bar);
+}
+
 // CTA `rank` of its cluster (rank 0 of 1 without CLUSTER) owns packs
 // [rank * chunk, rank * chunk + count) of every row it visits; thread t holds
 // packs t + j * THREADS (j < PACKS) of that slice.  m < 2^31 (rlg_run checks).
 // Only the row and the iteration are carried from row to row: the rest is
 // recomputed from parameters and special registers (64 registers, h takes 32).
-template <typename T, int PACKS, bool CLUSTER, int THREADS>
-__global__ void __launch_bounds__(THREADS, kTmaThreads / THREADS)
+// RING (plans 12, 13; one CTA an SM): two x/r slice buffers, row i + 2 steps
+// refilling the one row i was copied out of, and the w/b slices after them.
+template <typename T, int PACKS, bool CLUSTER, int THREADS, bool RING = false>
+__global__ void __launch_bounds__(THREADS, RING ? 1 : kTmaThreads / THREADS)
 rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
                const T* __restrict__ b, T* __restrict__ y, uint32_t m, int n, int chunk, float eps, float inv_n) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // the launcher uses this kernel on sm_90+ only
 #else
   constexpr int VEC = ksuite::vec16<T>();
-  extern __shared__ __align__(128) uint4 xr_slice[];  // chunk packs of x, then chunk packs of r
-  __shared__ __align__(8) uint64_t bar;              // the slice's bulk copies
+  // chunk packs of x, then chunk packs of r (RING: two such buffers, then w's and b's chunk packs)
+  extern __shared__ __align__(128) uint4 xr_slice[];
+  __shared__ __align__(8) uint64_t bar[2];           // the slices' bulk copies (RING: one a buffer)
+  __shared__ __align__(8) uint64_t wbar;             // RING: the w and b slices
   __shared__ __align__(8) uint64_t xbar[2];          // plan 9: partials of round 0 / 1
   __shared__ float red[2][32];
   __shared__ float vals[2][8];  // plan 9: [round][rank] every CTA's partial of the row
-  const uint32_t buf = smem_addr(xr_slice), bar0 = smem_addr(&bar), xbar0 = smem_addr(xbar);
+  const uint32_t buf = smem_addr(xr_slice), bar0 = smem_addr(bar), xbar0 = smem_addr(xbar);
   const uint32_t first = blockIdx.x / static_cast<uint32_t>(fresh_ctas<CLUSTER>());
   if (threadIdx.x == 0) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar0) : "memory");
+    if constexpr (RING) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar0 + 8u) : "memory");
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&wbar)) : "memory");
+    }
     if constexpr (CLUSTER) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0) : "memory");
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0 + 8u) : "memory");
@@ -549,13 +593,27 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
   } else {
     __syncthreads();
   }
-  if (threadIdx.x == 0 && first < m) tma_slice<T, CLUSTER>(x, r, first, n, chunk, buf, bar0);
+  // RING: the buffers and the w/b slices at byte offsets 0, 32 chunk, 64 chunk
+  const uint32_t ring = 32u * static_cast<uint32_t>(chunk);
+  if (threadIdx.x == 0 && first < m) {
+    tma_slice<T, CLUSTER>(x, r, first, n, chunk, buf, bar0);
+    if constexpr (RING) {
+      const uint32_t step = gridDim.x / static_cast<uint32_t>(fresh_ctas<CLUSTER>());
+      if (first + step < m) tma_slice<T, CLUSTER>(x, r, first + step, n, chunk, buf + ring, bar0 + 8u);
+      tma_wb<T, CLUSTER>(w, b, n, chunk, buf + 2u * ring, smem_addr(&wbar));
+    }
+  }
+  if constexpr (RING) {
+    if (first < m) mbar_wait(smem_addr(&wbar), 0u);
+  }
   uint32_t it = 0;
 #pragma unroll 1
   for (uint32_t row = first; row < m; ++it) {
-    // rows in flight: one a cluster (unsigned: row + step < 2^32 for m < 2^31)
+    // rows in flight: one a cluster, RING two (unsigned: row + 2 step < 2^32 for m < 2^31)
     const uint32_t step = gridDim.x / static_cast<uint32_t>(fresh_ctas<CLUSTER>());
-    mbar_wait(bar0, it & 1u);
+    const uint32_t slot = RING ? (it & 1u) : 0u;  // this row's buffer; RING: its use (it >> 1) sets the parity
+    mbar_wait(bar0 + 8u * slot, RING ? (it >> 1) & 1u : it & 1u);
+    const uint4* xs = xr_slice + 2 * static_cast<int>(slot) * chunk;
     int t = fresh_tid();
     int count = max(0, min(n / VEC - fresh_rank<CLUSTER>() * chunk, chunk));
     bool ok[PACKS];
@@ -567,8 +625,8 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
 #pragma unroll
       for (int p = 0; p < PACKS; ++p) {
         const int i = t + p * THREADS;
-        rx[p] = ok[p] ? xr_slice[i] : make_uint4(0u, 0u, 0u, 0u);
-        rr[p] = ok[p] ? xr_slice[chunk + i] : make_uint4(0u, 0u, 0u, 0u);
+        rx[p] = ok[p] ? xs[i] : make_uint4(0u, 0u, 0u, 0u);
+        rr[p] = ok[p] ? xs[chunk + i] : make_uint4(0u, 0u, 0u, 0u);
       }
 #pragma unroll
       for (int p = 0; p < PACKS; ++p) {
@@ -580,7 +638,10 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
       }
     }
     __syncthreads();  // every thread has its packs: the copy engine may refill the slice
-    if (t == 0 && row + step < m) tma_slice<T, CLUSTER>(x, r, row + step, n, chunk, buf, bar0);
+    {
+      const uint32_t next = row + (RING ? 2u : 1u) * step;
+      if (t == 0 && next < m) tma_slice<T, CLUSTER>(x, r, next, n, chunk, buf + slot * ring, bar0 + 8u * slot);
+    }
     // Exact two-pass statistics (packs past the slice are zeros: no effect on the sum).
     float acc[VEC];
 #pragma unroll
@@ -607,7 +668,9 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
     for (int p = 0; p < PACKS; ++p) ok[p] = t + p * THREADS < count;
     const int64_t c0 = int64_t(p0 + t) * VEC;  // this thread's first column
     T* yr = y + int64_t(row) * n + c0;
-    if (it & 1u) {
+    if constexpr (RING) {
+      smem_wb_output<T, PACKS, THREADS>(h, ok, rstd, xr_slice + 4 * chunk, xr_slice + 5 * chunk, t, yr);
+    } else if (it & 1u) {
       tma_output<T, PACKS, true, THREADS>(h, ok, rstd, w, b, c0, yr);
     } else {
       tma_output<T, PACKS, false, THREADS>(h, ok, rstd, w, b, c0, yr);
@@ -621,19 +684,19 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
 // Plan 8 (CLUSTER false): one CTA a row, rows of <= THREADS x 4 16-byte packs.
 // Plans 9-11: the fewest CTAs (2, 4 or 8) whose slices hold that many packs
 // each.  16-byte packs only (n % vec16 == 0, aligned pointers: the caller's VEC).
-template <typename T, bool CLUSTER, int THREADS = kTmaThreads>
+template <typename T, bool CLUSTER, int THREADS = kTmaThreads, bool RING = false, int PACKS = kTmaPacks>
 bool launch_tma(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
                 cudaStream_t stream) {
   constexpr int VEC = ksuite::vec16<T>();
   if (ksuite::compute_major() < 9 || n % VEC != 0 || n > 0x7fffffff) return false;
-  const int64_t packs = n / VEC, cap = int64_t(THREADS) * kTmaPacks;
+  const int64_t packs = n / VEC, cap = int64_t(THREADS) * PACKS;
   int ctas = CLUSTER ? 2 : 1;
   while (CLUSTER && ctas < 8 && (packs + ctas - 1) / ctas > cap) ctas *= 2;
   if ((packs + ctas - 1) / ctas > cap) return false;
   const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
-  const int smem = 2 * chunk * 16;
+  const int smem = (RING ? 6 : 2) * chunk * 16;  // RING: two x/r buffers and the w/b slices
   if (smem + 2048 > ksuite::max_smem_optin()) return false;
-  auto kernel = rlg_tma_kernel<T, kTmaPacks, CLUSTER, THREADS>;
+  auto kernel = rlg_tma_kernel<T, PACKS, CLUSTER, THREADS, RING>;
   const int clusters = max_active_clusters(kernel, THREADS, smem, ctas);
   if (clusters <= 0) return false;
   const int64_t grid = std::min<int64_t>(m, clusters) * ctas;
@@ -642,7 +705,7 @@ bool launch_tma(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m,
   return true;
 }
 
-constexpr int kVariants = 11;
+constexpr int kVariants = 13;
 
 template <typename T, int VEC, int PACKS, bool PLAIN = false>
 bool launch_regs(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
@@ -707,6 +770,14 @@ void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int
       if constexpr (VEC > 1) {
         if (variant == 10 ? launch_tma<T, true, 512>(x, r, w, b, y, m, n, eps, stream)
                           : launch_tma<T, true, 256>(x, r, w, b, y, m, n, eps, stream))
+          return;
+      }
+      break;
+    case 12:
+    case 13:
+      if constexpr (VEC > 1) {
+        if (variant == 12 ? launch_tma<T, true, 512, true>(x, r, w, b, y, m, n, eps, stream)
+                          : launch_tma<T, true, 1024, true, 2>(x, r, w, b, y, m, n, eps, stream))
           return;
       }
       break;
