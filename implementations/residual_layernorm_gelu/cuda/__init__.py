@@ -48,7 +48,7 @@ _TUNER = VariantTuner(tuple(range(1, 14)), {
     11: "persistent cluster of 2-8 256-thread CTAs a row (four an SM), next row prefetched by TMA",
     12: "persistent cluster of 2-8 512-thread CTAs a row (one an SM), next two rows prefetched by TMA, "
         "w and b slices in shared memory",
-    13: "as 12 with 1024-thread CTAs, 2 packs a thread"},
+    13: "as 12 with 2 packs a thread: twice the CTAs a row, two an SM"},
     runs=lambda v, key: _runs(v, *key))
 
 
@@ -64,10 +64,10 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
         return cuda_build.cluster_ctas(n // vec, vec * 4) > 0
     if variant in (8, 9, 10, 11, 12, 13):
         # launch_tma: 16-byte packs, <= threads x packs of them a CTA, one CTA a row (8) or 2..8 (9-13);
-        # 12 and 13 hold six such slices (<= 192 KB): they fit whenever the slice does
+        # 12 and 13 hold six such slices (<= 192 KB, <= 96 KB): they fit whenever the slice does
         if vec == 1:
             return False
-        packs, cap = n // vec, {8: 4096, 9: 4096, 10: 2048, 11: 1024, 12: 2048, 13: 2048}[variant]
+        packs, cap = n // vec, {8: 4096, 9: 4096, 10: 2048, 11: 1024, 12: 2048, 13: 1024}[variant]
         ctas = 1 if variant == 8 else 2
         while variant != 8 and ctas < 8 and -(-packs // ctas) > cap:
             ctas *= 2

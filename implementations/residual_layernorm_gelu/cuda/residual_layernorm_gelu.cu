@@ -43,7 +43,8 @@
 // 12 plan 10 as one CTA an SM with two slices of x and r in flight (the
 //    next two rows) and the CTA's slice of w and b held in shared memory:
 //    6 slices of <= 512 x 4 packs, <= 192 KB
-// 13 plan 12 with 1024-thread CTAs, 2 packs a thread
+// 13 plan 12 with 2 packs a thread: slices half as long (twice the CTAs a
+//    row), two CTAs an SM
 // Auto: 1 while the row fits 1024 threads, else 4, else 5.  A variant that
 // cannot run a shape runs auto's plan.
 #include <ATen/core/Tensor.h>
@@ -557,10 +558,11 @@ __device__ __forceinline__ void tma_wb(const T* w, const T* b, int n, int chunk,
 // packs t + j * THREADS (j < PACKS) of that slice.  m < 2^31 (rlg_run checks).
 // Only the row and the iteration are carried from row to row: the rest is
 // recomputed from parameters and special registers (64 registers, h takes 32).
-// RING (plans 12, 13; one CTA an SM): two x/r slice buffers, row i + 2 steps
-// refilling the one row i was copied out of, and the w/b slices after them.
-template <typename T, int PACKS, bool CLUSTER, int THREADS, bool RING = false>
-__global__ void __launch_bounds__(THREADS, RING ? 1 : kTmaThreads / THREADS)
+// RING (plans 12, 13): two x/r slice buffers, row i + 2 steps refilling the
+// one row i was copied out of, and the w/b slices after them.  MINB: CTAs an
+// SM (the register bound).
+template <typename T, int PACKS, bool CLUSTER, int THREADS, bool RING = false, int MINB = kTmaThreads / THREADS>
+__global__ void __launch_bounds__(THREADS, MINB)
 rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
                const T* __restrict__ b, T* __restrict__ y, uint32_t m, int n, int chunk, float eps, float inv_n) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
@@ -684,7 +686,8 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
 // Plan 8 (CLUSTER false): one CTA a row, rows of <= THREADS x 4 16-byte packs.
 // Plans 9-11: the fewest CTAs (2, 4 or 8) whose slices hold that many packs
 // each.  16-byte packs only (n % vec16 == 0, aligned pointers: the caller's VEC).
-template <typename T, bool CLUSTER, int THREADS = kTmaThreads, bool RING = false, int PACKS = kTmaPacks>
+template <typename T, bool CLUSTER, int THREADS = kTmaThreads, bool RING = false, int PACKS = kTmaPacks,
+          int MINB = kTmaThreads / THREADS>
 bool launch_tma(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
                 cudaStream_t stream) {
   constexpr int VEC = ksuite::vec16<T>();
@@ -696,7 +699,7 @@ bool launch_tma(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m,
   const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
   const int smem = (RING ? 6 : 2) * chunk * 16;  // RING: two x/r buffers and the w/b slices
   if (smem + 2048 > ksuite::max_smem_optin()) return false;
-  auto kernel = rlg_tma_kernel<T, PACKS, CLUSTER, THREADS, RING>;
+  auto kernel = rlg_tma_kernel<T, PACKS, CLUSTER, THREADS, RING, MINB>;
   const int clusters = max_active_clusters(kernel, THREADS, smem, ctas);
   if (clusters <= 0) return false;
   const int64_t grid = std::min<int64_t>(m, clusters) * ctas;
@@ -776,8 +779,8 @@ void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int
     case 12:
     case 13:
       if constexpr (VEC > 1) {
-        if (variant == 12 ? launch_tma<T, true, 512, true>(x, r, w, b, y, m, n, eps, stream)
-                          : launch_tma<T, true, 1024, true, 2>(x, r, w, b, y, m, n, eps, stream))
+        if (variant == 12 ? launch_tma<T, true, 512, true, kTmaPacks, 1>(x, r, w, b, y, m, n, eps, stream)
+                          : launch_tma<T, true, 512, true, 2, 2>(x, r, w, b, y, m, n, eps, stream))
           return;
       }
       break;
