@@ -68,35 +68,3 @@ def gelu_f32(x, EXACT: tl.constexpr):
         t = rcp(1.0 + (AS_P * SQRT1_2) * ax)
         q = t * (AS_C1 + t * (AS_C2 + t * (AS_C3 + t * (AS_C4 + t * AS_C5)))) * exp2(x * (x * NEG_K2))
         return tl.maximum(x, 0.0) - ax * q
-
-
-# Numerical Recipes' erfcc: erfc(z) = t exp(-z^2 + P(t)), t = 1/(1 + z/2), P a
-# degree-9 Chebyshev fit, fractional error < 1.2e-7 for every z >= 0.  As in
-# the CUDA kernels' gelu_fast, log2(e) and the 1/2 of 0.5*erfc are folded into
-# the coefficients, so that t 2^(P(t) - (K x)^2) is 0.5*erfc(|x|/sqrt2).
-
-
-@triton.jit
-def gelu_f32_erfcc(x):
-    """x * Phi(x) in float32, branch-free, in ~18 instructions and two MUFU
-    operations: for float32 outputs where libdevice's erff costs too many
-    registers.  Against float64 over [-12, 12] (tests/test_triton_memory.py):
-    absolute error < 2.4e-7 and relative error < 1e-5 wherever |GELU| >
-    1e-20 (2.5e-6 for |x| <= 6), also in the far negative tail, where
-    0.5 x (1 + erf(x / sqrt2)) cancels and gelu_f32's branch-free form has
-    only an absolute bound.  |x| is clamped so that +inf gives +inf, not
-    inf * 0."""
-    ax = tl.minimum(tl.abs(x), 1.0e30)
-    t = rcp(1.0 + 0.35355339059327376 * ax)  # 1 / (1 + z/2), z = |x| / sqrt2
-    q = 0.24651730
-    q = q * t - 1.18611495
-    q = q * t + 2.14747446
-    q = q * t - 1.63775315
-    q = q * t + 0.40232158
-    q = q * t - 0.26875686
-    q = q * t + 0.13963006
-    q = q * t + 0.53970062
-    q = q * t + 1.44272920
-    q = q * t - 2.82574822
-    h = t * exp2(x * (x * NEG_K2) + q)  # 0.5 * erfc(|x| / sqrt2) = Phi(-|x|)
-    return tl.maximum(x, 0.0) - ax * h

@@ -20,13 +20,12 @@ stays well under the SM's limit.
   re-read comes from L2 rather than HBM: 32768 float32 columns are 256 KB of
   x and r a row, ~264 rows in flight re-read at most 3/4 of that, and the
   backwards walk shortens the reuse distance further.
-- Rows of 16385..32768 (rows_raced): ``_rlg_rows`` also holds the whole
+- 16-bit rows of 16385..32768 (rows_raced): ``_rlg_rows`` also holds the whole
   row, one program of 32 warps (32 values a thread) with w and b loaded after
-  the reductions: 64 registers, no spills (ptxas, sm_90a); float32 rows take
-  the erfcc GELU there (gelu_f32_erfcc: libdevice's erff spills).  The first
-  call races it against the tuned split kernel and keeps the faster (one
-  read against two; one program an SM that idles through its reductions
-  against several).
+  the reductions: 64 registers, no spills (ptxas, sm_90a).  The first call
+  races it against the tuned split kernel and keeps the faster (one read
+  against two; one program an SM that idles through its reductions against
+  several).
 """
 from __future__ import annotations
 
@@ -36,7 +35,6 @@ import triton.language as tl
 from implementations._row_tuning import Raced, neighbours, rows_plan, tuned
 from implementations._row_tuning import time_ms as _time_ms
 
-from implementations.gelu._triton_math import gelu_f32_erfcc
 from implementations.gelu.triton import gelu_f32
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
@@ -49,7 +47,7 @@ MAX_FUSED = 16384  # widest row (power of two) held whole in registers
 @triton.jit(do_not_specialize=["M_BUCKET"])
 def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
               ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EXACT: tl.constexpr, EVEN_N: tl.constexpr,
-              ALIGN: tl.constexpr, WB_EARLY: tl.constexpr, EVICT: tl.constexpr, ERFCC: tl.constexpr = False):
+              ALIGN: tl.constexpr, WB_EARLY: tl.constexpr, EVICT: tl.constexpr):
     # ALIGN divides N (see row_align), so n == N, but written so that the
     # compiler sees the factor: row starts and the column mask then come in
     # ALIGN-element groups, and N = 1000 still gets 16-byte accesses.
@@ -83,9 +81,7 @@ def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
     if not WB_EARLY:
         w = tl.load(w_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
         b = tl.load(b_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
-    g = d * rstd[:, None] * w.to(tl.float32)[None, :] + b.to(tl.float32)[None, :]
-    # ERFCC: the float32 whole rows of rows_raced, where libdevice's erff spills
-    y = gelu_f32_erfcc(g) if ERFCC else gelu_f32(g, EXACT)
+    y = gelu_f32(d * rstd[:, None] * w.to(tl.float32)[None, :] + b.to(tl.float32)[None, :], EXACT)
     dst = (rows.to(tl.int64) * n)[:, None] + cols[None, :]
     tl.store(y_ptr + dst, y.to(y_ptr.dtype.element_ty), mask=(rows < M)[:, None] & cmask[None, :])
 
@@ -148,18 +144,16 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
 
 def rows_raced(n: int, dtype_bytes: int) -> bool:
     """Widths where the rows kernel (one row on 32 warps) races the split one."""
-    return triton.next_power_of_2(n) == 2 * MAX_FUSED
+    return dtype_bytes == 2 and triton.next_power_of_2(n) == 2 * MAX_FUSED
 
 
 def race_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     """The rows kernel's candidates at the widths of rows_raced: the one that
     fits 64 registers (w and b after the reductions; early, they spill), in
-    both eviction hints; float32 with the erfcc GELU (libdevice's erff
-    spills 96 bytes there)."""
+    both eviction hints."""
     if not rows_raced(n, dtype_bytes):
         return []
-    extra = {"ERFCC": True} if dtype_bytes == 4 else {}
-    return [dict(kernel="rows", ROWS=1, BLOCK_N=2 * MAX_FUSED, num_warps=32, WB_EARLY=False, EVICT=hint, **extra)
+    return [dict(kernel="rows", ROWS=1, BLOCK_N=2 * MAX_FUSED, num_warps=32, WB_EARLY=False, EVICT=hint)
             for hint in _hints(dtype_bytes)]
 
 
@@ -333,5 +327,5 @@ def _config(case: Case) -> str:
 register("residual_layernorm_gelu", "triton", available=needs_triton,
          supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
          description="one kernel: rows in registers, or chunked rows with chunk 0 held on chip (raced against "
-                     "a whole row on 32 warps up to 32768 columns)")(
+                     "a whole 16-bit row on 32 warps up to 32768 columns)")(
     residual_layernorm_gelu_triton)
