@@ -36,7 +36,7 @@
 //    CTA an SM alternates loading and computing).
 //  9 plan 8 over a cluster of 2, 4 or 8 CTAs a row, each holding a slice
 //    (float32 32768: 2 x 64 KB of x and of r), partial sums exchanged by
-//    st.async.  Plans 8-13: 16-byte packs only (n % (16 / itemsize) == 0,
+//    st.async.  Plans 8-12: 16-byte packs only (n % (16 / itemsize) == 0,
 //    aligned pointers).
 // 10 plan 9 with 512-thread CTAs, two an SM (slices of <= 512 x 4 packs)
 // 11 plan 9 with 256-thread CTAs, four an SM (slices of <= 256 x 4 packs)
@@ -46,8 +46,6 @@
 //    4096 x 32768 and dropped: 1024-thread CTAs at 2 packs, one an SM, and
 //    512-thread CTAs at 2 packs, two an SM: both slower than plan 12 in
 //    float32 and in bf16.)
-// 13 plan 12 with 256-thread CTAs at 8 packs a thread: a row's fixed costs
-//    (reductions, exchanges, barriers) spread over twice the elements
 // Auto: 1 while the row fits 1024 threads, else 4, else 5.  A variant that
 // cannot run a shape runs auto's plan.
 #include <ATen/core/Tensor.h>
@@ -489,7 +487,7 @@ __device__ __forceinline__ void tma_output(float (&h)[PACKS][ksuite::vec16<T>()]
   }
 }
 
-// tma_output with this CTA's slices of w and b in shared memory (plans 12, 13):
+// tma_output with this CTA's slices of w and b in shared memory (plan 12):
 // pack i of the slice at ws[i] and bs[i].  t: this thread's first
 // pack of the slice; y points at its first column in the output row.
 template <typename T, int PACKS, int THREADS>
@@ -543,7 +541,7 @@ __device__ __forceinline__ void tma_slice(const T* x, const T* r, uint32_t row, 
   bulk_copy(buf + static_cast<uint32_t>(chunk) * 16u, reinterpret_cast<const char*>(r + off), bytes, bar);
 }
 
-// Thread 0 (plans 12, 13): arms `bar` for this CTA's slices of w and b
+// Thread 0 (plan 12): arms `bar` for this CTA's slices of w and b
 // and copies them, w to wb, b chunk packs after it.
 template <typename T, bool CLUSTER>
 __device__ __forceinline__ void tma_wb(const T* w, const T* b, int n, int chunk, uint32_t wb, uint32_t bar) {
@@ -561,7 +559,7 @@ __device__ __forceinline__ void tma_wb(const T* w, const T* b, int n, int chunk,
 // packs t + j * THREADS (j < PACKS) of that slice.  m < 2^31 (rlg_run checks).
 // Only the row and the iteration are carried from row to row: the rest is
 // recomputed from parameters and special registers (64 registers, h takes 32).
-// RING (plans 12, 13; one CTA an SM): two x/r slice buffers, row i + 2 steps
+// RING (plan 12; one CTA an SM): two x/r slice buffers, row i + 2 steps
 // refilling the one row i was copied out of, and the w/b slices after them.
 template <typename T, int PACKS, bool CLUSTER, int THREADS, bool RING = false>
 __global__ void __launch_bounds__(THREADS, RING ? 1 : kTmaThreads / THREADS)
@@ -688,19 +686,19 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
 // Plan 8 (CLUSTER false): one CTA a row, rows of <= THREADS x 4 16-byte packs.
 // Plans 9-11: the fewest CTAs (2, 4 or 8) whose slices hold that many packs
 // each.  16-byte packs only (n % vec16 == 0, aligned pointers: the caller's VEC).
-template <typename T, bool CLUSTER, int THREADS = kTmaThreads, bool RING = false, int PACKS = kTmaPacks>
+template <typename T, bool CLUSTER, int THREADS = kTmaThreads, bool RING = false>
 bool launch_tma(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
                 cudaStream_t stream) {
   constexpr int VEC = ksuite::vec16<T>();
   if (ksuite::compute_major() < 9 || n % VEC != 0 || n > 0x7fffffff) return false;
-  const int64_t packs = n / VEC, cap = int64_t(THREADS) * PACKS;
+  const int64_t packs = n / VEC, cap = int64_t(THREADS) * kTmaPacks;
   int ctas = CLUSTER ? 2 : 1;
   while (CLUSTER && ctas < 8 && (packs + ctas - 1) / ctas > cap) ctas *= 2;
   if ((packs + ctas - 1) / ctas > cap) return false;
   const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
   const int smem = (RING ? 6 : 2) * chunk * 16;  // RING: two x/r buffers and the w/b slices
   if (smem + 2048 > ksuite::max_smem_optin()) return false;
-  auto kernel = rlg_tma_kernel<T, PACKS, CLUSTER, THREADS, RING>;
+  auto kernel = rlg_tma_kernel<T, kTmaPacks, CLUSTER, THREADS, RING>;
   const int clusters = max_active_clusters(kernel, THREADS, smem, ctas);
   if (clusters <= 0) return false;
   const int64_t grid = std::min<int64_t>(m, clusters) * ctas;
@@ -709,7 +707,7 @@ bool launch_tma(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m,
   return true;
 }
 
-constexpr int kVariants = 13;
+constexpr int kVariants = 12;
 
 template <typename T, int VEC, int PACKS, bool PLAIN = false>
 bool launch_regs(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
@@ -778,11 +776,8 @@ void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int
       }
       break;
     case 12:
-    case 13:
       if constexpr (VEC > 1) {
-        if (variant == 12 ? launch_tma<T, true, 512, true>(x, r, w, b, y, m, n, eps, stream)
-                          : launch_tma<T, true, 256, true, 8>(x, r, w, b, y, m, n, eps, stream))
-          return;
+        if (launch_tma<T, true, 512, true>(x, r, w, b, y, m, n, eps, stream)) return;
       }
       break;
     case 5: {
