@@ -43,9 +43,9 @@
 // 12 plan 10 as one CTA an SM with two slices of x and r in flight (the
 //    next two rows) and the CTA's slice of w and b held in shared memory:
 //    6 slices of <= 512 x 4 packs, <= 192 KB.  (Tried on the H200 at
-//    4096 x 32768 and dropped: 1024-thread CTAs at 2 packs, one an SM, and
-//    512-thread CTAs at 2 packs, two an SM: both slower than plan 12 in
-//    float32 and in bf16.)
+//    4096 x 32768 and dropped: 1024-thread CTAs at 2 packs, one an SM;
+//    512-thread CTAs at 2 packs, two an SM; 256-thread CTAs at 8 packs: all
+//    slower than plan 12 in float32 and in bf16.)
 // Auto: 1 while the row fits 1024 threads, else 4, else 5.  A variant that
 // cannot run a shape runs auto's plan.
 #include <ATen/core/Tensor.h>
