@@ -684,8 +684,8 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
 }
 
 // Plan 8 (CLUSTER false): one CTA a row, rows of <= THREADS x 4 16-byte packs.
-// Plans 9-11: the fewest CTAs (2, 4 or 8) whose slices hold that many packs
-// each.  16-byte packs only (n % vec16 == 0, aligned pointers: the caller's VEC).
+// Plans 9-12: the fewest CTAs (2, 4 or 8) whose slices hold that many packs
+// each (plan 12, RING: six slices of shared memory, at most 192 KB).  16-byte packs only (n % vec16 == 0, aligned pointers: the caller's VEC).
 template <typename T, bool CLUSTER, int THREADS = kTmaThreads, bool RING = false>
 bool launch_tma(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
                 cudaStream_t stream) {
