@@ -65,8 +65,10 @@ def _run(fn, seconds: float, flops: float, reasons_field: str):
     if not samples:
         raise SystemExit("gemm_clocks: nvidia-smi gave no samples")
     half = samples[len(samples) // 2:]
-    mid = next(m for m in marks if m[0] >= seconds / 2)
-    last = marks[-1]
+    second_half = [m for m in marks if m[0] >= seconds / 2]
+    if len(second_half) < 2:
+        raise SystemExit(f"gemm_clocks: too few calls in {seconds} s to time the second half; raise --seconds")
+    mid, last = second_half[0], second_half[-1]
     tflops = (last[1] - mid[1]) * flops / (mid[2].elapsed_time(last[2]) * 1e-3) / 1e12
     reasons = sorted({s[3] for s in half})
     return (statistics.median(s[0] for s in half), statistics.median(s[1] for s in half),

@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include "ksuite/common.cuh"
+#include "operands.h"
 #include "gemm_mma_kernel.cuh"
 
 namespace ksuite_gemm {
@@ -77,26 +78,13 @@ void dispatch(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, bool alig
 }
 
 at::Tensor gemm_mma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
-  KSUITE_CHECK(a.is_cuda() && b.is_cuda(), "gemm_mma: a and b must be CUDA tensors, got ",
-              a.device(), " and ", b.device());
-  KSUITE_CHECK(a.device() == b.device(), "gemm_mma: a and b are on different devices (",
-              a.device(), ", ", b.device(), ")");
-  KSUITE_CHECK(a.dim() == 2 && b.dim() == 2, "gemm_mma: a and b must be matrices, got ", a.dim(),
-              "-d and ", b.dim(), "-d tensors");
-  KSUITE_CHECK(a.scalar_type() == b.scalar_type(), "gemm_mma: a and b must share a dtype, got ",
-              a.scalar_type(), " and ", b.scalar_type());
+  ksuite_gemm_operands::check(a, b, "gemm_mma");
   KSUITE_CHECK(a.scalar_type() == at::kHalf || a.scalar_type() == at::kBFloat16,
               "gemm_mma: only float16 and bfloat16 are supported (tensor-core mma), got ",
               a.scalar_type());
-  KSUITE_CHECK(a.size(1) == b.size(0), "gemm_mma: inner dimensions differ: a is ", a.size(0), " x ",
-              a.size(1), ", b is ", b.size(0), " x ", b.size(1));
-  KSUITE_CHECK(a.is_contiguous() && b.is_contiguous(),
-              "gemm_mma: a and b must be contiguous (row-major)");
   KSUITE_CHECK(tile >= -1 && tile < NUM_TILES, "gemm_mma: tile must be -1 (automatic) or 0..",
               NUM_TILES - 1, ", got ", tile);
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
-  KSUITE_CHECK(M < (1LL << 31) && N < (1LL << 31) && K < (1LL << 31),
-              "gemm_mma: dimensions must fit in 32-bit ints");
 
   const c10::cuda::CUDAGuard guard(a.device());
   at::Tensor c = at::empty({M, N}, a.options());

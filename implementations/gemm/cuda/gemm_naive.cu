@@ -11,6 +11,7 @@
 #include <torch/library.h>
 
 #include "ksuite/common.cuh"
+#include "operands.h"
 
 namespace ksuite_gemm_naive {
 
@@ -41,24 +42,11 @@ void launch(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
 }
 
 at::Tensor gemm_naive(const at::Tensor& a, const at::Tensor& b) {
-  KSUITE_CHECK(a.is_cuda() && b.is_cuda(), "gemm_naive: a and b must be CUDA tensors, got ",
-              a.device(), " and ", b.device());
-  KSUITE_CHECK(a.device() == b.device(), "gemm_naive: a and b are on different devices (",
-              a.device(), ", ", b.device(), ")");
-  KSUITE_CHECK(a.dim() == 2 && b.dim() == 2, "gemm_naive: a and b must be matrices, got ", a.dim(),
-              "-d and ", b.dim(), "-d tensors");
-  KSUITE_CHECK(a.scalar_type() == b.scalar_type(), "gemm_naive: a and b must share a dtype, got ",
-              a.scalar_type(), " and ", b.scalar_type());
+  ksuite_gemm_operands::check(a, b, "gemm_naive");
   KSUITE_CHECK(a.scalar_type() == at::kFloat || a.scalar_type() == at::kHalf ||
                   a.scalar_type() == at::kBFloat16,
               "gemm_naive: only float32, float16 and bfloat16 are supported, got ", a.scalar_type());
-  KSUITE_CHECK(a.size(1) == b.size(0), "gemm_naive: inner dimensions differ: a is ", a.size(0), " x ",
-              a.size(1), ", b is ", b.size(0), " x ", b.size(1));
-  KSUITE_CHECK(a.is_contiguous() && b.is_contiguous(),
-              "gemm_naive: a and b must be contiguous (row-major)");
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
-  KSUITE_CHECK(M < (1LL << 31) && N < (1LL << 31) && K < (1LL << 31),
-              "gemm_naive: dimensions must fit in 32-bit ints");
   KSUITE_CHECK((M + 7) / 8 <= 65535, "gemm_naive: M must be at most ", 8 * 65535,
               " (the grid's y limit), got ", M);
   const auto dt = a.scalar_type();

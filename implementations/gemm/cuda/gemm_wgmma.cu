@@ -47,6 +47,7 @@
 #include <string>
 
 #include "ksuite/common.cuh"
+#include "operands.h"
 #include "tma_map.h"
 #include "wgmma_ptx.cuh"
 
@@ -294,25 +295,12 @@ void launch(const CUtensorMap& ma, const CUtensorMap& mb, at::Tensor& c, int M, 
 }
 
 at::Tensor gemm_wgmma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
-  KSUITE_CHECK(a.is_cuda() && b.is_cuda(), "gemm_wgmma: a and b must be CUDA tensors, got ",
-              a.device().str(), " and ", b.device().str());
-  KSUITE_CHECK(a.device() == b.device(), "gemm_wgmma: a and b are on different devices (",
-              a.device().str(), ", ", b.device().str(), ")");
-  KSUITE_CHECK(a.dim() == 2 && b.dim() == 2, "gemm_wgmma: a and b must be matrices, got ",
-              std::to_string(a.dim()), "-d and ", std::to_string(b.dim()), "-d tensors");
-  KSUITE_CHECK(a.scalar_type() == b.scalar_type(), "gemm_wgmma: a and b must share a dtype, got ",
-              c10::toString(a.scalar_type()), " and ", c10::toString(b.scalar_type()));
+  ksuite_gemm_operands::check(a, b, "gemm_wgmma");
   KSUITE_CHECK(a.scalar_type() == at::kHalf || a.scalar_type() == at::kBFloat16,
               "gemm_wgmma: only float16 and bfloat16 are supported, got ", c10::toString(a.scalar_type()));
-  KSUITE_CHECK(a.size(1) == b.size(0), "gemm_wgmma: inner dimensions differ: a is ", ksuite::shape_str(a),
-              ", b is ", ksuite::shape_str(b));
-  KSUITE_CHECK(a.is_contiguous() && b.is_contiguous(), "gemm_wgmma: a and b must be contiguous (row-major)");
   KSUITE_CHECK(tile >= -1 && tile < NUM_TILES, "gemm_wgmma: tile must be -1 (automatic) or 0..",
               std::to_string(NUM_TILES - 1), ", got ", std::to_string(tile));
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
-  KSUITE_CHECK(M < (1LL << 31) && N < (1LL << 31) && K < (1LL << 31),
-              "gemm_wgmma: every dimension must be below 2^31, got M=", std::to_string(M), " N=",
-              std::to_string(N), " K=", std::to_string(K));
   KSUITE_CHECK(K % 8 == 0 && N % 8 == 0,
               "gemm_wgmma: N and K must be multiples of 8 for TMA (16-byte row strides), got N=",
               std::to_string(N), " K=", std::to_string(K));

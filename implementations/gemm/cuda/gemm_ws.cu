@@ -16,6 +16,7 @@
 #include <string>
 
 #include "ksuite/common.cuh"
+#include "operands.h"
 #include "gemm_ws_kernel.cuh"
 #include "tma_map.h"
 
@@ -48,24 +49,12 @@ void dispatch(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, int64_t t
 }
 
 at::Tensor gemm_mma_ws(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
-  KSUITE_CHECK(a.is_cuda() && b.is_cuda(), "gemm_mma_ws: a and b must be CUDA tensors, got ", a.device(),
-               " and ", b.device());
-  KSUITE_CHECK(a.device() == b.device(), "gemm_mma_ws: a and b are on different devices (", a.device(), ", ",
-               b.device(), ")");
-  KSUITE_CHECK(a.dim() == 2 && b.dim() == 2, "gemm_mma_ws: a and b must be matrices, got ", a.dim(),
-               "-d and ", b.dim(), "-d tensors");
-  KSUITE_CHECK(a.scalar_type() == b.scalar_type(), "gemm_mma_ws: a and b must share a dtype, got ",
-               a.scalar_type(), " and ", b.scalar_type());
+  ksuite_gemm_operands::check(a, b, "gemm_mma_ws");
   KSUITE_CHECK(a.scalar_type() == at::kHalf || a.scalar_type() == at::kBFloat16,
                "gemm_mma_ws: only float16 and bfloat16 are supported (tensor-core mma), got ", a.scalar_type());
-  KSUITE_CHECK(a.size(1) == b.size(0), "gemm_mma_ws: inner dimensions differ: a is ", ksuite::shape_str(a),
-               ", b is ", ksuite::shape_str(b));
-  KSUITE_CHECK(a.is_contiguous() && b.is_contiguous(), "gemm_mma_ws: a and b must be contiguous (row-major)");
   KSUITE_CHECK(tile >= 0 && tile < NUM_WS_TILES, "gemm_mma_ws: tile must be 0..", NUM_WS_TILES - 1, ", got ",
                tile);
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
-  KSUITE_CHECK(M < (1LL << 31) && N < (1LL << 31) && K < (1LL << 31),
-               "gemm_mma_ws: dimensions must fit in 32-bit ints");
   KSUITE_CHECK(K % 8 == 0 && N % 8 == 0,
                "gemm_mma_ws: N and K must be multiples of 8 for TMA (16-byte row strides), got N=", N, " K=", K);
 
