@@ -61,6 +61,9 @@ def test_the_row_ops_know_which_plans_run():
     # half2 exps on clusters of 4 CTAs of 512 x 8 packs: 16-bit rows of <= 8 x 4096 packs
     assert [sm_runs(v, dt, 131072, 4096) for v in (30, 31) for dt in ("bfloat16", "float32")] == [True, False] * 2
     assert not any(sm_runs(v, "bfloat16", 262152, 8) for v in (30, 31))
+    # and on clusters of 2 CTAs of 512 x 16 or 1024 x 8 packs: 16-bit rows of <= 8 x 8192 packs
+    assert [sm_runs(v, dt, 131072, 4096) for v in (32, 33) for dt in ("bfloat16", "float32")] == [True, False] * 2
+    assert [sm_runs(v, "bfloat16", n, 8) for v in (32, 33) for n in (524288, 524296)] == [True, False] * 2
     assert [sm_runs(v, "float32", 131072, 4096) for v in (23, 24, 25, 27, 28, 29)] == [True, False, True, True,
                                                                                       False, False]
     # any alignment: threads for the body's n // vec packs (2053 bf16: 256 packs, 64 threads at 4 a

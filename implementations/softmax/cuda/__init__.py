@@ -45,7 +45,7 @@ def _plan(n: int, size: int) -> str:
 # softmax.cu's plans (softmax_v); one that cannot run a shape runs auto's.
 # 0 (auto) is a candidate only where it is a design of its own: rows that
 # are not a multiple of 16 bytes, which it runs one element a load.
-_TUNER = VariantTuner(tuple(range(32)), {
+_TUNER = VariantTuner(tuple(range(34)), {
     0: "auto plan: row in registers, one element a load (unaligned rows)",
     1: "row in registers, 4 packs of 16 B a thread",
     2: "row in registers, 2 packs a thread",
@@ -77,14 +77,16 @@ _TUNER = VariantTuner(tuple(range(32)), {
     28: "as 27, each pack's exps kept in its registers as half2 (one exp an element; 16-bit only)",
     29: "as 19, the slice's exps kept in registers as half2, three CTAs an SM (16-bit only)",
     30: "as 29 at 512 threads x 8 packs (half the CTAs a cluster), one CTA an SM (16-bit only)",
-    31: "as 30 with one buffer (16-bit only)"},
+    31: "as 30 with one buffer (16-bit only)",
+    32: "as 31 at 512 threads x 16 packs (clusters of half as many CTAs; 16-bit only)",
+    33: "as 31 at 1024 threads x 8 packs (clusters of half as many CTAs; 16-bit only)"},
     runs=lambda v, key: _runs(v, *key))
 
 # softmax.cu's persistent plans: slice target (bytes), buffers a CTA
 _PERSISTENT = {8: (64 * 1024, 2), 9: (32 * 1024, 2), 10: (64 * 1024, 3)}
 # softmax.cu's slice-in-registers plans: threads, packs a thread
 _IN_REGISTERS = {18: (512, 4), 19: (256, 8), 20: (1024, 4), 21: (256, 8), 22: (512, 4), 29: (256, 8),
-                 30: (512, 8), 31: (512, 8)}
+                 30: (512, 8), 31: (512, 8), 32: (512, 16), 33: (1024, 8)}
 # softmax.cu's short-row plans (kWarpRowsMaxPacks) and any-alignment plans: packs a thread
 _SHORT_MAX_PACKS = 128
 _UNALIGNED_PACKS = {15: 4, 16: 2, 17: 8, 26: 4}
@@ -119,7 +121,7 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
     if variant in _PERSISTENT:
         target, stages = _PERSISTENT[variant]
         return cuda_build.tma_ctas(n // vec, target, stages=stages) > 0
-    if variant in (28, 29, 30, 31) and size != 2:
+    if variant in (28, 29, 30, 31, 32, 33) and size != 2:
         return False  # half2 exps: 16-bit rows only
     if variant in _IN_REGISTERS or variant in _RAW:  # at most 8 CTAs of threads x packs packs
         threads, packs = _IN_REGISTERS.get(variant) or _RAW[variant]

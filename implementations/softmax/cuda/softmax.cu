@@ -82,6 +82,10 @@
 //    leave SMs idle: the H200's GPCs hold 30 of them (240 of 264 CTA slots;
 //    Nsight Compute, plan 19 at bf16 4096 x 131072).
 // 31 as 30 with one buffer: refilled as soon as the slice is in registers
+// 32 as 31 at 512 threads x 16 packs (128 KB slices: bf16 131072 on clusters
+//    of 2).  Clusters of 4 one CTA an SM leave SMs idle as those of 8 do;
+//    pairs of SMs fill more of each GPC.
+// 33 as 32 at 1024 threads x 8 packs (<= 64 registers)
 // A variant that cannot run a shape (too long a row for registers, a
 // misaligned row for TMA or plans 1-14) runs auto's plan instead.
 #include <ATen/Dispatch.h>
@@ -319,6 +323,18 @@ __device__ __forceinline__ uint4 neg_inf_pack() {
   return make_uint4(w, w, w, w);
 }
 
+// Running max of 16-bit pairs: max.bf16x2 / max.f16x2 on a raw pack's four
+// words (one instruction a pair, and no floats held).  The pair is widened
+// once, after the last pack: a max of rounded values is the rounded max.
+template <typename T>
+__device__ __forceinline__ uint32_t pair_max(uint32_t acc, uint32_t w) {
+  if constexpr (std::is_same_v<T, c10::Half>)
+    asm("max.f16x2 %0, %0, %1;" : "+r"(acc) : "r"(w));
+  else
+    asm("max.bf16x2 %0, %0, %1;" : "+r"(acc) : "r"(w));
+  return acc;
+}
+
 // This thread's (max, sum of exp(v - max)) over packs threadIdx.x,
 // threadIdx.x + THREADS, ... of buf: one rescale per group of packs.
 template <typename T, int THREADS>
@@ -532,12 +548,22 @@ softmax_tma_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, i
     const int64_t next = row + STAGES * clusters;
     if (threadIdx.x == 0 && next < m) tma_load(buf0 + stage * stride, src + next * row_bytes, bytes, bar0 + 8u * stage);
     float mx = -INFINITY;
+    if constexpr (kHalfE) {
+      uint32_t acc = raw[0].x;
 #pragma unroll
-    for (int j = 0; j < KP; ++j) {
-      float* f = e[kHalfE ? 0 : j];
-      if constexpr (kHalfE) ksuite::raw_to_floats<T>(raw[j], *reinterpret_cast<float(*)[VEC]>(f));
+      for (int j = 0; j < KP; ++j) {
+        acc = pair_max<T>(pair_max<T>(acc, raw[j].x), raw[j].y);
+        acc = pair_max<T>(pair_max<T>(acc, raw[j].z), raw[j].w);
+      }
+      float lo, hi;
+      ksuite::unpack2(acc, lo, hi, (T*)nullptr);
+      mx = fmaxf(lo, hi);
+    } else {
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) mx = fmaxf(mx, f[k]);
+      for (int j = 0; j < KP; ++j) {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) mx = fmaxf(mx, e[j][k]);
+      }
     }
     const float base = mx == -INFINITY ? 0.0f : mx;  // no packs (or all -inf): zeros, not NaN
     float sum = 0.0f;
@@ -1014,7 +1040,7 @@ softmax_raw_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
 
 // ------------------------------------------------------------- launchers
 
-constexpr int kVariants = 31;
+constexpr int kVariants = 33;
 
 template <typename T, int VEC, int PACKS>
 bool launch_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
@@ -1261,6 +1287,8 @@ void launch(const T* x, T* y, int64_t m, int64_t n, int variant, cudaStream_t st
       case 29: done = launch_tma_regs<T, 2, 256, 8, 3, true>(x, y, m, n, stream); break;
       case 30: done = launch_tma_regs<T, 2, 512, 8, 1, true>(x, y, m, n, stream); break;
       case 31: done = launch_tma_regs<T, 1, 512, 8, 1, true>(x, y, m, n, stream); break;
+      case 32: done = launch_tma_regs<T, 1, 512, 16, 1, true>(x, y, m, n, stream); break;
+      case 33: done = launch_tma_regs<T, 1, 1024, 8, 1, true>(x, y, m, n, stream); break;
       default: break;
     }
   }
