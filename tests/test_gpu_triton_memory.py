@@ -112,3 +112,29 @@ def test_gelu_huge_odd_size_exact_and_fast_erf():
     case = Case.make("gelu", "bfloat16", N=(1 << 27) + 3)
     _run("gelu", case, exact=True)
     _run("gelu", case, exact=False)
+
+
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+def test_softmax_pairs_forced(dtype):
+    """The PAIRS form compiled (rows, and split chunks), whose row max is
+    taken on raw pairs (max.bf16x2 / max.f16x2): rows of -inf with one finite
+    element in a low or a high half, a -inf inside a row, ragged chunks."""
+    reg = discover()
+    wl, impl = reg.workloads["softmax"], reg.get("softmax", "triton")
+    for m, n, forced in ((3, 48, {}), (5, 160, {}), (7, 1040, {}), (9, 32768, {}),
+                         (3, 4112, {"max_fused": 2048, "block": 1024}),
+                         (2, 65552, {"max_fused": 2048, "block": 16384})):
+        case = Case.make("softmax", dtype, M=m, N=n)
+        inputs = wl.make_inputs(case, "cuda", SEED + n)
+        x = inputs["x"]
+        x[0] = float("-inf")
+        x[0, n - 2] = 1.5  # the low half of the last word
+        x[1, : n // 2] = float("-inf")
+        x[1, 3] = 40.0  # the high half of a word, far above the rest of the row
+        x[-1, 5] = float("-inf")
+        ref = wl.reference(case, inputs)
+        verify.poison_allocator("cuda", x.numel() * x.element_size())
+        out = impl.fn(**inputs, pairs=True, **forced)
+        torch.cuda.synchronize()
+        res = verify.check(out, ref, wl.tolerance(case))
+        assert res.correct, f"{case} pairs {forced} seed={SEED}: {res.message}"
