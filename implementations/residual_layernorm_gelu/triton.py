@@ -29,10 +29,13 @@ stays well under the SM's limit.
 """
 from __future__ import annotations
 
+import functools
+
 import triton
 import triton.language as tl
 
-from implementations._row_tuning import Raced, neighbours, rows_plan, tuned
+from implementations._autotune import autotune
+from implementations._row_tuning import PLACEHOLDERS, Raced, neighbours, rows_plan, tuned
 from implementations._row_tuning import time_ms as _time_ms
 
 from implementations.gelu.triton import gelu_f32
@@ -128,6 +131,104 @@ def _rlg_split(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, BLOCK: tl.co
         b = tl.load(b_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
         tl.store(yr + start + cols, gelu_f32((h - mean) * rstd * w + b, EXACT).to(out_ty), mask=mask,
                  cache_modifier=".cs")  # streaming: keep L2 for the rows still to re-read
+
+
+@triton.jit(do_not_specialize=["M_BUCKET"])
+def _rlg_team(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, M, N, eps, M_BUCKET,
+              BLOCK: tl.constexpr, P_MAX: tl.constexpr, PER_SM: tl.constexpr, MODE: tl.constexpr,
+              EXACT: tl.constexpr):
+    """Rows of P = cdiv(N, BLOCK) chunks, done by teams of P resident programs.
+
+    Program (team g, chunk c) keeps columns [c * BLOCK, (c + 1) * BLOCK) and
+    walks rows g, g + teams, ...: its slices of w and b are loaded once, not
+    once a row.  For each row it publishes its chunk's sum and centred sum of
+    squares, issues the loads of its next row, then waits at the row's
+    counter until the team has published, merges the P pairs (Chan's
+    formula: no cancellation) and writes its chunk: one read of x and r,
+    and the next row's loads in flight through the wait and the output.
+    Teams are taken from a ticket counter in start order, so a program never
+    waits for one that has not started ahead of it.  PER_SM (programs an SM,
+    for the grid) is read by the launcher only.
+    MODE 1 and 2 (the interpreter, which runs programs one at a time):
+    statistics, then output, as two launches; no waiting.
+    count_ptr: int32 [1 + M], zero at launch (ticket, then one counter a row).
+    stats_ptr: float32 [M, 2, P_MAX].
+    """
+    p = tl.cdiv(N, BLOCK)
+    teams = tl.num_programs(0) // p
+    if MODE == 0:
+        t = tl.atomic_add(count_ptr, 1, sem="relaxed")
+    else:
+        t = tl.program_id(0)
+    g = t // p
+    c = t - g * p
+    cols = c * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < N
+    n_c = tl.minimum(N - c * BLOCK, BLOCK).to(tl.float32)
+    k = tl.arange(0, P_MAX)
+    n_k = tl.maximum(tl.minimum(N - k * BLOCK, BLOCK), 1).to(tl.float32)
+    if MODE != 1:
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    out_ty = y_ptr.dtype.element_ty
+    row = g
+    src = row.to(tl.int64) * N + cols
+    xv = tl.load(x_ptr + src, mask=mask & (row < M), other=0.0)
+    rv = tl.load(r_ptr + src, mask=mask & (row < M), other=0.0)
+    while row < M:
+        h = xv.to(tl.float32) + rv.to(tl.float32)
+        stats = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
+        if MODE != 2:
+            s = tl.sum(h, axis=0)  # (masked columns are 0)
+            d = tl.where(mask, h - s / n_c, 0.0)
+            tl.store(stats + c, s)
+            tl.store(stats + P_MAX + c, tl.sum(d * d, axis=0))
+        if MODE == 0:
+            tl.debug_barrier()  # every thread's part of the stores before the release
+            tl.atomic_add(count_ptr + 1 + row, 1, sem="release")
+        nxt = row + teams
+        src = nxt.to(tl.int64) * N + cols
+        xv = tl.load(x_ptr + src, mask=mask & (nxt < M), other=0.0)
+        rv = tl.load(r_ptr + src, mask=mask & (nxt < M), other=0.0)
+        if MODE == 0:
+            seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
+            while seen < p:
+                seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
+            tl.debug_barrier()
+        if MODE != 1:
+            live = k < p
+            sums = tl.load(stats + k, mask=live, other=0.0, cache_modifier=".cg")
+            sq = tl.load(stats + P_MAX + k, mask=live, other=0.0, cache_modifier=".cg")
+            mean = tl.sum(sums, axis=0) / N
+            dm = tl.where(live, sums / n_k - mean, 0.0)
+            var = tl.maximum(tl.sum(sq + n_k * dm * dm, axis=0) / N, 0.0)
+            rstd = tl.math.rsqrt(var + eps)
+            y = gelu_f32((h - mean) * rstd * w + b, EXACT)
+            tl.store(y_ptr + row.to(tl.int64) * N + cols, y.to(out_ty), mask=mask, cache_modifier=".cs")
+        row = nxt
+
+
+TEAM_MAX_PROGRAMS = 16  # most chunks a row may be split over by the team kernel
+
+
+def team_fits(n: int) -> bool:
+    """Widths the team kernel is tried at: rows wider than the rows kernel
+    holds (and the 16-bit ones raced against it), in 2 to 16 chunks."""
+    return MAX_FUSED < n <= TEAM_MAX_PROGRAMS * 4096
+
+
+def team_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
+    """Chunks of 8192 on 32 warps or 16 (one program an SM), of 4096 on 8
+    warps (two) and on 16 (two for 16-bit types; float32 needs 82 registers
+    there, ptxas sm_90a, so one): 8 or 16 values a thread, with the next
+    row's x and r and the chunk's w and b held beside them.  PER_SM must not
+    exceed what fits: a team short of members waits until programs exit."""
+    out = []
+    for blk, warps, per_sm in ((8192, 32, 1), (4096, 16, 2 if dtype_bytes == 2 else 1), (4096, 8, 2),
+                               (8192, 16, 1)):
+        if triton.cdiv(n, blk) <= TEAM_MAX_PROGRAMS and blk < triton.next_power_of_2(n):
+            out.append(dict(kernel="team", BLOCK=blk, PER_SM=per_sm, num_warps=warps))
+    return out
 
 
 def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None) -> dict:
@@ -262,15 +363,49 @@ _rows_tuned = tuned(_rlg_rows, candidates)
 _split_tuned = tuned(_rlg_split, candidates)
 _wide_tuned = tuned(_rlg_rows, race_candidates)
 
+
+def _team_prune(configs, named_args, **kwargs):
+    x, n = named_args["x_ptr"], named_args["N"]
+    return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps")},
+                          num_warps=c["num_warps"])
+            for c in team_candidates(x.numel() // n, n, x.element_size())]
+
+
+# Each timing run needs the ticket and row counters at zero.
+_team_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
+                       prune_configs_by={"early_config_prune": _team_prune})(_rlg_team)
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(index: int) -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def _team_grid(m: int, n: int, block: int, per_sm: int, sms: int) -> int:
+    """Programs of the team kernel: whole teams of cdiv(n, block), as many as
+    per_sm programs an SM hold (at least one team, at most one a row)."""
+    p = triton.cdiv(n, block)
+    return max(1, min(m, sms * per_sm // p)) * p
+
+
+def _team_buffers(x, m: int, n: int):
+    import torch
+
+    p_max = triton.next_power_of_2(triton.cdiv(n, 4096))  # every candidate's chunks
+    stats = torch.empty(m * 2 * p_max, device=x.device, dtype=torch.float32)
+    return stats, torch.zeros(m + 1, device=x.device, dtype=torch.int32), p_max
+
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for
 # config(); and the rows/split races of rows_raced
 _CHOSEN = Raced(plan)
 
 
 def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = MAX_FUSED,
-                                   block: int | None = None):
-    """``max_fused``/``block`` force the split path in tests (a forced path runs
-    its plan as is, untuned)."""
+                                   block: int | None = None, team: bool = False):
+    """``max_fused``/``block`` force the split path in tests, ``team`` (with
+    ``block``) the team kernel (a forced path runs its plan as is, untuned)."""
     import torch
 
     x, r, weight, bias = (t.contiguous() for t in (x, r, weight, bias))
@@ -286,6 +421,22 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
     exact = x.element_size() == 4  # libdevice erf for float32; see gelu_f32
     bucket = triton.next_power_of_2(m)
     args = (x, r, weight, bias, y)
+    if team:
+        blk = block or 4096
+        stats, count, p_max = _team_buffers(x, m, n)
+        p_max = max(p_max, triton.next_power_of_2(triton.cdiv(n, blk)))
+        stats = stats.new_empty(m * 2 * p_max)
+        warps = max(1, min(16, blk // 256))
+        if interpreting():  # programs run one at a time: statistics, then output
+            grid = _team_grid(m, n, blk, 3, 1)  # up to 3 teams, several rows each
+            for mode in (1, 2):
+                _rlg_team[(grid,)](*args, stats, count, m, n, float(eps), bucket, BLOCK=blk, P_MAX=p_max,
+                                   PER_SM=1, MODE=mode, EXACT=exact, num_warps=warps)
+        else:
+            grid = _team_grid(m, n, blk, 1, _sm_count(x.device.index or 0))
+            _rlg_team[(grid,)](*args, stats, count, m, n, float(eps), bucket, BLOCK=blk, P_MAX=p_max,
+                               PER_SM=1, MODE=0, EXACT=exact, num_warps=warps)
+        return y
     if interpreting() or max_fused != MAX_FUSED or block is not None:
         # One config: the interpreter would run every candidate on the CPU.
         if p["kernel"] == "rows":
@@ -309,13 +460,25 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
         _split_tuned[(m,)](*args, n, float(eps), bucket, EXACT=exact)
         _CHOSEN.record("split", _split_tuned, n, b, bucket)
 
+    def run_team() -> None:
+        stats, count, p_max = _team_buffers(x, m, n)
+        sms = _sm_count(x.device.index or 0)
+        _team_tuned[lambda meta: (_team_grid(m, n, meta["BLOCK"], meta["PER_SM"], sms),)](
+            *args, stats, count, m, n, float(eps), bucket, P_MAX=p_max, MODE=0, EXACT=exact)
+        _CHOSEN.record("team", _team_tuned, n, b, bucket)
+
     if p["kernel"] == "rows":
         run_rows(_rows_tuned, p["BLOCK_N"])
-    elif rows_raced(n, b):
-        _CHOSEN.run_or_race(n, str(x.dtype).removeprefix("torch."), b, bucket,
-                            {"rows": lambda: run_rows(_wide_tuned, 2 * MAX_FUSED), "split": run_split}, _time_ms)
-    else:
+        return y
+    runs = {"split": run_split}
+    if rows_raced(n, b):
+        runs["rows"] = lambda: run_rows(_wide_tuned, 2 * MAX_FUSED)
+    if team_fits(n) and team_candidates(m, n, b):
+        runs["team"] = run_team
+    if len(runs) == 1:
         run_split()
+    else:
+        _CHOSEN.run_or_race(n, str(x.dtype).removeprefix("torch."), b, bucket, runs, _time_ms)
     return y
 
 
