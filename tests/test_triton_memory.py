@@ -295,8 +295,8 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                 const["ALIGN"] = R.row_align(n, b)
                 aligned = aligned or const["ALIGN"] * b == 16  # N = 1000: 16-byte rows all the same
             if plan["kernel"] == "team":
-                ptrs += ["stats_ptr", "count_ptr"]
-                sig.update(stats_ptr="*fp32", count_ptr="*i32", M="i32")
+                ptrs += ["slots_ptr", "ticket_ptr"]
+                sig.update(slots_ptr="*i64", ticket_ptr="*i32", M="i32")
                 const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, 4096))
                 const["MODE"] = 0
             if plan["kernel"] in ("split", "split2") and wl == "softmax":

@@ -133,8 +133,14 @@ def _rlg_split(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, BLOCK: tl.co
                  cache_modifier=".cs")  # streaming: keep L2 for the rows still to re-read
 
 
+# The empty slot of _rlg_team's statistics: all ones, a NaN pair no
+# arithmetic produces (a NaN result is 0x7fffffff), so any chunk's real
+# (sum, sum of squares) differs from it.
+TEAM_EMPTY = tl.constexpr(-1)
+
+
 @triton.jit(do_not_specialize=["M_BUCKET"])
-def _rlg_team(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, M, N, eps, M_BUCKET,
+def _rlg_team(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, slots_ptr, ticket_ptr, M, N, eps, M_BUCKET,
               BLOCK: tl.constexpr, P_MAX: tl.constexpr, PER_SM: tl.constexpr, MODE: tl.constexpr,
               EXACT: tl.constexpr):
     """Rows of P = cdiv(N, BLOCK) chunks, done by teams of P resident programs.
@@ -142,22 +148,24 @@ def _rlg_team(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, M, N, eps
     Program (team g, chunk c) keeps columns [c * BLOCK, (c + 1) * BLOCK) and
     walks rows g, g + teams, ...: its slices of w and b are loaded once, not
     once a row.  For each row it publishes its chunk's sum and centred sum of
-    squares, issues the loads of its next row, then waits at the row's
-    counter until the team has published, merges the P pairs (Chan's
-    formula: no cancellation) and writes its chunk: one read of x and r,
-    and the next row's loads in flight through the wait and the output.
+    squares, issues the loads of its next row, then waits until the team's P
+    pairs are in, merges them (Chan's formula: no cancellation) and writes
+    its chunk: one read of x and r, and the next row's loads in flight
+    through the wait and the output.  A pair is published as one relaxed
+    64-bit exchange into a slot that starts as TEAM_EMPTY, and read back by
+    polling the row's P slots: the data is its own flag, so no fence (a
+    release fence would first wait for the previous row's output stores).
     Teams are taken from a ticket counter in start order, so a program never
     waits for one that has not started ahead of it.  PER_SM (programs an SM,
     for the grid) is read by the launcher only.
     MODE 1 and 2 (the interpreter, which runs programs one at a time):
     statistics, then output, as two launches; no waiting.
-    count_ptr: int32 [1 + M], zero at launch (ticket, then one counter a row).
-    stats_ptr: float32 [M, 2, P_MAX].
+    ticket_ptr: int32 [1], zero at launch.  slots_ptr: int64 [M, P_MAX], TEAM_EMPTY at launch.
     """
     p = tl.cdiv(N, BLOCK)
     teams = tl.num_programs(0) // p
     if MODE == 0:
-        t = tl.atomic_add(count_ptr, 1, sem="relaxed")
+        t = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
     else:
         t = tl.program_id(0)
     g = t // p
@@ -166,6 +174,7 @@ def _rlg_team(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, M, N, eps
     mask = cols < N
     n_c = tl.minimum(N - c * BLOCK, BLOCK).to(tl.float32)
     k = tl.arange(0, P_MAX)
+    live = k < p
     n_k = tl.maximum(tl.minimum(N - k * BLOCK, BLOCK), 1).to(tl.float32)
     if MODE != 1:
         w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
@@ -177,28 +186,25 @@ def _rlg_team(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, M, N, eps
     rv = tl.load(r_ptr + src, mask=mask & (row < M), other=0.0)
     while row < M:
         h = xv.to(tl.float32) + rv.to(tl.float32)
-        stats = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
+        slots = slots_ptr + row.to(tl.int64) * P_MAX
         if MODE != 2:
             s = tl.sum(h, axis=0)  # (masked columns are 0)
             d = tl.where(mask, h - s / n_c, 0.0)
-            tl.store(stats + c, s)
-            tl.store(stats + P_MAX + c, tl.sum(d * d, axis=0))
-        if MODE == 0:
-            tl.debug_barrier()  # every thread's part of the stores before the release
-            tl.atomic_add(count_ptr + 1 + row, 1, sem="release")
+            q = tl.sum(d * d, axis=0)
+            pair = ((s.to(tl.int32, bitcast=True).to(tl.int64) << 32)
+                    | (q.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF))
+            tl.atomic_xchg(slots + c, pair, sem="relaxed")
         nxt = row + teams
         src = nxt.to(tl.int64) * N + cols
         xv = tl.load(x_ptr + src, mask=mask & (nxt < M), other=0.0)
         rv = tl.load(r_ptr + src, mask=mask & (nxt < M), other=0.0)
-        if MODE == 0:
-            seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
-            while seen < p:
-                seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
-            tl.debug_barrier()
         if MODE != 1:
-            live = k < p
-            sums = tl.load(stats + k, mask=live, other=0.0, cache_modifier=".cg")
-            sq = tl.load(stats + P_MAX + k, mask=live, other=0.0, cache_modifier=".cg")
+            got = tl.load(slots + k, mask=live, other=0, volatile=True)
+            if MODE == 0:
+                while tl.sum((got == TEAM_EMPTY).to(tl.int32), axis=0) > 0:
+                    got = tl.load(slots + k, mask=live, other=0, volatile=True)
+            sums = (got >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+            sq = got.to(tl.int32).to(tl.float32, bitcast=True)
             mean = tl.sum(sums, axis=0) / N
             dm = tl.where(live, sums / n_k - mean, 0.0)
             var = tl.maximum(tl.sum(sq + n_k * dm * dm, axis=0) / N, 0.0)
@@ -371,8 +377,13 @@ def _team_prune(configs, named_args, **kwargs):
             for c in team_candidates(x.numel() // n, n, x.element_size())]
 
 
-# Each timing run needs the ticket and row counters at zero.
-_team_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
+# Each timing run needs the ticket at zero and the slots empty.
+def _team_reset(nargs, reset_only: bool = False) -> None:
+    nargs["ticket_ptr"].zero_()
+    nargs["slots_ptr"].fill_(TEAM_EMPTY.value)
+
+
+_team_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], pre_hook=_team_reset,
                        prune_configs_by={"early_config_prune": _team_prune})(_rlg_team)
 
 
@@ -390,12 +401,13 @@ def _team_grid(m: int, n: int, block: int, per_sm: int, sms: int) -> int:
     return max(1, min(m, sms * per_sm // p)) * p
 
 
-def _team_buffers(x, m: int, n: int):
+def _team_buffers(x, m: int, n: int, block: int = 4096):
+    """The team kernel's slots (TEAM_EMPTY) and ticket (0), for chunks of >= block."""
     import torch
 
-    p_max = triton.next_power_of_2(triton.cdiv(n, 4096))  # every candidate's chunks
-    stats = torch.empty(m * 2 * p_max, device=x.device, dtype=torch.float32)
-    return stats, torch.zeros(m + 1, device=x.device, dtype=torch.int32), p_max
+    p_max = triton.next_power_of_2(triton.cdiv(n, min(block, 4096)))  # every candidate's chunks
+    slots = torch.full((m * p_max,), TEAM_EMPTY.value, device=x.device, dtype=torch.int64)
+    return slots, torch.zeros(1, device=x.device, dtype=torch.int32), p_max
 
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for
 # config(); and the rows/split races of rows_raced
@@ -423,9 +435,7 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
     args = (x, r, weight, bias, y)
     if team:
         blk = block or 4096
-        stats, count, p_max = _team_buffers(x, m, n)
-        p_max = max(p_max, triton.next_power_of_2(triton.cdiv(n, blk)))
-        stats = stats.new_empty(m * 2 * p_max)
+        stats, count, p_max = _team_buffers(x, m, n, blk)
         warps = max(1, min(16, blk // 256))
         if interpreting():  # programs run one at a time: statistics, then output
             grid = _team_grid(m, n, blk, 3, 1)  # up to 3 teams, several rows each
