@@ -147,8 +147,9 @@ def test_softmax_pairs_forced(dtype):
 @pytest.mark.parametrize("dtype", ("float32", "float16", "bfloat16"))
 @pytest.mark.parametrize("m,n,block", [(37, 20000, 4096), (300, 65536, 4096), (3, 16392, 8192), (1000, 1000, 256),
                                        (1, 40000, 8192)])
-def test_rlg_team_forced(m, n, block, dtype):
-    """The team kernel compiled (programs waiting at each row's counter):
+@pytest.mark.parametrize("depth", (1, 2))
+def test_rlg_team_forced(m, n, block, dtype, depth):
+    """The team kernel compiled (programs polling each row's slots), one or two rows ahead:
     more rows than teams, teams of 2 to 16 programs, ragged last chunks,
     fewer rows than teams would fill."""
-    _run("residual_layernorm_gelu", Case.make("residual_layernorm_gelu", dtype, M=m, N=n), team=True, block=block)
+    _run("residual_layernorm_gelu", Case.make("residual_layernorm_gelu", dtype, M=m, N=n), team=depth, block=block)

@@ -153,9 +153,10 @@ def test_layernorm_split_path(m, n, block, dtype, poisoned):
     _check("residual_layernorm_gelu", case, seed=m * n + 11, max_fused=1, block=block)
 
 
+@pytest.mark.parametrize("depth", (1, 2))
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m,n,block", [(5, 300, 128), (7, 1000, 256), (3, 4099, 1024), (11, 520, 128)])
-def test_layernorm_team_path(m, n, block, dtype, poisoned):
+def test_layernorm_team_path(m, n, block, dtype, depth, poisoned):
     """The team kernel's statistics and output passes (the interpreter runs
     them as two launches): up to three teams, several rows each, a ragged
     last chunk; row 0 far off zero and row 1 with one chunk shifted from the
@@ -166,8 +167,8 @@ def test_layernorm_team_path(m, n, block, dtype, poisoned):
     inputs = wl.make_inputs(case, "cpu", m * n + 5)
     inputs["x"][0] += 100.0
     inputs["x"][1, :block] += 5.0
-    res = verify.check(impl.fn(**inputs, team=True, block=block), wl.reference(case, inputs), wl.tolerance(case))
-    assert res.correct, f"{case} team block={block}: {res.message}"
+    res = verify.check(impl.fn(**inputs, team=depth, block=block), wl.reference(case, inputs), wl.tolerance(case))
+    assert res.correct, f"{case} team block={block} depth={depth}: {res.message}"
 
 
 def test_team_candidates():

@@ -142,7 +142,7 @@ TEAM_EMPTY = tl.constexpr(-1)
 @triton.jit(do_not_specialize=["M_BUCKET"])
 def _rlg_team(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, slots_ptr, ticket_ptr, M, N, eps, M_BUCKET,
               BLOCK: tl.constexpr, P_MAX: tl.constexpr, PER_SM: tl.constexpr, MODE: tl.constexpr,
-              EXACT: tl.constexpr):
+              EXACT: tl.constexpr, DEPTH: tl.constexpr = 1):
     """Rows of P = cdiv(N, BLOCK) chunks, done by teams of P resident programs.
 
     Program (team g, chunk c) keeps columns [c * BLOCK, (c + 1) * BLOCK) and
@@ -151,7 +151,7 @@ def _rlg_team(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, slots_ptr, ticket_ptr, M, N, ep
     squares, issues the loads of its next row, then waits until the team's P
     pairs are in, merges them (Chan's formula: no cancellation) and writes
     its chunk: one read of x and r, and the next row's loads in flight
-    through the wait and the output.  A pair is published as one relaxed
+    through the wait and the output (DEPTH 2: the next two rows').  A pair is published as one relaxed
     64-bit exchange into a slot that starts as TEAM_EMPTY, and read back by
     polling the row's P slots: the data is its own flag, so no fence (a
     release fence would first wait for the previous row's output stores).
@@ -184,6 +184,10 @@ def _rlg_team(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, slots_ptr, ticket_ptr, M, N, ep
     src = row.to(tl.int64) * N + cols
     xv = tl.load(x_ptr + src, mask=mask & (row < M), other=0.0)
     rv = tl.load(r_ptr + src, mask=mask & (row < M), other=0.0)
+    if DEPTH == 2:
+        src = (row + teams).to(tl.int64) * N + cols
+        xv2 = tl.load(x_ptr + src, mask=mask & (row + teams < M), other=0.0)
+        rv2 = tl.load(r_ptr + src, mask=mask & (row + teams < M), other=0.0)
     while row < M:
         h = xv.to(tl.float32) + rv.to(tl.float32)
         slots = slots_ptr + row.to(tl.int64) * P_MAX
@@ -195,9 +199,16 @@ def _rlg_team(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, slots_ptr, ticket_ptr, M, N, ep
                     | (q.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF))
             tl.atomic_xchg(slots + c, pair, sem="relaxed")
         nxt = row + teams
-        src = nxt.to(tl.int64) * N + cols
-        xv = tl.load(x_ptr + src, mask=mask & (nxt < M), other=0.0)
-        rv = tl.load(r_ptr + src, mask=mask & (nxt < M), other=0.0)
+        ahead = nxt + teams if DEPTH == 2 else nxt
+        src = ahead.to(tl.int64) * N + cols
+        if DEPTH == 2:
+            xv = xv2
+            rv = rv2
+            xv2 = tl.load(x_ptr + src, mask=mask & (ahead < M), other=0.0)
+            rv2 = tl.load(r_ptr + src, mask=mask & (ahead < M), other=0.0)
+        else:
+            xv = tl.load(x_ptr + src, mask=mask & (ahead < M), other=0.0)
+            rv = tl.load(r_ptr + src, mask=mask & (ahead < M), other=0.0)
         if MODE != 1:
             got = tl.load(slots + k, mask=live, other=0, volatile=True)
             if MODE == 0:
@@ -229,11 +240,13 @@ def team_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     there, ptxas sm_90a, so one): 8 or 16 values a thread, with the next
     row's x and r and the chunk's w and b held beside them.  PER_SM must not
     exceed what fits: a team short of members waits until programs exit."""
+    deep = (((8192, 16, 1, 2), (4096, 8, 2, 2), (8192, 32, 1, 2)) if dtype_bytes == 2
+            else ((4096, 16, 1, 2), (4096, 8, 1, 2)))  # float32 8192 spills at depth 2; 4096 x 8: 166 registers
     out = []
-    for blk, warps, per_sm in ((8192, 32, 1), (4096, 16, 2 if dtype_bytes == 2 else 1), (4096, 8, 2),
-                               (8192, 16, 1)):
+    for blk, warps, per_sm, depth in ((8192, 32, 1, 1), (4096, 16, 2 if dtype_bytes == 2 else 1, 1),
+                                      (4096, 8, 2, 1), (8192, 16, 1, 1)) + deep:
         if triton.cdiv(n, blk) <= TEAM_MAX_PROGRAMS and blk < triton.next_power_of_2(n):
-            out.append(dict(kernel="team", BLOCK=blk, PER_SM=per_sm, num_warps=warps))
+            out.append(dict(kernel="team", BLOCK=blk, PER_SM=per_sm, DEPTH=depth, num_warps=warps))
     return out
 
 
@@ -415,9 +428,10 @@ _CHOSEN = Raced(plan)
 
 
 def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = MAX_FUSED,
-                                   block: int | None = None, team: bool = False):
-    """``max_fused``/``block`` force the split path in tests, ``team`` (with
-    ``block``) the team kernel (a forced path runs its plan as is, untuned)."""
+                                   block: int | None = None, team: int = 0):
+    """``max_fused``/``block`` force the split path in tests, ``team`` (1 or 2:
+    its DEPTH, with ``block``) the team kernel (a forced path runs its plan as
+    is, untuned)."""
     import torch
 
     x, r, weight, bias = (t.contiguous() for t in (x, r, weight, bias))
@@ -441,11 +455,11 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
             grid = _team_grid(m, n, blk, 3, 1)  # up to 3 teams, several rows each
             for mode in (1, 2):
                 _rlg_team[(grid,)](*args, stats, count, m, n, float(eps), bucket, BLOCK=blk, P_MAX=p_max,
-                                   PER_SM=1, MODE=mode, EXACT=exact, num_warps=warps)
+                                   PER_SM=1, MODE=mode, EXACT=exact, DEPTH=team, num_warps=warps)
         else:
             grid = _team_grid(m, n, blk, 1, _sm_count(x.device.index or 0))
             _rlg_team[(grid,)](*args, stats, count, m, n, float(eps), bucket, BLOCK=blk, P_MAX=p_max,
-                               PER_SM=1, MODE=0, EXACT=exact, num_warps=warps)
+                               PER_SM=1, MODE=0, EXACT=exact, DEPTH=team, num_warps=warps)
         return y
     if interpreting() or max_fused != MAX_FUSED or block is not None:
         # One config: the interpreter would run every candidate on the CPU.
