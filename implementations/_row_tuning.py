@@ -111,10 +111,10 @@ class Chosen:
 
 
 class Raced(Chosen):
-    """Chosen, plus a race of kernels (rows, split, team) at the widths where
-    more than one may win: per (N, dtype, M bucket), the kernel that won and
-    the text for the `config` column (the winner's tuning, the head-to-head
-    times, each loser's tuning)."""
+    """Chosen, plus a race of two kernels (rows against split) at the widths
+    where either may win: per (N, dtype, M bucket), the kernel that won and
+    the text for the `config` column (the winner's tuning, both head-to-head
+    times, the loser's tuning)."""
 
     def __init__(self, plan):
         super().__init__(plan)
@@ -122,10 +122,10 @@ class Raced(Chosen):
 
     def race(self, n: int, dtype: str, dtype_bytes: int, bucket: int, times: dict[str, float]) -> str:
         winner = min(times, key=times.get)
+        loser = next(k for k in times if k != winner)
         text = (self.seen.get((winner, n, dtype_bytes, bucket), f"kernel={winner}")
                 + "; head to head " + ", ".join(f"{k} {t * 1000:.0f}us" for k, t in times.items())
-                + "".join("; lost: " + self.seen.get((k, n, dtype_bytes, bucket), f"kernel={k}")
-                          for k in times if k != winner))
+                + "; lost: " + self.seen.get((loser, n, dtype_bytes, bucket), f"kernel={loser}"))
         self.raced[(n, dtype, bucket)] = (winner, text)
         return winner
 

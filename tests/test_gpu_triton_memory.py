@@ -83,22 +83,18 @@ def test_softmax_split_bf16_autotuned(m, n):
     torch.cuda.empty_cache()
 
 
-@pytest.mark.parametrize("dtype", ("bfloat16", "float32"))
 @pytest.mark.parametrize("m,n", [(64, 32768), (9, 30002), (300, 16392)])
-def test_rlg_wide_rows_race(m, n, dtype):
-    """Rows of 16385..32768: the split and team kernels raced (and for 16-bit
-    rows the whole-row kernel), each checked."""
+def test_rlg_wide_16bit_rows_race_split(m, n):
+    """16-bit rows of 16385..32768: the whole-row kernel raced against the split one, both checked."""
     from implementations.residual_layernorm_gelu import triton as rlg
 
-    case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
+    case = Case.make("residual_layernorm_gelu", "bfloat16", M=m, N=n)
     _run("residual_layernorm_gelu", case)  # the race (its output: the last kernel timed)
-    racers = ("rows", "split", "team") if dtype == "bfloat16" else ("split", "team")
-    head = rlg._config(case).split("head to head ")[1].split(";")[0]  # "rows 140us, split 170us, ..."
-    assert sorted(part.split()[0] for part in head.split(", ")) == sorted(racers)
-    key = (n, dtype, triton.next_power_of_2(m))
+    assert "head to head rows" in rlg._config(case)
+    key = (n, "bfloat16", triton.next_power_of_2(m))
     winner, text = rlg._CHOSEN.raced[key]
     try:
-        for kernel in racers:  # each as the winner, into a poisoned output
+        for kernel in ("rows", "split"):  # each as the winner, into a poisoned output
             rlg._CHOSEN.raced[key] = (kernel, text)
             _run("residual_layernorm_gelu", case)
     finally:
@@ -142,14 +138,3 @@ def test_softmax_pairs_forced(dtype):
         torch.cuda.synchronize()
         res = verify.check(out, ref, wl.tolerance(case))
         assert res.correct, f"{case} pairs {forced} seed={SEED}: {res.message}"
-
-
-@pytest.mark.parametrize("dtype", ("float32", "float16", "bfloat16"))
-@pytest.mark.parametrize("m,n,block", [(37, 20000, 4096), (300, 65536, 4096), (3, 16392, 8192), (1000, 1000, 256),
-                                       (1, 40000, 8192)])
-@pytest.mark.parametrize("depth", (1, 2))
-def test_rlg_team_forced(m, n, block, dtype, depth):
-    """The team kernel compiled (programs polling each row's slots), one or two rows ahead:
-    more rows than teams, teams of 2 to 16 programs, ragged last chunks,
-    fewer rows than teams would fill."""
-    _run("residual_layernorm_gelu", Case.make("residual_layernorm_gelu", dtype, M=m, N=n), team=depth, block=block)

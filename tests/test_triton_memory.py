@@ -153,38 +153,6 @@ def test_layernorm_split_path(m, n, block, dtype, poisoned):
     _check("residual_layernorm_gelu", case, seed=m * n + 11, max_fused=1, block=block)
 
 
-@pytest.mark.parametrize("depth", (1, 2))
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("m,n,block", [(5, 300, 128), (7, 1000, 256), (3, 4099, 1024), (11, 520, 128)])
-def test_layernorm_team_path(m, n, block, dtype, depth, poisoned):
-    """The team kernel's statistics and output passes (the interpreter runs
-    them as two launches): up to three teams, several rows each, a ragged
-    last chunk; row 0 far off zero and row 1 with one chunk shifted from the
-    rest, so that merging the chunks' (sum, centred sum of squares) shows."""
-    reg = _registry()
-    wl, impl = reg.workloads["residual_layernorm_gelu"], reg.get("residual_layernorm_gelu", "triton")
-    case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
-    inputs = wl.make_inputs(case, "cpu", m * n + 5)
-    inputs["x"][0] += 100.0
-    inputs["x"][1, :block] += 5.0
-    res = verify.check(impl.fn(**inputs, team=depth, block=block), wl.reference(case, inputs), wl.tolerance(case))
-    assert res.correct, f"{case} team block={block} depth={depth}: {res.message}"
-
-
-def test_team_candidates():
-    from implementations.residual_layernorm_gelu import triton as rlg
-
-    assert not rlg.team_fits(16384) and rlg.team_fits(16385) and rlg.team_fits(65536) and not rlg.team_fits(65537)
-    for b in (2, 4):
-        for c in rlg.team_candidates(4096, 32768, b):
-            assert c["BLOCK"] * c["PER_SM"] * (2 if b == 4 else 1) <= 16384  # float32 4096 on 16 warps: one an SM
-    # whole teams, at least one, at most one a row, as many as the SMs hold
-    assert rlg._team_grid(4096, 32768, 8192, 1, 132) == 33 * 4
-    assert rlg._team_grid(4096, 32768, 4096, 2, 132) == 33 * 8
-    assert rlg._team_grid(5, 32768, 4096, 2, 132) == 5 * 8
-    assert rlg._team_grid(100, 65536, 4096, 1, 8) == 16
-
-
 def test_gelu_masked_and_unmasked_blocks(poisoned):
     for n, block in ((4097, 1024), (1024, 1024), (3, 1024)):
         _check("gelu", Case.make("gelu", "float32", N=n), seed=n, block=block)
@@ -282,8 +250,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
         m, n = case["M"], case["N"]
         mod = S if wl == "softmax" else R
         # every autotuning candidate (the plan is the first of them)
-        raced = R.race_candidates(m, n, b) + (R.team_candidates(m, n, b) if R.team_fits(n) else []) \
-            if wl != "softmax" else []
+        raced = R.race_candidates(m, n, b) if wl != "softmax" else []
         for plan in mod.candidates(m, n, b) + raced:
             ptrs = ["x_ptr", "y_ptr"] if wl == "softmax" else ["x_ptr", "r_ptr", "w_ptr", "b_ptr", "y_ptr"]
             sig = {k: p for k in ptrs}
@@ -295,11 +262,6 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                 const["EVEN_N"] = n == plan["BLOCK_N"]
                 const["ALIGN"] = R.row_align(n, b)
                 aligned = aligned or const["ALIGN"] * b == 16  # N = 1000: 16-byte rows all the same
-            if plan["kernel"] == "team":
-                ptrs += ["slots_ptr", "ticket_ptr"]
-                sig.update(slots_ptr="*i64", ticket_ptr="*i32", M="i32")
-                const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, 4096))
-                const["MODE"] = 0
             if plan["kernel"] in ("split", "split2") and wl == "softmax":
                 ptrs += ["stats_ptr", "count_ptr"]
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")
@@ -313,7 +275,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                 sig["eps"] = "fp32"
             sig["M_BUCKET"] = "i32"
             kern = {"rows": S._softmax_rows if wl == "softmax" else R._rlg_rows, "online": S._softmax_online,
-                    "split": S._softmax_split if wl == "softmax" else R._rlg_split, "team": R._rlg_team,
+                    "split": S._softmax_split if wl == "softmax" else R._rlg_split,
                     "split2": S._softmax_split}[plan["kernel"]]
             sig = {name: sig[name] for name in kern.arg_names if name in sig}
             key = (wl, plan["kernel"], p, n % 16 == 0, tuple(sorted(const.items())), plan["num_warps"])

@@ -29,13 +29,10 @@ stays well under the SM's limit.
 """
 from __future__ import annotations
 
-import functools
-
 import triton
 import triton.language as tl
 
-from implementations._autotune import autotune
-from implementations._row_tuning import PLACEHOLDERS, Raced, neighbours, rows_plan, tuned
+from implementations._row_tuning import Raced, neighbours, rows_plan, tuned
 from implementations._row_tuning import time_ms as _time_ms
 
 from implementations.gelu.triton import gelu_f32
@@ -131,123 +128,6 @@ def _rlg_split(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, BLOCK: tl.co
         b = tl.load(b_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
         tl.store(yr + start + cols, gelu_f32((h - mean) * rstd * w + b, EXACT).to(out_ty), mask=mask,
                  cache_modifier=".cs")  # streaming: keep L2 for the rows still to re-read
-
-
-# The empty slot of _rlg_team's statistics: all ones, a NaN pair no
-# arithmetic produces (a NaN result is 0x7fffffff), so any chunk's real
-# (sum, sum of squares) differs from it.
-TEAM_EMPTY = tl.constexpr(-1)
-
-
-@triton.jit(do_not_specialize=["M_BUCKET"])
-def _rlg_team(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, slots_ptr, ticket_ptr, M, N, eps, M_BUCKET,
-              BLOCK: tl.constexpr, P_MAX: tl.constexpr, PER_SM: tl.constexpr, MODE: tl.constexpr,
-              EXACT: tl.constexpr, DEPTH: tl.constexpr = 1):
-    """Rows of P = cdiv(N, BLOCK) chunks, done by teams of P resident programs.
-
-    Program (team g, chunk c) keeps columns [c * BLOCK, (c + 1) * BLOCK) and
-    walks rows g, g + teams, ...: its slices of w and b are loaded once, not
-    once a row.  For each row it publishes its chunk's sum and centred sum of
-    squares, issues the loads of its next row, then waits until the team's P
-    pairs are in, merges them (Chan's formula: no cancellation) and writes
-    its chunk: one read of x and r, and the next row's loads in flight
-    through the wait and the output (DEPTH 2: the next two rows').  A pair is published as one relaxed
-    64-bit exchange into a slot that starts as TEAM_EMPTY, and read back by
-    polling the row's P slots: the data is its own flag, so no fence (a
-    release fence would first wait for the previous row's output stores).
-    Teams are taken from a ticket counter in start order, so a program never
-    waits for one that has not started ahead of it.  PER_SM (programs an SM,
-    for the grid) is read by the launcher only.
-    MODE 1 and 2 (the interpreter, which runs programs one at a time):
-    statistics, then output, as two launches; no waiting.
-    ticket_ptr: int32 [1], zero at launch.  slots_ptr: int64 [M, P_MAX], TEAM_EMPTY at launch.
-    """
-    p = tl.cdiv(N, BLOCK)
-    teams = tl.num_programs(0) // p
-    if MODE == 0:
-        t = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
-    else:
-        t = tl.program_id(0)
-    g = t // p
-    c = t - g * p
-    cols = c * BLOCK + tl.arange(0, BLOCK)
-    mask = cols < N
-    n_c = tl.minimum(N - c * BLOCK, BLOCK).to(tl.float32)
-    k = tl.arange(0, P_MAX)
-    live = k < p
-    n_k = tl.maximum(tl.minimum(N - k * BLOCK, BLOCK), 1).to(tl.float32)
-    if MODE != 1:
-        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-        b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    out_ty = y_ptr.dtype.element_ty
-    row = g
-    src = row.to(tl.int64) * N + cols
-    xv = tl.load(x_ptr + src, mask=mask & (row < M), other=0.0)
-    rv = tl.load(r_ptr + src, mask=mask & (row < M), other=0.0)
-    if DEPTH == 2:
-        src = (row + teams).to(tl.int64) * N + cols
-        xv2 = tl.load(x_ptr + src, mask=mask & (row + teams < M), other=0.0)
-        rv2 = tl.load(r_ptr + src, mask=mask & (row + teams < M), other=0.0)
-    while row < M:
-        h = xv.to(tl.float32) + rv.to(tl.float32)
-        slots = slots_ptr + row.to(tl.int64) * P_MAX
-        if MODE != 2:
-            s = tl.sum(h, axis=0)  # (masked columns are 0)
-            d = tl.where(mask, h - s / n_c, 0.0)
-            q = tl.sum(d * d, axis=0)
-            pair = ((s.to(tl.int32, bitcast=True).to(tl.int64) << 32)
-                    | (q.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF))
-            tl.atomic_xchg(slots + c, pair, sem="relaxed")
-        nxt = row + teams
-        ahead = nxt + teams if DEPTH == 2 else nxt
-        src = ahead.to(tl.int64) * N + cols
-        if DEPTH == 2:
-            xv = xv2
-            rv = rv2
-            xv2 = tl.load(x_ptr + src, mask=mask & (ahead < M), other=0.0)
-            rv2 = tl.load(r_ptr + src, mask=mask & (ahead < M), other=0.0)
-        else:
-            xv = tl.load(x_ptr + src, mask=mask & (ahead < M), other=0.0)
-            rv = tl.load(r_ptr + src, mask=mask & (ahead < M), other=0.0)
-        if MODE != 1:
-            got = tl.load(slots + k, mask=live, other=0, volatile=True)
-            if MODE == 0:
-                while tl.sum((got == TEAM_EMPTY).to(tl.int32), axis=0) > 0:
-                    got = tl.load(slots + k, mask=live, other=0, volatile=True)
-            sums = (got >> 32).to(tl.int32).to(tl.float32, bitcast=True)
-            sq = got.to(tl.int32).to(tl.float32, bitcast=True)
-            mean = tl.sum(sums, axis=0) / N
-            dm = tl.where(live, sums / n_k - mean, 0.0)
-            var = tl.maximum(tl.sum(sq + n_k * dm * dm, axis=0) / N, 0.0)
-            rstd = tl.math.rsqrt(var + eps)
-            y = gelu_f32((h - mean) * rstd * w + b, EXACT)
-            tl.store(y_ptr + row.to(tl.int64) * N + cols, y.to(out_ty), mask=mask, cache_modifier=".cs")
-        row = nxt
-
-
-TEAM_MAX_PROGRAMS = 16  # most chunks a row may be split over by the team kernel
-
-
-def team_fits(n: int) -> bool:
-    """Widths the team kernel is tried at: rows wider than the rows kernel
-    holds (and the 16-bit ones raced against it), in 2 to 16 chunks."""
-    return MAX_FUSED < n <= TEAM_MAX_PROGRAMS * 4096
-
-
-def team_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
-    """Chunks of 8192 on 32 warps or 16 (one program an SM), of 4096 on 8
-    warps (two) and on 16 (two for 16-bit types; float32 needs 82 registers
-    there, ptxas sm_90a, so one): 8 or 16 values a thread, with the next
-    row's x and r and the chunk's w and b held beside them.  PER_SM must not
-    exceed what fits: a team short of members waits until programs exit."""
-    deep = (((8192, 16, 1, 2), (4096, 8, 2, 2), (8192, 32, 1, 2)) if dtype_bytes == 2
-            else ((4096, 16, 1, 2), (4096, 8, 1, 2)))  # float32 8192 spills at depth 2; 4096 x 8: 166 registers
-    out = []
-    for blk, warps, per_sm, depth in ((8192, 32, 1, 1), (4096, 16, 2 if dtype_bytes == 2 else 1, 1),
-                                      (4096, 8, 2, 1), (8192, 16, 1, 1)) + deep:
-        if triton.cdiv(n, blk) <= TEAM_MAX_PROGRAMS and blk < triton.next_power_of_2(n):
-            out.append(dict(kernel="team", BLOCK=blk, PER_SM=per_sm, DEPTH=depth, num_warps=warps))
-    return out
 
 
 def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None) -> dict:
@@ -382,56 +262,15 @@ _rows_tuned = tuned(_rlg_rows, candidates)
 _split_tuned = tuned(_rlg_split, candidates)
 _wide_tuned = tuned(_rlg_rows, race_candidates)
 
-
-def _team_prune(configs, named_args, **kwargs):
-    x, n = named_args["x_ptr"], named_args["N"]
-    return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps")},
-                          num_warps=c["num_warps"])
-            for c in team_candidates(x.numel() // n, n, x.element_size())]
-
-
-# Each timing run needs the ticket at zero and the slots empty.
-def _team_reset(nargs, reset_only: bool = False) -> None:
-    nargs["ticket_ptr"].zero_()
-    nargs["slots_ptr"].fill_(TEAM_EMPTY.value)
-
-
-_team_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], pre_hook=_team_reset,
-                       prune_configs_by={"early_config_prune": _team_prune})(_rlg_team)
-
-
-@functools.lru_cache(maxsize=None)
-def _sm_count(index: int) -> int:
-    import torch
-
-    return torch.cuda.get_device_properties(index).multi_processor_count
-
-
-def _team_grid(m: int, n: int, block: int, per_sm: int, sms: int) -> int:
-    """Programs of the team kernel: whole teams of cdiv(n, block), as many as
-    per_sm programs an SM hold (at least one team, at most one a row)."""
-    p = triton.cdiv(n, block)
-    return max(1, min(m, sms * per_sm // p)) * p
-
-
-def _team_buffers(x, m: int, n: int, block: int = 4096):
-    """The team kernel's slots (TEAM_EMPTY) and ticket (0), for chunks of >= block."""
-    import torch
-
-    p_max = triton.next_power_of_2(triton.cdiv(n, min(block, 4096)))  # every candidate's chunks
-    slots = torch.full((m * p_max,), TEAM_EMPTY.value, device=x.device, dtype=torch.int64)
-    return slots, torch.zeros(1, device=x.device, dtype=torch.int32), p_max
-
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for
 # config(); and the rows/split races of rows_raced
 _CHOSEN = Raced(plan)
 
 
 def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = MAX_FUSED,
-                                   block: int | None = None, team: int = 0):
-    """``max_fused``/``block`` force the split path in tests, ``team`` (1 or 2:
-    its DEPTH, with ``block``) the team kernel (a forced path runs its plan as
-    is, untuned)."""
+                                   block: int | None = None):
+    """``max_fused``/``block`` force the split path in tests (a forced path runs
+    its plan as is, untuned)."""
     import torch
 
     x, r, weight, bias = (t.contiguous() for t in (x, r, weight, bias))
@@ -447,20 +286,6 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
     exact = x.element_size() == 4  # libdevice erf for float32; see gelu_f32
     bucket = triton.next_power_of_2(m)
     args = (x, r, weight, bias, y)
-    if team:
-        blk = block or 4096
-        stats, count, p_max = _team_buffers(x, m, n, blk)
-        warps = max(1, min(16, blk // 256))
-        if interpreting():  # programs run one at a time: statistics, then output
-            grid = _team_grid(m, n, blk, 3, 1)  # up to 3 teams, several rows each
-            for mode in (1, 2):
-                _rlg_team[(grid,)](*args, stats, count, m, n, float(eps), bucket, BLOCK=blk, P_MAX=p_max,
-                                   PER_SM=1, MODE=mode, EXACT=exact, DEPTH=team, num_warps=warps)
-        else:
-            grid = _team_grid(m, n, blk, 1, _sm_count(x.device.index or 0))
-            _rlg_team[(grid,)](*args, stats, count, m, n, float(eps), bucket, BLOCK=blk, P_MAX=p_max,
-                               PER_SM=1, MODE=0, EXACT=exact, DEPTH=team, num_warps=warps)
-        return y
     if interpreting() or max_fused != MAX_FUSED or block is not None:
         # One config: the interpreter would run every candidate on the CPU.
         if p["kernel"] == "rows":
@@ -484,25 +309,13 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
         _split_tuned[(m,)](*args, n, float(eps), bucket, EXACT=exact)
         _CHOSEN.record("split", _split_tuned, n, b, bucket)
 
-    def run_team() -> None:
-        stats, count, p_max = _team_buffers(x, m, n)
-        sms = _sm_count(x.device.index or 0)
-        _team_tuned[lambda meta: (_team_grid(m, n, meta["BLOCK"], meta["PER_SM"], sms),)](
-            *args, stats, count, m, n, float(eps), bucket, P_MAX=p_max, MODE=0, EXACT=exact)
-        _CHOSEN.record("team", _team_tuned, n, b, bucket)
-
     if p["kernel"] == "rows":
         run_rows(_rows_tuned, p["BLOCK_N"])
-        return y
-    runs = {"split": run_split}
-    if rows_raced(n, b):
-        runs["rows"] = lambda: run_rows(_wide_tuned, 2 * MAX_FUSED)
-    if team_fits(n) and team_candidates(m, n, b):
-        runs["team"] = run_team
-    if len(runs) == 1:
-        run_split()
+    elif rows_raced(n, b):
+        _CHOSEN.run_or_race(n, str(x.dtype).removeprefix("torch."), b, bucket,
+                            {"rows": lambda: run_rows(_wide_tuned, 2 * MAX_FUSED), "split": run_split}, _time_ms)
     else:
-        _CHOSEN.run_or_race(n, str(x.dtype).removeprefix("torch."), b, bucket, runs, _time_ms)
+        run_split()
     return y
 
 
