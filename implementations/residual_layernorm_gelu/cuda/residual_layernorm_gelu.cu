@@ -456,15 +456,16 @@ __device__ __forceinline__ uint4 ld_wb(const void* p, float dep) {
   return v;
 }
 
-// y = gelu(h * rstd * w + b) for this thread's packs (h already minus the
-// mean), packs in reverse order when REV.  c0: the column of this thread's
+// y = gelu((h * rstd + off) * w + b) for this thread's packs (h minus the
+// row mean, or minus the thread's own mean with off = (that - row mean) *
+// rstd: plans 14 and 15), packs in reverse order when REV.  c0: the column of this thread's
 // pack 0; y points at it in the output row.  Pack q's w and b are loaded
 // once pack p's (the one before) have arrived, during p's GELU: two packs of
 // w and b in flight at most.  Packs past the slice load columns 0..VEC-1 of
 // w and b (in bounds) and store nothing.
 template <typename T, int PACKS, bool REV, int THREADS>
 __device__ __forceinline__ void tma_output(float (&h)[PACKS][ksuite::vec16<T>()], const bool (&ok)[PACKS],
-                                           float rstd, const T* w, const T* b, int64_t c0, T* y) {
+                                           float rstd, float off, const T* w, const T* b, int64_t c0, T* y) {
   constexpr int VEC = ksuite::vec16<T>(), STRIDE = THREADS * VEC;
   constexpr int P0 = REV ? PACKS - 1 : 0;
   uint4 rw = ld_wb(w + (ok[P0] ? c0 + P0 * STRIDE : 0), rstd);
@@ -482,7 +483,7 @@ __device__ __forceinline__ void tma_output(float (&h)[PACKS][ksuite::vec16<T>()]
     ksuite::raw_to_floats<T>(cw, wv);
     ksuite::raw_to_floats<T>(cb, bv);
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) h[p][k] = ksuite::gelu_out<T>(fmaf(h[p][k] * rstd, wv[k], bv[k]));
+    for (int k = 0; k < VEC; ++k) h[p][k] = ksuite::gelu_out<T>(fmaf(fmaf(h[p][k], rstd, off), wv[k], bv[k]));
     if (ok[p]) ksuite::st16_global(y + p * STRIDE, ksuite::floats_to_raw<T>(h[p]));
   }
 }
@@ -503,6 +504,44 @@ __device__ __forceinline__ void smem_wb_output(float (&h)[PACKS][ksuite::vec16<T
 #pragma unroll
     for (int k = 0; k < VEC; ++k) h[p][k] = ksuite::gelu_out<T>(fmaf(h[p][k] * rstd, wv[k], bv[k]));
     ksuite::st16_global(y + p * STRIDE, ksuite::floats_to_raw<T>(h[p]));
+  }
+}
+
+// The row's sum and sum of squared deviations from its mean, in one
+// reduction (plans 14, 15).  On entry each thread holds s, the sum of its
+// ELEMS elements, and q, the sum of their squared deviations from its own mean
+// (s / ELEMS).  Two groups of g elements each merge exactly (Chan, Golub and
+// LeVeque): S = Sa + Sb, Q = Qa + Qb + (Sa - Sb)^2 / (2 g), symmetric in a and
+// b, so that every lane of a butterfly ends with the same bits.  The shuffle
+// levels and then the warps (through red, one barrier) merge groups of equal
+// size, so every thread must hold ELEMS elements of the row.
+template <int THREADS, int ELEMS>
+__device__ __forceinline__ void merge_row_stats(float& s, float& q, float (&red)[2][32]) {
+  constexpr int WARPS = THREADS / 32;
+  static_assert(THREADS % 32 == 0 && (WARPS & (WARPS - 1)) == 0 && WARPS <= 32);
+#pragma unroll
+  for (int off = 1, g = ELEMS; off < 32; off <<= 1, g <<= 1) {
+    const float so = __shfl_xor_sync(0xffffffffu, s, off), qo = __shfl_xor_sync(0xffffffffu, q, off);
+    const float d = s - so;
+    q = fmaf(d * d, 0.5f / static_cast<float>(g), q + qo);
+    s += so;
+  }
+  if constexpr (WARPS > 1) {
+    const int lane = threadIdx.x & 31;
+    if (lane == 0) {
+      red[0][threadIdx.x >> 5] = s;
+      red[1][threadIdx.x >> 5] = q;
+    }
+    __syncthreads();
+    s = red[0][lane & (WARPS - 1)];
+    q = red[1][lane & (WARPS - 1)];
+#pragma unroll
+    for (int off = 1, g = 32 * ELEMS; off < WARPS; off <<= 1, g <<= 1) {
+      const float so = __shfl_xor_sync(0xffffffffu, s, off), qo = __shfl_xor_sync(0xffffffffu, q, off);
+      const float d = s - so;
+      q = fmaf(d * d, 0.5f / static_cast<float>(g), q + qo);
+      s += so;
+    }
   }
 }
 
@@ -561,8 +600,11 @@ __device__ __forceinline__ void tma_wb(const T* w, const T* b, int n, int chunk,
 // recomputed from parameters and special registers (64 registers, h takes 32).
 // RING (plan 12; one CTA an SM): two x/r slice buffers, row i + 2 steps
 // refilling the one row i was copied out of, and the w/b slices after them.
-template <typename T, int PACKS, bool CLUSTER, int THREADS, bool RING = false>
-__global__ void __launch_bounds__(THREADS, RING ? 1 : kTmaThreads / THREADS)
+// Plans 13-15 (one CTA an SM holding PACKS x THREADS packs): PACKS 8 or 16;
+// ONE_ROUND: merge_row_stats when the row fills every thread's packs (else
+// the two-pass statistics).
+template <typename T, int PACKS, bool CLUSTER, int THREADS, bool RING = false, bool ONE_ROUND = false>
+__global__ void __launch_bounds__(THREADS, RING ? 1 : (kTmaThreads * kTmaPacks) / (THREADS * PACKS))
 rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
                const T* __restrict__ b, T* __restrict__ y, uint32_t m, int n, int chunk, float eps, float inv_n) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
@@ -653,15 +695,28 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
 #pragma unroll
       for (int k = 0; k < VEC; ++k) acc[k] += h[p][k];
     pairwise_sum(acc);
-    float total = rlg_row_sum(acc[0], THREADS, red[0]);
-    if constexpr (CLUSTER)
-      total = cluster_total(total, fresh_ctas<CLUSTER>(), fresh_rank<CLUSTER>(), vals[0], xbar0, it & 1u);
-    const float mean = total * inv_n;
-    center_and_square<VEC>(h, ok, mean, acc);
-    float sq = rlg_row_sum(acc[0], THREADS, red[1]);
-    if constexpr (CLUSTER)
-      sq = cluster_total(sq, fresh_ctas<CLUSTER>(), fresh_rank<CLUSTER>(), vals[1], xbar0 + 8u, it & 1u);
-    const float rstd = rsqrtf(fmaf(sq, inv_n, eps));
+    float rstd, off = 0.0f;
+    if (ONE_ROUND && !CLUSTER && count == THREADS * PACKS) {  // CTA-uniform
+      // Each thread's own two-pass statistics, then one merge for the row.
+      constexpr float kInvElems = 1.0f / static_cast<float>(PACKS * VEC);
+      float s = acc[0];
+      const float own = s * kInvElems;
+      center_and_square<VEC>(h, ok, own, acc);
+      float q = acc[0];
+      merge_row_stats<THREADS, PACKS * VEC>(s, q, red);
+      rstd = rsqrtf(fmaf(q, inv_n, eps));
+      off = (own - s * inv_n) * rstd;  // h holds h - own
+    } else {
+      float total = rlg_row_sum(acc[0], THREADS, red[0]);
+      if constexpr (CLUSTER)
+        total = cluster_total(total, fresh_ctas<CLUSTER>(), fresh_rank<CLUSTER>(), vals[0], xbar0, it & 1u);
+      const float mean = total * inv_n;
+      center_and_square<VEC>(h, ok, mean, acc);
+      float sq = rlg_row_sum(acc[0], THREADS, red[1]);
+      if constexpr (CLUSTER)
+        sq = cluster_total(sq, fresh_ctas<CLUSTER>(), fresh_rank<CLUSTER>(), vals[1], xbar0 + 8u, it & 1u);
+      rstd = rsqrtf(fmaf(sq, inv_n, eps));
+    }
     // Afresh: t, count and ok are not kept through the statistics.
     t = fresh_tid();
     const int p0 = fresh_rank<CLUSTER>() * chunk;
@@ -673,9 +728,9 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
     if constexpr (RING) {
       smem_wb_output<T, PACKS, THREADS>(h, ok, rstd, xr_slice + 4 * chunk, xr_slice + 5 * chunk, t, yr);
     } else if (it & 1u) {
-      tma_output<T, PACKS, true, THREADS>(h, ok, rstd, w, b, c0, yr);
+      tma_output<T, PACKS, true, THREADS>(h, ok, rstd, off, w, b, c0, yr);
     } else {
-      tma_output<T, PACKS, false, THREADS>(h, ok, rstd, w, b, c0, yr);
+      tma_output<T, PACKS, false, THREADS>(h, ok, rstd, off, w, b, c0, yr);
     }
     row += step;
   }
@@ -683,22 +738,25 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
 #endif
 }
 
-// Plan 8 (CLUSTER false): one CTA a row, rows of <= THREADS x 4 16-byte packs.
-// Plans 9-12: the fewest CTAs (2, 4 or 8) whose slices hold that many packs
-// each (plan 12, RING: six slices of shared memory, at most 192 KB).  16-byte packs only (n % vec16 == 0, aligned pointers: the caller's VEC).
-template <typename T, bool CLUSTER, int THREADS = kTmaThreads, bool RING = false>
+// Plans 8, 13-15 (CLUSTER false): one CTA a row, rows of <= THREADS x PACKS
+// 16-byte packs.  Plans 9-12: the fewest CTAs (2, 4 or 8) whose slices hold
+// that many packs each (plan 12, RING: six slices of shared memory, at most
+// 192 KB).  16-byte packs only (n % vec16 == 0, aligned pointers: the
+// caller's VEC).
+template <typename T, bool CLUSTER, int THREADS = kTmaThreads, bool RING = false, int PACKS = kTmaPacks,
+          bool ONE_ROUND = false>
 bool launch_tma(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
                 cudaStream_t stream) {
   constexpr int VEC = ksuite::vec16<T>();
   if (ksuite::compute_major() < 9 || n % VEC != 0 || n > 0x7fffffff) return false;
-  const int64_t packs = n / VEC, cap = int64_t(THREADS) * kTmaPacks;
+  const int64_t packs = n / VEC, cap = int64_t(THREADS) * PACKS;
   int ctas = CLUSTER ? 2 : 1;
   while (CLUSTER && ctas < 8 && (packs + ctas - 1) / ctas > cap) ctas *= 2;
   if ((packs + ctas - 1) / ctas > cap) return false;
   const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
   const int smem = (RING ? 6 : 2) * chunk * 16;  // RING: two x/r buffers and the w/b slices
   if (smem + 2048 > ksuite::max_smem_optin()) return false;
-  auto kernel = rlg_tma_kernel<T, kTmaPacks, CLUSTER, THREADS, RING>;
+  auto kernel = rlg_tma_kernel<T, PACKS, CLUSTER, THREADS, RING, ONE_ROUND>;
   const int clusters = max_active_clusters(kernel, THREADS, smem, ctas);
   if (clusters <= 0) return false;
   const int64_t grid = std::min<int64_t>(m, clusters) * ctas;
@@ -707,7 +765,7 @@ bool launch_tma(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m,
   return true;
 }
 
-constexpr int kVariants = 12;
+constexpr int kVariants = 15;
 
 template <typename T, int VEC, int PACKS, bool PLAIN = false>
 bool launch_regs(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
@@ -778,6 +836,19 @@ void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int
     case 12:
       if constexpr (VEC > 1) {
         if (launch_tma<T, true, 512, true>(x, r, w, b, y, m, n, eps, stream)) return;
+      }
+      break;
+    case 13:
+    case 14:
+      if constexpr (VEC > 1) {
+        if (variant == 13 ? launch_tma<T, false, 512, false, 8>(x, r, w, b, y, m, n, eps, stream)
+                          : launch_tma<T, false, 512, false, 8, true>(x, r, w, b, y, m, n, eps, stream))
+          return;
+      }
+      break;
+    case 15:
+      if constexpr (VEC > 1) {
+        if (launch_tma<T, false, 256, false, 16, true>(x, r, w, b, y, m, n, eps, stream)) return;
       }
       break;
     case 5: {
