@@ -46,6 +46,19 @@
 //    4096 x 32768 and dropped: 1024-thread CTAs at 2 packs, one an SM;
 //    512-thread CTAs at 2 packs, two an SM; 256-thread CTAs at 8 packs: all
 //    slower than plan 12 in float32 and in bf16.)
+// 13 plan 8 with 512-thread CTAs and 8 packs a thread (one an SM): half the
+//    per-row work of a thread (barriers, reductions, addresses) an element
+// 14 plan 13 with one-round statistics: each thread's own two-pass sum and
+//    squared deviations over its packs, merged for the row in one reduction
+//    by Chan's formula for equal groups (merge_row_stats): exact like the
+//    two-pass statistics, one shuffle tree and one barrier instead of two.
+//    Rows that do not fill every thread's packs take the two-pass path.
+// 15 plan 8 with plan 14's one-round statistics (1024 x 4).
+// 16 plan 12 with one-round statistics: one cluster exchange a row, of
+//    (sum, squared deviations) pairs (cluster_merge), instead of two.
+//    (Plans 13 and 14 lost to plan 8 on the H200 at bf16 4096 x 32768:
+//    251 and 242 us against 224; a 256-thread, 16-pack form of 14, 304 us,
+//    was dropped.)
 // Auto: 1 while the row fits 1024 threads, else 4, else 5.  A variant that
 // cannot run a shape runs auto's plan.
 #include <ATen/core/Tensor.h>
@@ -443,6 +456,37 @@ __device__ __forceinline__ float cluster_total(float v, int ctas, int rank, floa
   return total;
 }
 
+// Plan 16's exchange: each CTA's (sum, squared deviations from its own mean)
+// of its g elements goes to slot [rank] of every CTA's `pairs` by one
+// st.async, counted by that CTA's mbarrier `xbar`; every CTA then merges the
+// slots in rank order (Chan's formula for a group of k g elements and one of
+// g: Q += (Sa - k Sb)^2 / (k (k + 1) g)), so all get the same bits.  Rows
+// alternate between two slot sets and two mbarriers: a CTA writes a set for
+// row i + 1 only after every CTA sent row i, which each does after the block
+// barriers that follow its reads of that set in row i - 1.
+__device__ __forceinline__ void cluster_merge(float& s, float& q, float g, int ctas, int rank, float2* pairs,
+                                              uint32_t xbar, uint32_t parity) {
+  if (threadIdx.x == 0) mbar_expect(xbar, 8u * static_cast<uint32_t>(ctas));
+  if (static_cast<int>(threadIdx.x) < ctas) {
+    uint32_t raddr, rbar;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(raddr) : "r"(smem_addr(pairs + rank)), "r"(threadIdx.x));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rbar) : "r"(xbar), "r"(threadIdx.x));
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(raddr),
+                 "f"(s), "f"(q), "r"(rbar)
+                 : "memory");
+  }
+  mbar_wait_cluster(xbar, parity);
+  const float2 first = pairs[0];
+  s = first.x;
+  q = first.y;
+  for (int k = 1; k < ctas; ++k) {
+    const float2 o = pairs[k];
+    const float kf = static_cast<float>(k), d = fmaf(-kf, o.x, s);
+    q = fmaf(d * d, ksuite::rcp_approx(kf * (kf + 1.0f) * g), q + o.y);
+    s += o.x;
+  }
+}
+
 // 16 bytes at p by ld.global.nc (L1-allocating), ordered after `dep` is
 // computed: ksuite::ld16_if's plain asm is loop-invariant for w and b, and the
 // compiler hoists every pack's loads out of the row loop or up into the
@@ -458,7 +502,7 @@ __device__ __forceinline__ uint4 ld_wb(const void* p, float dep) {
 
 // y = gelu((h * rstd + off) * w + b) for this thread's packs (h minus the
 // row mean, or minus the thread's own mean with off = (that - row mean) *
-// rstd: plans 14 and 15), packs in reverse order when REV.  c0: the column of this thread's
+// rstd: plans 14-16), packs in reverse order when REV.  c0: the column of this thread's
 // pack 0; y points at it in the output row.  Pack q's w and b are loaded
 // once pack p's (the one before) have arrived, during p's GELU: two packs of
 // w and b in flight at most.  Packs past the slice load columns 0..VEC-1 of
@@ -493,7 +537,8 @@ __device__ __forceinline__ void tma_output(float (&h)[PACKS][ksuite::vec16<T>()]
 // pack of the slice; y points at its first column in the output row.
 template <typename T, int PACKS, int THREADS>
 __device__ __forceinline__ void smem_wb_output(float (&h)[PACKS][ksuite::vec16<T>()], const bool (&ok)[PACKS],
-                                               float rstd, const uint4* ws, const uint4* bs, int t, T* y) {
+                                               float rstd, float off, const uint4* ws, const uint4* bs, int t,
+                                               T* y) {
   constexpr int VEC = ksuite::vec16<T>(), STRIDE = THREADS * VEC;
 #pragma unroll
   for (int p = 0; p < PACKS; ++p) {
@@ -502,13 +547,13 @@ __device__ __forceinline__ void smem_wb_output(float (&h)[PACKS][ksuite::vec16<T
     ksuite::raw_to_floats<T>(ws[t + p * THREADS], wv);
     ksuite::raw_to_floats<T>(bs[t + p * THREADS], bv);
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) h[p][k] = ksuite::gelu_out<T>(fmaf(h[p][k] * rstd, wv[k], bv[k]));
+    for (int k = 0; k < VEC; ++k) h[p][k] = ksuite::gelu_out<T>(fmaf(fmaf(h[p][k], rstd, off), wv[k], bv[k]));
     ksuite::st16_global(y + p * STRIDE, ksuite::floats_to_raw<T>(h[p]));
   }
 }
 
 // The row's sum and sum of squared deviations from its mean, in one
-// reduction (plans 14, 15).  On entry each thread holds s, the sum of its
+// reduction (plans 14-16).  On entry each thread holds s, the sum of its
 // ELEMS elements, and q, the sum of their squared deviations from its own mean
 // (s / ELEMS).  Two groups of g elements each merge exactly (Chan, Golub and
 // LeVeque): S = Sa + Sb, Q = Qa + Qb + (Sa - Sb)^2 / (2 g), symmetric in a and
@@ -600,9 +645,9 @@ __device__ __forceinline__ void tma_wb(const T* w, const T* b, int n, int chunk,
 // recomputed from parameters and special registers (64 registers, h takes 32).
 // RING (plan 12; one CTA an SM): two x/r slice buffers, row i + 2 steps
 // refilling the one row i was copied out of, and the w/b slices after them.
-// Plans 13-15 (one CTA an SM holding PACKS x THREADS packs): PACKS 8 or 16;
-// ONE_ROUND: merge_row_stats when the row fills every thread's packs (else
-// the two-pass statistics).
+// Plans 13, 14: PACKS 8 (one 512-thread CTA an SM).  ONE_ROUND (14-16):
+// merge_row_stats (and cluster_merge) when the row fills every thread's
+// packs of every CTA; else the two-pass statistics.
 template <typename T, int PACKS, bool CLUSTER, int THREADS, bool RING = false, bool ONE_ROUND = false>
 __global__ void __launch_bounds__(THREADS, RING ? 1 : (kTmaThreads * kTmaPacks) / (THREADS * PACKS))
 rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
@@ -618,6 +663,7 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
   __shared__ __align__(8) uint64_t xbar[2];          // plan 9: partials of round 0 / 1
   __shared__ float red[2][32];
   __shared__ float vals[2][8];  // plan 9: [round][rank] every CTA's partial of the row
+  __shared__ float2 pairs[2][8];  // plan 16: [row parity][rank] every CTA's (sum, squares) of the row
   const uint32_t buf = smem_addr(xr_slice), bar0 = smem_addr(bar), xbar0 = smem_addr(xbar);
   const uint32_t first = blockIdx.x / static_cast<uint32_t>(fresh_ctas<CLUSTER>());
   if (threadIdx.x == 0) {
@@ -696,7 +742,7 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
       for (int k = 0; k < VEC; ++k) acc[k] += h[p][k];
     pairwise_sum(acc);
     float rstd, off = 0.0f;
-    if (ONE_ROUND && !CLUSTER && count == THREADS * PACKS) {  // CTA-uniform
+    if (ONE_ROUND && n / VEC == fresh_ctas<CLUSTER>() * THREADS * PACKS) {  // uniform over the cluster
       // Each thread's own two-pass statistics, then one merge for the row.
       constexpr float kInvElems = 1.0f / static_cast<float>(PACKS * VEC);
       float s = acc[0];
@@ -704,6 +750,9 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
       center_and_square<VEC>(h, ok, own, acc);
       float q = acc[0];
       merge_row_stats<THREADS, PACKS * VEC>(s, q, red);
+      if constexpr (CLUSTER)
+        cluster_merge(s, q, static_cast<float>(THREADS * PACKS * VEC), fresh_ctas<CLUSTER>(), fresh_rank<CLUSTER>(),
+                      pairs[it & 1u], xbar0 + 8u * (it & 1u), (it >> 1) & 1u);
       rstd = rsqrtf(fmaf(q, inv_n, eps));
       off = (own - s * inv_n) * rstd;  // h holds h - own
     } else {
@@ -726,7 +775,7 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
     const int64_t c0 = int64_t(p0 + t) * VEC;  // this thread's first column
     T* yr = y + int64_t(row) * n + c0;
     if constexpr (RING) {
-      smem_wb_output<T, PACKS, THREADS>(h, ok, rstd, xr_slice + 4 * chunk, xr_slice + 5 * chunk, t, yr);
+      smem_wb_output<T, PACKS, THREADS>(h, ok, rstd, off, xr_slice + 4 * chunk, xr_slice + 5 * chunk, t, yr);
     } else if (it & 1u) {
       tma_output<T, PACKS, true, THREADS>(h, ok, rstd, off, w, b, c0, yr);
     } else {
@@ -739,7 +788,7 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
 }
 
 // Plans 8, 13-15 (CLUSTER false): one CTA a row, rows of <= THREADS x PACKS
-// 16-byte packs.  Plans 9-12: the fewest CTAs (2, 4 or 8) whose slices hold
+// 16-byte packs.  Plans 9-12, 16: the fewest CTAs (2, 4 or 8) whose slices hold
 // that many packs each (plan 12, RING: six slices of shared memory, at most
 // 192 KB).  16-byte packs only (n % vec16 == 0, aligned pointers: the
 // caller's VEC).
@@ -765,7 +814,7 @@ bool launch_tma(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m,
   return true;
 }
 
-constexpr int kVariants = 15;
+constexpr int kVariants = 16;
 
 template <typename T, int VEC, int PACKS, bool PLAIN = false>
 bool launch_regs(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
@@ -847,8 +896,11 @@ void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int
       }
       break;
     case 15:
+    case 16:
       if constexpr (VEC > 1) {
-        if (launch_tma<T, false, 256, false, 16, true>(x, r, w, b, y, m, n, eps, stream)) return;
+        if (variant == 15 ? launch_tma<T, false, kTmaThreads, false, kTmaPacks, true>(x, r, w, b, y, m, n, eps, stream)
+                          : launch_tma<T, true, 512, true, kTmaPacks, true>(x, r, w, b, y, m, n, eps, stream))
+          return;
       }
       break;
     case 5: {
