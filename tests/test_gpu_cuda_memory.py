@@ -162,7 +162,7 @@ cases = {
     "rlg cpu": (lambda: ks.residual_layernorm_gelu(x.cpu(), x, w, b, 1e-5), "CUDA tensor"),
     "rlg device": (lambda: ks.residual_layernorm_gelu(x, x.cpu(), w, b, 1e-5), "is on cpu"),
     "rlg eps": (lambda: ks.residual_layernorm_gelu(x, x, w, b, -1.0), "eps must be positive"),
-    "rlg_v variant": (lambda: ks.residual_layernorm_gelu_v(x, x, w, b, 1e-5, 17), "variant must be"),
+    "rlg_v variant": (lambda: ks.residual_layernorm_gelu_v(x, x, w, b, 1e-5, 18), "variant must be"),
     "rlg_v shape": (lambda: ks.residual_layernorm_gelu_v(x, x, torch.randn(63, device="cuda"), b, 1e-5, 1),
                     "weight must have shape"),
 }
@@ -213,7 +213,7 @@ VARIANT_SHAPES = {
                                 # 4096 packs in bf16 (the two-pass fallback)
                                 {"M": 150, "N": 16384}],
 }
-VARIANTS = {"gelu": range(0, 9), "softmax": range(0, 34), "residual_layernorm_gelu": range(0, 17)}
+VARIANTS = {"gelu": range(0, 9), "softmax": range(0, 34), "residual_layernorm_gelu": range(0, 18)}
 SOFTMAX_HALF2 = (28, 29, 30, 31, 32, 33)  # exps kept as half2: 16-bit rows only
 
 
@@ -296,13 +296,13 @@ def test_softmax_new_variants_misaligned_base(variant, dtype):
         assert result.correct, f"variant {variant} {case} misaligned: {result.message}"
 
 
-@pytest.mark.parametrize("variant", (8, 12, 14, 15, 16))
+@pytest.mark.parametrize("variant", (8, 12, 14, 15, 16, 17))
 @pytest.mark.parametrize("dtype,n,shift", (("bfloat16", 32768, 300.0), ("bfloat16", 131072, 300.0),
                                            ("float32", 16384, 30.0)))
 def test_rlg_statistics_of_offset_rows(variant, dtype, n, shift):
     """Rows far from zero mean (x + r around `shift` with unit spread): sums
     of squares about zero would lose the variance; the two-pass and the
-    merged one-round statistics (plans 14-16) must not.  Full rows, so that
+    merged one-round statistics (plans 14-17) must not.  Full rows, so that
     the one-round path runs (plan 16 on clusters of 2, 8 and 2 CTAs).  (A
     float32 shift of 300 costs ~1e-5 in rounding x + r alone.)"""
     wl = discover().workloads["residual_layernorm_gelu"]

@@ -34,7 +34,7 @@ def ops():
 
 
 # the .cu's plans (residual_layernorm_gelu_v); one that cannot run a shape runs auto's
-_TUNER = VariantTuner(tuple(range(1, 17)), {
+_TUNER = VariantTuner(tuple(range(1, 18)), {
     1: "row in registers, 4 packs of x and of r a thread",
     2: "row in registers, 2 packs a thread",
     3: "row in registers, 1 pack a thread",
@@ -52,7 +52,8 @@ _TUNER = VariantTuner(tuple(range(1, 17)), {
     14: "plan 13 with the row's statistics merged in one reduction (each thread's own two-pass "
         "statistics, combined by Chan's formula)",
     15: "plan 8 with plan 14's one-round statistics",
-    16: "plan 12 with one-round statistics: one cluster exchange of (sum, squared deviations) a row"},
+    16: "plan 12 with one-round statistics: one cluster exchange of (sum, squared deviations) a row",
+    17: "plan 10 with one-round statistics: one cluster exchange a row"},
     runs=lambda v, key: _runs(v, *key))
 
 
@@ -66,13 +67,13 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
         return cuda_build.regs_fit(n, vec, packs, 1024 if vec * packs <= 32 else 256)
     if variant == 4:
         return cuda_build.cluster_ctas(n // vec, vec * 4) > 0
-    if 8 <= variant <= 16:
+    if 8 <= variant <= 17:
         # launch_tma: 16-byte packs, <= threads x packs-a-thread of them a CTA (4096 for 8 and 13-15),
-        # one CTA a row (8, 13-15) or 2..8 (9-12, 16); 12 and 16 hold six such slices (<= 192 KB):
+        # one CTA a row (8, 13-15) or 2..8 (9-12, 16, 17); 12 and 16 hold six such slices (<= 192 KB):
         # they fit whenever the slice does
         if vec == 1:
             return False
-        packs, cap = n // vec, {9: 4096, 10: 2048, 11: 1024, 12: 2048, 16: 2048}.get(variant, 4096)
+        packs, cap = n // vec, {9: 4096, 10: 2048, 11: 1024, 12: 2048, 16: 2048, 17: 2048}.get(variant, 4096)
         one = variant in (8, 13, 14, 15)
         ctas = 1 if one else 2
         while not one and ctas < 8 and -(-packs // ctas) > cap:

@@ -56,6 +56,7 @@
 // 15 plan 8 with plan 14's one-round statistics (1024 x 4).
 // 16 plan 12 with one-round statistics: one cluster exchange a row, of
 //    (sum, squared deviations) pairs (cluster_merge), instead of two.
+// 17 plan 10 with one-round statistics, likewise.
 //    (Plans 13 and 14 lost to plan 8 on the H200 at bf16 4096 x 32768:
 //    251 and 242 us against 224; a 256-thread, 16-pack form of 14, 304 us,
 //    was dropped.)
@@ -456,7 +457,7 @@ __device__ __forceinline__ float cluster_total(float v, int ctas, int rank, floa
   return total;
 }
 
-// Plan 16's exchange: each CTA's (sum, squared deviations from its own mean)
+// Plans 16 and 17's exchange: each CTA's (sum, squared deviations from its own mean)
 // of its g elements goes to slot [rank] of every CTA's `pairs` by one
 // st.async, counted by that CTA's mbarrier `xbar`; every CTA then merges the
 // slots in rank order (Chan's formula for a group of k g elements and one of
@@ -502,8 +503,8 @@ __device__ __forceinline__ uint4 ld_wb(const void* p, float dep) {
 
 // y = gelu((h * rstd + off) * w + b) for this thread's packs (h minus the
 // row mean, or minus the thread's own mean with off = (that - row mean) *
-// rstd: plans 14-16), packs in reverse order when REV.  c0: the column of this thread's
-// pack 0; y points at it in the output row.  Pack q's w and b are loaded
+// rstd: plans 14-17), packs in reverse order when REV.  c0: the column of
+// this thread's pack 0; y points at it in the output row.  Pack q's w and b are loaded
 // once pack p's (the one before) have arrived, during p's GELU: two packs of
 // w and b in flight at most.  Packs past the slice load columns 0..VEC-1 of
 // w and b (in bounds) and store nothing.
@@ -553,7 +554,7 @@ __device__ __forceinline__ void smem_wb_output(float (&h)[PACKS][ksuite::vec16<T
 }
 
 // The row's sum and sum of squared deviations from its mean, in one
-// reduction (plans 14-16).  On entry each thread holds s, the sum of its
+// reduction (plans 14-17).  On entry each thread holds s, the sum of its
 // ELEMS elements, and q, the sum of their squared deviations from its own mean
 // (s / ELEMS).  Two groups of g elements each merge exactly (Chan, Golub and
 // LeVeque): S = Sa + Sb, Q = Qa + Qb + (Sa - Sb)^2 / (2 g), symmetric in a and
@@ -645,7 +646,7 @@ __device__ __forceinline__ void tma_wb(const T* w, const T* b, int n, int chunk,
 // recomputed from parameters and special registers (64 registers, h takes 32).
 // RING (plan 12; one CTA an SM): two x/r slice buffers, row i + 2 steps
 // refilling the one row i was copied out of, and the w/b slices after them.
-// Plans 13, 14: PACKS 8 (one 512-thread CTA an SM).  ONE_ROUND (14-16):
+// Plans 13, 14: PACKS 8 (one 512-thread CTA an SM).  ONE_ROUND (14-17):
 // merge_row_stats (and cluster_merge) when the row fills every thread's
 // packs of every CTA; else the two-pass statistics.
 template <typename T, int PACKS, bool CLUSTER, int THREADS, bool RING = false, bool ONE_ROUND = false>
@@ -788,7 +789,7 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
 }
 
 // Plans 8, 13-15 (CLUSTER false): one CTA a row, rows of <= THREADS x PACKS
-// 16-byte packs.  Plans 9-12, 16: the fewest CTAs (2, 4 or 8) whose slices hold
+// 16-byte packs.  Plans 9-12, 16, 17: the fewest CTAs (2, 4 or 8) whose slices hold
 // that many packs each (plan 12, RING: six slices of shared memory, at most
 // 192 KB).  16-byte packs only (n % vec16 == 0, aligned pointers: the
 // caller's VEC).
@@ -814,7 +815,7 @@ bool launch_tma(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m,
   return true;
 }
 
-constexpr int kVariants = 16;
+constexpr int kVariants = 17;
 
 template <typename T, int VEC, int PACKS, bool PLAIN = false>
 bool launch_regs(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
@@ -897,9 +898,11 @@ void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int
       break;
     case 15:
     case 16:
+    case 17:
       if constexpr (VEC > 1) {
-        if (variant == 15 ? launch_tma<T, false, kTmaThreads, false, kTmaPacks, true>(x, r, w, b, y, m, n, eps, stream)
-                          : launch_tma<T, true, 512, true, kTmaPacks, true>(x, r, w, b, y, m, n, eps, stream))
+        if (variant == 15   ? launch_tma<T, false, kTmaThreads, false, kTmaPacks, true>(x, r, w, b, y, m, n, eps, stream)
+            : variant == 16 ? launch_tma<T, true, 512, true, kTmaPacks, true>(x, r, w, b, y, m, n, eps, stream)
+                            : launch_tma<T, true, 512, false, kTmaPacks, true>(x, r, w, b, y, m, n, eps, stream))
           return;
       }
       break;
