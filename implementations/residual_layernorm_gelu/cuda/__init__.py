@@ -98,8 +98,9 @@ def _config(case) -> str:
 
 @register("residual_layernorm_gelu", "cuda", available=cuda_build.cuda_available,
           supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
-          description="CUDA: row in registers (two-pass mean and variance), cluster shared memory for long "
-                      "rows, two reads beyond; plan autotuned among the .cu's variants")
+          description="CUDA: row in registers (two-pass mean and variance), TMA-fed persistent CTAs or "
+                      "clusters for long rows (one exchange of merged statistics a row), two reads beyond; "
+                      "plan autotuned among the .cu's variants")
 def residual_layernorm_gelu_cuda(x, r, weight, bias, eps):
     n = x.shape[-1]
     key = _key(x.numel() // max(n, 1), n, str(x.dtype).removeprefix("torch."))
