@@ -561,17 +561,24 @@ __device__ __forceinline__ void smem_wb_output(float (&h)[PACKS][ksuite::vec16<T
 // b, so that every lane of a butterfly ends with the same bits.  The shuffle
 // levels and then the warps (through red, one barrier) merge groups of equal
 // size, so every thread must hold ELEMS elements of the row.
-template <int THREADS, int ELEMS>
-__device__ __forceinline__ void merge_row_stats(float& s, float& q, float (&red)[2][32]) {
-  constexpr int WARPS = THREADS / 32;
-  static_assert(THREADS % 32 == 0 && (WARPS & (WARPS - 1)) == 0 && WARPS <= 32);
+// Butterfly levels over lane offsets 1 .. LANES / 2, merging groups of G,
+// 2 G, ... elements.
+template <int LANES, int G>
+__device__ __forceinline__ void merge_lanes(float& s, float& q) {
 #pragma unroll
-  for (int off = 1, g = ELEMS; off < 32; off <<= 1, g <<= 1) {
+  for (int off = 1, g = G; off < LANES; off <<= 1, g <<= 1) {
     const float so = __shfl_xor_sync(0xffffffffu, s, off), qo = __shfl_xor_sync(0xffffffffu, q, off);
     const float d = s - so;
     q = fmaf(d * d, 0.5f / static_cast<float>(g), q + qo);
     s += so;
   }
+}
+
+template <int THREADS, int ELEMS>
+__device__ __forceinline__ void merge_row_stats(float& s, float& q, float (&red)[2][32]) {
+  constexpr int WARPS = THREADS / 32;
+  static_assert(THREADS % 32 == 0 && (WARPS & (WARPS - 1)) == 0 && WARPS <= 32);
+  merge_lanes<32, ELEMS>(s, q);
   if constexpr (WARPS > 1) {
     const int lane = threadIdx.x & 31;
     if (lane == 0) {
@@ -581,13 +588,7 @@ __device__ __forceinline__ void merge_row_stats(float& s, float& q, float (&red)
     __syncthreads();
     s = red[0][lane & (WARPS - 1)];
     q = red[1][lane & (WARPS - 1)];
-#pragma unroll
-    for (int off = 1, g = 32 * ELEMS; off < WARPS; off <<= 1, g <<= 1) {
-      const float so = __shfl_xor_sync(0xffffffffu, s, off), qo = __shfl_xor_sync(0xffffffffu, q, off);
-      const float d = s - so;
-      q = fmaf(d * d, 0.5f / static_cast<float>(g), q + qo);
-      s += so;
-    }
+    merge_lanes<WARPS, 32 * ELEMS>(s, q);
   }
 }
 
