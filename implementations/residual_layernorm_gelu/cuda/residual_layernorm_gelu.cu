@@ -57,9 +57,13 @@
 // 16 plan 12 with one-round statistics: one cluster exchange a row, of
 //    (sum, squared deviations) pairs (cluster_merge), instead of two.
 // 17 plan 10 with one-round statistics, likewise.
-//    (Plans 13 and 14 lost to plan 8 on the H200 at bf16 4096 x 32768:
-//    251 and 242 us against 224; a 256-thread, 16-pack form of 14, 304 us,
-//    was dropped.)
+//    On the H200 at bf16 4096 x 32768, plan 16 takes 206-208 us where plans
+//    8, 12 and 15 take 223-226 and 17 230: the second cluster exchange of
+//    plan 12 was the cost, one barrier more inside a CTA (8 against 15) is
+//    not.  Plans 13 and 14 lost to plan 8: 250-251 and 242 us (half the
+//    warps); a 256-thread, 16-pack form of 14, 304 us, was dropped.  In
+//    float32 plan 16 (clusters of 4) takes 403-407 us against plan 12's
+//    389-390.
 // Auto: 1 while the row fits 1024 threads, else 4, else 5.  A variant that
 // cannot run a shape runs auto's plan.
 #include <ATen/core/Tensor.h>
@@ -457,9 +461,9 @@ __device__ __forceinline__ float cluster_total(float v, int ctas, int rank, floa
   return total;
 }
 
-// Plans 16 and 17's exchange: each CTA's (sum, squared deviations from its own mean)
-// of its g elements goes to slot [rank] of every CTA's `pairs` by one
-// st.async, counted by that CTA's mbarrier `xbar`; every CTA then merges the
+// Plans 16 and 17's exchange: each CTA's (sum, squared deviations from its
+// own mean) of its g elements goes to slot [rank] of every CTA's `pairs` by
+// one st.async, counted by that CTA's mbarrier `xbar`; every CTA then merges the
 // slots in rank order (Chan's formula for a group of k g elements and one of
 // g: Q += (Sa - k Sb)^2 / (k (k + 1) g)), so all get the same bits.  Rows
 // alternate between two slot sets and two mbarriers: a CTA writes a set for
@@ -553,16 +557,8 @@ __device__ __forceinline__ void smem_wb_output(float (&h)[PACKS][ksuite::vec16<T
   }
 }
 
-// The row's sum and sum of squared deviations from its mean, in one
-// reduction (plans 14-17).  On entry each thread holds s, the sum of its
-// ELEMS elements, and q, the sum of their squared deviations from its own mean
-// (s / ELEMS).  Two groups of g elements each merge exactly (Chan, Golub and
-// LeVeque): S = Sa + Sb, Q = Qa + Qb + (Sa - Sb)^2 / (2 g), symmetric in a and
-// b, so that every lane of a butterfly ends with the same bits.  The shuffle
-// levels and then the warps (through red, one barrier) merge groups of equal
-// size, so every thread must hold ELEMS elements of the row.
-// Butterfly levels over lane offsets 1 .. LANES / 2, merging groups of G,
-// 2 G, ... elements.
+// Butterfly levels over lane offsets 1 .. LANES / 2 of merge_row_stats,
+// merging groups of G, 2 G, ... elements.
 template <int LANES, int G>
 __device__ __forceinline__ void merge_lanes(float& s, float& q) {
 #pragma unroll
@@ -574,6 +570,14 @@ __device__ __forceinline__ void merge_lanes(float& s, float& q) {
   }
 }
 
+// The row's sum and sum of squared deviations from its mean, in one
+// reduction (plans 14-17).  On entry each thread holds s, the sum of its
+// ELEMS elements, and q, the sum of their squared deviations from its own mean
+// (s / ELEMS).  Two groups of g elements each merge exactly (Chan, Golub and
+// LeVeque): S = Sa + Sb, Q = Qa + Qb + (Sa - Sb)^2 / (2 g), symmetric in a and
+// b, so that every lane of a butterfly ends with the same bits.  The shuffle
+// levels and then the warps (through red, one barrier) merge groups of equal
+// size, so every thread must hold ELEMS elements of the row.
 template <int THREADS, int ELEMS>
 __device__ __forceinline__ void merge_row_stats(float& s, float& q, float (&red)[2][32]) {
   constexpr int WARPS = THREADS / 32;
@@ -665,7 +669,7 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
   __shared__ __align__(8) uint64_t xbar[2];          // plan 9: partials of round 0 / 1
   __shared__ float red[2][32];
   __shared__ float vals[2][8];  // plan 9: [round][rank] every CTA's partial of the row
-  __shared__ float2 pairs[2][8];  // plan 16: [row parity][rank] every CTA's (sum, squares) of the row
+  __shared__ float2 pairs[2][8];  // plans 16, 17: [row parity][rank] every CTA's (sum, squares) of the row
   const uint32_t buf = smem_addr(xr_slice), bar0 = smem_addr(bar), xbar0 = smem_addr(xbar);
   const uint32_t first = blockIdx.x / static_cast<uint32_t>(fresh_ctas<CLUSTER>());
   if (threadIdx.x == 0) {
@@ -790,10 +794,10 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
 }
 
 // Plans 8, 13-15 (CLUSTER false): one CTA a row, rows of <= THREADS x PACKS
-// 16-byte packs.  Plans 9-12, 16, 17: the fewest CTAs (2, 4 or 8) whose slices hold
-// that many packs each (plan 12, RING: six slices of shared memory, at most
-// 192 KB).  16-byte packs only (n % vec16 == 0, aligned pointers: the
-// caller's VEC).
+// 16-byte packs.  Plans 9-12, 16, 17: the fewest CTAs (2, 4 or 8) whose
+// slices hold that many packs each (plans 12 and 16, RING: six slices of
+// shared memory, at most 192 KB).  16-byte packs only (n % vec16 == 0,
+// aligned pointers: the caller's VEC).
 template <typename T, bool CLUSTER, int THREADS = kTmaThreads, bool RING = false, int PACKS = kTmaPacks,
           bool ONE_ROUND = false>
 bool launch_tma(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
