@@ -173,12 +173,7 @@ flash_fwd_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T* __re
 
   uint32_t qf[C::QREG ? MT : 1][C::QREG ? DK : 1][4];
   float o[MT][DN][4];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int i = 0; i < DN; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[mt][i][e] = 0.f;
+  zero_acc(o);
   float m_run[MT][2], l_run[MT][2];  // running max of raw scores; this thread's share of the sum
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
@@ -215,12 +210,7 @@ flash_fwd_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T* __re
     // S = Q K^T for this warp's rows x BN keys.  K is [key][d] in shared
     // memory, already the "col" layout of the B operand.
     float s[MT][SN][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int i = 0; i < SN; ++i)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[mt][i][e] = 0.f;
+    zero_acc(s);
     const T* kt = sK + slot * BN * LD;
 #pragma unroll
     for (int kk = 0; kk < DK; ++kk) {
@@ -413,12 +403,7 @@ flash_fwd_pipe_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T*
 
   uint32_t qf[C::QREG ? MT : 1][C::QREG ? DK : 1][4];
   float o[MT][DN][4];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int i = 0; i < DN; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[mt][i][e] = 0.f;
+  zero_acc(o);
   // mref: the reference max of each row in log2 units (scores * scale_log2),
   // -inf until the row has seen a key; l_run: this thread's share of the sum.
   float mref[MT][2], l_run[MT][2];
@@ -433,12 +418,7 @@ flash_fwd_pipe_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T*
 
   // S = Q K^T of tile j (this warp's rows x BN keys), masked.
   auto qk = [&](float (&s)[MT][SN][4], int j) {
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int i = 0; i < SN; ++i)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[mt][i][e] = 0.f;
+    zero_acc(s);
     const T* kt = sK + (j % STAGES) * BN * LD;
 #pragma unroll
     for (int kk = 0; kk < DK; ++kk) {

@@ -9,16 +9,6 @@
 
 namespace ksuite_gemm {
 
-template <int MT, int NT>
-__device__ __forceinline__ void zero_acc(float (&acc)[MT][NT][4]) {
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
-}
-
 // B fragments 2j and 2j + 1 from one ldmatrix.x4.trans: lanes 0-15 address
 // k-rows 0-15 at n + 0, lanes 16-31 the same rows at n + 8.
 template <int NT>

@@ -64,6 +64,17 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
   }
 }
 
+// Every m16n8 fp32 accumulator fragment of a warp tile set to zero.
+template <int MT, int NT>
+__device__ __forceinline__ void zero_acc(float (&acc)[MT][NT][4]) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+}
+
 // Two floats rounded to T and packed, the first in the low half (lower column).
 template <typename T>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
