@@ -178,6 +178,15 @@ def test_layernorm_long_rows_choice():
     with pytest.raises(ValueError, match="long_rows='fast'"):
         rlg.plan(4, 40000, 4, long_rows="fast")
     assert rlg.plan(4, 40000, 4, long_rows="sync")["kernel"] == "sync"
+    assert rlg.plan(4, 40000, 4, long_rows="stream")["kernel"] == "stream"
+    with pytest.raises(ValueError, match="interpreter cannot run"):
+        _check("residual_layernorm_gelu", Case.make("residual_layernorm_gelu", "float32", M=2, N=40),
+               seed=1, max_fused=1, block=16, long_rows="stream")
+    # one program an SM: whole row groups, never more groups than rows
+    assert rlg.stream_grid(4096, 32768, 8192, 132) == 132
+    assert rlg.stream_grid(4096, 32768, 4096, 132) == 128
+    assert rlg.stream_grid(3, 32768, 8192, 132) == 12
+    assert rlg.stream_grid(5, 40000, 4096, 8) == 0  # 10 programs a row: does not fit
     assert rlg.plan(4, 1000, 4, long_rows="sync")["kernel"] == "rows"  # fits: the option is moot
 
 
@@ -278,7 +287,8 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
         m, n = case["M"], case["N"]
         mod = S if wl == "softmax" else R
         # every autotuning candidate (the plan is the first of them)
-        raced = R.race_candidates(m, n, b) + R.sync_candidates(m, n, b) if wl != "softmax" else []
+        raced = (R.race_candidates(m, n, b) + R.sync_candidates(m, n, b) + R.stream_candidates(m, n, b)
+                 if wl != "softmax" else [])
         for plan in mod.candidates(m, n, b) + raced:
             ptrs = ["x_ptr", "y_ptr"] if wl == "softmax" else ["x_ptr", "r_ptr", "w_ptr", "b_ptr", "y_ptr"]
             sig = {k: p for k in ptrs}
@@ -295,12 +305,13 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")
                 const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, S.SPLIT_MIN_CHUNK))
                 const["MODE"] = 0 if plan["kernel"] == "split" else 2
-            if plan["kernel"] == "sync":
+            if plan["kernel"] in ("sync", "stream"):
                 ptrs += ["stats_ptr", "count_ptr"]
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")
                 const["P_MAX"] = R.sync_p_max(n)
-                const["MODE"] = 0
-            if plan["kernel"] in ("rows",):
+                if plan["kernel"] == "sync":
+                    const["MODE"] = 0
+            if plan["kernel"] in ("rows", "stream"):
                 sig.update(M="i32", N="i32")
             else:
                 sig.update(N="i32")
@@ -309,7 +320,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
             sig["M_BUCKET"] = "i32"
             kern = {"rows": S._softmax_rows if wl == "softmax" else R._rlg_rows, "online": S._softmax_online,
                     "split": S._softmax_split if wl == "softmax" else R._rlg_split,
-                    "split2": S._softmax_split, "sync": R._rlg_sync}[plan["kernel"]]
+                    "split2": S._softmax_split, "sync": R._rlg_sync, "stream": R._rlg_stream}[plan["kernel"]]
             sig = {name: sig[name] for name in kern.arg_names if name in sig}
             key = (wl, plan["kernel"], p, n % 16 == 0, tuple(sorted(const.items())), plan["num_warps"])
             jobs[key] = (kern, sig, const, plan["num_warps"], n % 16 == 0, aligned, plan.get("maxnreg"))
@@ -430,6 +441,12 @@ def test_rlg_races_sync_kernel_on_wide_rows():
     # a 16385-wide row: every chunk is narrower than the row (two programs at least)
     assert all(c["BLOCK"] < 32768 for c in rlg.sync_candidates(8, 16385, 4))
     assert rlg.sync_candidates(8, 16384, 4) == []
+    for b in (2, 4):
+        cands = rlg.stream_candidates(4096, 32768, b)
+        # 8 or 16 values a thread (twice that live); 32 spilled
+        assert [(c["BLOCK"], c["num_warps"]) for c in cands] == [(8192, 16), (8192, 16), (4096, 16), (8192, 32)]
+        assert len({c["EVICT"] for c in cands[:2]}) == 2
+    assert rlg.stream_candidates(8, 16384, 2) == []
 
     chosen = Raced(rlg.plan)
     chosen.seen[("sync", 32768, 4, 4096)] = "kernel=sync BLOCK=8192 (autotuned)"

@@ -193,9 +193,70 @@ def _rlg_sync(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, N, eps, M
         tl.store(y_ptr + base + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit(do_not_specialize=["M_BUCKET"])
+def _rlg_stream(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, M, N, eps, M_BUCKET,
+                BLOCK: tl.constexpr, P_MAX: tl.constexpr, EXACT: tl.constexpr, EVICT: tl.constexpr):
+    """_rlg_sync's meeting, persistent and pipelined: G = num_programs / P row
+    groups, P = cdiv(N, BLOCK) programs each (one an SM at most, so that all
+    are on the GPU at once), program (g, c) doing chunk c of rows g, g + G, ...
+    It loads its chunk of the next row before it waits at this row's counter,
+    so the wait, the merge and the output overlap those loads; w and b of the
+    chunk are loaded once.  Statistics and counters as in _rlg_sync (count_ptr
+    needs no ticket slot here but keeps the layout)."""
+    p = tl.cdiv(N, BLOCK)
+    groups = tl.num_programs(0) // p
+    pid = tl.program_id(0)
+    c = pid % p
+    g = pid // p
+    cols = c * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < N
+    cnt = tl.minimum(N - c * BLOCK, BLOCK)
+    k = tl.arange(0, P_MAX)
+    kin = k < p
+    nk = tl.where(kin, tl.minimum(N - k * BLOCK, BLOCK), 1).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+    b = tl.load(b_ptr + cols, mask=mask, other=0.0)
+    base = g.to(tl.int64) * N
+    h = (tl.load(x_ptr + base + cols, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32)
+         + tl.load(r_ptr + base + cols, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32))
+    s = tl.sum(h, axis=0)
+    d = tl.where(mask, h - s / cnt, 0.0)
+    stats = stats_ptr + g.to(tl.int64) * (2 * P_MAX)
+    tl.store(stats + c, s)
+    tl.store(stats + P_MAX + c, tl.sum(d * d, axis=0))
+    tl.debug_barrier()
+    tl.atomic_add(count_ptr + 1 + g, 1, sem="release")
+    for row in range(g, M, groups):
+        nxt = row + groups
+        nbase = tl.minimum(nxt, M - 1).to(tl.int64) * N  # past the end: the last row again, unused
+        xn = tl.load(x_ptr + nbase + cols, mask=mask, other=0.0, eviction_policy=EVICT)
+        rn = tl.load(r_ptr + nbase + cols, mask=mask, other=0.0, eviction_policy=EVICT)
+        seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
+        while seen < p:
+            seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
+        tl.debug_barrier()
+        stats = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
+        ss = tl.load(stats + k, mask=kin, other=0.0, cache_modifier=".cg")
+        qs = tl.load(stats + P_MAX + k, mask=kin, other=0.0, cache_modifier=".cg")
+        mean = tl.sum(ss, axis=0) / N
+        dev = tl.where(kin, ss / nk - mean, 0.0)
+        rstd = tl.math.rsqrt(tl.sum(qs + nk * dev * dev, axis=0) / N + eps)
+        y = gelu_f32((h - mean) * rstd * w.to(tl.float32) + b.to(tl.float32), EXACT)
+        tl.store(y_ptr + row.to(tl.int64) * N + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+        h = xn.to(tl.float32) + rn.to(tl.float32)
+        if nxt < M:
+            s = tl.sum(h, axis=0)
+            d = tl.where(mask, h - s / cnt, 0.0)
+            stats = stats_ptr + nxt.to(tl.int64) * (2 * P_MAX)
+            tl.store(stats + c, s)
+            tl.store(stats + P_MAX + c, tl.sum(d * d, axis=0))
+            tl.debug_barrier()
+            tl.atomic_add(count_ptr + 1 + nxt, 1, sem="release")
+
+
 SYNC_MIN_CHUNK = 4096  # smallest chunk the sync kernel is tuned over
 SYNC_MAX_PROGRAMS = 64  # most programs a row may be split over (all must be on the GPU at once)
-LONG_ROWS = ("split", "sync", "sync2")
+LONG_ROWS = ("split", "sync", "sync2", "stream")
 
 
 def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None,
@@ -203,9 +264,10 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     """Kernel and launch parameters for an m x n problem; pure, so config() can replay it.
 
     ``long_rows`` picks the kernel for rows wider than ``max_fused``: "split"
-    (the default plan; on the GPU it races "sync" where sync_tried), "sync"
-    (the programs of a row meet in the kernel) or "sync2" (the same in two
-    launches, for the interpreter).
+    (the default plan; on the GPU it races "sync" and "stream" where
+    sync_tried), "sync" (the programs of a row meet in the kernel), "sync2"
+    (the same in two launches, for the interpreter) or "stream" (sync made
+    persistent, the next row's chunk loaded before the wait).
     """
     block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
     if block_n <= max_fused:
@@ -218,6 +280,11 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
         # 8192 on 8 warps: 32 float32 of h a thread, w and b after the wait
         chunk = block or 8192
         return dict(kernel=long_rows, BLOCK=chunk, num_warps=max(1, min(16, chunk // 1024)), WB_EARLY=False,
+                    EVICT=_hints(dtype_bytes)[0])
+    if long_rows == "stream":
+        # 8192 on 16 warps: 16 float32 of h a thread and 16 of the next row in flight
+        chunk = block or 8192
+        return dict(kernel="stream", BLOCK=chunk, num_warps=max(1, min(16, chunk // 512)),
                     EVICT=_hints(dtype_bytes)[0])
     # 4096 with 16 warps: 8 values a thread, ~55 registers, two programs an SM.
     chunk = block or min(4096, max_fused)
@@ -242,6 +309,19 @@ def sync_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     out = [dict(kernel="sync", BLOCK=blk, num_warps=w, WB_EARLY=early, EVICT=first)
            for blk, w, early in ((8192, 8, False), (4096, 8, True), (4096, 4, False), (8192, 16, True),
                                  (16384, 16, False)) if blk < top]
+    return out[:1] + [dict(out[0], EVICT=second)] + out[1:]
+
+
+def stream_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
+    """The stream kernel's candidates at the widths of sync_tried: one program
+    an SM of 16 or 32 warps, 8 or 16 values a thread (twice that live: this
+    row's h and the next row's x and r; 32 spill), the first in both hints."""
+    if not sync_tried(n):
+        return []
+    first, second = _hints(dtype_bytes)
+    top = triton.next_power_of_2(n)
+    out = [dict(kernel="stream", BLOCK=blk, num_warps=w, EVICT=first)
+           for blk, w in ((8192, 16), (4096, 16), (8192, 32)) if blk < top]
     return out[:1] + [dict(out[0], EVICT=second)] + out[1:]
 
 
@@ -377,9 +457,23 @@ def _sync_prune(configs, named_args, **kwargs):
             for c in sync_candidates(x.numel() // n, n, x.element_size())]
 
 
+def _stream_prune(configs, named_args, **kwargs):
+    x, n = named_args["x_ptr"], named_args["N"]
+    return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps")}, num_warps=c["num_warps"])
+            for c in stream_candidates(x.numel() // n, n, x.element_size())]
+
+
 # Each timing run needs the ticket and row counters at zero.
 _sync_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
                        prune_configs_by={"early_config_prune": _sync_prune})(_rlg_sync)
+_stream_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
+                         prune_configs_by={"early_config_prune": _stream_prune})(_rlg_stream)
+
+
+def stream_grid(m: int, n: int, block: int, sms: int) -> int:
+    """Programs of the stream kernel: as many whole row groups as fit one an SM, at most one a row."""
+    p = triton.cdiv(n, block)
+    return min(m, sms // p) * p
 
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for
 # config(); and the races of wide rows (rows_raced, sync_tried)
@@ -423,6 +517,18 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
                                      P_MAX=triton.next_power_of_2(chunks), MODE=mode, EXACT=exact,
                                      WB_EARLY=p["WB_EARLY"], EVICT=p["EVICT"], num_warps=p["num_warps"])
         return y
+    if p["kernel"] == "stream":  # forced: untuned
+        if interpreting():
+            raise ValueError("long_rows='stream': its programs wait on each other, which the interpreter cannot run")
+        grid = stream_grid(m, n, p["BLOCK"], sm_count(x.device))
+        if grid == 0:
+            raise ValueError(f"long_rows='stream': {triton.cdiv(n, p['BLOCK'])} programs a row do not fit "
+                             "one an SM on this GPU")
+        stats, count = _sync_buffers(x, m, triton.next_power_of_2(triton.cdiv(n, p["BLOCK"])))
+        _rlg_stream[(grid,)](*args, stats, count, m, n, float(eps), bucket, BLOCK=p["BLOCK"],
+                             P_MAX=triton.next_power_of_2(triton.cdiv(n, p["BLOCK"])), EXACT=exact,
+                             EVICT=p["EVICT"], num_warps=p["num_warps"])
+        return y
     if interpreting() or max_fused != MAX_FUSED or block is not None:
         # One config: the interpreter would run every candidate on the CPU.
         if p["kernel"] == "rows":
@@ -453,6 +559,13 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
                                                                        P_MAX=p_max, MODE=0, EXACT=exact)
         _CHOSEN.record("sync", _sync_tuned, n, b, bucket)
 
+    def run_stream() -> None:
+        p_max, sms = sync_p_max(n), sm_count(x.device)
+        stats, count = _sync_buffers(x, m, p_max)
+        _stream_tuned[lambda meta: (stream_grid(m, n, meta["BLOCK"], sms),)](
+            *args, stats, count, m, n, float(eps), bucket, P_MAX=p_max, EXACT=exact)
+        _CHOSEN.record("stream", _stream_tuned, n, b, bucket)
+
     if p["kernel"] == "rows":
         run_rows(_rows_tuned, p["BLOCK_N"])
         return y
@@ -460,8 +573,9 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
     if rows_raced(n, b):
         runs["rows"] = lambda: run_rows(_wide_tuned, 2 * MAX_FUSED)
     runs["split"] = run_split
-    if sync_tried(n) and triton.cdiv(n, SYNC_MIN_CHUNK) <= 2 * sm_count(x.device):
+    if sync_tried(n) and triton.cdiv(n, SYNC_MIN_CHUNK) <= sm_count(x.device):
         runs["sync"] = run_sync
+        runs["stream"] = run_stream
     if len(runs) == 1:
         run_split()
     else:
