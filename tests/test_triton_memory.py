@@ -441,11 +441,13 @@ def test_rlg_races_sync_kernel_on_wide_rows():
     # a 16385-wide row: every chunk is narrower than the row (two programs at least)
     assert all(c["BLOCK"] < 32768 for c in rlg.sync_candidates(8, 16385, 4))
     assert rlg.sync_candidates(8, 16384, 4) == []
-    for b in (2, 4):
+    for b, designs in ((2, [(8192, 16), (8192, 16), (4096, 16), (8192, 32)]),
+                       (4, [(4096, 16), (4096, 16), (4096, 32), (2048, 16)])):
         cands = rlg.stream_candidates(4096, 32768, b)
-        # 8 or 16 values a thread (twice that live); 32 spilled
-        assert [(c["BLOCK"], c["num_warps"]) for c in cands] == [(8192, 16), (8192, 16), (4096, 16), (8192, 32)]
+        # 4 to 16 values a thread (three rows of them live); more spilled
+        assert [(c["BLOCK"], c["num_warps"]) for c in cands] == designs
         assert len({c["EVICT"] for c in cands[:2]}) == 2
+        assert all(triton.cdiv(32768, c["BLOCK"]) <= rlg.sync_p_max(32768) for c in cands)
     assert rlg.stream_candidates(8, 16384, 2) == []
 
     chosen = Raced(rlg.plan)

@@ -199,9 +199,10 @@ def _rlg_stream(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, M, N, e
     """_rlg_sync's meeting, persistent and pipelined: G = num_programs / P row
     groups, P = cdiv(N, BLOCK) programs each (one an SM at most, so that all
     are on the GPU at once), program (g, c) doing chunk c of rows g, g + G, ...
-    It loads its chunk of the next row before it waits at this row's counter,
-    so the wait, the merge and the output overlap those loads; w and b of the
-    chunk are loaded once.  Statistics and counters as in _rlg_sync (count_ptr
+    It publishes a row's statistics an iteration before it waits for the
+    row's other chunks, and loads its chunk of the row after that before the
+    wait, so the wait, the merge and the output overlap those loads; w and b
+    of the chunk are loaded once.  Statistics and counters as in _rlg_sync (count_ptr
     needs no ticket slot here but keeps the layout)."""
     p = tl.cdiv(N, BLOCK)
     groups = tl.num_programs(0) // p
@@ -219,18 +220,21 @@ def _rlg_stream(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, M, N, e
     base = g.to(tl.int64) * N
     h = (tl.load(x_ptr + base + cols, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32)
          + tl.load(r_ptr + base + cols, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32))
-    s = tl.sum(h, axis=0)
-    d = tl.where(mask, h - s / cnt, 0.0)
-    stats = stats_ptr + g.to(tl.int64) * (2 * P_MAX)
-    tl.store(stats + c, s)
-    tl.store(stats + P_MAX + c, tl.sum(d * d, axis=0))
-    tl.debug_barrier()
-    tl.atomic_add(count_ptr + 1 + g, 1, sem="release")
+    _publish_chunk(h, mask, cnt, stats_ptr, count_ptr, g, c, P_MAX)
+    nbase = tl.minimum(g + groups, M - 1).to(tl.int64) * N  # past the end: the last row again, unused
+    xn = tl.load(x_ptr + nbase + cols, mask=mask, other=0.0, eviction_policy=EVICT)
+    rn = tl.load(r_ptr + nbase + cols, mask=mask, other=0.0, eviction_policy=EVICT)
     for row in range(g, M, groups):
+        # Two rows ahead of the output: the next row's chunk arrived during
+        # the last iteration, the one after is loaded now and arrives during
+        # this one, and the row waited for was published an iteration ago.
         nxt = row + groups
-        nbase = tl.minimum(nxt, M - 1).to(tl.int64) * N  # past the end: the last row again, unused
+        h1 = xn.to(tl.float32) + rn.to(tl.float32)
+        nbase = tl.minimum(nxt + groups, M - 1).to(tl.int64) * N
         xn = tl.load(x_ptr + nbase + cols, mask=mask, other=0.0, eviction_policy=EVICT)
         rn = tl.load(r_ptr + nbase + cols, mask=mask, other=0.0, eviction_policy=EVICT)
+        if nxt < M:
+            _publish_chunk(h1, mask, cnt, stats_ptr, count_ptr, nxt, c, P_MAX)
         seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
         while seen < p:
             seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
@@ -243,15 +247,20 @@ def _rlg_stream(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, M, N, e
         rstd = tl.math.rsqrt(tl.sum(qs + nk * dev * dev, axis=0) / N + eps)
         y = gelu_f32((h - mean) * rstd * w.to(tl.float32) + b.to(tl.float32), EXACT)
         tl.store(y_ptr + row.to(tl.int64) * N + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
-        h = xn.to(tl.float32) + rn.to(tl.float32)
-        if nxt < M:
-            s = tl.sum(h, axis=0)
-            d = tl.where(mask, h - s / cnt, 0.0)
-            stats = stats_ptr + nxt.to(tl.int64) * (2 * P_MAX)
-            tl.store(stats + c, s)
-            tl.store(stats + P_MAX + c, tl.sum(d * d, axis=0))
-            tl.debug_barrier()
-            tl.atomic_add(count_ptr + 1 + nxt, 1, sem="release")
+        h = h1
+
+
+@triton.jit
+def _publish_chunk(h, mask, cnt, stats_ptr, count_ptr, row, c, P_MAX: tl.constexpr):
+    """Chunk c's sum and squared deviations from its own mean into row's
+    stats, then one count at row's counter (after every thread's stores)."""
+    s = tl.sum(h, axis=0)
+    d = tl.where(mask, h - s / cnt, 0.0)
+    stats = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
+    tl.store(stats + c, s)
+    tl.store(stats + P_MAX + c, tl.sum(d * d, axis=0))
+    tl.debug_barrier()
+    tl.atomic_add(count_ptr + 1 + row, 1, sem="release")
 
 
 SYNC_MIN_CHUNK = 4096  # smallest chunk the sync kernel is tuned over
@@ -314,20 +323,22 @@ def sync_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
 
 def stream_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     """The stream kernel's candidates at the widths of sync_tried: one program
-    an SM of 16 or 32 warps, 8 or 16 values a thread (twice that live: this
-    row's h and the next row's x and r; 32 spill), the first in both hints."""
+    an SM of 16 or 32 warps, 4 to 16 values a thread (three rows of them live:
+    the row written, the next one's h, the x and r of the one after), as many
+    as fit 64 to 128 registers without spills for sm_90 (float32 8192 on 16
+    or 32 warps spills); the first in both hints."""
     if not sync_tried(n):
         return []
     first, second = _hints(dtype_bytes)
     top = triton.next_power_of_2(n)
-    out = [dict(kernel="stream", BLOCK=blk, num_warps=w, EVICT=first)
-           for blk, w in ((8192, 16), (4096, 16), (8192, 32)) if blk < top]
+    designs = ((8192, 16), (4096, 16), (8192, 32)) if dtype_bytes == 2 else ((4096, 16), (4096, 32), (2048, 16))
+    out = [dict(kernel="stream", BLOCK=blk, num_warps=w, EVICT=first) for blk, w in designs if blk < top]
     return out[:1] + [dict(out[0], EVICT=second)] + out[1:]
 
 
 def sync_p_max(n: int) -> int:
-    """The stats buffer's row stride: room for every candidate's chunks."""
-    return triton.next_power_of_2(triton.cdiv(n, SYNC_MIN_CHUNK))
+    """The stats buffer's row stride: room for every candidate's chunks (2048 and up)."""
+    return triton.next_power_of_2(triton.cdiv(n, SYNC_MIN_CHUNK // 2))
 
 
 def rows_raced(n: int, dtype_bytes: int) -> bool:
