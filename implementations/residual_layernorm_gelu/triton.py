@@ -228,13 +228,15 @@ def _rlg_stream(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, M, N, e
         # Two rows ahead of the output: the next row's chunk arrived during
         # the last iteration, the one after is loaded now and arrives during
         # this one, and the row waited for was published an iteration ago.
+        # The loads are issued after the publish: its release waits for every
+        # earlier memory access of the thread, loads in flight included.
         nxt = row + groups
         h1 = xn.to(tl.float32) + rn.to(tl.float32)
+        if nxt < M:
+            _publish_chunk(h1, mask, cnt, stats_ptr, count_ptr, nxt, c, P_MAX)
         nbase = tl.minimum(nxt + groups, M - 1).to(tl.int64) * N
         xn = tl.load(x_ptr + nbase + cols, mask=mask, other=0.0, eviction_policy=EVICT)
         rn = tl.load(r_ptr + nbase + cols, mask=mask, other=0.0, eviction_policy=EVICT)
-        if nxt < M:
-            _publish_chunk(h1, mask, cnt, stats_ptr, count_ptr, nxt, c, P_MAX)
         seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
         while seen < p:
             seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
