@@ -6,7 +6,6 @@ the fastest per (N, dtype, power-of-two M bucket).
 """
 from __future__ import annotations
 
-import functools
 from typing import Callable
 
 import triton
@@ -112,10 +111,10 @@ class Chosen:
 
 
 class Raced(Chosen):
-    """Chosen, plus a race of kernels (say rows against split) at the widths
-    where any may win: per (N, dtype, M bucket), the kernel that won and the
-    text for the `config` column (the winner's tuning, every head-to-head
-    time, each loser's tuning)."""
+    """Chosen, plus a race of two kernels (rows against split) at the widths
+    where either may win: per (N, dtype, M bucket), the kernel that won and
+    the text for the `config` column (the winner's tuning, both head-to-head
+    times, the loser's tuning)."""
 
     def __init__(self, plan):
         super().__init__(plan)
@@ -123,10 +122,10 @@ class Raced(Chosen):
 
     def race(self, n: int, dtype: str, dtype_bytes: int, bucket: int, times: dict[str, float]) -> str:
         winner = min(times, key=times.get)
+        loser = next(k for k in times if k != winner)
         text = (self.seen.get((winner, n, dtype_bytes, bucket), f"kernel={winner}")
                 + "; head to head " + ", ".join(f"{k} {t * 1000:.0f}us" for k, t in times.items())
-                + "".join("; lost: " + self.seen.get((loser, n, dtype_bytes, bucket), f"kernel={loser}")
-                          for loser in times if loser != winner))
+                + "; lost: " + self.seen.get((loser, n, dtype_bytes, bucket), f"kernel={loser}"))
         self.raced[(n, dtype, bucket)] = (winner, text)
         return winner
 
@@ -145,18 +144,6 @@ class Raced(Chosen):
     def config_for(self, m: int, n: int, dtype: str, dtype_bytes: int) -> str:
         raced = self.raced.get((n, dtype, triton.next_power_of_2(m)))
         return raced[1] if raced else self.config(m, n, dtype_bytes)
-
-
-@functools.lru_cache(maxsize=None)
-def _sm_count(index: int) -> int:
-    import torch
-
-    return torch.cuda.get_device_properties(index).multi_processor_count
-
-
-def sm_count(device) -> int:
-    """SMs of a CUDA tensor's device (cached per device)."""
-    return _sm_count(device.index if device.index is not None else 0)
 
 
 def time_ms(fn) -> float:

@@ -148,46 +148,9 @@ def test_row_align():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m,n,block", LONG_ROWS)
-@pytest.mark.parametrize("long_rows", (None, "sync2"))
-def test_layernorm_long_row_paths(m, n, block, dtype, long_rows, poisoned):
-    """The split kernel (chunk 0 held, the rest re-read) and the sync kernel
-    (a program a chunk, statistics merged across chunks) in its two-launch form."""
+def test_layernorm_split_path(m, n, block, dtype, poisoned):
     case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
-    _check("residual_layernorm_gelu", case, seed=m * n + 11, max_fused=1, block=block, long_rows=long_rows)
-
-
-@pytest.mark.parametrize("dtype", ("float32", "bfloat16"))
-def test_layernorm_sync_merge_of_offset_chunks(dtype, poisoned):
-    """Rows far from zero whose chunks have different means and spreads: the
-    merge of per-chunk (sum, squared deviations) must not cancel."""
-    reg = _registry()
-    wl, impl = reg.workloads["residual_layernorm_gelu"], reg.get("residual_layernorm_gelu", "triton")
-    m, n, block = 3, 1000, 128
-    case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
-    inputs = wl.make_inputs(case, "cpu", 29)
-    ramp = torch.linspace(0.0, 8.0, n).to(inputs["x"].dtype)  # chunk means 0.5 apart
-    inputs["x"] = inputs["x"] + (30.0 if dtype == "float32" else 300.0) + ramp
-    out = impl.fn(**inputs, max_fused=1, block=block, long_rows="sync2")
-    res = verify.check(out, wl.reference(case, inputs), wl.tolerance(case))
-    assert res.correct, res.message
-
-
-def test_layernorm_long_rows_choice():
-    from implementations.residual_layernorm_gelu import triton as rlg
-
-    with pytest.raises(ValueError, match="long_rows='fast'"):
-        rlg.plan(4, 40000, 4, long_rows="fast")
-    assert rlg.plan(4, 40000, 4, long_rows="sync")["kernel"] == "sync"
-    assert rlg.plan(4, 40000, 4, long_rows="stream")["kernel"] == "stream"
-    with pytest.raises(ValueError, match="interpreter cannot run"):
-        _check("residual_layernorm_gelu", Case.make("residual_layernorm_gelu", "float32", M=2, N=40),
-               seed=1, max_fused=1, block=16, long_rows="stream")
-    # one program an SM: whole row groups, never more groups than rows
-    assert rlg.stream_grid(4096, 32768, 8192, 132) == 132
-    assert rlg.stream_grid(4096, 32768, 4096, 132) == 128
-    assert rlg.stream_grid(3, 32768, 8192, 132) == 12
-    assert rlg.stream_grid(5, 40000, 4096, 8) == 0  # 10 programs a row: does not fit
-    assert rlg.plan(4, 1000, 4, long_rows="sync")["kernel"] == "rows"  # fits: the option is moot
+    _check("residual_layernorm_gelu", case, seed=m * n + 11, max_fused=1, block=block)
 
 
 def test_gelu_masked_and_unmasked_blocks(poisoned):
@@ -287,8 +250,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
         m, n = case["M"], case["N"]
         mod = S if wl == "softmax" else R
         # every autotuning candidate (the plan is the first of them)
-        raced = (R.race_candidates(m, n, b) + R.sync_candidates(m, n, b) + R.stream_candidates(m, n, b)
-                 if wl != "softmax" else [])
+        raced = R.race_candidates(m, n, b) if wl != "softmax" else []
         for plan in mod.candidates(m, n, b) + raced:
             ptrs = ["x_ptr", "y_ptr"] if wl == "softmax" else ["x_ptr", "r_ptr", "w_ptr", "b_ptr", "y_ptr"]
             sig = {k: p for k in ptrs}
@@ -305,13 +267,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")
                 const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, S.SPLIT_MIN_CHUNK))
                 const["MODE"] = 0 if plan["kernel"] == "split" else 2
-            if plan["kernel"] in ("sync", "stream"):
-                ptrs += ["stats_ptr", "count_ptr"]
-                sig.update(stats_ptr="*fp32", count_ptr="*i32")
-                const["P_MAX"] = R.sync_p_max(n)
-                if plan["kernel"] == "sync":
-                    const["MODE"] = 0
-            if plan["kernel"] in ("rows", "stream"):
+            if plan["kernel"] in ("rows",):
                 sig.update(M="i32", N="i32")
             else:
                 sig.update(N="i32")
@@ -320,7 +276,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
             sig["M_BUCKET"] = "i32"
             kern = {"rows": S._softmax_rows if wl == "softmax" else R._rlg_rows, "online": S._softmax_online,
                     "split": S._softmax_split if wl == "softmax" else R._rlg_split,
-                    "split2": S._softmax_split, "sync": R._rlg_sync, "stream": R._rlg_stream}[plan["kernel"]]
+                    "split2": S._softmax_split}[plan["kernel"]]
             sig = {name: sig[name] for name in kern.arg_names if name in sig}
             key = (wl, plan["kernel"], p, n % 16 == 0, tuple(sorted(const.items())), plan["num_warps"])
             jobs[key] = (kern, sig, const, plan["num_warps"], n % 16 == 0, aligned, plan.get("maxnreg"))
@@ -421,42 +377,3 @@ def test_rlg_races_whole_16bit_rows_against_split():
     text = chosen.config_for(4096, 32768, "bfloat16", 2)
     assert text.startswith("kernel=rows; head to head rows 228us, split 287us; lost: kernel=split BLOCK=4096")
     assert chosen.config_for(4096, 32768, "float16", 2).startswith("kernel=split")  # not raced yet
-
-
-def test_rlg_races_sync_kernel_on_wide_rows():
-    import triton
-
-    from implementations._row_tuning import Raced
-    from implementations.residual_layernorm_gelu import triton as rlg
-
-    assert [rlg.sync_tried(n) for n in (16384, 16385, 32768, 262144, 262145)] == [False, True, True, True, False]
-    for b, first in ((2, "evict_first"), (4, "")):
-        cands = rlg.sync_candidates(4096, 32768, b)
-        assert [(c["BLOCK"], c["num_warps"]) for c in cands] == [(8192, 8), (8192, 8), (4096, 8), (4096, 4),
-                                                                 (8192, 16), (16384, 16)]
-        assert [c["EVICT"] for c in cands[:2]] == [first, "evict_first" if first == "" else ""]
-        # 16 values a thread: w and b before the wait; 32: after it
-        assert all(c["WB_EARLY"] == (c["BLOCK"] // (32 * c["num_warps"]) == 16) for c in cands)
-        assert all(triton.cdiv(32768, c["BLOCK"]) <= rlg.sync_p_max(32768) for c in cands)
-    # a 16385-wide row: every chunk is narrower than the row (two programs at least)
-    assert all(c["BLOCK"] < 32768 for c in rlg.sync_candidates(8, 16385, 4))
-    assert rlg.sync_candidates(8, 16384, 4) == []
-    for b, designs in ((2, [(8192, 16), (8192, 16), (4096, 16), (8192, 32)]),
-                       (4, [(4096, 16), (4096, 16), (4096, 32), (2048, 16)])):
-        cands = rlg.stream_candidates(4096, 32768, b)
-        # 4 to 16 values a thread (three rows of them live); more spilled
-        assert [(c["BLOCK"], c["num_warps"]) for c in cands] == designs
-        assert len({c["EVICT"] for c in cands[:2]}) == 2
-        assert all(triton.cdiv(32768, c["BLOCK"]) <= rlg.sync_p_max(32768) for c in cands)
-    assert rlg.stream_candidates(8, 16384, 2) == []
-
-    chosen = Raced(rlg.plan)
-    chosen.seen[("sync", 32768, 4, 4096)] = "kernel=sync BLOCK=8192 (autotuned)"
-    chosen.seen[("split", 32768, 4, 4096)] = "kernel=split BLOCK=4096 (autotuned)"
-    timer = {"split": 0.47, "sync": 0.41}
-    ran: list[str] = []
-    runs = {k: (lambda k=k: ran.append(k)) for k in timer}
-    chosen.run_or_race(32768, "float32", 4, 4096, runs, lambda fn: (fn(), timer[ran[-1]])[1])
-    assert chosen.config_for(4096, 32768, "float32", 4) == (
-        "kernel=sync BLOCK=8192 (autotuned); head to head split 470us, sync 410us; "
-        "lost: kernel=split BLOCK=4096 (autotuned)")

@@ -26,14 +26,23 @@ stays well under the SM's limit.
   races it against the tuned split kernel and keeps the faster (one read
   against two; one program an SM that idles through its reductions against
   several).
+- Tried and dropped for rows wider than 16384 (4096 x 32768 on the H200,
+  head-to-head times of results/h200/20261130T010610Z-151bb03 to
+  20261130T011853Z-60e5972; the code is in those commits): a program a chunk
+  held in registers, the chunks' sums and squared deviations merged once the
+  row's programs meet at a counter in global memory (x and r read once, as in
+  softmax's split kernel), 274-278 us in bf16 against the whole-row kernel's
+  251-254 and 479-487 us in float32 against the split kernel's 475-482; made
+  persistent (one program an SM walking its chunk down the rows, the next
+  rows' loads in flight across the wait), 444-466 us in bf16 and 662-794 in
+  float32.  Where the persistent form loses its time was not profiled.
 """
 from __future__ import annotations
 
 import triton
 import triton.language as tl
 
-from implementations._autotune import autotune
-from implementations._row_tuning import PLACEHOLDERS, Raced, neighbours, rows_plan, sm_count, tuned
+from implementations._row_tuning import Raced, neighbours, rows_plan, tuned
 from implementations._row_tuning import time_ms as _time_ms
 
 from implementations.gelu.triton import gelu_f32
@@ -131,216 +140,16 @@ def _rlg_split(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, BLOCK: tl.co
                  cache_modifier=".cs")  # streaming: keep L2 for the rows still to re-read
 
 
-@triton.jit(do_not_specialize=["M_BUCKET"])
-def _rlg_sync(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, N, eps, M_BUCKET, BLOCK: tl.constexpr,
-              P_MAX: tl.constexpr, MODE: tl.constexpr, EXACT: tl.constexpr, WB_EARLY: tl.constexpr,
-              EVICT: tl.constexpr):
-    """A row of P = cdiv(N, BLOCK) chunks is done by P programs, one chunk each,
-    held in registers from its load to its store (x and r read once).
-
-    MODE 0: each program publishes its chunk's sum s and squared deviations
-    from the chunk's own mean q (exact two-pass statistics of values it
-    holds), counts itself in at the row's counter and waits for the other
-    P - 1, then merges the P pairs: mean = sum(s) / N and
-    N var = sum(q_k + n_k (s_k / n_k - mean)^2), no cancellation however far
-    the row sits from zero.  Programs take their chunk from a ticket counter in
-    the order they start, so the waited-for ones have started or start as
-    soon as any slot frees (all P must fit on the GPU at once; the launcher
-    checks).  MODE 1 then 2: the same as two launches (statistics, then output
-    with x and r read again), for the interpreter, which cannot wait.
-    count_ptr: int32 [1 + M], zero at launch; stats_ptr: float32 [M, 2, P_MAX].
-    """
-    if MODE == 0:
-        t = tl.atomic_add(count_ptr, 1, sem="relaxed")
-    else:
-        t = tl.program_id(0)
-    p = tl.cdiv(N, BLOCK)
-    row = t // p
-    c = t - row * p
-    base = row.to(tl.int64) * N
-    stats = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
-    cols = c * BLOCK + tl.arange(0, BLOCK)
-    mask = cols < N
-    h = (tl.load(x_ptr + base + cols, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32)
-         + tl.load(r_ptr + base + cols, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32))
-    if WB_EARLY:  # in flight during the wait, at the cost of their registers
-        w = tl.load(w_ptr + cols, mask=mask, other=0.0, eviction_policy="evict_last")
-        b = tl.load(b_ptr + cols, mask=mask, other=0.0, eviction_policy="evict_last")
-    if MODE != 2:
-        s = tl.sum(h, axis=0)
-        d = tl.where(mask, h - s / tl.minimum(N - c * BLOCK, BLOCK), 0.0)
-        tl.store(stats + c, s)
-        tl.store(stats + P_MAX + c, tl.sum(d * d, axis=0))
-    if MODE == 0:
-        tl.debug_barrier()  # every thread's part of the stores before the release
-        seen = tl.atomic_add(count_ptr + 1 + row, 1, sem="release") + 1
-        while seen < p:
-            seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
-        tl.debug_barrier()
-    if MODE != 1:
-        k = tl.arange(0, P_MAX)
-        kin = k < p
-        ss = tl.load(stats + k, mask=kin, other=0.0, cache_modifier=".cg")
-        qs = tl.load(stats + P_MAX + k, mask=kin, other=0.0, cache_modifier=".cg")
-        nk = tl.where(kin, tl.minimum(N - k * BLOCK, BLOCK), 1).to(tl.float32)
-        mean = tl.sum(ss, axis=0) / N
-        dev = tl.where(kin, ss / nk - mean, 0.0)
-        rstd = tl.math.rsqrt(tl.sum(qs + nk * dev * dev, axis=0) / N + eps)
-        if not WB_EARLY:
-            w = tl.load(w_ptr + cols, mask=mask, other=0.0, eviction_policy="evict_last")
-            b = tl.load(b_ptr + cols, mask=mask, other=0.0, eviction_policy="evict_last")
-        y = gelu_f32((h - mean) * rstd * w.to(tl.float32) + b.to(tl.float32), EXACT)
-        tl.store(y_ptr + base + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit(do_not_specialize=["M_BUCKET"])
-def _rlg_stream(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, M, N, eps, M_BUCKET,
-                BLOCK: tl.constexpr, P_MAX: tl.constexpr, EXACT: tl.constexpr, EVICT: tl.constexpr):
-    """_rlg_sync's meeting, persistent and pipelined: G = num_programs / P row
-    groups, P = cdiv(N, BLOCK) programs each (one an SM at most, so that all
-    are on the GPU at once), program (g, c) doing chunk c of rows g, g + G, ...
-    It publishes a row's statistics an iteration before it waits for the
-    row's other chunks, and loads its chunk of the row after that before the
-    wait, so the wait, the merge and the output overlap those loads; w and b
-    of the chunk are loaded once.  Statistics and counters as in _rlg_sync (count_ptr
-    needs no ticket slot here but keeps the layout)."""
-    p = tl.cdiv(N, BLOCK)
-    groups = tl.num_programs(0) // p
-    pid = tl.program_id(0)
-    c = pid % p
-    g = pid // p
-    cols = c * BLOCK + tl.arange(0, BLOCK)
-    mask = cols < N
-    cnt = tl.minimum(N - c * BLOCK, BLOCK)
-    k = tl.arange(0, P_MAX)
-    kin = k < p
-    nk = tl.where(kin, tl.minimum(N - k * BLOCK, BLOCK), 1).to(tl.float32)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
-    b = tl.load(b_ptr + cols, mask=mask, other=0.0)
-    base = g.to(tl.int64) * N
-    h = (tl.load(x_ptr + base + cols, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32)
-         + tl.load(r_ptr + base + cols, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32))
-    _publish_chunk(h, mask, cnt, stats_ptr, count_ptr, g, c, P_MAX)
-    nbase = tl.minimum(g + groups, M - 1).to(tl.int64) * N  # past the end: the last row again, unused
-    xn = tl.load(x_ptr + nbase + cols, mask=mask, other=0.0, eviction_policy=EVICT)
-    rn = tl.load(r_ptr + nbase + cols, mask=mask, other=0.0, eviction_policy=EVICT)
-    for row in range(g, M, groups):
-        # Two rows ahead of the output: the next row's chunk arrived during
-        # the last iteration, the one after is loaded now and arrives during
-        # this one, and the row waited for was published an iteration ago.
-        # The loads are issued after the publish: its release waits for every
-        # earlier memory access of the thread, loads in flight included.
-        nxt = row + groups
-        h1 = xn.to(tl.float32) + rn.to(tl.float32)
-        if nxt < M:
-            _publish_chunk(h1, mask, cnt, stats_ptr, count_ptr, nxt, c, P_MAX)
-        nbase = tl.minimum(nxt + groups, M - 1).to(tl.int64) * N
-        xn = tl.load(x_ptr + nbase + cols, mask=mask, other=0.0, eviction_policy=EVICT)
-        rn = tl.load(r_ptr + nbase + cols, mask=mask, other=0.0, eviction_policy=EVICT)
-        seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
-        while seen < p:
-            seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
-        tl.debug_barrier()
-        stats = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
-        ss = tl.load(stats + k, mask=kin, other=0.0, cache_modifier=".cg")
-        qs = tl.load(stats + P_MAX + k, mask=kin, other=0.0, cache_modifier=".cg")
-        mean = tl.sum(ss, axis=0) / N
-        dev = tl.where(kin, ss / nk - mean, 0.0)
-        rstd = tl.math.rsqrt(tl.sum(qs + nk * dev * dev, axis=0) / N + eps)
-        y = gelu_f32((h - mean) * rstd * w.to(tl.float32) + b.to(tl.float32), EXACT)
-        tl.store(y_ptr + row.to(tl.int64) * N + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
-        h = h1
-
-
-@triton.jit
-def _publish_chunk(h, mask, cnt, stats_ptr, count_ptr, row, c, P_MAX: tl.constexpr):
-    """Chunk c's sum and squared deviations from its own mean into row's
-    stats, then one count at row's counter (after every thread's stores)."""
-    s = tl.sum(h, axis=0)
-    d = tl.where(mask, h - s / cnt, 0.0)
-    stats = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
-    tl.store(stats + c, s)
-    tl.store(stats + P_MAX + c, tl.sum(d * d, axis=0))
-    tl.debug_barrier()
-    tl.atomic_add(count_ptr + 1 + row, 1, sem="release")
-
-
-SYNC_MIN_CHUNK = 4096  # smallest chunk the sync kernel is tuned over
-SYNC_MAX_PROGRAMS = 64  # most programs a row may be split over (all must be on the GPU at once)
-LONG_ROWS = ("split", "sync", "sync2", "stream")
-
-
-def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None,
-         long_rows: str | None = None) -> dict:
-    """Kernel and launch parameters for an m x n problem; pure, so config() can replay it.
-
-    ``long_rows`` picks the kernel for rows wider than ``max_fused``: "split"
-    (the default plan; on the GPU it races "sync" and "stream" where
-    sync_tried), "sync" (the programs of a row meet in the kernel), "sync2"
-    (the same in two launches, for the interpreter) or "stream" (sync made
-    persistent, the next row's chunk loaded before the wait).
-    """
+def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None) -> dict:
+    """Kernel and launch parameters for an m x n problem; pure, so config() can replay it."""
     block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
     if block_n <= max_fused:
         # 16384 takes 32 warps (49 registers for sm_90, no spills); 32768
         # would spill, so it goes to the split path.
         return dict(_with_wb(rows_plan(m, block_n, dtype_bytes)), EVICT=_hints(dtype_bytes)[0])
-    if long_rows not in (None,) + LONG_ROWS:
-        raise ValueError(f"long_rows={long_rows!r}: choose from {LONG_ROWS}")
-    if long_rows in ("sync", "sync2"):
-        # 8192 on 8 warps: 32 float32 of h a thread, w and b after the wait
-        chunk = block or 8192
-        return dict(kernel=long_rows, BLOCK=chunk, num_warps=max(1, min(16, chunk // 1024)), WB_EARLY=False,
-                    EVICT=_hints(dtype_bytes)[0])
-    if long_rows == "stream":
-        # 8192 on 16 warps: 16 float32 of h a thread and 16 of the next row in flight
-        chunk = block or 8192
-        return dict(kernel="stream", BLOCK=chunk, num_warps=max(1, min(16, chunk // 512)),
-                    EVICT=_hints(dtype_bytes)[0])
     # 4096 with 16 warps: 8 values a thread, ~55 registers, two programs an SM.
     chunk = block or min(4096, max_fused)
     return dict(kernel="split", BLOCK=chunk, num_warps=max(1, min(16, chunk // 256)))
-
-
-def sync_tried(n: int) -> bool:
-    """Widths where the sync kernel races the others: rows too wide for one
-    program, in at most SYNC_MAX_PROGRAMS chunks."""
-    return triton.next_power_of_2(n) > MAX_FUSED and triton.cdiv(n, SYNC_MIN_CHUNK) <= SYNC_MAX_PROGRAMS
-
-
-def sync_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
-    """The sync kernel's candidates at the widths of sync_tried: chunks of
-    4096 to 16384, 16 or 32 values a thread, w and b loaded before the wait
-    at 16 (in flight while the program waits) and after it at 32 (their
-    registers would be live across the wait); the first in both hints."""
-    if not sync_tried(n):
-        return []
-    first, second = _hints(dtype_bytes)
-    top = triton.next_power_of_2(n)
-    out = [dict(kernel="sync", BLOCK=blk, num_warps=w, WB_EARLY=early, EVICT=first)
-           for blk, w, early in ((8192, 8, False), (4096, 8, True), (4096, 4, False), (8192, 16, True),
-                                 (16384, 16, False)) if blk < top]
-    return out[:1] + [dict(out[0], EVICT=second)] + out[1:]
-
-
-def stream_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
-    """The stream kernel's candidates at the widths of sync_tried: one program
-    an SM of 16 or 32 warps, 4 to 16 values a thread (three rows of them live:
-    the row written, the next one's h, the x and r of the one after), as many
-    as fit 64 to 128 registers without spills for sm_90 (float32 8192 on 16
-    or 32 warps spills); the first in both hints."""
-    if not sync_tried(n):
-        return []
-    first, second = _hints(dtype_bytes)
-    top = triton.next_power_of_2(n)
-    designs = ((8192, 16), (4096, 16), (8192, 32)) if dtype_bytes == 2 else ((4096, 16), (4096, 32), (2048, 16))
-    out = [dict(kernel="stream", BLOCK=blk, num_warps=w, EVICT=first) for blk, w in designs if blk < top]
-    return out[:1] + [dict(out[0], EVICT=second)] + out[1:]
-
-
-def sync_p_max(n: int) -> int:
-    """The stats buffer's row stride: room for every candidate's chunks (2048 and up)."""
-    return triton.next_power_of_2(triton.cdiv(n, SYNC_MIN_CHUNK // 2))
 
 
 def rows_raced(n: int, dtype_bytes: int) -> bool:
@@ -463,48 +272,15 @@ _rows_tuned = tuned(_rlg_rows, candidates)
 _split_tuned = tuned(_rlg_split, candidates)
 _wide_tuned = tuned(_rlg_rows, race_candidates)
 
-
-def _sync_prune(configs, named_args, **kwargs):
-    x, n = named_args["x_ptr"], named_args["N"]
-    return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps")}, num_warps=c["num_warps"])
-            for c in sync_candidates(x.numel() // n, n, x.element_size())]
-
-
-def _stream_prune(configs, named_args, **kwargs):
-    x, n = named_args["x_ptr"], named_args["N"]
-    return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps")}, num_warps=c["num_warps"])
-            for c in stream_candidates(x.numel() // n, n, x.element_size())]
-
-
-# Each timing run needs the ticket and row counters at zero.
-_sync_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
-                       prune_configs_by={"early_config_prune": _sync_prune})(_rlg_sync)
-_stream_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
-                         prune_configs_by={"early_config_prune": _stream_prune})(_rlg_stream)
-
-
-def stream_grid(m: int, n: int, block: int, sms: int) -> int:
-    """Programs of the stream kernel: as many whole row groups as fit one an SM, at most one a row."""
-    p = triton.cdiv(n, block)
-    return min(m, sms // p) * p
-
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for
-# config(); and the races of wide rows (rows_raced, sync_tried)
+# config(); and the rows/split races of rows_raced
 _CHOSEN = Raced(plan)
 
 
-def _sync_buffers(x, m: int, p_max: int):
-    import torch
-
-    stats = torch.empty(m * 2 * p_max, device=x.device, dtype=torch.float32)
-    count = torch.zeros(m + 1, device=x.device, dtype=torch.int32)
-    return stats, count
-
-
 def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = MAX_FUSED,
-                                   block: int | None = None, long_rows: str | None = None):
-    """``max_fused``/``block``/``long_rows`` force the wide-row paths in tests (a
-    forced path runs its plan as is, untuned; see plan)."""
+                                   block: int | None = None):
+    """``max_fused``/``block`` force the split path in tests (a forced path runs
+    its plan as is, untuned)."""
     import torch
 
     x, r, weight, bias = (t.contiguous() for t in (x, r, weight, bias))
@@ -516,32 +292,10 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
     if x.numel() == 0:
         return y
     m = x.numel() // n
-    p = plan(m, n, x.element_size(), max_fused, block, long_rows)
+    p = plan(m, n, x.element_size(), max_fused, block)
     exact = x.element_size() == 4  # libdevice erf for float32; see gelu_f32
     bucket = triton.next_power_of_2(m)
     args = (x, r, weight, bias, y)
-    if p["kernel"] in ("sync", "sync2"):  # forced: untuned
-        chunks = triton.cdiv(n, p["BLOCK"])
-        if p["kernel"] == "sync" and chunks > 2 * sm_count(x.device):
-            raise ValueError(f"long_rows='sync': {chunks} programs a row do not fit on this GPU at once")
-        stats, count = _sync_buffers(x, m, triton.next_power_of_2(chunks))
-        for mode in ((0,) if p["kernel"] == "sync" else (1, 2)):
-            _rlg_sync[(m * chunks,)](*args, stats, count, n, float(eps), bucket, BLOCK=p["BLOCK"],
-                                     P_MAX=triton.next_power_of_2(chunks), MODE=mode, EXACT=exact,
-                                     WB_EARLY=p["WB_EARLY"], EVICT=p["EVICT"], num_warps=p["num_warps"])
-        return y
-    if p["kernel"] == "stream":  # forced: untuned
-        if interpreting():
-            raise ValueError("long_rows='stream': its programs wait on each other, which the interpreter cannot run")
-        grid = stream_grid(m, n, p["BLOCK"], sm_count(x.device))
-        if grid == 0:
-            raise ValueError(f"long_rows='stream': {triton.cdiv(n, p['BLOCK'])} programs a row do not fit "
-                             "one an SM on this GPU")
-        stats, count = _sync_buffers(x, m, triton.next_power_of_2(triton.cdiv(n, p["BLOCK"])))
-        _rlg_stream[(grid,)](*args, stats, count, m, n, float(eps), bucket, BLOCK=p["BLOCK"],
-                             P_MAX=triton.next_power_of_2(triton.cdiv(n, p["BLOCK"])), EXACT=exact,
-                             EVICT=p["EVICT"], num_warps=p["num_warps"])
-        return y
     if interpreting() or max_fused != MAX_FUSED or block is not None:
         # One config: the interpreter would run every candidate on the CPU.
         if p["kernel"] == "rows":
@@ -565,34 +319,13 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
         _split_tuned[(m,)](*args, n, float(eps), bucket, EXACT=exact)
         _CHOSEN.record("split", _split_tuned, n, b, bucket)
 
-    def run_sync() -> None:
-        p_max = sync_p_max(n)
-        stats, count = _sync_buffers(x, m, p_max)
-        _sync_tuned[lambda meta: (m * triton.cdiv(n, meta["BLOCK"]),)](*args, stats, count, n, float(eps), bucket,
-                                                                       P_MAX=p_max, MODE=0, EXACT=exact)
-        _CHOSEN.record("sync", _sync_tuned, n, b, bucket)
-
-    def run_stream() -> None:
-        p_max, sms = sync_p_max(n), sm_count(x.device)
-        stats, count = _sync_buffers(x, m, p_max)
-        _stream_tuned[lambda meta: (stream_grid(m, n, meta["BLOCK"], sms),)](
-            *args, stats, count, m, n, float(eps), bucket, P_MAX=p_max, EXACT=exact)
-        _CHOSEN.record("stream", _stream_tuned, n, b, bucket)
-
     if p["kernel"] == "rows":
         run_rows(_rows_tuned, p["BLOCK_N"])
-        return y
-    runs = {}
-    if rows_raced(n, b):
-        runs["rows"] = lambda: run_rows(_wide_tuned, 2 * MAX_FUSED)
-    runs["split"] = run_split
-    if sync_tried(n) and triton.cdiv(n, SYNC_MIN_CHUNK) <= sm_count(x.device):
-        runs["sync"] = run_sync
-        runs["stream"] = run_stream
-    if len(runs) == 1:
-        run_split()
+    elif rows_raced(n, b):
+        _CHOSEN.run_or_race(n, str(x.dtype).removeprefix("torch."), b, bucket,
+                            {"rows": lambda: run_rows(_wide_tuned, 2 * MAX_FUSED), "split": run_split}, _time_ms)
     else:
-        _CHOSEN.run_or_race(n, str(x.dtype).removeprefix("torch."), b, bucket, runs, _time_ms)
+        run_split()
     return y
 
 
@@ -603,7 +336,6 @@ def _config(case: Case) -> str:
 
 register("residual_layernorm_gelu", "triton", available=needs_triton,
          supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
-         description="one kernel: rows in registers; wide rows split over programs that meet in the kernel "
-                     "(x and r read once), raced against chunked rows with chunk 0 held on chip and, for 16-bit "
-                     "rows up to 32768, a whole row on 32 warps")(
+         description="one kernel: rows in registers, or chunked rows with chunk 0 held on chip (raced against "
+                     "a whole 16-bit row on 32 warps up to 32768 columns)")(
     residual_layernorm_gelu_triton)

@@ -50,11 +50,12 @@ form: see _triton_math): at 1 T elements/s (bf16 at copy speed) MUFU has room fo
 """
 from __future__ import annotations
 
+import functools
 
 import triton
 import triton.language as tl
 
-from implementations._row_tuning import PLACEHOLDERS, Raced, neighbours, rows_plan, sm_count, tuned
+from implementations._row_tuning import PLACEHOLDERS, Raced, neighbours, rows_plan, tuned
 from implementations._row_tuning import time_ms as _time_ms
 
 from implementations.gelu._triton_math import PTX, exp2
@@ -604,6 +605,13 @@ _split_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_ze
                                prune_configs_by={"early_config_prune": _split_prune})(_softmax_split)
 
 
+@functools.lru_cache(maxsize=None)
+def _sm_count(index: int) -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for config()
 _CHOSEN = Raced(plan)
 
@@ -661,7 +669,7 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
     untuned = (interpreting() or max_fused != MAX_FUSED or block is not None or sub is not None
                or granules is not None or pairs is not None or p["kernel"] == "split2")
     if (p["kernel"] == "split" and not interpreting()
-            and triton.cdiv(n, p["BLOCK"]) > 2 * sm_count(x.device)):
+            and triton.cdiv(n, p["BLOCK"]) > 2 * _sm_count(x.device.index if x.device.index is not None else 0)):
         # a GPU too small to hold every program of a row at once (never an H200)
         p = plan(m, n, x.element_size(), max_fused, block, "online")
     if p["kernel"] in ("split", "split2"):
