@@ -3,6 +3,7 @@ refuse a machine without a GPU with a clear message (their measurements run
 on the device; see results/h200/diagnostics)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,3 +29,27 @@ def test_gemm_clocks_without_a_gpu():
     proc = _run("benchmarks.gemm_clocks", "--seconds", "1")
     assert proc.returncode != 0
     assert "needs a CUDA GPU" in proc.stderr
+
+
+def _script(name: str) -> subprocess.CompletedProcess:
+    """A script run as a file, compiled for sm_90 rather than interpreted."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / name)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the compile-only form")
+def test_rlg_wide_rows_quarters_fit_without_spills():
+    """The whole float32 row on 32 warps that rlg_wide_rows times fits 64 registers."""
+    proc = _script("rlg_wide_rows.py")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("*fp32") and "warps 32 " in line]
+    assert len(lines) == 2 and all(line.endswith("spill bytes 0") for line in lines), proc.stdout
+
+
+def test_triton_clusters_probe_reports_each_cluster_size():
+    proc = _script("triton_clusters_probe.py")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "num_ctas=1: compiles" in proc.stdout
+    assert all(f"num_ctas={n}:" in proc.stdout for n in (2, 4))
