@@ -36,6 +36,13 @@ stays well under the SM's limit.
   persistent (one program an SM walking its chunk down the rows, the next
   rows' loads in flight across the wait), 444-466 us in bf16 and 662-794 in
   float32.  Where the persistent form loses its time was not profiled.
+  A whole float32 row held by one 32-warp program as four quarters (64
+  registers, no spills; benchmarks/rlg_wide_rows.py) ties the split kernel
+  (473 against 480 us, results/h200/diagnostics/rlg_wide_rows-8415c0d.txt),
+  so at this width the one-row-an-SM shape, not the split kernel's re-read,
+  sets the time.  The CUDA kernels get past it by splitting a row over a
+  cluster of CTAs; a Triton reduction over a cluster (num_ctas > 1) does not
+  compile for sm_90 in triton 3.6 (benchmarks/triton_clusters_probe.py).
 """
 from __future__ import annotations
 
