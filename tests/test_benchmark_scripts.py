@@ -51,5 +51,6 @@ def test_rlg_wide_rows_quarters_fit_without_spills():
 def test_triton_clusters_probe_reports_each_cluster_size():
     proc = _script("triton_clusters_probe.py")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "num_ctas=1: compiles" in proc.stdout
-    assert all(f"num_ctas={n}:" in proc.stdout for n in (2, 4))
+    assert "1 x 32768, num_ctas=1: compiles" in proc.stdout
+    assert all(f"{shape}, num_ctas={n}:" in proc.stdout
+               for shape in ("1 x 32768", "2 x 16384", "8 x 4096") for n in (1, 2, 4))
