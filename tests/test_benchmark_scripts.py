@@ -54,3 +54,21 @@ def test_triton_clusters_probe_reports_each_cluster_size():
     assert "1 x 32768, num_ctas=1: compiles" in proc.stdout
     assert all(f"{shape}, num_ctas={n}:" in proc.stdout
                for shape in ("1 x 32768", "2 x 16384", "8 x 4096") for n in (1, 2, 4))
+
+
+def test_mma_feed_help():
+    proc = _run("benchmarks.mma_feed", "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "consumer loop" in proc.stdout and "--stages" in proc.stdout
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the no-GPU message")
+def test_mma_feed_without_a_gpu():
+    proc = _run("benchmarks.mma_feed")
+    assert proc.returncode == 2
+    assert "needs a CUDA GPU" in proc.stderr
+
+
+def test_mma_feed_rejects_a_bad_stage_count():
+    proc = _run("benchmarks.mma_feed", "--stages", "0")
+    assert proc.returncode == 2 and "--stages must be at least 1" in proc.stderr
