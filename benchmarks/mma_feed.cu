@@ -13,6 +13,9 @@
 //           (48 KiB a stage, the GEMM's bytes) from a 192 KiB global buffer
 //           that stays in L2, over the GEMM's full/empty mbarrier ring; the
 //           consumers wait on `full` and release `empty` as the GEMM does.
+//   MODE 3  as MODE 0, but every mma of a slice reads the same A and B
+//           fragments (only the accumulators differ): what the loop of MODE 0
+//           loses to reading a new B fragment (2 registers) for every mma.
 //
 // Against the real kernel this leaves out only DRAM and L2 misses, the
 // epilogue and the last partial wave, so the three rates bound what the GEMM
@@ -115,7 +118,7 @@ feed_loop(const uint4* __restrict__ src, float* __restrict__ out, long long* __r
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       const int done = stage;
-      if (MODE != 0) {
+      if (MODE == 1 || MODE == 2) {
         if (kk + 1 < 4) {
           load_frags((kk + 1) & 1, stage, kk + 1);
         } else {
@@ -126,7 +129,14 @@ feed_loop(const uint4* __restrict__ src, float* __restrict__ out, long long* __r
           }
         }
       }
-      ksuite_gemm::mma_slice<T>(acc, af[kk & 1], bf[kk & 1]);
+      if (MODE == 3) {
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+          for (int j = 0; j < NT; ++j) mma_16816<T>(acc[i][j], af[kk & 1][0], bf[kk & 1][0][0], bf[kk & 1][0][1]);
+      } else {
+        ksuite_gemm::mma_slice<T>(acc, af[kk & 1], bf[kk & 1]);
+      }
       if (MODE == 2 && kk == 3 && lane == 0) mbar_arrive(&empty_bar[done]);
     }
   }
@@ -161,7 +171,7 @@ torch::Tensor run(torch::Tensor src, torch::Tensor out, int64_t blocks, int64_t 
   TORCH_CHECK(src.is_cuda() && src.numel() * src.element_size() == kStages * kStageBytes,
               "mma_feed: src must be ", kStages * kStageBytes, " bytes on the GPU");
   TORCH_CHECK(out.is_cuda() && out.numel() >= blocks * kConsumerWarps * 32, "mma_feed: out too small");
-  TORCH_CHECK(mode >= 0 && mode <= 2, "mma_feed: mode must be 0, 1 or 2");
+  TORCH_CHECK(mode >= 0 && mode <= 3, "mma_feed: mode must be 0..3");
   auto clocks = torch::zeros({2}, src.options().dtype(torch::kInt64));
   const uint4* s = reinterpret_cast<const uint4*>(src.data_ptr());
   float* o = out.data_ptr<float>();
@@ -172,7 +182,7 @@ torch::Tensor run(torch::Tensor src, torch::Tensor out, int64_t blocks, int64_t 
     if (bf16) launch<__nv_bfloat16, M>(s, o, c, b, n);               \
     else launch<__half, M>(s, o, c, b, n);                           \
   }
-  KS_FEED(0) KS_FEED(1) KS_FEED(2)
+  KS_FEED(0) KS_FEED(1) KS_FEED(2) KS_FEED(3)
 #undef KS_FEED
   return clocks;
 }

@@ -5,7 +5,8 @@
 ``mma_feed.cu`` runs the consumer loop of the warp-specialised mma.sync GEMM
 (the ``cuda`` GEMM's tile 11: 128 x 256 x 64, 8 warps of 64 x 64, 4 stages)
 on data that is already on chip, one CTA an SM, in three steps: the mma
-alone on register fragments; + the ldmatrix loads from the swizzled stages;
+alone on register fragments (and, as a reference, the same mma all reading
+one A and one B fragment); + the ldmatrix loads from the swizzled stages;
 + the producer's bulk-copy refills over the full/empty mbarrier ring (from a
 buffer that stays in L2).  Beside them, in the same process: the GEMM itself
 and cuBLAS (``torch.matmul``) at 4096^3 and 8192^3.  ``--stages`` k-tiles a
@@ -26,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 STAGE_BYTES = 48 * 1024
 STAGES = 4
 FLOPS_PER_STAGE_PER_CTA = 2 * 128 * 256 * 64  # one 64-deep k-tile of a 128 x 256 tile
-STEPS = {0: "mma on register fragments", 1: "+ ldmatrix from the stages", 2: "+ bulk-copy refills (L2)"}
+STEPS = {3: "mma, one A and B fragment for all", 0: "mma on register fragments",
+         1: "+ ldmatrix from the stages", 2: "+ bulk-copy refills (L2)"}
 
 
 def _build():
