@@ -54,9 +54,9 @@ inline WsSplit plan_split(int64_t tiles, int64_t grid, int64_t k_tiles) {
   if (rem == 0 || k_tiles < 2) return sp;
   for (const int64_t sk : {rem, rem + grid}) {
     if (sk > tiles) break;
-    // Every range non-empty (a finisher counts the CTAs after it) and no tile
-    // in more than three.
-    if (sk * k_tiles >= grid && max_pieces(sk, k_tiles, grid) <= 3) {
+    // Every range non-empty (a finisher counts the CTAs after it), no tile in
+    // more than three, and the kernel's unit arithmetic within 32 bits.
+    if (sk * k_tiles >= grid && sk * k_tiles * grid < (int64_t{1} << 31) && max_pieces(sk, k_tiles, grid) <= 3) {
       sp.dp_tiles = static_cast<int>(tiles - sk);
       sp.sk_tiles = static_cast<int>(sk);
       return sp;

@@ -72,10 +72,21 @@ struct WsConfig {
 // The 8 consumer warps meet (named barrier 1; the producer warpgroup is not in it).
 __device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 
-__device__ __forceinline__ int ld_acquire(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
+// Spins until *p >= n (acquire, GPU scope).  The loop is inside the asm, so
+// the compiler sees no data-dependent loop: a spin written in C++ made it
+// treat the consumers as possibly diverged and put WARPSYNC before every
+// later mma of the main loop.
+__device__ __forceinline__ void wait_at_least(const int* p, int n) {
+  asm volatile(
+      "{\n"
+      ".reg .pred more;\n"
+      ".reg .b32 v;\n"
+      "SPIN_%=:\n"
+      "ld.acquire.gpu.global.b32 v, [%0];\n"
+      "setp.lt.s32 more, v, %1;\n"
+      "@more nanosleep.u32 64;\n"
+      "@more bra SPIN_%=;\n"
+      "}\n" :: "l"(p), "r"(n) : "memory");
 }
 
 // The stream-K remainder (tiles 2 and 3 of gemm_ws.cu): the output tiles of
@@ -98,15 +109,14 @@ struct WsWork {
 };
 
 // The same sequence of WsWork for the producer and the consumers of a CTA.
+// 32-bit: the host splits only when sk_tiles * k_tiles * grid < 2^31.
 struct WsSchedule {
-  int dp_tiles, k_tiles, grid, next_dp;
-  long long units, u, u_end;
+  int dp_tiles, k_tiles, grid, next_dp, units, u, u_end;
   __device__ WsSchedule(const WsSplit& sp, int k_tiles_, int cta, int grid_)
-      : dp_tiles(sp.dp_tiles), k_tiles(k_tiles_), grid(grid_), next_dp(cta),
-        units(static_cast<long long>(sp.sk_tiles) * k_tiles_),
+      : dp_tiles(sp.dp_tiles), k_tiles(k_tiles_), grid(grid_), next_dp(cta), units(sp.sk_tiles * k_tiles_),
         u(units * cta / grid_), u_end(units * (cta + 1) / grid_) {}
   // The CTA whose range holds unit v (ranges start at floor(c * units / grid)).
-  __device__ int owner(long long v) const { return static_cast<int>(((v + 1) * grid - 1) / units); }
+  __device__ int owner(int v) const { return ((v + 1) * grid - 1) / units; }
   __device__ bool next(WsWork& w) {
     if (next_dp < dp_tiles) {
       w = {next_dp, 0, k_tiles};
@@ -114,8 +124,8 @@ struct WsSchedule {
       return true;
     }
     if (u >= u_end) return false;
-    const int local = static_cast<int>(u / k_tiles), kb = static_cast<int>(u % k_tiles);
-    const int ke = static_cast<int>(min(static_cast<long long>(k_tiles), kb + (u_end - u)));
+    const int local = u / k_tiles, kb = u % k_tiles;
+    const int ke = min(k_tiles, kb + (u_end - u));
     w = {dp_tiles + local, kb, ke};
     u += ke - kb;
     return true;
@@ -226,9 +236,12 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
     float acc[MT][NT][4];
     int stage = 0;
     uint32_t phase = 0;
-    WsSchedule sched(split, k_tiles, blockIdx.x, gridDim.x);
-    WsWork w;
-    while (sched.next(w)) {
+    const WsSchedule sched(split, k_tiles, blockIdx.x, gridDim.x);
+    // k-tiles [w.kb, w.ke) of tile w.tile, stored or handed on.  Called from
+    // two loops (whole tiles, then this CTA's stream-K range) rather than one
+    // loop over sched.next(): with that one, ptxas took the consumers for
+    // possibly diverged and put WARPSYNC before the main loop's mma.
+    auto run = [&](const WsWork w) {
       const int n_k = w.ke - w.kb;
       zero_acc(acc);
       mbar_wait(&full_bar[stage], phase);
@@ -256,7 +269,7 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
       if (w.kb != 0 || w.ke != k_tiles) {
         // A stream-K piece of a tile cut between CTAs.
         const int local = w.tile - split.dp_tiles;
-        const long long first = static_cast<long long>(local) * k_tiles;
+        const int first = local * k_tiles;
         const int finisher = sched.owner(first);
         const int ctid = warp * 32 + lane;
         float4* slots = split.ws + static_cast<size_t>(local) * 2 * 32 * 256 + ctid;
@@ -271,11 +284,11 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
           __threadfence();
           consumer_sync();
           if (ctid == 0) atomicAdd(split.flags + local, 1);
-          continue;
+          return;
         }
         const int others = sched.owner(first + k_tiles - 1) - finisher;
         if (ctid == 0) {
-          while (ld_acquire(split.flags + local) < others) __nanosleep(64);
+          wait_at_least(split.flags + local, others);
           split.flags[local] = 0;  // for the next launch (stream-ordered after this one)
         }
         consumer_sync();
@@ -312,6 +325,12 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
           }
         }
       }
+    };
+    for (int tile = blockIdx.x; tile < split.dp_tiles; tile += gridDim.x) run(WsWork{tile, 0, k_tiles});
+    for (int u = sched.u; u < sched.u_end;) {
+      const int kb = u % k_tiles, ke = min(k_tiles, kb + (sched.u_end - u));
+      run(WsWork{split.dp_tiles + u / k_tiles, kb, ke});
+      u += ke - kb;
     }
   }
 }
