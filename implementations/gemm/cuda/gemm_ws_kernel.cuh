@@ -132,7 +132,7 @@ struct WsSchedule {
   }
 };
 
-template <typename T, typename Cfg>
+template <typename T, typename Cfg, bool STREAM_K>
 __global__ void __launch_bounds__(Cfg::THREADS, 1)
 gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                T* __restrict__ C, int M, int N, int K, const WsSplit split) {
@@ -187,6 +187,7 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
       WsSchedule sched(split, k_tiles, blockIdx.x, gridDim.x);
       WsWork w;
       while (sched.next(w)) {
+        if (!STREAM_K && w.tile >= split.dp_tiles) break;
         int tm, tn;
         coords(w.tile, tm, tn);
         const int m0 = tm * BM, n0 = tn * BN;
@@ -266,7 +267,7 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
         }
       }
 
-      if (w.kb != 0 || w.ke != k_tiles) {
+      if (STREAM_K && (w.kb != 0 || w.ke != k_tiles)) {
         // A stream-K piece of a tile cut between CTAs.
         const int local = w.tile - split.dp_tiles;
         const int first = local * k_tiles;
@@ -327,11 +328,12 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
       }
     };
     for (int tile = blockIdx.x; tile < split.dp_tiles; tile += gridDim.x) run(WsWork{tile, 0, k_tiles});
-    for (int u = sched.u; u < sched.u_end;) {
-      const int kb = u % k_tiles, ke = min(k_tiles, kb + (sched.u_end - u));
-      run(WsWork{split.dp_tiles + u / k_tiles, kb, ke});
-      u += ke - kb;
-    }
+    if (STREAM_K)
+      for (int u = sched.u; u < sched.u_end;) {
+        const int kb = u % k_tiles, ke = min(k_tiles, kb + (sched.u_end - u));
+        run(WsWork{split.dp_tiles + u / k_tiles, kb, ke});
+        u += ke - kb;
+      }
   }
 }
 
