@@ -100,12 +100,8 @@ def test_gemm_spread_tiles(m, n, k, tile, dtype):
 
 
 @pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
-@pytest.mark.parametrize("tile", (0, 1, 2, 3))
+@pytest.mark.parametrize("tile", (0, 1))
 @pytest.mark.parametrize("m,n,k", [
-    # Tiles 2 and 3 (stream-K) split these (dp whole tiles + sk split tiles,
-    # most pieces a tile): 3000x2048x1536 132 + 60, 3; 2944x520x256 0 + 60
-    # or 69, 3; 4096x4096x256 396 + 116, 2; 4096^3 396 + 116, 3; 1x8192x8192
-    # (tile 2) 0 + 64, 3.  The others are too small to split.
     (3000, 2048, 1536),  # ragged M: TMA zero-fills the rows past M, the stores are masked
     (2944, 520, 256),    # 23 or 12 tile rows, the last column tile one 8-wide box
     (129, 264, 72),      # one full k-tile and a partial one (K % 64 == 8)
@@ -113,28 +109,11 @@ def test_gemm_spread_tiles(m, n, k, tile, dtype):
     (520, 136, 4104),    # ragged N (a B box past N is not loaded) and K tails
     (4096, 4096, 256),   # 512 or 256 tiles on a persistent grid: stage phases carried across tiles
     (1, 8192, 8192),     # one row
-    (4096, 4096, 4096),  # the workload's square
 ])
 def test_gemm_ws_tiles(m, n, k, tile, dtype):
     """The warp-specialised TMA + mma.sync tiles (gemm_mma_ws; the `cuda`
-    GEMM's tiles 10 to 13 on Hopper)."""
+    GEMM's tiles 10 and 11 on Hopper)."""
     _check_gemm_op("gemm_mma_ws", tile, m, n, k, dtype, SEED + 100 + tile)
-
-
-@pytest.mark.parametrize("tile", (2, 3))
-def test_gemm_ws_stream_k_back_to_back(tile):
-    """The finishers' counters are reset by the kernel itself: launches on one
-    stream, with no synchronisation between them, each right."""
-    from implementations.gemm.cuda import ops
-
-    g = torch.Generator(device="cuda").manual_seed(SEED)
-    pairs = [(torch.randn(3000, 1536, generator=g, device="cuda").bfloat16(),
-              torch.randn(1536, 2048, generator=g, device="cuda").bfloat16()) for _ in range(3)]
-    outs = [ops().gemm_mma_ws(a, b, tile) for a, b in pairs]
-    torch.cuda.synchronize()
-    for (a, b), out in zip(pairs, outs):
-        res = verify.check(out, a.double() @ b.double(), 1e-2)
-        assert res.correct, f"gemm_mma_ws tile {tile} seed={SEED}: {res.message}"
 
 
 def test_gemm_unaligned_pointers():
@@ -268,20 +247,19 @@ def test_boundary_checks_explain_themselves():
     run_python(_BOUNDARY, expect="boundary checks ok")
 
 
-@pytest.mark.parametrize("op,dtype,shape,extra", [
-    ("gemm_mma", torch.bfloat16, (40, 24, 48), ()),
-    ("gemm_mma", torch.float16, (33, 17, 11), ()),
-    ("gemm_naive", torch.float32, (33, 17, 11), ()),
-    ("gemm_mma_ws", torch.bfloat16, (40, 24, 48), ()),
-    ("gemm_mma_ws", torch.bfloat16, (2944, 520, 256), (3,)),  # stream-K: 69 tiles split over every SM
+@pytest.mark.parametrize("op,dtype,shape", [
+    ("gemm_mma", torch.bfloat16, (40, 24, 48)),
+    ("gemm_mma", torch.float16, (33, 17, 11)),
+    ("gemm_naive", torch.float32, (33, 17, 11)),
+    ("gemm_mma_ws", torch.bfloat16, (40, 24, 48)),
 ])
-def test_opcheck_gemm(op, dtype, shape, extra):
+def test_opcheck_gemm(op, dtype, shape):
     from implementations.gemm.cuda import ops
 
     m, n, k = shape
     a = torch.randn(m, k, device="cuda", dtype=dtype)
     b = torch.randn(k, n, device="cuda", dtype=dtype)
-    torch.library.opcheck(getattr(ops(), op).default, (a, b, *extra))
+    torch.library.opcheck(getattr(ops(), op).default, (a, b))
 
 
 @pytest.mark.parametrize("d,variant", [(64, -1), (64, 1), (128, 4)])

@@ -40,6 +40,14 @@
 // 434-461 at 4096^3 and 8192^3 with the tune script): the pair's lockstep
 // (a stage is refilled only once both CTAs freed it) cost more than the
 // L2 traffic it saved.
+// Also tried and dropped: stream-K over the last partial wave (the k-tiles
+// of the tiles past the full waves cut into one equal range a SM, partial
+// sums of a cut tile through an fp32 workspace, finished by the CTA that ran
+// its k = 0 part).  At 4096^3 the wave is 116 of 132 tiles, so the split
+// saves ~3% of SM time on paper; measured in paired rounds it was 2-3%
+// slower there and within +-1% at 8192^3 (results/h200/diagnostics/
+// gemm_stream_k-08a7768.txt): the partial sums' write and read sit on every
+// cut tile's critical path.
 #pragma once
 
 #include <cuda.h>
@@ -69,73 +77,10 @@ struct WsConfig {
   static_assert(BN % 64 == 0 && CONSUMER_WARPS == 8, "8 consumer warps of 64 x 64");
 };
 
-// The 8 consumer warps meet (named barrier 1; the producer warpgroup is not in it).
-__device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
-
-// Spins until *p >= n (acquire, GPU scope).  The loop is inside the asm, so
-// the compiler sees no data-dependent loop: a spin written in C++ made it
-// treat the consumers as possibly diverged and put WARPSYNC before every
-// later mma of the main loop.
-__device__ __forceinline__ void wait_at_least(const int* p, int n) {
-  asm volatile(
-      "{\n"
-      ".reg .pred more;\n"
-      ".reg .b32 v;\n"
-      "SPIN_%=:\n"
-      "ld.acquire.gpu.global.b32 v, [%0];\n"
-      "setp.lt.s32 more, v, %1;\n"
-      "@more nanosleep.u32 64;\n"
-      "@more bra SPIN_%=;\n"
-      "}\n" :: "l"(p), "r"(n) : "memory");
-}
-
-// The stream-K remainder (tiles 2 and 3 of gemm_ws.cu): the output tiles of
-// the last partial wave would leave SMs idle while the rest finish one more
-// tile each.  Instead the first `dp_tiles` tiles go round-robin as whole
-// tiles (full waves), and the k-tiles of the last `sk_tiles` tiles, laid end
-// to end, are cut into gridDim.x equal ranges, one a CTA.  A tile cut between
-// ranges is finished by the CTA that ran its k = 0 part, which is always the
-// end of that CTA's range: the others (at most two, the host checks) wrote
-// their fp32 partial sums to `ws` and counted themselves in `flags` first.
-struct WsSplit {
-  int dp_tiles = 0, sk_tiles = 0;
-  float4* ws = nullptr;  // [sk_tiles][2 slots][32 float4][256 consumer threads]
-  int* flags = nullptr;  // [sk_tiles] contributors arrived; the finisher resets to 0
-};
-
-// One piece of work: k-tiles [kb, ke) of output tile `tile`.
-struct WsWork {
-  int tile, kb, ke;
-};
-
-// The same sequence of WsWork for the producer and the consumers of a CTA.
-// 32-bit: the host splits only when sk_tiles * k_tiles * grid < 2^31.
-struct WsSchedule {
-  int dp_tiles, k_tiles, grid, next_dp, units, u, u_end;
-  __device__ WsSchedule(const WsSplit& sp, int k_tiles_, int cta, int grid_)
-      : dp_tiles(sp.dp_tiles), k_tiles(k_tiles_), grid(grid_), next_dp(cta), units(sp.sk_tiles * k_tiles_),
-        u(units * cta / grid_), u_end(units * (cta + 1) / grid_) {}
-  // The CTA whose range holds unit v (ranges start at floor(c * units / grid)).
-  __device__ int owner(int v) const { return ((v + 1) * grid - 1) / units; }
-  __device__ bool next(WsWork& w) {
-    if (next_dp < dp_tiles) {
-      w = {next_dp, 0, k_tiles};
-      next_dp += grid;
-      return true;
-    }
-    if (u >= u_end) return false;
-    const int local = u / k_tiles, kb = u % k_tiles;
-    const int ke = min(k_tiles, kb + (u_end - u));
-    w = {dp_tiles + local, kb, ke};
-    u += ke - kb;
-    return true;
-  }
-};
-
-template <typename T, typename Cfg, bool STREAM_K>
+template <typename T, typename Cfg>
 __global__ void __launch_bounds__(Cfg::THREADS, 1)
 gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-               T* __restrict__ C, int M, int N, int K, const WsSplit split) {
+               T* __restrict__ C, int M, int N, int K) {
   using namespace ksuite_hopper;
   using namespace ksuite::ptx;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES;
@@ -153,6 +98,7 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
   uint8_t* smem_b = smem + STAGES * Cfg::A_BYTES;  // STAGES x BOXES x [64 k-rows][128 bytes]
 
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+  const int num_tiles = tiles_m * tiles_n;
   const int k_tiles = (K + BK - 1) / BK;
   const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 32, 0);
   const int lane = threadIdx.x % 32;
@@ -184,19 +130,16 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
     if (warp == Cfg::CONSUMER_WARPS && lane == 0) {
       int stage = 0;
       uint32_t phase = 0;
-      WsSchedule sched(split, k_tiles, blockIdx.x, gridDim.x);
-      WsWork w;
-      while (sched.next(w)) {
-        if (!STREAM_K && w.tile >= split.dp_tiles) break;
+      for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
         int tm, tn;
-        coords(w.tile, tm, tn);
+        coords(tile, tm, tn);
         const int m0 = tm * BM, n0 = tn * BN;
         // B boxes from column N on are not loaded: they only feed columns
         // that are never stored.  Rows, columns and k past the matrices in
         // a loaded box are zero-filled by TMA and still counted in bytes.
         const int boxes = min(BOXES, (N - n0 + 63) / 64);
         const uint32_t bytes = Cfg::A_BYTES + boxes * Cfg::B_BOX_BYTES;
-        for (int kt = w.kb; kt < w.ke; ++kt) {
+        for (int kt = 0; kt < k_tiles; ++kt) {
           mbar_wait(&empty_bar[stage], phase ^ 1);  // free (first pass: parity 1 is complete)
           mbar_arrive_expect_tx(&full_bar[stage], bytes);
           const int k0 = kt * BK;
@@ -237,17 +180,11 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
     float acc[MT][NT][4];
     int stage = 0;
     uint32_t phase = 0;
-    const WsSchedule sched(split, k_tiles, blockIdx.x, gridDim.x);
-    // k-tiles [w.kb, w.ke) of tile w.tile, stored or handed on.  Called from
-    // two loops (whole tiles, then this CTA's stream-K range) rather than one
-    // loop over sched.next(): with that one, ptxas took the consumers for
-    // possibly diverged and put WARPSYNC before the main loop's mma.
-    auto run = [&](const WsWork w) {
-      const int n_k = w.ke - w.kb;
+    for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
       zero_acc(acc);
       mbar_wait(&full_bar[stage], phase);
       load_frags(0, stage, 0);
-      for (int kt = 0; kt < n_k; ++kt) {
+      for (int kt = 0; kt < k_tiles; ++kt) {
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
           const int done = stage;  // the stage this slice's fragments came from
@@ -255,7 +192,7 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
             load_frags((kk + 1) & 1, stage, kk + 1);
           } else {
             if (++stage == STAGES) { stage = 0; phase ^= 1; }
-            if (kt + 1 < n_k) {
+            if (kt + 1 < k_tiles) {
               mbar_wait(&full_bar[stage], phase);
               load_frags(0, stage, 0);
             }
@@ -267,49 +204,8 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
         }
       }
 
-      if (STREAM_K && (w.kb != 0 || w.ke != k_tiles)) {
-        // A stream-K piece of a tile cut between CTAs.
-        const int local = w.tile - split.dp_tiles;
-        const int first = local * k_tiles;
-        const int finisher = sched.owner(first);
-        const int ctid = warp * 32 + lane;
-        float4* slots = split.ws + static_cast<size_t>(local) * 2 * 32 * 256 + ctid;
-        if (w.kb != 0) {
-          // Not the k = 0 part: leave the partial sums for the finisher.
-          float4* mine = slots + (static_cast<int>(blockIdx.x) - finisher - 1) * 32 * 256;
-#pragma unroll
-          for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-              __stcg(mine + (i * NT + j) * 256, make_float4(acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3]));
-          __threadfence();
-          consumer_sync();
-          if (ctid == 0) atomicAdd(split.flags + local, 1);
-          return;
-        }
-        const int others = sched.owner(first + k_tiles - 1) - finisher;
-        if (ctid == 0) {
-          wait_at_least(split.flags + local, others);
-          split.flags[local] = 0;  // for the next launch (stream-ordered after this one)
-        }
-        consumer_sync();
-        for (int o = 0; o < others; ++o) {
-          const float4* theirs = slots + o * 32 * 256;
-#pragma unroll
-          for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < NT; ++j) {
-              const float4 v = __ldcg(theirs + (i * NT + j) * 256);
-              acc[i][j][0] += v.x;
-              acc[i][j][1] += v.y;
-              acc[i][j][2] += v.z;
-              acc[i][j][3] += v.w;
-            }
-        }
-      }
-
       int tm, tn;
-      coords(w.tile, tm, tn);
+      coords(tile, tm, tn);
       const int g = lane >> 2, t = lane & 3;
 #pragma unroll
       for (int i = 0; i < MT; ++i) {
@@ -326,14 +222,7 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
           }
         }
       }
-    };
-    for (int tile = blockIdx.x; tile < split.dp_tiles; tile += gridDim.x) run(WsWork{tile, 0, k_tiles});
-    if (STREAM_K)
-      for (int u = sched.u; u < sched.u_end;) {
-        const int kb = u % k_tiles, ke = min(k_tiles, kb + (sched.u_end - u));
-        run(WsWork{split.dp_tiles + u / k_tiles, kb, ke});
-        u += ke - kb;
-      }
+    }
   }
 }
 
