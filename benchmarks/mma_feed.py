@@ -11,11 +11,14 @@ one A and one B fragment); + the ldmatrix loads from the swizzled stages;
 buffer that stays in L2).  Beside them, in the same process: the GEMM itself
 and cuBLAS (``torch.matmul``) at 4096^3 and 8192^3.  ``--stages`` k-tiles a
 CTA (248 is what a CTA of the 4096^3 GEMM runs: 512 tiles x 64 k-tiles over
-132 SMs).  Rates are warm back-to-back launches timed by the suite's events
-timer; each loop step also reports the SM clock it ran at (its own clock64
-over globaltimer) and FLOPs a SM-cycle, which does not depend on the clock.
-The GEMM can reach at most the last step's rate, less its DRAM and L2
-misses, its epilogue and its last partial wave.
+132 SMs).  ``tflops`` is the whole launch timed by the suite's events timer
+(for the loops that includes filling shared memory, 192 KiB a CTA, and the
+launch); each loop also reports, from block 0's own clock64 and globaltimer
+over the loop alone, the SM clock it ran at, its FLOPs a SM-cycle (which do
+not depend on the clock) and the rate that makes on every SM at that clock
+(``loop_tflops``).  The GEMM can reach at most the last step's loop rate,
+less its DRAM and L2 misses, its epilogue, its prologue and its last
+partial wave.
 """
 from __future__ import annotations
 
@@ -68,10 +71,11 @@ def feed_rates(ext, stages: int) -> list[dict]:
 
             ms = _ms(go)
             cyc, ns = (int(v) for v in clocks.tolist())
-            tflops = sms * stages * FLOPS_PER_STAGE_PER_CTA / ms / 1e9
             ghz = cyc / ns if ns else float("nan")
+            per_clock = stages * FLOPS_PER_STAGE_PER_CTA / cyc  # block 0's loop alone
             rows.append(dict(dtype=str(dtype).removeprefix("torch."), what=f"loop {mode}: {step}",
-                             tflops=tflops, sm_ghz=ghz, flop_per_sm_clock=tflops * 1e3 / sms / ghz))
+                             tflops=sms * stages * FLOPS_PER_STAGE_PER_CTA / ms / 1e9, sm_ghz=ghz,
+                             loop_flop_per_sm_clock=per_clock, loop_tflops=per_clock * sms * ghz / 1e3))
     return rows
 
 
