@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 NAMESPACE = "kernel_suite"
 # Shared device helpers ("ksuite/common.cuh"), on every extension's include path.
@@ -369,15 +369,18 @@ def _stub_missing_headers(tmp: str) -> list[str]:
     return [f"-I{os.path.join(tmp, 'stub')}"]
 
 
-def nvcc_compile_check(source: Path, arch: str = "sm_90a") -> None:
-    """Compile one .cu to an object file for ``arch`` (no GPU needed); raise with nvcc's output."""
+def nvcc_compile_check(source: Path, arch: str = "sm_90a", include_dirs: Sequence[Path] = ()) -> None:
+    """Compile one .cu to an object file for ``arch`` (no GPU needed); raise with nvcc's output.
+
+    ``include_dirs`` are searched too, after suite/cuda_include."""
     nvcc = nvcc_path()
     if nvcc is None:
         raise FileNotFoundError("nvcc not found")
     source = Path(source)
     with tempfile.TemporaryDirectory(prefix="ksuite-nvcc-") as tmp:
         cmd = ([nvcc, "-c", str(source), "-o", os.path.join(tmp, source.stem + ".o")]
-               + _check_flags(arch) + _stub_missing_headers(tmp))
+               + _check_flags(arch) + _stub_missing_headers(tmp)
+               + [f"-I{d}" for d in include_dirs])
         proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"nvcc failed on {source} (exit {proc.returncode}):\n"

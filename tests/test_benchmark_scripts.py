@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from suite import cuda_build
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -72,3 +74,11 @@ def test_mma_feed_without_a_gpu():
 def test_mma_feed_rejects_a_bad_stage_count():
     proc = _run("benchmarks.mma_feed", "--stages", "0")
     assert proc.returncode == 2 and "--stages must be at least 1" in proc.stderr
+
+
+@pytest.mark.skipif(cuda_build.nvcc_path() is None, reason="nvcc not installed")
+def test_mma_feed_source_compiles():
+    """mma_feed.cu includes the GEMM's own headers (warp_tile.cuh, hopper.cuh):
+    a change there that breaks it fails here, not on the device."""
+    cuda_build.nvcc_compile_check(ROOT / "benchmarks" / "mma_feed.cu",
+                                  include_dirs=[ROOT / "implementations" / "gemm" / "cuda"])
