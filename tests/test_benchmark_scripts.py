@@ -20,15 +20,20 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
-def test_gemm_clocks_help():
-    proc = _run("benchmarks.gemm_clocks", "--help")
+@pytest.mark.parametrize("module,words,option", [
+    ("benchmarks.gemm_clocks", "SM clock and board power", "--seconds"),
+    ("benchmarks.mma_feed", "consumer loop", "--stages"),
+])
+def test_script_help(module, words, option):
+    proc = _run(module, "--help")
     assert proc.returncode == 0, proc.stderr
-    assert "SM clock and board power" in proc.stdout and "--seconds" in proc.stdout
+    assert words in proc.stdout and option in proc.stdout
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the no-GPU message")
-def test_gemm_clocks_without_a_gpu():
-    proc = _run("benchmarks.gemm_clocks", "--seconds", "1")
+@pytest.mark.parametrize("args", [("benchmarks.gemm_clocks", "--seconds", "1"), ("benchmarks.mma_feed",)])
+def test_script_without_a_gpu(args):
+    proc = _run(*args)
     assert proc.returncode != 0
     assert "needs a CUDA GPU" in proc.stderr
 
@@ -56,19 +61,6 @@ def test_triton_clusters_probe_reports_each_cluster_size():
     assert "1 x 32768, num_ctas=1: compiles" in proc.stdout
     assert all(f"{shape}, num_ctas={n}:" in proc.stdout
                for shape in ("1 x 32768", "2 x 16384", "8 x 4096") for n in (1, 2, 4))
-
-
-def test_mma_feed_help():
-    proc = _run("benchmarks.mma_feed", "--help")
-    assert proc.returncode == 0, proc.stderr
-    assert "consumer loop" in proc.stdout and "--stages" in proc.stdout
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason="the no-GPU message")
-def test_mma_feed_without_a_gpu():
-    proc = _run("benchmarks.mma_feed")
-    assert proc.returncode == 2
-    assert "needs a CUDA GPU" in proc.stderr
 
 
 def test_mma_feed_rejects_a_bad_stage_count():
