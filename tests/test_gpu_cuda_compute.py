@@ -100,7 +100,7 @@ def test_gemm_spread_tiles(m, n, k, tile, dtype):
 
 
 @pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
-@pytest.mark.parametrize("tile", (0, 1))
+@pytest.mark.parametrize("tile", (0, 1, 2, 3))
 @pytest.mark.parametrize("m,n,k", [
     (3000, 2048, 1536),  # ragged M: TMA zero-fills the rows past M, the stores are masked
     (2944, 520, 256),    # 23 or 12 tile rows, the last column tile one 8-wide box
@@ -109,10 +109,12 @@ def test_gemm_spread_tiles(m, n, k, tile, dtype):
     (520, 136, 4104),    # ragged N (a B box past N is not loaded) and K tails
     (4096, 4096, 256),   # 512 or 256 tiles on a persistent grid: stage phases carried across tiles
     (1, 8192, 8192),     # one row
+    (4096, 4096, 4096),  # the workload's square
 ])
 def test_gemm_ws_tiles(m, n, k, tile, dtype):
     """The warp-specialised TMA + mma.sync tiles (gemm_mma_ws; the `cuda`
-    GEMM's tiles 10 and 11 on Hopper)."""
+    GEMM's tiles 10 to 13 on Hopper; 2 and 3 store C through shared memory,
+    masked a 16-byte chunk at a time)."""
     _check_gemm_op("gemm_mma_ws", tile, m, n, k, dtype, SEED + 100 + tile)
 
 

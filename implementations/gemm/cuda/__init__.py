@@ -5,10 +5,11 @@ fed by ldmatrix from padded (bank conflict free) shared memory, filled by a
 3- or 4-stage cp.async pipeline, 64x64 of C per warp, fragments double
 buffered in registers, one barrier per k-tile, C stored through shared memory
 in 16-byte rows; float16 and bfloat16 only, since mma.sync has no float32
-inputs (tf32 would be a different computation).  On Hopper two more tiles
-(10, 11) run the same mma.sync math warp-specialised (gemm_ws.cu, kernel in
+inputs (tf32 would be a different computation).  On Hopper four more tiles
+(10 to 13) run the same mma.sync math warp-specialised (gemm_ws.cu, kernel in
 gemm_ws_kernel.cuh): a producer warpgroup issues TMA loads into swizzled
-stages, 8 mma warps wait only on mbarriers, the grid is persistent.
+stages, 8 mma warps wait only on mbarriers, the grid is persistent; 12 and
+13 store C through shared memory in 16-byte pieces rather than 4-byte ones.
 ``cuda:naive`` is gemm_naive.cu: one thread per element of C, no tiling, all
 three dtypes; the pair shows what tiling and tensor cores buy.  Built by
 suite.cuda_build on first use; called as torch.ops.kernel_suite.gemm_mma /
@@ -79,9 +80,13 @@ TILES = {0: "128x128x32, 4 warps, 4 stages, 2 CTAs/SM",
          7: "128x256x64, 8 warps, 3 stages, copies spread over k16 slices",
          8: "128x256x64, 8 warps, 4 stages, copies spread over k16 slices",
          9: "128x128x64, 4 warps, 3 stages, 2 CTAs/SM, copies spread over k16 slices",
-         # 10, 11: gemm_mma_ws tiles 0 and 1 (Hopper only)
+         # 10..13: gemm_mma_ws tiles 0..3 (Hopper only)
          10: "256x128x64, 8 mma warps + a TMA producer warpgroup, 4 stages, persistent",
-         11: "128x256x64, 8 mma warps + a TMA producer warpgroup, 4 stages, persistent"}
+         11: "128x256x64, 8 mma warps + a TMA producer warpgroup, 4 stages, persistent",
+         12: "256x128x64, 8 mma warps + a TMA producer warpgroup, 4 stages, persistent, "
+             "C through shared memory in 16-byte stores",
+         13: "128x256x64, 8 mma warps + a TMA producer warpgroup, 4 stages, persistent, "
+             "C through shared memory in 16-byte stores"}
 WS_FIRST = 10
 
 
@@ -130,7 +135,7 @@ def gemm_cuda(a, b):
 
 
 def gemm_tile(a, b, tile: int):
-    """C = a @ b with one tile of TILES (10 and 11: gemm_mma_ws, Hopper only)."""
+    """C = a @ b with one tile of TILES (10..13: gemm_mma_ws, Hopper only)."""
     lib = ops()
     if tile >= WS_FIRST:
         return lib.gemm_mma_ws(a, b, tile - WS_FIRST)

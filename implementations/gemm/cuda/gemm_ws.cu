@@ -7,6 +7,7 @@
 // Tiles (the op's `tile`), 4 stages of 48 KiB, 8 mma warps of 64 x 64:
 //   0: 256 x 128 x 64
 //   1: 128 x 256 x 64
+//   2, 3: tiles 0 and 1 storing C through shared memory in 16-byte pieces
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -24,15 +25,15 @@ namespace ksuite_gemm {
 
 using Ws0 = WsConfig<256, 128, 4>;
 using Ws1 = WsConfig<128, 256, 4>;
-constexpr int NUM_WS_TILES = 2;
+constexpr int NUM_WS_TILES = 4;
 
-template <typename T, typename Cfg>
+template <typename T, typename Cfg, bool STAGED>
 void launch_ws(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
   const int M = static_cast<int>(a.size(0)), K = static_cast<int>(a.size(1));
   const int N = static_cast<int>(b.size(1));
   const CUtensorMap ma = ksuite_hopper::make_map(a, M, K, Cfg::BM, "gemm_mma_ws", "a");
   const CUtensorMap mb = ksuite_hopper::make_map(b, K, N, 64, "gemm_mma_ws", "b");
-  auto kernel = gemm_ws_kernel<T, Cfg>;
+  auto kernel = gemm_ws_kernel<T, Cfg, STAGED>;
   // More than 48 KiB of dynamic shared memory must be opted into per kernel.
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
   const int64_t tiles = static_cast<int64_t>((M + Cfg::BM - 1) / Cfg::BM) * ((N + Cfg::BN - 1) / Cfg::BN);
@@ -44,8 +45,12 @@ void launch_ws(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
 
 template <typename T>
 void dispatch(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, int64_t tile) {
-  if (tile == 0) return launch_ws<T, Ws0>(a, b, c);
-  launch_ws<T, Ws1>(a, b, c);
+  switch (tile) {
+    case 0: return launch_ws<T, Ws0, false>(a, b, c);
+    case 1: return launch_ws<T, Ws1, false>(a, b, c);
+    case 2: return launch_ws<T, Ws0, true>(a, b, c);
+    default: return launch_ws<T, Ws1, true>(a, b, c);
+  }
 }
 
 at::Tensor gemm_mma_ws(const at::Tensor& a, const at::Tensor& b, int64_t tile) {

@@ -27,8 +27,10 @@
 //    the consumers (232): no spills.
 //  - Persistent grid (one CTA an SM) over output tiles in groups of 8 tile
 //    rows; the producer runs ahead across tile boundaries, so the next
-//    tile's loads overlap this tile's epilogue (straight from registers,
-//    4-byte stores masked by M and N).
+//    tile's loads overlap this tile's epilogue: straight from registers,
+//    4-byte stores masked by M and N (each warp store writes 16 bytes into
+//    each of 8 rows), or with STAGED through 2 KB of shared memory a warp,
+//    16-byte stores that write whole 128-byte row segments.
 //  - ldmatrix from the swizzled layout: the 16-byte chunk c of 128-byte row
 //    r sits at chunk c ^ (r % 8).  A lane's row is fixed, so its chunk for
 //    k16 slice kk is (2 kk + hi) ^ (r % 8) = 2 kk ^ (hi ^ r % 8): one XOR of
@@ -71,13 +73,30 @@ struct WsConfig {
   static constexpr int A_BYTES = BM * 128;                   // BM rows x 64 k
   static constexpr int B_BOX_BYTES = 64 * 128;               // 64 k-rows x 64 n
   static constexpr int B_BYTES = (BN / 64) * B_BOX_BYTES;
-  static constexpr int SMEM_BYTES = STAGES * (A_BYTES + B_BYTES) + 1024;  // + alignment slack
+  static constexpr int EPI_BYTES = 2048;  // a warp's staging of 16 rows x 64 columns of C (staged epilogue)
+  // + the staging, + alignment slack
+  static constexpr int SMEM_BYTES = STAGES * (A_BYTES + B_BYTES) + 8 * EPI_BYTES + 1024;
   static constexpr int MT = WM / 16, NT = WN / 8;
   static_assert(BM % 64 == 0 && BM <= 256, "one A box of at most 256 rows");
   static_assert(BN % 64 == 0 && CONSUMER_WARPS == 8, "8 consumer warps of 64 x 64");
 };
 
-template <typename T, typename Cfg>
+// Shared-memory accesses by 32-bit shared address (a generic pointer into
+// the dynamic shared memory compiled to generic ST/LD).
+__device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
+template <typename T, typename Cfg, bool STAGED>
 __global__ void __launch_bounds__(Cfg::THREADS, 1)
 gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                T* __restrict__ C, int M, int N, int K) {
@@ -96,6 +115,7 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
                                              ~static_cast<uintptr_t>(1023));
   uint8_t* smem_a = smem;                          // STAGES x [BM rows][128 bytes]
   uint8_t* smem_b = smem + STAGES * Cfg::A_BYTES;  // STAGES x BOXES x [64 k-rows][128 bytes]
+  uint8_t* smem_epi = smem_b + STAGES * Cfg::B_BYTES;  // 8 warps x [16 rows][128 bytes]
 
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
   const int num_tiles = tiles_m * tiles_n;
@@ -207,6 +227,36 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
       int tm, tn;
       coords(tile, tm, tn);
       const int g = lane >> 2, t = lane & 3;
+      if constexpr (STAGED) {
+        // Each 16 x 64 block of the warp's C goes through its 2 KB of shared
+        // memory (16-byte chunk c of row r at chunk c ^ (r % 8): both the
+        // fragment writes and the 16-byte reads are free of bank conflicts)
+        // and out as whole 128-byte row segments, 16 bytes a lane.
+        const uint32_t epi = smem_u32(smem_epi) + warp * Cfg::EPI_BYTES;
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = g + 8 * h;
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+              st_shared_b32(epi + r * 128 + ((j ^ (r & 7)) << 4) + t * 4,
+                            pack2<T>(acc[i][j][2 * h], acc[i][j][2 * h + 1]));
+          }
+          __syncwarp();
+          const int c = lane & 7;
+          const int col = tn * BN + wn * 64 + c * 8;  // N % 8 == 0: a chunk is all in or all out
+#pragma unroll
+          for (int p = 0; p < 4; ++p) {
+            const int r = (lane >> 3) + 4 * p;
+            const uint4 v = ld_shared_v4(epi + r * 128 + ((c ^ (r & 7)) << 4));
+            const int row = tm * BM + wm * 64 + i * 16 + r;
+            if (row < M && col < N) *reinterpret_cast<uint4*>(C + static_cast<int64_t>(row) * N + col) = v;
+          }
+          __syncwarp();
+        }
+        continue;
+      }
 #pragma unroll
       for (int i = 0; i < MT; ++i) {
 #pragma unroll
