@@ -301,9 +301,8 @@ gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict_
       const int col = wn * WN + j * 8 + 2 * t;
       const uint32_t lo = pack2<T>(acc[i][j][0], acc[i][j][1]);
       const uint32_t hi = pack2<T>(acc[i][j][2], acc[i][j][3]);
-      asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sC + (row * C_LD + col) * 2), "r"(lo) : "memory");
-      asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sC + ((row + 8) * C_LD + col) * 2), "r"(hi)
-                   : "memory");
+      st_shared_b32(sC + (row * C_LD + col) * 2, lo);
+      st_shared_b32(sC + ((row + 8) * C_LD + col) * 2, hi);
     }
   }
   __syncthreads();
@@ -313,14 +312,11 @@ gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict_
     const int r = c / CPR, cc = (c % CPR) * 8;
     const int gr = m0 + r, gc = n0 + cc;
     if (gr >= M || gc >= N) continue;
-    uint32_t v[4];
-    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
-                 : "r"(sC + (r * C_LD + cc) * 2)
-                 : "memory");
+    const uint4 v4 = ld_shared_v4(sC + (r * C_LD + cc) * 2);
+    const uint32_t v[4] = {v4.x, v4.y, v4.z, v4.w};
     T* p = C + (static_cast<int64_t>(gr) * N + gc);
     if constexpr (ALIGNED) {
-      *reinterpret_cast<uint4*>(p) = make_uint4(v[0], v[1], v[2], v[3]);
+      *reinterpret_cast<uint4*>(p) = v4;
     } else {
       uint16_t* q = reinterpret_cast<uint16_t*>(p);
       const int n = min(8, N - gc);

@@ -81,21 +81,6 @@ struct WsConfig {
   static_assert(BN % 64 == 0 && CONSUMER_WARPS == 8, "8 consumer warps of 64 x 64");
 };
 
-// Shared-memory accesses by 32-bit shared address (a generic pointer into
-// the dynamic shared memory compiled to generic ST/LD).
-__device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v) {
-  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
-  uint4 v;
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(addr)
-               : "memory");
-  return v;
-}
-
 template <typename T, typename Cfg, bool STAGED>
 __global__ void __launch_bounds__(Cfg::THREADS, 1)
 gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
