@@ -55,6 +55,23 @@ def _rgba(hex_color: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
+def card_text(df: pd.DataFrame) -> pd.Series:
+    """What the card did while a row was timed, for hover text: "<br>SM 1755 MHz, 690 W
+    (power cap)", or "" where the row has no clock (CPU rows, files from before it was recorded)."""
+    def one(clock, watts, limits) -> str:
+        if clock is None or not math.isfinite(clock):
+            return ""
+        text = f"<br>SM {clock:.0f} MHz"
+        if watts is not None and math.isfinite(watts):
+            text += f", {watts:.0f} W"
+        return text + (f" ({limits})" if isinstance(limits, str) and limits else "")
+
+    cols = [df[c] if c in df.columns else pd.Series([None] * len(df), index=df.index)
+            for c in ("sm_clock_mhz", "power_w", "clock_limits")]
+    return pd.Series([one(*(None if pd.isna(v) else v for v in vals)) for vals in zip(*cols)],
+                     index=df.index, dtype=object)
+
+
 def _layout(fig: go.Figure, title: str, x: str, y: str, logx=False, logy=False) -> go.Figure:
     fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, legend_title_text="",
                       margin=dict(l=60, r=20, t=50, b=50), hovermode="closest")
@@ -82,9 +99,9 @@ def bandwidth(df: pd.DataFrame, metric: str = "gbps", ceilings: dict[str, float]
         c = color(name, names)
         hi = g[work] / (g["ms_p20"] * 1e-3) / (1e9 if metric == "gbps" else 1e12)
         lo = g[work] / (g["ms_p80"] * 1e-3) / (1e9 if metric == "gbps" else 1e12)
-        custom = np.stack([g["shape"], g["ms_median"], g["sol"]], axis=-1)
+        custom = np.stack([g["shape"], g["ms_median"], g["sol"], card_text(g)], axis=-1)
         hover = (f"%{{customdata[0]}}<br>%{{y:.1f}} {unit}<br>%{{customdata[1]:.4g}} ms"
-                 "<br>SOL %{customdata[2]:.2f}<extra>" + name + "</extra>")
+                 "<br>SOL %{customdata[2]:.2f}%{customdata[3]}<extra>" + name + "</extra>")
         if not lines:
             fig.add_trace(go.Scatter(
                 x=g["size"], y=g[metric], mode="markers", name=name, marker=dict(color=c, size=8),
@@ -117,7 +134,7 @@ def roofline_chart(df: pd.DataFrame, peak_gbps: float, peak_tflops: dict[str, fl
     for name in names:
         g = df[df["impl"] == name]
         custom = np.stack([g["workload"], g["shape"], g["dtype"], g["ms_median"], g["gbps"],
-                           g["tflops"], g["sol"], g["timer"]], axis=-1)
+                           g["tflops"], g["sol"], g["timer"], card_text(g)], axis=-1)
         fig.add_trace(go.Scatter(
             x=g["intensity"], y=g["tflops"], mode="markers", name=name,
             marker=dict(color=color(name, names), size=9, line=dict(width=0.5, color="#222"),
@@ -125,7 +142,7 @@ def roofline_chart(df: pd.DataFrame, peak_gbps: float, peak_tflops: dict[str, fl
             customdata=custom,
             hovertemplate="%{customdata[0]} %{customdata[1]} %{customdata[2]}<br>"
                           "%{customdata[3]:.4g} ms (%{customdata[7]})<br>%{customdata[4]:,.0f} GB/s"
-                          "<br>%{customdata[5]:.2f} TFLOP/s<br>SOL %{customdata[6]:.2f}"
+                          "<br>%{customdata[5]:.2f} TFLOP/s<br>SOL %{customdata[6]:.2f}%{customdata[8]}"
                           "<extra>" + name + "</extra>"))
     ridges = {d: roofline.ridge_point(peak_gbps, tf) for d, tf in peak_tflops.items()
               if tf and math.isfinite(tf) and peak_gbps and math.isfinite(peak_gbps)}

@@ -122,11 +122,12 @@ def collapse(df: pd.DataFrame) -> pd.DataFrame:
         bound = float(ok["bound_ms"].median()) if len(ok) else math.nan
         sol = bound / median if bound > 0 and median > 0 else (
             float(ok["sol"].median()) if len(ok) else math.nan)
+        clock = pd.to_numeric(ok["sm_clock_mhz"], errors="coerce").median() if "sm_clock_mhz" in ok else math.nan
         out.append(dict(zip(store.ROW_KEY, key), status=status, ms=median, p20=p20, p80=p80,
                         samples=samples, bound_ms=bound, sol=sol, runs=len(g),
-                        l2=_one(g["l2"]), gpu=_one(g["gpu_name"])))
+                        l2=_one(g["l2"]), gpu=_one(g["gpu_name"]), clock=float(clock)))
     return pd.DataFrame(out, columns=store.ROW_KEY + ["status", "ms", "p20", "p80", "samples",
-                                                      "bound_ms", "sol", "runs", "l2", "gpu"])
+                                                      "bound_ms", "sol", "runs", "l2", "gpu", "clock"])
 
 
 def _one(col: pd.Series):
@@ -235,9 +236,22 @@ def _verdict(r, opt: Options, gpus_differ: bool) -> dict:
     if big and sig:
         slower = ratio > 1.0
         return {**row, "verdict": "slower" if slower else "faster", "regression": slower,
-                "improvement": not slower}
+                "improvement": not slower, "reason": "; ".join(x for x in (row["reason"], _clock_note(r)) if x)}
     why = "within threshold" if not big else "not significant"
     return {**row, "verdict": "same", "reason": "; ".join(x for x in (row["reason"], why) if x)}
+
+
+CLOCK_NOTE = 0.03  # SM clocks this far apart are named beside a time verdict
+
+
+def _clock_note(r) -> str:
+    """"SM clock 1980 -> 1712 MHz" when the two sides' mean clocks while timed differ by
+    more than CLOCK_NOTE: the card, not only the code, may have changed the time.  The
+    verdict stands; the note says what to check before believing it."""
+    b, c = getattr(r, "clock_b", math.nan), getattr(r, "clock_c", math.nan)
+    if not (b > 0 and c > 0) or abs(c / b - 1.0) <= CLOCK_NOTE:
+        return ""
+    return f"SM clock {b:.0f} -> {c:.0f} MHz"
 
 
 def _significant(r, scale_b: float, scale_c: float, alpha: float) -> tuple[bool, float | None, str]:

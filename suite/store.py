@@ -35,7 +35,7 @@ EXTRA = [
     "ms_median_repeat", "ms_p20_repeat", "ms_p80_repeat", "traceback",
     "peak_gbps_datasheet", "peak_tflops_datasheet", "gpu_mem_bytes", "python", "hostname",
     "sm_clock_start_mhz", "sm_clock_end_mhz", "mem_clock_start_mhz", "mem_clock_end_mhz",
-    "gpu_slug", "l2_bytes",
+    "gpu_slug", "l2_bytes", "sm_clock_mhz", "power_w", "clock_limits",
 ]
 COLUMNS = REQUIRED[:8] + SHAPE_COLUMNS + REQUIRED[8:] + EXTRA
 
@@ -47,7 +47,7 @@ _FLOAT = ["ms_median", "ms_p20", "ms_p80", "ms_min", "flops", "min_bytes", "eage
           "tflops", "intensity", "bound_ms", "sol", "peak_gbps", "peak_tflops", "rel_err", "tol",
           "compile_s", "peak_gbps_datasheet", "peak_tflops_datasheet", "sm_clock_start_mhz",
           "sm_clock_end_mhz", "mem_clock_start_mhz", "mem_clock_end_mhz", "ms_median_repeat",
-          "ms_p20_repeat", "ms_p80_repeat"]
+          "ms_p20_repeat", "ms_p80_repeat", "sm_clock_mhz", "power_w"]
 _INT = ["schema_version", "n_samples", "peak_mem_bytes", "gpu_sms", "size", "seed", "graph_sets",
         "gpu_mem_bytes", "l2_bytes"] + SHAPE_COLUMNS
 _BOOL = ["correct", "dirty"]

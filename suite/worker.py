@@ -18,7 +18,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from suite import roofline, verify
+from suite import clocks, roofline, verify
 from suite.store import SCHEMA_VERSION
 from suite.timing import l2_bytes, measure, rotation_sets
 from suite.workload import Case, Implementation, Workload, discover, itemsize
@@ -140,8 +140,9 @@ def run_impl(wl: Workload, case: Case, impl: Implementation, inputs: dict, ref, 
             calls = [(lambda s=s: impl.fn(**s)) for s in sets]
         else:
             calls = [call]
-        timing = measure(calls, opts.device, timer, **opts.limits)
-        row = _timed_fields(dict(template, status="ok"), timing)
+        with clocks.sampler(opts.device) as card:
+            timing = measure(calls, opts.device, timer, **opts.limits)
+        row = _timed_fields(dict(template, status="ok", **card.fields()), timing)
         if opts.repeat:
             again = measure(calls, opts.device, timer, **opts.limits)
             row.update(ms_median_repeat=again.median, ms_p20_repeat=again.p20, ms_p80_repeat=again.p80)

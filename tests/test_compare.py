@@ -70,6 +70,20 @@ def test_ten_percent_slowdown_is_flagged_and_named(steady, tmp_path, capsys):
         assert str(case[k]) in line
 
 
+def test_a_slowdown_at_a_lower_clock_names_both_clocks(steady, tmp_path, capsys):
+    df, base, case = steady
+    df = df.assign(sm_clock_mhz=1980.0)
+    base = cf.write(df, tmp_path / "base.parquet")
+    cand = cf.scale_case(cf.jitter(df, 0.02), case, 1.10)
+    cand.loc[cf.key_mask(cand, case), "sm_clock_mhz"] = 1780.0
+    cand.loc[~cf.key_mask(cand, case), "sm_clock_mhz"] = 1960.0  # within 3%: not named
+    code, doc = as_json(capsys, base, cf.write(cand, tmp_path / "cand.parquet"))
+    assert code == 1  # the verdict stands; the note says what to check
+    flagged = [r for r in rows_of(doc) if r["regression"]]
+    assert len(flagged) == 1 and flagged[0]["reason"] == "SM clock 1980 -> 1780 MHz"
+    assert not [r for r in rows_of(doc) if "SM clock" in r["reason"] and not r["regression"]]
+
+
 def test_two_percent_jitter_is_not_flagged(steady, tmp_path, capsys):
     df, base, case = steady
     cand = cf.write(cf.scale_case(cf.jitter(df, 0.02), case, 1.02), tmp_path / "cand.parquet")

@@ -127,3 +127,17 @@ def test_colors_are_stable_per_backend():
     assert charts.color("triton") == charts.color("triton [graph] · h100") == charts.BACKEND_COLORS["triton"]
     seen = ["torch:flash", "torch:cudnn"]
     assert charts.color("torch:flash", seen) != charts.color("torch:cudnn", seen)
+
+
+def test_hover_names_the_card_state_where_it_was_recorded():
+    df = rows(series=("cuda",))
+    df["sm_clock_mhz"] = [1980.0, 1712.4, np.nan]
+    df["power_w"] = [310.0, np.nan, np.nan]
+    df["clock_limits"] = ["", "power cap", None]
+    assert list(charts.card_text(df)) == ["<br>SM 1980 MHz, 310 W", "<br>SM 1712 MHz (power cap)", ""]
+    assert list(charts.card_text(rows(series=("cuda",)))) == ["", "", ""]  # files from before the columns
+    line = charts.bandwidth(df, "gbps").data[-1]
+    assert "%{customdata[3]}" in line.hovertemplate
+    assert [c[3] for c in line.customdata] == list(charts.card_text(df))
+    pts = charts.roofline_chart(df, 4000.0, {"float32": 60.0}).data[0]
+    assert "%{customdata[8]}" in pts.hovertemplate and pts.customdata[1][8] == "<br>SM 1712 MHz (power cap)"

@@ -35,6 +35,9 @@ def test_cpu_run_writes_every_required_column(cpu_run):
     assert (ok["ms_p20"] <= ok["ms_median"]).all() and (ok["ms_median"] <= ok["ms_p80"]).all()
     assert ok["samples_ms"].map(len).ge(3).all()
     assert df["run_id"].nunique() == 1 and (df["timer"] == "wall").all()
+    # the card's clock, power and limits are GPU-only: present as columns, empty here
+    assert {"sm_clock_mhz", "power_w", "clock_limits"} <= set(df.columns)
+    assert ok["sm_clock_mhz"].isna().all() and ok["clock_limits"].isna().all()
     assert set(df["workload"]) == {"gelu", "residual_layernorm_gelu", "softmax", "gemm", "attention"}
     # the attention SDPA variants pinned to GPU kernels are recorded, with their reason
     flash = df[df["impl"] == "torch:flash"]
