@@ -114,14 +114,14 @@ SHAPES = [
 
 @gpu
 @pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16), ids=("bf16", "fp16"))
-@pytest.mark.parametrize("tile", (-1, 0, 1, 2))
+@pytest.mark.parametrize("tile", (-1, 0, 1, 2, 3, 4, 5))
 @pytest.mark.parametrize("m,n,k", SHAPES)
 def test_every_tile(m, n, k, tile, dtype):
     _check_op(m, n, k, dtype, tile)
 
 
 @gpu
-@pytest.mark.parametrize("tile", (0, 1, 2))
+@pytest.mark.parametrize("tile", (0, 1, 2, 3, 4, 5))
 def test_many_tiles_per_cta(tile):
     """More tiles than SMs: every CTA walks several tiles and the pipeline's
     phases carry over tile boundaries (K of 3 steps: not a multiple of the stage count)."""
@@ -147,7 +147,7 @@ with pytest.raises(RuntimeError, match="float16 and bfloat16"):
     ops().gemm_wgmma(a, a)
 h = a.bfloat16()
 with pytest.raises(RuntimeError, match="tile must be"):
-    ops().gemm_wgmma(h, h, 3)
+    ops().gemm_wgmma(h, h, 6)
 with pytest.raises(RuntimeError, match="multiples of 8"):
     ops().gemm_wgmma(torch.randn(30, 24, device="cuda").bfloat16(), torch.randn(24, 20, device="cuda").bfloat16())
 with pytest.raises(RuntimeError, match="inner dimensions"):

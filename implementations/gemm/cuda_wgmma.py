@@ -7,13 +7,17 @@ sm_90a by suite.cuda_build and called as
 output tiles persistently: a producer warpgroup issues TMA loads into a ring of
 128-byte-swizzled shared-memory stages, two consumer warpgroups run
 m64nNk16 wgmma on them straight from shared memory and write the 16-bit
-result from registers.  float16 and bfloat16 only; N and K must be multiples
-of 8 (TMA needs 16-byte row strides).
+result, from registers (tiles 0-2) or through shared memory in 16-byte
+stores (tiles 3-5, the same shapes).  The tile is timed at the first call of
+each shape and the fastest kept (implementations/_cuda_variants).  float16
+and bfloat16 only; N and K must be multiples of 8 (TMA needs 16-byte row
+strides).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+from implementations._cuda_variants import VariantTuner
 from suite import cuda_build
 from suite.backends import needs_hopper
 from suite.workload import Case, register
@@ -22,9 +26,12 @@ SOURCES = [Path(__file__).parent / "cuda" / "gemm_wgmma.cu"]
 BM = 128
 
 # The `tile` argument of gemm_wgmma: (BN, stages, description); BM = 128, BK = 64.
-TILES = {0: (256, 4, "128x256x64, 4 stages, 2 consumer warpgroups of m64n256k16"),
-         1: (128, 6, "128x128x64, 6 stages, 2 consumer warpgroups of m64n128k16"),
-         2: (64, 8, "128x64x64, 8 stages, 2 consumer warpgroups of m64n64k16")}
+_SHAPES = {0: (256, 4, "128x256x64, 4 stages, 2 consumer warpgroups of m64n256k16"),
+           1: (128, 6, "128x128x64, 6 stages, 2 consumer warpgroups of m64n128k16"),
+           2: (64, 8, "128x64x64, 8 stages, 2 consumer warpgroups of m64n64k16")}
+TILES = {**_SHAPES,
+         **{t + 3: (bn, st, d + ", C through shared memory in 16-byte stores")
+            for t, (bn, st, d) in _SHAPES.items()}}
 # Relative cost of one tile per wave in auto_tile (gemm_wgmma.cu).
 _WEIGHT = {0: 40, 1: 22, 2: 13}
 
@@ -48,7 +55,7 @@ def auto_tile(m: int, n: int, sms: int) -> int:
     """The tile gemm_wgmma picks with tile=-1 (mirrors auto_tile in the .cu):
     fewest waves of tiles over the SMs, weighted by the tile's cost."""
     best, best_cost = 0, None
-    for t, (bn, _, _) in TILES.items():
+    for t, (bn, _, _) in _SHAPES.items():
         tiles = -(-m // BM) * -(-n // bn)
         cost = -(-tiles // sms) * _WEIGHT[t]
         if best_cost is None or cost < best_cost:
@@ -75,8 +82,19 @@ def _supports(case: Case) -> str | None:
     return alignment_problem(case["N"], case["K"])
 
 
+_TUNER = VariantTuner(tuple(TILES), {t: d for t, (_, _, d) in TILES.items()})
+
+
+def _key(dtype: str, m: int, n: int, k: int) -> tuple:
+    return (dtype, m, n, k)
+
+
 def _config(case: Case) -> str:
     import torch
+
+    tuned = _TUNER.config(_key(case.dtype, case["M"], case["N"], case["K"]))
+    if tuned:
+        return tuned
 
     sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
     t = auto_tile(case["M"], case["N"], sms)
@@ -90,4 +108,6 @@ def _config(case: Case) -> str:
           description="CUDA on Hopper: TMA into 128B-swizzled stages, mbarrier pipeline, "
                       "wgmma.mma_async from shared memory, warp-specialised persistent CTAs; needs sm_90")
 def gemm_cuda_wgmma(a, b):
-    return ops().gemm_wgmma(a, b)
+    (m, k), n = a.shape, b.shape[-1]
+    key = _key(str(a.dtype).removeprefix("torch."), m, n, k)
+    return _TUNER.run(key, lambda tile: ops().gemm_wgmma(a, b, tile))

@@ -20,10 +20,16 @@
 //     ~132 tiles in flight share A and B panels in L2.  Because the producer
 //     runs ahead across tile boundaries, the next tile's loads overlap this
 //     tile's epilogue.
-//   * Epilogue: fp32 -> 16-bit straight from the accumulator registers, two
-//     adjacent columns (4 bytes) per store, rows and columns masked against
-//     M and N.  Out-of-range rows/columns/k of the loaded boxes are zero-filled
-//     by TMA, so ragged M, N and K need no other care.
+//   * Epilogue: fp32 -> 16-bit, rows and columns masked against M and N.
+//     Tiles 0-2 store straight from the accumulator registers, two adjacent
+//     columns (4 bytes) a store, so a warp store writes 16 bytes into each of
+//     8 rows.  Tiles 3-5 (STAGED, the same tiles otherwise) pass each warp's
+//     16 x 64 blocks of C through 2 KB of shared memory, XOR-swizzled (no
+//     bank conflicts either way), and store whole 128-byte row segments, 16
+//     bytes a lane: the epilogue of the mma.sync GEMM's tiles 12 and 13,
+//     whose accumulator layout is the same.  Out-of-range rows/columns/k of
+//     the loaded boxes are zero-filled by TMA, so ragged M, N and K need no
+//     other care.
 //
 // Shapes: TMA needs every row stride to be a multiple of 16 bytes, so K and N
 // must be multiples of 8, and both base pointers 16-byte aligned.
@@ -33,6 +39,7 @@
 //   0: 128 x 256 x 64, 4 stages (48 KB each), wgmma m64n256k16
 //   1: 128 x 128 x 64, 6 stages (32 KB each), wgmma m64n128k16
 //   2: 128 x  64 x 64, 8 stages (24 KB each), wgmma m64n64k16 (skinny M: more CTAs)
+//   3, 4, 5: tiles 0, 1, 2 with the staged epilogue (16 KB more shared memory)
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -47,6 +54,7 @@
 #include <string>
 
 #include "ksuite/common.cuh"
+#include "ksuite/mma_ptx.cuh"
 #include "operands.h"
 #include "tma_map.h"
 #include "wgmma_ptx.cuh"
@@ -63,7 +71,8 @@ constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
 constexpr int GROUP_M = 8;               // tile-rows per rasterisation group
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = 232;       // 128*40 + 256*232 = 64512 <= 65536
-constexpr int NUM_TILES = 3;
+constexpr int NUM_TILES = 6;            // 3 shapes, each with either epilogue
+constexpr int EPI_BYTES = 2048;          // a warp's staging: 16 rows x 64 columns of 16-bit C
 
 static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 128 * CONSUMERS <= 65536, "register budget");
 
@@ -76,6 +85,7 @@ struct Config {
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;   // a full stage's expect_tx count
   // +1024: the dynamic buffer is aligned up to 1024 bytes inside the kernel.
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;
+  static constexpr int SMEM_BYTES_STAGED = SMEM_BYTES + CONSUMER_WARPS * EPI_BYTES;
 };
 
 __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int& tm, int& tn) {
@@ -97,7 +107,7 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi, bool bf16) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
-template <int BN, bool BF16>
+template <int BN, bool BF16, bool STAGED>
 __global__ void __launch_bounds__(THREADS, 1)
 gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                   void* __restrict__ c_ptr, int M, int N, int K, uint32_t b_lbo, uint32_t b_sbo) {
@@ -114,6 +124,7 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
   uint8_t* smem_a = smem;                              // STAGES x [128 rows][128 bytes]
   uint8_t* smem_b = smem + STAGES * Cfg::A_BYTES;      // STAGES x BN/64 x [64 k-rows][128 bytes]
+  uint8_t* smem_epi = smem_b + STAGES * Cfg::B_BYTES;   // STAGED: 8 warps x [16 rows][128 bytes]
 
   const int tiles_m = (M + BM - 1) / BM;
   const int tiles_n = (N + BN - 1) / BN;
@@ -238,6 +249,37 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
       // so registers 4j, 4j+1 are two adjacent columns of one row and 4j+2,
       // 4j+3 the same columns 8 rows lower.
       uint16_t* c = static_cast<uint16_t*>(c_ptr);
+      if constexpr (STAGED) {
+        // Block b (64 columns) of the warp's 16 rows: row r = lane/4 + 8h
+        // holds columns 8j + 2(lane%4) of n8 block j in registers 4(8b+j) + 2h
+        // and + 1.  16-byte chunk j of staging row r sits at chunk j ^ (r % 8).
+        const uint32_t epi = smem_u32(smem_epi) + (cw * 4 + warp) * EPI_BYTES;
+        const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+        for (int blk = 0; blk < BN / 64; ++blk) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = g + 8 * h;
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+              ksuite::ptx::st_shared_b32(epi + r * 128 + ((j ^ (r & 7)) << 4) + t * 4,
+                                         pack2(acc[4 * (8 * blk + j) + 2 * h], acc[4 * (8 * blk + j) + 2 * h + 1],
+                                               BF16));
+          }
+          __syncwarp();
+          const int ch = lane & 7;
+          const int col = tn * BN + blk * 64 + ch * 8;  // N % 8 == 0: a chunk is all in or all out
+#pragma unroll
+          for (int p = 0; p < 4; ++p) {
+            const int r = (lane >> 3) + 4 * p;
+            const uint4 v = ksuite::ptx::ld_shared_v4(epi + r * 128 + ((ch ^ (r & 7)) << 4));
+            const int row = tm * BM + cw * 64 + warp * 16 + r;
+            if (row < M && col < N) *reinterpret_cast<uint4*>(c + static_cast<int64_t>(row) * N + col) = v;
+          }
+          __syncwarp();
+        }
+        continue;
+      }
       const int row0 = tm * BM + cw * 64 + warp * 16 + lane / 4;
       const int col0 = tn * BN + 2 * (lane % 4);
 #pragma unroll
@@ -261,17 +303,17 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
 
 // ------------------------------------------------------------------ host side
 
-int tile_bn(int tile) { return tile == 0 ? 256 : tile == 1 ? 128 : 64; }
+int tile_bn(int tile) { return tile % 3 == 0 ? 256 : tile % 3 == 1 ? 128 : 64; }
 
 // Fewest (waves x per-tile cost): a wave is one tile per SM (the grid is
 // persistent), and a 128 x BN tile costs about BN plus a per-tile overhead
 // that smaller BN pay more often (relative weights 40 : 22 : 13 for
 // BN = 256 : 128 : 64).  Ties go to the larger tile.
 int auto_tile(int64_t M, int64_t N, int sms) {
-  const int weight[NUM_TILES] = {40, 22, 13};
+  const int weight[3] = {40, 22, 13};
   int best = 0;
   int64_t best_cost = -1;
-  for (int t = 0; t < NUM_TILES; ++t) {
+  for (int t = 0; t < 3; ++t) {
     const int64_t tiles = ((M + BM - 1) / BM) * ((N + tile_bn(t) - 1) / tile_bn(t));
     const int64_t cost = ((tiles + sms - 1) / sms) * weight[t];
     if (best_cost < 0 || cost < best_cost) { best = t; best_cost = cost; }
@@ -279,17 +321,18 @@ int auto_tile(int64_t M, int64_t N, int sms) {
   return best;
 }
 
-template <int BN, bool BF16>
+template <int BN, bool BF16, bool STAGED>
 void launch(const CUtensorMap& ma, const CUtensorMap& mb, at::Tensor& c, int M, int N, int K, int sms,
             bool swap_b_desc) {
   using Cfg = Config<BN>;
-  auto kernel = gemm_wgmma_kernel<BN, BF16>;
+  auto kernel = gemm_wgmma_kernel<BN, BF16, STAGED>;
+  constexpr int smem_bytes = STAGED ? Cfg::SMEM_BYTES_STAGED : Cfg::SMEM_BYTES;
   // Per device and instantiation; cheap to repeat, so simply done every call.
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
   const int64_t tiles = static_cast<int64_t>((M + BM - 1) / BM) * ((N + BN - 1) / BN);
   const int grid = static_cast<int>(std::min<int64_t>(tiles, sms));
   const uint32_t lbo = Cfg::B_CHUNK_BYTES, sbo = 1024;
-  kernel<<<grid, THREADS, Cfg::SMEM_BYTES, ksuite::current_stream()>>>(
+  kernel<<<grid, THREADS, smem_bytes, ksuite::current_stream()>>>(
       ma, mb, c.data_ptr(), M, N, K, swap_b_desc ? sbo : lbo, swap_b_desc ? lbo : sbo);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -326,9 +369,12 @@ at::Tensor gemm_wgmma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
   const char* swap_env = std::getenv("KSUITE_WGMMA_SWAP_B_DESC");
   const bool sw = swap_env != nullptr && swap_env[0] != '\0' && swap_env[0] != '0';
   switch (t) {
-    case 0: bf16 ? launch<256, true>(ma, mb, c, m, n, k, sms, sw) : launch<256, false>(ma, mb, c, m, n, k, sms, sw); break;
-    case 1: bf16 ? launch<128, true>(ma, mb, c, m, n, k, sms, sw) : launch<128, false>(ma, mb, c, m, n, k, sms, sw); break;
-    default: bf16 ? launch<64, true>(ma, mb, c, m, n, k, sms, sw) : launch<64, false>(ma, mb, c, m, n, k, sms, sw); break;
+    case 0: bf16 ? launch<256, true, false>(ma, mb, c, m, n, k, sms, sw) : launch<256, false, false>(ma, mb, c, m, n, k, sms, sw); break;
+    case 1: bf16 ? launch<128, true, false>(ma, mb, c, m, n, k, sms, sw) : launch<128, false, false>(ma, mb, c, m, n, k, sms, sw); break;
+    case 2: bf16 ? launch<64, true, false>(ma, mb, c, m, n, k, sms, sw) : launch<64, false, false>(ma, mb, c, m, n, k, sms, sw); break;
+    case 3: bf16 ? launch<256, true, true>(ma, mb, c, m, n, k, sms, sw) : launch<256, false, true>(ma, mb, c, m, n, k, sms, sw); break;
+    case 4: bf16 ? launch<128, true, true>(ma, mb, c, m, n, k, sms, sw) : launch<128, false, true>(ma, mb, c, m, n, k, sms, sw); break;
+    default: bf16 ? launch<64, true, true>(ma, mb, c, m, n, k, sms, sw) : launch<64, false, true>(ma, mb, c, m, n, k, sms, sw); break;
   }
   return c;
 }
