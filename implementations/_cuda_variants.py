@@ -5,8 +5,8 @@ a few designs behind one ``<op>_v(..., variant)`` entry point (tile shapes,
 loads in flight a thread, register, cluster or streaming plans; see each .cu).
 Which is fastest depends on the shape and the GPU, so, like Triton's
 autotuner, the first call for a new key times every variant with the suite's
-own events timer (L2 flushed before each sample), in order and then in
-reverse (see TUNE_PASSES), and keeps the fastest; later calls of that key
+own events timer (L2 flushed before each sample), in order and in reverse
+by turns (see TUNE_PASSES), and keeps the fastest; later calls of that key
 run it directly.  The first call is the harness's warm-up,
 so the tuning lands in ``compile_s`` and never in the timed samples, and the
 output checked against float64 is the chosen variant's.
@@ -21,17 +21,20 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable
 
-# per variant and pass: a few samples inside a 10 ms budget; two passes give
-# each variant 20 ms, enough to rank designs that differ by a few percent on
+# per variant and pass: a few samples inside a 10 ms budget; four passes give
+# each variant 40 ms, enough to rank designs that differ by a few percent on
 # kernels of 10 us to 1 ms
 TUNE_LIMITS = dict(min_samples=3, max_samples=25, budget_ms=10.0)
-# The variants are timed in order, then again in reverse, and each one's time
-# is the mean of its two medians.  One pass in a fixed order lets the card's
-# drift pick the winner where a shape holds it at its power cap (the GEMM at
-# 8192^3): the later variants meet a hotter, slower-clocked card.  Over the
-# two passes every variant's mean position is the same, so a drift linear in
-# time cancels.
-TUNE_PASSES = 2
+# The variants are timed in order, then in reverse, twice, and each one's
+# time is the mean of its pass medians.  One pass in a fixed order lets the
+# card's drift pick the winner where a shape holds it at its power cap (the
+# GEMM at 8192^3): the later variants meet a hotter, slower-clocked card.
+# Over a forward and a reverse pass every variant's mean position is the
+# same, so a drift linear in time cancels; the second pair halves what is
+# left of the card's swings there (two passes still picked a tile that 15
+# paired rounds found 3-5% slower: results/h200/diagnostics/
+# wgmma_staged_epilogue-b697562.txt against the b697562 run).
+TUNE_PASSES = 4
 
 
 class VariantTuner:
