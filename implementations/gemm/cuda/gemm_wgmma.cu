@@ -54,8 +54,8 @@
 #include <string>
 
 #include "ksuite/common.cuh"
-#include "ksuite/mma_ptx.cuh"
 #include "operands.h"
+#include "staged_epilogue.cuh"
 #include "tma_map.h"
 #include "wgmma_ptx.cuh"
 
@@ -72,7 +72,7 @@ constexpr int GROUP_M = 8;               // tile-rows per rasterisation group
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = 232;       // 128*40 + 256*232 = 64512 <= 65536
 constexpr int NUM_TILES = 6;            // 3 shapes, each with either epilogue
-constexpr int EPI_BYTES = 2048;          // a warp's staging: 16 rows x 64 columns of 16-bit C
+constexpr int EPI_BYTES = ksuite_gemm::STAGE_BYTES_PER_WARP;  // a warp's staging of C
 
 static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 128 * CONSUMERS <= 65536, "register budget");
 
@@ -250,33 +250,16 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
       // 4j+3 the same columns 8 rows lower.
       uint16_t* c = static_cast<uint16_t*>(c_ptr);
       if constexpr (STAGED) {
-        // Block b (64 columns) of the warp's 16 rows: row r = lane/4 + 8h
-        // holds columns 8j + 2(lane%4) of n8 block j in registers 4(8b+j) + 2h
-        // and + 1.  16-byte chunk j of staging row r sits at chunk j ^ (r % 8).
+        // 64-column block b of the warp's 16 rows: n8 block j of it is in
+        // registers 4(8b + j) + 2h, + 1 (row lane / 4 + 8h); out through the
+        // warp's 2 KB of shared memory (staged_epilogue.cuh).
         const uint32_t epi = smem_u32(smem_epi) + (cw * 4 + warp) * EPI_BYTES;
-        const int g = lane >> 2, t = lane & 3;
 #pragma unroll
         for (int blk = 0; blk < BN / 64; ++blk) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = g + 8 * h;
-#pragma unroll
-            for (int j = 0; j < 8; ++j)
-              ksuite::ptx::st_shared_b32(epi + r * 128 + ((j ^ (r & 7)) << 4) + t * 4,
-                                         pack2(acc[4 * (8 * blk + j) + 2 * h], acc[4 * (8 * blk + j) + 2 * h + 1],
-                                               BF16));
-          }
-          __syncwarp();
-          const int ch = lane & 7;
-          const int col = tn * BN + blk * 64 + ch * 8;  // N % 8 == 0: a chunk is all in or all out
-#pragma unroll
-          for (int p = 0; p < 4; ++p) {
-            const int r = (lane >> 3) + 4 * p;
-            const uint4 v = ksuite::ptx::ld_shared_v4(epi + r * 128 + ((ch ^ (r & 7)) << 4));
-            const int row = tm * BM + cw * 64 + warp * 16 + r;
-            if (row < M && col < N) *reinterpret_cast<uint4*>(c + static_cast<int64_t>(row) * N + col) = v;
-          }
-          __syncwarp();
+          ksuite_gemm::stage_c_block(epi, lane, [&](int j, int h) {
+            return pack2(acc[4 * (8 * blk + j) + 2 * h], acc[4 * (8 * blk + j) + 2 * h + 1], BF16);
+          });
+          ksuite_gemm::store_c_block(epi, lane, c, tm * BM + cw * 64 + warp * 16, tn * BN + blk * 64, M, N);
         }
         continue;
       }

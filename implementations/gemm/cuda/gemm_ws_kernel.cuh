@@ -57,6 +57,7 @@
 #include <cstdint>
 
 #include "hopper.cuh"
+#include "staged_epilogue.cuh"
 #include "warp_tile.cuh"
 
 namespace ksuite_gemm {
@@ -73,7 +74,7 @@ struct WsConfig {
   static constexpr int A_BYTES = BM * 128;                   // BM rows x 64 k
   static constexpr int B_BOX_BYTES = 64 * 128;               // 64 k-rows x 64 n
   static constexpr int B_BYTES = (BN / 64) * B_BOX_BYTES;
-  static constexpr int EPI_BYTES = 2048;  // a warp's staging of 16 rows x 64 columns of C (staged epilogue)
+  static constexpr int EPI_BYTES = STAGE_BYTES_PER_WARP;  // a warp's staging of C (staged epilogue)
   // + the staging, + alignment slack
   static constexpr int SMEM_BYTES = STAGES * (A_BYTES + B_BYTES) + 8 * EPI_BYTES + 1024;
   static constexpr int MT = WM / 16, NT = WN / 8;
@@ -213,32 +214,13 @@ gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant_
       coords(tile, tm, tn);
       const int g = lane >> 2, t = lane & 3;
       if constexpr (STAGED) {
-        // Each 16 x 64 block of the warp's C goes through its 2 KB of shared
-        // memory (16-byte chunk c of row r at chunk c ^ (r % 8): both the
-        // fragment writes and the 16-byte reads are free of bank conflicts)
-        // and out as whole 128-byte row segments, 16 bytes a lane.
+        // Each 16 x 64 block of the warp's C goes out through its 2 KB of
+        // shared memory as whole 128-byte row segments (staged_epilogue.cuh).
         const uint32_t epi = smem_u32(smem_epi) + warp * Cfg::EPI_BYTES;
 #pragma unroll
         for (int i = 0; i < MT; ++i) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = g + 8 * h;
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-              st_shared_b32(epi + r * 128 + ((j ^ (r & 7)) << 4) + t * 4,
-                            pack2<T>(acc[i][j][2 * h], acc[i][j][2 * h + 1]));
-          }
-          __syncwarp();
-          const int c = lane & 7;
-          const int col = tn * BN + wn * 64 + c * 8;  // N % 8 == 0: a chunk is all in or all out
-#pragma unroll
-          for (int p = 0; p < 4; ++p) {
-            const int r = (lane >> 3) + 4 * p;
-            const uint4 v = ld_shared_v4(epi + r * 128 + ((c ^ (r & 7)) << 4));
-            const int row = tm * BM + wm * 64 + i * 16 + r;
-            if (row < M && col < N) *reinterpret_cast<uint4*>(C + static_cast<int64_t>(row) * N + col) = v;
-          }
-          __syncwarp();
+          stage_c_block(epi, lane, [&](int j, int h) { return pack2<T>(acc[i][j][2 * h], acc[i][j][2 * h + 1]); });
+          store_c_block(epi, lane, C, tm * BM + wm * 64 + i * 16, tn * BN + wn * 64, M, N);
         }
         continue;
       }
