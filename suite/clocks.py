@@ -39,9 +39,6 @@ LIMITS = {
     0x80: "power brake",
     0x100: "display clock",
 }
-FIELDS = ("sm_clock_mhz", "power_w", "clock_limits")
-
-
 def limit_names(mask: int) -> str:
     """The named limits in an NVML clocks-event mask, comma-separated, in bit order."""
     return ", ".join(name for bit, name in LIMITS.items() if mask & bit)
@@ -52,6 +49,9 @@ class _Nvml:
 
     def __init__(self, lib, handle):
         self.lib, self.handle = lib, handle
+        # the current name of the call, else its older one
+        self.reasons = getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None) \
+            or getattr(lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
 
     def read(self) -> tuple[float | None, float | None, int]:
         mhz, mw, mask = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_ulonglong()
@@ -59,9 +59,8 @@ class _Nvml:
                                                                        ctypes.byref(mhz)) == 0 else None
         power = mw.value / 1000.0 if self.lib.nvmlDeviceGetPowerUsage(self.handle, ctypes.byref(mw)) == 0 \
             else None
-        reasons = getattr(self.lib, "nvmlDeviceGetCurrentClocksEventReasons", None) \
-            or getattr(self.lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
-        limits = int(mask.value) if reasons is not None and reasons(self.handle, ctypes.byref(mask)) == 0 else 0
+        limits = int(mask.value) if self.reasons is not None and self.reasons(self.handle,
+                                                                                 ctypes.byref(mask)) == 0 else 0
         return clock, power, limits
 
 

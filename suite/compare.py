@@ -245,9 +245,10 @@ CLOCK_NOTE = 0.03  # SM clocks this far apart are named beside a time verdict
 
 
 def _clock_note(r) -> str:
-    """"SM clock 1980 -> 1712 MHz" when the two sides' mean clocks while timed differ by
-    more than CLOCK_NOTE: the card, not only the code, may have changed the time.  The
-    verdict stands; the note says what to check before believing it."""
+    """A note such as "SM clock 1980 -> 1712 MHz" when the two sides' mean clocks while
+    timed differ by more than CLOCK_NOTE (else ""): the card, not only the code, may
+    have changed the time.  The verdict stands; the note says what to check before
+    believing it."""
     b, c = getattr(r, "clock_b", math.nan), getattr(r, "clock_c", math.nan)
     if not (b > 0 and c > 0) or abs(c / b - 1.0) <= CLOCK_NOTE:
         return ""
