@@ -228,7 +228,9 @@ with pytest.raises(RuntimeError, match="inner dimensions"):
 with pytest.raises(RuntimeError, match="multiples of 8"):
     gemm_ops().gemm_mma_ws(a.bfloat16(), torch.randn(64, 60, device="cuda").bfloat16())
 with pytest.raises(RuntimeError, match="tile must be"):
-    gemm_ops().gemm_mma_ws(a.bfloat16(), a.bfloat16(), 2)
+    gemm_ops().gemm_mma_ws(a.bfloat16(), a.bfloat16(), 4)  # tiles 0..3
+with pytest.raises(RuntimeError, match="tile must be"):
+    gemm_ops().gemm_mma_ws(a.bfloat16(), a.bfloat16(), -1)
 with pytest.raises(RuntimeError, match="float16 and bfloat16"):
     gemm_ops().gemm_mma_ws(a, a)
 q = torch.randn(1, 1, 16, 96, device="cuda", dtype=torch.bfloat16)
