@@ -40,7 +40,11 @@ stays well under the SM's limit.
   registers, no spills; benchmarks/rlg_wide_rows.py) ties the split kernel
   (473 against 480 us, results/h200/diagnostics/rlg_wide_rows-8415c0d.txt),
   so at this width the one-row-an-SM shape, not the split kernel's re-read,
-  sets the time.  The CUDA kernels get past it by splitting a row over a
+  sets the time.  Nor did two programs an SM pay in bf16: h held as bf16
+  pairs (the softmax PAIRS form), 32 words a thread on 16 warps, ran 1.035-
+  1.041 of the whole-row kernel's time at 64 registers (ptxas hoists most of
+  x and r's loads and spills 32-48 bytes) and doubled the float64 error
+  (results/h200/diagnostics/rlg_bf16_pairs-2d247d6.txt).  The CUDA kernels get past it by splitting a row over a
   cluster of CTAs; a Triton reduction over a cluster (num_ctas > 1) does not
   compile for sm_90 in triton 3.6 (benchmarks/triton_clusters_probe.py).
 """
