@@ -38,3 +38,32 @@ def test_help_explains_the_verbs_and_run_options():
     assert r.returncode == 0
     for word in ("--preset", "--resume", "--shard", "--timer", "float64"):
         assert word in r.stdout
+
+
+def test_show_rows_lists_each_row_with_its_clock_and_filters(tmp_path):
+    from suite import store
+
+    base = {"schema_version": store.SCHEMA_VERSION, "run_id": "r1", "timestamp": "2026-11-30T00:00:00Z",
+            "workload": "gemm", "dtype": "bfloat16", "shape": "M=4096,N=4096,K=4096", "shape_M": 4096,
+            "shape_N": 4096, "shape_K": 4096, "timer": "events", "l2": "cold-flush", "flops": 2 * 4096 ** 3,
+            "min_bytes": 3 * 2 * 4096 ** 2, "bound": "compute", "size": 4096 ** 2, "gpu_name": "NVIDIA H200",
+            "commit": "abc1234", "device": "cuda"}
+    rows = [dict(base, impl="torch", backend="torch", status="ok", ms_median=0.180, tflops=763.0, gbps=559.0,
+                 sol=0.96, sm_clock_mhz=1980.0, clock_limits=""),
+            dict(base, impl="cuda", backend="cuda", status="ok", ms_median=0.270, tflops=509.0, gbps=373.0,
+                 sol=0.64, sm_clock_mhz=1755.4, clock_limits="power cap"),
+            dict(base, impl="cuda:naive", backend="cuda", status="error", error="illegal memory access"),
+            dict(base, impl="triton", backend="triton", status="ok", ms_median=0.200, tflops=687.0, gbps=503.0,
+                 sol=0.86)]
+    path = store.write_atomic(store.to_frame(rows), tmp_path / "run.parquet")
+    r = suite("show", str(path), "--rows", "--impls", "cuda,torch,cuda:naive", timeout=120)
+    assert r.returncode == 0, r.stderr
+    table = r.stdout.split("rows by status")[1]  # the per-row table follows the summary
+    lines = [ln for ln in table.splitlines() if "M=4096" in ln and "events" in ln]
+    cuda = next(ln for ln in lines if " cuda " in ln)
+    assert "1755" in cuda and "power cap" in cuda and "0.667" in cuda  # 0.180 / 0.270 x torch
+    assert "1980" in next(ln for ln in lines if " torch " in ln)
+    assert "error" in next(ln for ln in lines if "cuda:naive" in ln)
+    assert not [ln for ln in lines if "triton" in ln]  # filtered out
+    r = suite("show", str(path), timeout=120)
+    assert r.returncode == 0 and "1755" not in r.stdout  # the per-row table only with --rows
