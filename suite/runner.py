@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite.cli import UsageError
+from suite.cli import UsageError, choose, csv_list
 from suite.store import RunFile, default_path
 from suite.timing import TIMERS
 from suite.workload import DTYPES, Case, Implementation, discover
@@ -67,19 +67,6 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar (plain log lines)")
 
 
-def _csv(text: str | None) -> list[str] | None:
-    return [t.strip() for t in text.split(",") if t.strip()] if text else None
-
-
-def _choose(given: list[str] | None, valid: list[str], what: str) -> list[str] | None:
-    if given is None:
-        return None
-    bad = [g for g in given if g not in valid]
-    if bad:
-        raise UsageError(f"unknown {what} {', '.join(map(repr, bad))}; choose from {', '.join(valid)}")
-    return given
-
-
 @dataclass
 class Plan:
     device: str
@@ -98,17 +85,17 @@ def make_plan(args, registry) -> Plan:
     if device == "cpu" and preset in GPU_PRESETS:
         raise UsageError(f"preset {preset!r} is sized for a GPU and this run is on the CPU; "
                          f"use --preset cpu (presets: {', '.join(PRESETS)})")
-    timers = tuple(_choose(_csv(args.timer), list(TIMERS), "timer") or
+    timers = tuple(choose(csv_list(args.timer), list(TIMERS), "timer") or
                    (["events"] if device == "cuda" else ["wall"]))
     if device == "cpu" and set(timers) - {"wall"}:
         raise UsageError(f"timer {','.join(timers)} needs a GPU; on the CPU use --timer wall")
     names = sorted(registry.workloads)
-    workloads = _choose(_csv(args.workloads), names, "workload") or names
-    dtypes = _choose(_csv(args.dtypes), list(DTYPES), "dtype")
+    workloads = choose(csv_list(args.workloads), names, "workload") or names
+    dtypes = choose(csv_list(args.dtypes), list(DTYPES), "dtype")
     all_impls = sorted({name for (_, name) in registry.impls})
-    impl_filter = _choose(_csv(args.impls), all_impls, "implementation")
+    impl_filter = choose(csv_list(args.impls), all_impls, "implementation")
     backends = sorted({i.backend for i in registry.impls.values()})
-    backend_filter = _choose(_csv(args.backends), backends, "backend")
+    backend_filter = choose(csv_list(args.backends), backends, "backend")
 
     cases = []
     for w in workloads:

@@ -153,12 +153,18 @@ def main(args) -> int:
               f"{first['timestamp']}, {len(g)} rows ({first['source']})")
         print_summary(g)
         if args.rows:
-            print_rows(_narrow(g, args))
+            print_rows(_narrow(g, df, args))
     return 0
 
 
-def _narrow(df: pd.DataFrame, args) -> pd.DataFrame:
-    for col, text in (("workload", args.workloads), ("impl", args.impls), ("dtype", args.dtypes)):
-        if text:
-            df = df[df[col].isin([t.strip() for t in text.split(",") if t.strip()])]
-    return df
+def _narrow(run: pd.DataFrame, every: pd.DataFrame, args) -> pd.DataFrame:
+    """The run's rows matching --workloads/--impls/--dtypes; a name that no given file
+    has is a UsageError listing the ones they do."""
+    from suite.cli import choose, csv_list
+
+    for col, text, what in (("workload", args.workloads, "workload"), ("impl", args.impls, "implementation"),
+                            ("dtype", args.dtypes, "dtype")):
+        wanted = choose(csv_list(text), sorted(every[col].dropna().astype(str).unique()), what)
+        if wanted:
+            run = run[run[col].isin(wanted)]
+    return run

@@ -67,3 +67,5 @@ def test_show_rows_lists_each_row_with_its_clock_and_filters(tmp_path):
     assert not [ln for ln in lines if "triton" in ln]  # filtered out
     r = suite("show", str(path), timeout=120)
     assert r.returncode == 0 and "1755" not in r.stdout  # the per-row table only with --rows
+    r = suite("show", str(path), "--rows", "--workloads", "gemmm", timeout=120)
+    assert r.returncode == 2 and "unknown workload 'gemmm'; choose from gemm" in r.stderr
