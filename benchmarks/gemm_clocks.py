@@ -1,7 +1,7 @@
 """SM clock and board power while a GEMM runs back to back, per implementation.
 
     python3 -m benchmarks.gemm_clocks [--size 8192] [--dtypes bfloat16 float16] [--seconds 4]
-        [--impls torch cuda cuda:wgmma triton:persistent]
+        [--impls torch cuda cuda:wgmma triton:persistent] [--wgmma-tiles 3 4]
 
 Each implementation runs its square GEMM continuously for ``--seconds`` while
 ``nvidia-smi`` samples the SM clock and the power draw every 100 ms; the
@@ -11,6 +11,8 @@ draws more energy a FLOP than another meets the board's power limit at a lower
 clock: the table says which of them do, and at what clock each settles.
 Each implementation is called once first (build, tuning, warm-up), then the
 GPU idles two seconds, so every run starts from a similar temperature.
+``--wgmma-tiles`` adds one row a named tile of ``cuda:wgmma`` (as
+``wgmma tile T``), run as it is rather than as the tuner would pick.
 """
 from __future__ import annotations
 
@@ -85,6 +87,8 @@ def main(argv=None) -> int:
     parser.add_argument("--dtypes", nargs="+", default=["bfloat16", "float16"])
     parser.add_argument("--impls", nargs="+", default=["torch", "cuda", "cuda:wgmma", "triton:persistent"])
     parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--wgmma-tiles", nargs="*", type=int, default=[],
+                        help="also run these tiles of cuda:wgmma, each as its own row")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         raise SystemExit("gemm_clocks: needs a CUDA GPU")
@@ -96,22 +100,37 @@ def main(argv=None) -> int:
     for dtype in args.dtypes:
         case = Case.make("gemm", dtype, M=n, N=n, K=n)
         inputs = wl.make_inputs(case, "cuda", n + 1)
+        runs = []
         for name in args.impls:
             impl = reg.get("gemm", name)
             why = impl.check_available("cuda") or impl.supports(case)
             if why:
                 print(f"{name} {dtype}: skipped ({why})")
                 continue
-            impl.fn(**inputs)  # build, tune, warm up
+            runs.append((name, lambda impl=impl: impl.fn(**inputs)))
+        if args.wgmma_tiles:
+            from implementations.gemm import cuda_wgmma
+
+            why = reg.get("gemm", "cuda:wgmma").check_available("cuda")
+            if why:
+                raise SystemExit(f"gemm_clocks: --wgmma-tiles: cuda:wgmma is unavailable ({why})")
+            for t in args.wgmma_tiles:
+                if t not in cuda_wgmma.TILES:
+                    raise SystemExit(f"gemm_clocks: no wgmma tile {t}; tiles are {sorted(cuda_wgmma.TILES)}")
+                runs.append((f"wgmma tile {t}", lambda t=t: cuda_wgmma.ops().gemm_wgmma(inputs["a"], inputs["b"], t)))
+        for name, fn in runs:
+            fn()  # build, tune, warm up
             torch.cuda.synchronize()
             time.sleep(2.0)
-            clock, power, temp, tflops, reasons, k = _run(lambda: impl.fn(**inputs), args.seconds, 2.0 * n**3,
-                                                             reasons_field)
+            clock, power, temp, tflops, reasons, k = _run(fn, args.seconds, 2.0 * n**3, reasons_field)
             rows.append((dtype, name, tflops, clock, power, temp, reasons, k))
     print(f"\n{n}^3, back to back for {args.seconds:.0f} s; medians of the second half's samples")
-    print(f"{'dtype':<10}{'impl':<20}{'TFLOP/s':>9}{'SM MHz':>8}{'W':>7}{'max C':>7}  throttle reasons (bitmask)  n")
+    print("TFLOP/s/GHz: the rate a clock, TFLOP/s over the median SM clock")
+    print(f"{'dtype':<10}{'impl':<20}{'TFLOP/s':>9}{'SM MHz':>8}{'TFLOP/s/GHz':>13}{'W':>7}{'max C':>7}"
+          "  throttle reasons (bitmask)  n")
     for dtype, name, tflops, clock, power, temp, reasons, k in rows:
-        print(f"{dtype:<10}{name:<20}{tflops:>9.0f}{clock:>8.0f}{power:>7.0f}{temp:>7.0f}  {reasons:<26} {k}")
+        print(f"{dtype:<10}{name:<20}{tflops:>9.0f}{clock:>8.0f}{tflops / clock * 1000:>13.1f}{power:>7.0f}"
+              f"{temp:>7.0f}  {reasons:<26} {k}")
     return 0
 
 

@@ -132,3 +132,22 @@ def test_variant_zero_is_a_real_choice_where_it_is_one(monkeypatch):
     tuner = VariantTuner((0, 1, 2), {0: "zero", 1: "one", 2: "two"})
     assert tuner.run("k", lambda v: v) == 0
     assert tuner.config("k").startswith("variant 0: zero (autotuned")
+
+
+def test_a_preferred_variant_wins_a_tie_but_not_a_real_gap(monkeypatch):
+    """prefer=(3, 4): 3 is kept when it is within TIE of the fastest, not when it is further off."""
+    import suite.timing
+    from implementations import _cuda_variants
+
+    cost = {}
+    monkeypatch.setattr(suite.timing, "measure", lambda calls, *a, **k: SimpleNamespace(median=cost[calls[0]()]))
+    tuner = VariantTuner((3, 4, 5), {3: "big", 4: "small", 5: "tiny"}, prefer=(3, 4, 5))
+    cost.update({3: 1.0 + _cuda_variants.TIE / 2, 4: 1.0, 5: 1.5})
+    assert tuner.run("tie", lambda v: v) == 3
+    cost.update({3: 1.0 + 2 * _cuda_variants.TIE, 4: 1.0, 5: 1.5})
+    assert tuner.run("gap", lambda v: v) == 4
+    # the fastest is kept when no preferred variant before it ties
+    cost.update({3: 1.2, 4: 1.1, 5: 1.0})
+    assert tuner.run("fast", lambda v: v) == 5
+    assert tuner.config("tie").startswith("variant 3: big") and "preferred at a tie within 2%" in tuner.config("tie")
+    assert "preferred" not in tuner.config("gap")
