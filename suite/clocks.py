@@ -7,9 +7,13 @@ meets the hotter card depends on the order they ran in.  So every timed row
 carries what the card did during its samples:
 
 - ``sm_clock_mhz``: the mean SM clock over the timed window;
-- ``power_w``: the mean board power the driver reported over it (the driver
-  averages power over its own window, so short cases read their neighbours'
-  power in part);
+- ``power_w``: the mean of the board's instantaneous power over it
+  (``NVML_FI_DEV_POWER_INSTANT``; where the driver lacks that field, the
+  power it reports by default, which on Ampere and later is averaged over
+  the last second, so that short cases read their neighbours' power in
+  part); the window holds the L2 flushes and launch gaps between samples
+  too, so this is the card's draw while the case is timed, not the kernel's
+  alone;
 - ``clock_limits``: what held the clock below its maximum at some sample,
   as NVML names it ("power cap", "thermal", ...), empty when nothing did.
 
@@ -44,6 +48,22 @@ def limit_names(mask: int) -> str:
     return ", ".join(name for bit, name in LIMITS.items() if mask & bit)
 
 
+NVML_FI_DEV_POWER_INSTANT = 186  # nvml.h: current board power in mW (field values API)
+NVML_VALUE_TYPE_UNSIGNED_INT = 1
+
+
+class _Value(ctypes.Union):
+    _fields_ = [("dVal", ctypes.c_double), ("uiVal", ctypes.c_uint), ("ulVal", ctypes.c_ulong),
+                ("ullVal", ctypes.c_ulonglong), ("sllVal", ctypes.c_longlong)]
+
+
+class _FieldValue(ctypes.Structure):
+    """nvmlFieldValue_t."""
+    _fields_ = [("fieldId", ctypes.c_uint), ("scopeId", ctypes.c_uint), ("timestamp", ctypes.c_longlong),
+                ("latencyUsec", ctypes.c_longlong), ("valueType", ctypes.c_int), ("nvmlReturn", ctypes.c_int),
+                ("value", _Value)]
+
+
 class _Nvml:
     """The three NVML reads the sampler needs, for one device handle."""
 
@@ -52,13 +72,34 @@ class _Nvml:
         # the current name of the call, else its older one
         self.reasons = getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None) \
             or getattr(lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
+        self.power_source = "average"
+        self.instant = _FieldValue(fieldId=NVML_FI_DEV_POWER_INSTANT)
+        if self._instant_mw() is not None:
+            self.power_source = "instant"
+
+    def _instant_mw(self) -> int | None:
+        """The instantaneous board power in mW, or None where this driver lacks the field."""
+        get = getattr(self.lib, "nvmlDeviceGetFieldValues", None)
+        if get is None:
+            return None
+        f = self.instant
+        f.fieldId, f.scopeId, f.nvmlReturn = NVML_FI_DEV_POWER_INSTANT, 0, -1
+        if get(self.handle, 1, ctypes.byref(f)) != 0 or f.nvmlReturn != 0:
+            return None
+        return int(f.value.uiVal) if f.valueType == NVML_VALUE_TYPE_UNSIGNED_INT else int(f.value.ullVal)
+
+    def _power_w(self) -> float | None:
+        if self.power_source == "instant":
+            mw = self._instant_mw()
+            return mw / 1000.0 if mw is not None else None
+        mw = ctypes.c_uint()
+        return mw.value / 1000.0 if self.lib.nvmlDeviceGetPowerUsage(self.handle, ctypes.byref(mw)) == 0 else None
 
     def read(self) -> tuple[float | None, float | None, int]:
-        mhz, mw, mask = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_ulonglong()
+        mhz, mask = ctypes.c_uint(), ctypes.c_ulonglong()
         clock = float(mhz.value) if self.lib.nvmlDeviceGetClockInfo(self.handle, NVML_CLOCK_SM,
                                                                        ctypes.byref(mhz)) == 0 else None
-        power = mw.value / 1000.0 if self.lib.nvmlDeviceGetPowerUsage(self.handle, ctypes.byref(mw)) == 0 \
-            else None
+        power = self._power_w()
         limits = int(mask.value) if self.reasons is not None and self.reasons(self.handle,
                                                                                  ctypes.byref(mask)) == 0 else 0
         return clock, power, limits

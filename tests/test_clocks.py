@@ -71,6 +71,65 @@ def test_nvml_for_never_raises(monkeypatch):
     assert clocks._opened == {0: None}  # tried once per device, not at every row
 
 
+class _FakeNvml:
+    """The NVML calls _Nvml makes, answering through the ctypes references it passes."""
+
+    def __init__(self, instant: int | None, average_mw: int = 111_000):
+        self.instant, self.average_mw = instant, average_mw
+        if instant is None:
+            self.nvmlDeviceGetFieldValues = lambda handle, n, ref: 999  # NVML_ERROR_UNKNOWN
+
+    def nvmlDeviceGetFieldValues(self, handle, n, ref):
+        f = ref._obj
+        assert n == 1 and f.fieldId == clocks.NVML_FI_DEV_POWER_INSTANT
+        f.valueType, f.nvmlReturn = clocks.NVML_VALUE_TYPE_UNSIGNED_INT, 0
+        f.value.uiVal = self.instant
+        return 0
+
+    def nvmlDeviceGetPowerUsage(self, handle, ref):
+        ref._obj.value = self.average_mw
+        return 0
+
+    def nvmlDeviceGetClockInfo(self, handle, which, ref):
+        ref._obj.value = 1755
+        return 0
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle, ref):
+        ref._obj.value = 0x4 | 0x1
+        return 0
+
+
+def test_power_is_the_instantaneous_field_where_the_driver_has_it():
+    nv = clocks._Nvml(_FakeNvml(instant=612_345), None)
+    assert nv.power_source == "instant"
+    assert nv.read() == (1755.0, pytest.approx(612.345), 0x5)
+
+
+def test_power_falls_back_to_the_driver_average_without_the_field():
+    nv = clocks._Nvml(_FakeNvml(instant=None), None)
+    assert nv.power_source == "average"
+    assert nv.read()[1] == pytest.approx(111.0)
+
+    class OldNvml:  # an NVML too old to have the call
+        nvmlDeviceGetPowerUsage = _FakeNvml.nvmlDeviceGetPowerUsage
+        nvmlDeviceGetClockInfo = _FakeNvml.nvmlDeviceGetClockInfo
+        average_mw = 222_000
+
+    old = clocks._Nvml(OldNvml(), None)
+    assert old.power_source == "average" and old.read() == (1755.0, pytest.approx(222.0), 0)
+
+
+def test_a_field_that_answers_with_an_error_is_not_used():
+    lib = _FakeNvml(instant=500_000)
+
+    def not_supported(handle, n, ref):
+        ref._obj.nvmlReturn = 3  # NVML_ERROR_NOT_SUPPORTED, in the value's own status
+        return 0
+
+    lib.nvmlDeviceGetFieldValues = not_supported
+    assert clocks._Nvml(lib, None).power_source == "average"
+
+
 @pytest.mark.gpu
 def test_nvml_reads_the_card_under_load():
     import torch
@@ -85,3 +144,5 @@ def test_nvml_reads_the_card_under_load():
     assert 200.0 < f["sm_clock_mhz"] < 4000.0, f
     assert f["power_w"] is None or 10.0 < f["power_w"] < 2000.0, f
     assert isinstance(f["clock_limits"], str)
+    nv = clocks.nvml_for(torch.cuda.current_device())
+    print(f"power source: {nv.power_source}, fields: {f}")
