@@ -91,7 +91,7 @@ def print_summary(rows: Iterable[dict] | pd.DataFrame, file=None) -> None:
 
 def print_rows(df: pd.DataFrame, file=None) -> None:
     """Every row, one line each: time, rate, SOL, speed against torch at the same case and
-    timer, and the card's mean SM clock and clock limits while the row was timed."""
+    timer, and the card's mean SM clock, board power and clock limits while the row was timed."""
     from rich.console import Console
     from rich.table import Table
 
@@ -102,13 +102,13 @@ def print_rows(df: pd.DataFrame, file=None) -> None:
     df = df.copy()
     if "size" not in df.columns:
         df["size"] = 0
-    for col in ("sm_clock_mhz", "clock_limits"):
+    for col in ("sm_clock_mhz", "power_w", "clock_limits"):
         if col not in df.columns:
             df[col] = None
     ok = df[df["status"] == "ok"]
     torch_ms = ok[ok["impl"] == "torch"].set_index(["workload", "dtype", "shape", "timer"])["ms_median"]
     table = Table(title="rows")
-    right = ("ms", "GB/s", "TFLOP/s", "SOL", "x torch", "MHz")
+    right = ("ms", "GB/s", "TFLOP/s", "SOL", "x torch", "MHz", "W")
     for col in ("workload", "dtype", "shape", "timer", "impl", "status") + right + ("limits",):
         table.add_column(col, justify="right" if col in right else "left")
     df = df.sort_values(["workload", "dtype", "size", "shape", "timer", "ms_median"], na_position="last")
@@ -116,14 +116,16 @@ def print_rows(df: pd.DataFrame, file=None) -> None:
         if r["status"] != "ok":
             table.add_row(r["workload"], r["dtype"], r["shape"], str(r["timer"]), r["impl"],
                           f"[{'red' if r['status'] in ('error', 'incorrect') else 'dim'}]{r['status']}[/]",
-                          "-", "-", "-", "-", "-", "-", str(r.get("error") or "")[:60])
+                          "-", "-", "-", "-", "-", "-", "-", str(r.get("error") or "")[:60])
             continue
         ref = torch_ms.get((r["workload"], r["dtype"], r["shape"], r["timer"]), math.nan)
         clock = pd.to_numeric(r["sm_clock_mhz"], errors="coerce")
+        watts = pd.to_numeric(r["power_w"], errors="coerce")
         table.add_row(r["workload"], r["dtype"], r["shape"], str(r["timer"]), r["impl"], "ok",
                       _fmt(r["ms_median"], ".4g"), _fmt(r["gbps"], ".0f"), _fmt(r["tflops"], ".1f"),
                       _fmt(r["sol"], ".2f"), _fmt(ref / r["ms_median"], ".3f"),
                       _fmt(None if pd.isna(clock) else float(clock), ".0f"),
+                      _fmt(None if pd.isna(watts) else float(watts), ".0f"),
                       r["clock_limits"] if isinstance(r["clock_limits"], str) else "")
     console.print(table)
 
@@ -131,8 +133,8 @@ def print_rows(df: pd.DataFrame, file=None) -> None:
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", help="result files, folders or globs")
     p.add_argument("--rows", action="store_true",
-                   help="also print every row (time, GB/s, TFLOP/s, SOL, x torch, SM clock and clock "
-                        "limits while timed), narrowed by the filters below")
+                   help="also print every row (time, GB/s, TFLOP/s, SOL, x torch, SM clock, board power "
+                        "and clock limits while timed), narrowed by the filters below")
     p.add_argument("--workloads", help="comma-separated workloads for --rows")
     p.add_argument("--impls", help="comma-separated implementations for --rows")
     p.add_argument("--dtypes", help="comma-separated dtypes for --rows")

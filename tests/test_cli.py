@@ -51,7 +51,7 @@ def test_show_rows_lists_each_row_with_its_clock_and_filters(tmp_path):
     rows = [dict(base, impl="torch", backend="torch", status="ok", ms_median=0.180, tflops=763.0, gbps=559.0,
                  sol=0.96, sm_clock_mhz=1980.0, clock_limits=""),
             dict(base, impl="cuda", backend="cuda", status="ok", ms_median=0.270, tflops=509.0, gbps=373.0,
-                 sol=0.64, sm_clock_mhz=1755.4, clock_limits="power cap"),
+                 sol=0.64, sm_clock_mhz=1755.4, power_w=687.6, clock_limits="power cap"),
             dict(base, impl="cuda:naive", backend="cuda", status="error", error="illegal memory access"),
             dict(base, impl="triton", backend="triton", status="ok", ms_median=0.200, tflops=687.0, gbps=503.0,
                  sol=0.86)]
@@ -61,7 +61,7 @@ def test_show_rows_lists_each_row_with_its_clock_and_filters(tmp_path):
     table = r.stdout.split("rows by status")[1]  # the per-row table follows the summary
     lines = [ln for ln in table.splitlines() if "M=4096" in ln and "events" in ln]
     cuda = next(ln for ln in lines if " cuda " in ln)
-    assert "1755" in cuda and "power cap" in cuda and "0.667" in cuda  # 0.180 / 0.270 x torch
+    assert "1755" in cuda and "688" in cuda and "power cap" in cuda and "0.667" in cuda  # 0.180 / 0.270 x torch
     assert "1980" in next(ln for ln in lines if " torch " in ln)
     assert "error" in next(ln for ln in lines if "cuda:naive" in ln)
     assert not [ln for ln in lines if "triton" in ln]  # filtered out
