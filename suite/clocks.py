@@ -49,7 +49,7 @@ def limit_names(mask: int) -> str:
 
 
 NVML_FI_DEV_POWER_INSTANT = 186  # nvml.h: current board power in mW (field values API)
-NVML_VALUE_TYPE_UNSIGNED_INT = 1
+NVML_VALUE_TYPE_DOUBLE, NVML_VALUE_TYPE_UNSIGNED_INT = 0, 1  # nvmlValueType_t
 
 
 class _Value(ctypes.Union):
@@ -86,6 +86,8 @@ class _Nvml:
         f.fieldId, f.scopeId, f.nvmlReturn = NVML_FI_DEV_POWER_INSTANT, 0, -1
         if get(self.handle, 1, ctypes.byref(f)) != 0 or f.nvmlReturn != 0:
             return None
+        if f.valueType == NVML_VALUE_TYPE_DOUBLE:
+            return int(f.value.dVal)
         return int(f.value.uiVal) if f.valueType == NVML_VALUE_TYPE_UNSIGNED_INT else int(f.value.ullVal)
 
     def _power_w(self) -> float | None:

@@ -105,6 +105,19 @@ def test_power_is_the_instantaneous_field_where_the_driver_has_it():
     assert nv.read() == (1755.0, pytest.approx(612.345), 0x5)
 
 
+def test_an_instant_power_given_as_a_double_is_read_as_one():
+    lib = _FakeNvml(instant=0)
+
+    def as_double(handle, n, ref):
+        f = ref._obj
+        f.valueType, f.nvmlReturn, f.value.dVal = clocks.NVML_VALUE_TYPE_DOUBLE, 0, 455_500.0
+        return 0
+
+    lib.nvmlDeviceGetFieldValues = as_double
+    nv = clocks._Nvml(lib, None)
+    assert nv.power_source == "instant" and nv.read()[1] == pytest.approx(455.5)
+
+
 def test_power_falls_back_to_the_driver_average_without_the_field():
     nv = clocks._Nvml(_FakeNvml(instant=None), None)
     assert nv.power_source == "average"
