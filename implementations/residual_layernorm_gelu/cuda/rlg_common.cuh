@@ -1,0 +1,98 @@
+// Helpers every residual_layernorm_gelu.cu plan uses: loading h = x + r a
+// 16-byte pack at a time, normalising, scaling, shifting and applying GELU
+// to a pack, and the sums a row's threads reduce with.
+#pragma once
+
+#include "ksuite/bulk.cuh"
+#include "ksuite/common.cuh"
+
+namespace {
+
+using ksuite::Pack;
+using ksuite::to_float;
+using ksuite::bulk::bulk_copy;
+using ksuite::bulk::max_active_clusters;
+using ksuite::bulk::mbar_expect;
+using ksuite::bulk::mbar_wait;
+using ksuite::bulk::mbar_wait_cluster;
+using ksuite::ptx::smem_addr;
+
+template <typename T, int VEC>
+__device__ __forceinline__ void load_pack(const T* p, float (&out)[VEC]) {
+  const Pack<T, VEC> v = *reinterpret_cast<const Pack<T, VEC>*>(p);
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) out[k] = to_float(v.v[k]);
+}
+
+// y[c..c+VEC) = gelu(((h - mean) * rstd) * w + b)
+template <typename T, int VEC>
+__device__ __forceinline__ void finish_pack(const float (&h)[VEC], float mean, float rstd,
+                                            const T* w, const T* b, T* y) {
+  float wv[VEC], bv[VEC];
+  load_pack<T, VEC>(w, wv);
+  load_pack<T, VEC>(b, bv);
+  Pack<T, VEC> out;
+#pragma unroll
+  for (int k = 0; k < VEC; ++k)
+    out.v[k] = ksuite::from_float<T>(ksuite::gelu_out<T>((h[k] - mean) * rstd * wv[k] + bv[k]));
+  *reinterpret_cast<Pack<T, VEC>*>(y) = out;
+}
+
+template <typename T, int VEC>
+__device__ __forceinline__ void load_h(const T* x, const T* r, float (&h)[VEC]) {
+  float rv[VEC];
+  load_pack<T, VEC>(x, h);
+  load_pack<T, VEC>(r, rv);
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) h[k] += rv[k];
+}
+
+// acc[0] = the sum of acc's VEC partial sums, added pairwise.
+template <int VEC>
+__device__ __forceinline__ void pairwise_sum(float (&acc)[VEC]) {
+#pragma unroll
+  for (int s = 1; s < VEC; s *= 2)
+#pragma unroll
+    for (int k = 0; k + s < VEC; k += 2 * s) acc[k] += acc[k + s];
+}
+
+// The second pass of the exact statistics: h -= mean for every pack, and the
+// squared deviations of the packs inside the row (ok) summed in CHAINS
+// independent chains (acc[k % CHAINS]), then pairwise into acc[0].
+template <int CHAINS, int PACKS, int VEC>
+__device__ __forceinline__ void center_and_square(float (&h)[PACKS][VEC], const bool (&ok)[PACKS], float mean,
+                                                  float (&acc)[VEC]) {
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) acc[k] = 0.0f;
+#pragma unroll
+  for (int p = 0; p < PACKS; ++p) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) h[p][k] -= mean;
+    if (ok[p]) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) acc[k % CHAINS] = fmaf(h[p][k], h[p][k], acc[k % CHAINS]);
+    }
+  }
+  pairwise_sum(acc);
+}
+
+// Sum over the tpr threads of one row (ksuite::plan_regs): lanes of a warp
+// (tpr <= 32, a power of two: xor offsets below tpr stay in the group) or the
+// whole block (tpr = blockDim.x > 32).  Every thread of the block calls it.
+// `red` (32 floats) is this call's own scratch: with one scratch array per
+// call a row needs one barrier per reduction, no leading one.
+__device__ __forceinline__ float rlg_row_sum(float v, int tpr, float* red) {
+  if (tpr > 32) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = ksuite::warp_sum(v);
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    return ksuite::warp_sum(lane < int(blockDim.x >> 5) ? red[lane] : 0.0f);
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1)
+    if (off < tpr) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+}  // namespace

@@ -1,0 +1,258 @@
+// residual_layernorm_gelu.cu's plans 1-7: h in registers (1-3, and 6 and 7
+// with plain loads; a warp or a block a row), a cluster a row with h in
+// shared memory (4), and one block a row with h staged in shared memory or x
+// and r read twice (5).
+#pragma once
+
+#include <cooperative_groups.h>
+
+#include "rlg_common.cuh"
+
+namespace {
+
+// Block size bound of the register kernel: 32 floats of h a thread fit the
+// 64 registers of a 1024-thread block; more need a 256-thread bound.
+constexpr int regs_max_threads(int elems) { return elems <= 32 ? 1024 : 256; }
+// Blocks an SM must hold at once: 16-byte rows of <= 8 elements a thread get
+// two 1024-thread blocks (32 registers), so that one block's loads overlap the
+// other's reductions; with one block an SM the SM idles through every barrier.
+constexpr int regs_min_blocks(int vec, int packs) { return vec > 1 && vec * packs <= 8 ? 2 : 1; }
+
+// w and b loaded before the reductions when their raw packs fit next to h
+// (float32 packs; 16-bit rows of <= 16 elements a thread); else after, in
+// the output loop (64-register bound: h alone takes 32 of them), where they
+// hit L1 (the same columns for every row).
+template <typename T, int VEC, int PACKS>
+constexpr bool wb_early() {
+  if (regs_min_blocks(VEC, PACKS) > 1) return false;  // 32 registers: no room
+  return VEC * PACKS + 2 * PACKS * int(sizeof(ksuite::RawPack<T, VEC>)) / 4 <= 32;
+}
+
+// x and r: a predicated 16-byte load, by the read-only no-allocate path or,
+// PLAIN, by a plain ld.global (one-element packs always take the former).
+template <typename T, int VEC, bool PLAIN>
+__device__ __forceinline__ ksuite::RawPack<T, VEC> ld_xr(const T* p, bool pred) {
+  if constexpr (PLAIN && VEC > 1) {
+    return ksuite::ld16_if<ksuite::kPlain>(p, pred);
+  } else {
+    return ksuite::ld_pack_if<T, VEC, true, false>(p, pred);
+  }
+}
+
+// Thread t of a row owns packs c = (p * tpr + t) * VEC, p < PACKS.  Packs
+// past the row's end (all packs of threads past the last row) load nothing
+// (a false predicate), are left out of both sums and are not stored; those
+// threads still take part in the reductions.
+// lg_tpr: log2(tpr) when tpr <= 32, else 10 (one row a block);
+// lg_rows: log2(rows a block) (0 when tpr > 32).
+template <typename T, int VEC, int PACKS, bool PLAIN = false>
+__global__ void __launch_bounds__(regs_max_threads(VEC * PACKS), regs_min_blocks(VEC, PACKS))
+rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
+                const T* __restrict__ b, T* __restrict__ y, int64_t m, int n, float eps, float inv_n,
+                int tpr, int lg_tpr, int lg_rows) {
+  using Raw = ksuite::RawPack<T, VEC>;
+  constexpr bool kEarly = wb_early<T, VEC, PACKS>();
+  __shared__ float red[2][32];
+  const int group = threadIdx.x >> lg_tpr;
+  const int t = threadIdx.x - (group << lg_tpr);
+  const int64_t row = (int64_t(blockIdx.x) << lg_rows) + group;
+  const int cols = row < m ? n : 0;
+  const int c0 = t * VEC, stride = tpr * VEC;
+  const int64_t off = row * n + c0;
+  bool ok[PACKS];
+#pragma unroll
+  for (int p = 0; p < PACKS; ++p) ok[p] = c0 + p * stride < cols;
+  // Every load of x and r first, back to back (predicated, no branches).
+  Raw rx[PACKS], rr[PACKS], rw[PACKS], rb[PACKS];
+#pragma unroll
+  for (int p = 0; p < PACKS; ++p) {
+    rx[p] = ld_xr<T, VEC, PLAIN>(x + off + p * stride, ok[p]);
+    rr[p] = ld_xr<T, VEC, PLAIN>(r + off + p * stride, ok[p]);
+  }
+  if constexpr (kEarly) {
+#pragma unroll
+    for (int p = 0; p < PACKS; ++p) {
+      // w and b: the same columns for every row, so cached loads (L1 hits).
+      rw[p] = ksuite::ld_pack_if<T, VEC, false, false>(w + c0 + p * stride, ok[p]);
+      rb[p] = ksuite::ld_pack_if<T, VEC, false, false>(b + c0 + p * stride, ok[p]);
+    }
+  }
+  // h = x + r; the row sum in VEC independent chains (packs past the row's
+  // end hold garbage and are left out by predicated adds).
+  // (one chain when registers are tight: 32 a thread at two blocks an SM)
+  constexpr int kChains = regs_min_blocks(VEC, PACKS) > 1 ? 1 : VEC;
+  float h[PACKS][VEC], acc[VEC];
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) acc[k] = 0.0f;
+#pragma unroll
+  for (int p = 0; p < PACKS; ++p) {
+    float xv[VEC], rv[VEC];
+    ksuite::raw_pack_to_floats<T, VEC>(rx[p], xv);
+    ksuite::raw_pack_to_floats<T, VEC>(rr[p], rv);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) h[p][k] = xv[k] + rv[k];
+    if (ok[p]) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) acc[k % kChains] += h[p][k];
+    }
+  }
+  pairwise_sum(acc);
+  // Exact two-pass statistics: the mean, then squared deviations from it.
+  const float mean = rlg_row_sum(acc[0], tpr, red[0]) * inv_n;
+  center_and_square<kChains>(h, ok, mean, acc);
+  const float rstd = rsqrtf(fmaf(rlg_row_sum(acc[0], tpr, red[1]), inv_n, eps));
+  T* yr = y + off;
+#pragma unroll
+  for (int p = 0; p < PACKS; ++p) {
+    if constexpr (!kEarly) {
+      rw[p] = ksuite::ld_pack_if<T, VEC, false, false>(w + c0 + p * stride, ok[p]);
+      rb[p] = ksuite::ld_pack_if<T, VEC, false, false>(b + c0 + p * stride, ok[p]);
+    }
+    float wv[VEC], bv[VEC];
+    ksuite::raw_pack_to_floats<T, VEC>(rw[p], wv);
+    ksuite::raw_pack_to_floats<T, VEC>(rb[p], bv);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) h[p][k] = ksuite::gelu_out<T>(fmaf(h[p][k] * rstd, wv[k], bv[k]));
+    if (ok[p]) ksuite::store_floats<T, VEC>(yr + p * stride, h[p]);
+  }
+}
+
+// One 1024-thread block a row, grid-stride over rows.  STAGE: h kept as float
+// in dynamic shared memory (two-pass statistics from there); otherwise shifted
+// sums in one pass over x and r, then a second, backwards pass.
+template <typename T, int VEC, bool STAGE>
+__global__ void __launch_bounds__(1024)
+rlg_wide_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
+                const T* __restrict__ b, T* __restrict__ y, int64_t m, int64_t n, float eps) {
+  // Element k of pack i sits at row_buf[k * packs + i]: consecutive threads
+  // touch consecutive words, so no bank conflicts (i * VEC + k would be
+  // VEC-way conflicted).
+  extern __shared__ float row_buf[];
+  __shared__ float smem[32];
+  const int64_t packs = n / VEC;
+  for (int64_t row = blockIdx.x; row < m; row += gridDim.x) {
+    const int64_t off = row * n;
+    // The shift: any value near the mean keeps sum((h-K)^2) free of cancellation.
+    const float shift = STAGE ? 0.0f : to_float(x[off]) + to_float(r[off]);
+    float s1 = 0.0f, s2 = 0.0f;
+    // Unrolled so that several packs' loads are in flight per thread.
+#pragma unroll 4
+    for (int64_t i = threadIdx.x; i < packs; i += blockDim.x) {
+      float h[VEC];
+      load_h<T, VEC>(x + off + i * VEC, r + off + i * VEC, h);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        if constexpr (STAGE) row_buf[k * packs + i] = h[k];
+        const float d = h[k] - shift;
+        s1 += d;
+        s2 += d * d;
+      }
+    }
+    s1 = ksuite::block_sum(s1, smem) / float(n);
+    float mean, var;
+    if constexpr (STAGE) {
+      mean = s1;
+      float sq = 0.0f;
+      for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sq += (row_buf[i] - mean) * (row_buf[i] - mean);
+      var = ksuite::block_sum(sq, smem) / float(n);
+    } else {
+      mean = shift + s1;
+      var = fmaxf(ksuite::block_sum(s2, smem) / float(n) - s1 * s1, 0.0f);
+    }
+    const float rstd = rsqrtf(var + eps);
+#pragma unroll 4
+    for (int64_t i = packs - 1 - threadIdx.x; i >= 0; i -= blockDim.x) {
+      float h[VEC];
+      if constexpr (STAGE) {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) h[k] = row_buf[k * packs + i];
+      } else {
+        load_h<T, VEC>(x + off + i * VEC, r + off + i * VEC, h);
+      }
+      finish_pack<T, VEC>(h, mean, rstd, w + i * VEC, b + i * VEC, y + off + i * VEC);
+    }
+    // row_buf and smem are rewritten by the next row.
+    __syncthreads();
+  }
+}
+
+constexpr int kClusterThreads = 512;
+
+// CTA `rank` of the cluster owns packs [rank * chunk, (rank + 1) * chunk) of
+// the row; element k of its pack i is slice[k * count + i] (conflict free).
+template <typename T, int VEC>
+__global__ void __launch_bounds__(kClusterThreads)
+rlg_cluster_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
+                   const T* __restrict__ b, T* __restrict__ y, int64_t n, int64_t chunk, float eps) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // the launcher uses this kernel on sm_90+ only
+#else
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  extern __shared__ float slice[];
+  __shared__ float smem[32];
+  __shared__ float3 partial;  // this CTA's (count, mean, M2), read by the whole cluster
+  const unsigned ctas = cluster.num_blocks();
+  const int64_t row = blockIdx.x / ctas;
+  const int64_t p0 = int64_t(cluster.block_rank()) * chunk;
+  const int64_t count = std::max<int64_t>(0, std::min<int64_t>(n / VEC - p0, chunk));
+  const int64_t off = row * n + p0 * VEC;
+
+  float s = 0.0f;
+#pragma unroll 4
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
+    float h[VEC];
+    load_h<T, VEC>(x + off + i * VEC, r + off + i * VEC, h);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      slice[k * count + i] = h[k];
+      s += h[k];
+    }
+  }
+  const float cnt = float(count * VEC);
+  const float total = ksuite::block_sum(s, smem);
+  const float local_mean = count ? total / cnt : 0.0f;
+  float m2 = 0.0f;
+  for (int64_t j = threadIdx.x; j < count * VEC; j += blockDim.x)
+    m2 += (slice[j] - local_mean) * (slice[j] - local_mean);
+  m2 = ksuite::block_sum(m2, smem);
+  if (threadIdx.x == 0) partial = make_float3(cnt, local_mean, m2);
+  cluster.sync();  // every CTA's partial is written
+  float mean = 0.0f;
+  for (unsigned q = 0; q < ctas; ++q) {
+    const float3 p = *cluster.map_shared_rank(&partial, q);
+    mean += p.x * p.y;
+  }
+  mean /= float(n);
+  float var = 0.0f;
+  for (unsigned q = 0; q < ctas; ++q) {
+    const float3 p = *cluster.map_shared_rank(&partial, q);
+    var += p.z + p.x * (p.y - mean) * (p.y - mean);
+  }
+  cluster.sync();  // no CTA leaves while another may still read its `partial`
+  const float rstd = rsqrtf(var / float(n) + eps);
+#pragma unroll 4
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
+    float h[VEC];
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) h[k] = slice[k * count + i];
+    const int64_t c = p0 * VEC + i * VEC;
+    finish_pack<T, VEC>(h, mean, rstd, w + c, b + c, y + row * n + c);
+  }
+#endif
+}
+
+template <typename T, int VEC>
+bool launch_cluster(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n,
+                    float eps, int smem_limit, cudaStream_t stream) {
+  const int64_t packs = n / VEC;
+  const int ctas = ksuite::cluster_ctas(packs, VEC * sizeof(float), smem_limit);
+  if (ctas == 0 || m * ctas > int64_t(0x7fffffff) || ksuite::compute_major() < 9) return false;
+  const int64_t chunk = (packs + ctas - 1) / ctas;
+  ksuite::launch_clustered(rlg_cluster_kernel<T, VEC>, static_cast<unsigned>(m * ctas), kClusterThreads,
+                           static_cast<int>(chunk * VEC * sizeof(float)), ctas, stream, x, r, w, b, y, n,
+                           chunk, eps);
+  return true;
+}
+
+}  // namespace
