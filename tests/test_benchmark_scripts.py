@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from suite import cuda_build
+from suite import cuda_build, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,8 @@ def test_script_help(module, words, option):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the no-GPU message")
-@pytest.mark.parametrize("args", [("benchmarks.gemm_clocks", "--seconds", "1"), ("benchmarks.mma_feed",)])
+@pytest.mark.parametrize("args", [("benchmarks.gemm_clocks", "--seconds", "1"), ("benchmarks.mma_feed",),
+                                  ("benchmarks.softmax_pipe_probe",)])
 def test_script_without_a_gpu(args):
     proc = _run(*args)
     assert proc.returncode != 0
@@ -61,6 +62,24 @@ def test_triton_clusters_probe_reports_each_cluster_size():
     assert "1 x 32768, num_ctas=1: compiles" in proc.stdout
     assert all(f"{shape}, num_ctas={n}:" in proc.stdout
                for shape in ("1 x 32768", "2 x 16384", "8 x 4096") for n in (1, 2, 4))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter form")
+@pytest.mark.parametrize("dtype,pairs,n", [(torch.float32, False, 50), (torch.bfloat16, True, 48),
+                                           (torch.bfloat16, False, 33), (torch.float32, False, 32)])
+def test_softmax_pipe_probe_kernel_on_the_cpu(dtype, pairs, n):
+    """The persistent softmax that softmax_pipe_probe times, under the
+    interpreter: one program takes every ticket, so rows of at most two
+    32-column chunks (ragged last chunk included) keep each of its waits on
+    chunks it has itself published; the output starts as NaN."""
+    from benchmarks.softmax_pipe_probe import pipe
+
+    x = torch.randn(5, n, dtype=dtype) * 3
+    out = torch.full_like(x, float("nan"))
+    y, _ = pipe(x, 32, 4, 1, pairs, out=out, programs=1)
+    assert y is out
+    tol = {torch.float32: 1e-5, torch.bfloat16: 1.6e-2}[dtype]  # the softmax workload's tolerances
+    assert verify.check(y, torch.softmax(x.double(), -1), tol).correct
 
 
 def test_mma_feed_rejects_a_bad_stage_count():
