@@ -44,6 +44,15 @@ each, 60 MB L2, ~4.2 TB/s): the fused kernel moves 2*M*N*b bytes.
   636 us (H200, d1cb8ad); with the row max on raw pairs (_pair_max), 596 us
   (0.85, 40089bc): the split kernel is not bound by instructions as the CUDA
   one was (568 -> 540 us from the same step).
+- Tried and dropped for long rows: a persistent grid that hides the split
+  kernel's wait at the row counter (benchmarks/softmax_pipe_probe.py): each
+  program loads and publishes its next chunk before waiting for the row of
+  the chunk it holds.  Holding two chunks doubles the registers (128-160 a
+  thread, no spills), so only 2-3 programs fit an SM against the split
+  kernel's four, and a program's chain of ticket, load, publish, poll and
+  statistics round trips is not covered: bf16 4096 x 131072 0.745 of copy at
+  best against the shipped 0.850, float32 0.755 against 0.937, one run
+  (results/h200/diagnostics/softmax_pipe-34e5f4e.txt).
 
 The plans and the autotuner's candidates for each shape (``plan``,
 ``candidates``, ``split_candidates``; pure Python) are in _triton_plan.py.
