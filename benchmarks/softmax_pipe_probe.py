@@ -15,6 +15,11 @@ newest row can be incomplete, so all resident programs would have to hold
 two chunks each of that one row (more than half a row's chunks resident
 is enough; 132 SMs hold far more).
 
+At 34e5f4e the kernel carried its index tensors from one chunk to the next
+(twice the registers of its data); now only the chunk index and the held
+chunk are carried, and a STATIC grid (every program resident, chunks dealt
+round robin) is timed beside the ticket one.
+
 Each variant is checked against float64 and timed with the suite's events
 timer (L2 flushed) beside the shipped kernel as the suite calls it, the copy
 rate measured in the same run.  The table gives registers and spills (from
@@ -43,94 +48,110 @@ def _chunk_stats(v, BF16: tl.constexpr, PAIRS: tl.constexpr):
 
 
 @triton.jit
+def _load_chunk(x_ptr, k, total, N, BLOCK: tl.constexpr, PAIRS: tl.constexpr, EVICT: tl.constexpr):
+    """Chunk k (of BLOCK columns; nothing read when k >= total), as loaded."""
+    BF16: tl.constexpr = x_ptr.dtype.element_ty == tl.bfloat16
+    W: tl.constexpr = BLOCK // 2 if PAIRS else BLOCK
+    p = tl.cdiv(N, BLOCK)
+    row = k // p
+    idx = (k - row * p) * W + tl.arange(0, W)
+    if PAIRS:
+        return tl.load((x_ptr + row.to(tl.int64) * N).to(tl.pointer_type(tl.int32)) + idx,
+                       mask=(idx < N // 2) & (k < total), other=-8323200 if BF16 else -67044352,  # -inf pairs
+                       eviction_policy=EVICT)
+    else:
+        return tl.load(x_ptr + row.to(tl.int64) * N + idx, mask=(idx < N) & (k < total), other=float("-inf"),
+                       eviction_policy=EVICT)
+
+
+@triton.jit
+def _publish(v, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr,
+             PAIRS: tl.constexpr, BF16: tl.constexpr):
+    """Chunk k's max and sum of exp into the row's statistics, then one count at its counter."""
+    p = tl.cdiv(N, BLOCK)
+    row = k // p
+    m, s = _chunk_stats(v, BF16, PAIRS)
+    st = stats_ptr + row.to(tl.int64) * (2 * P_MAX) + (k - row * p)
+    tl.store(st, m, mask=k < total)
+    tl.store(st + P_MAX, s, mask=k < total)
+    tl.debug_barrier()  # every thread's part of the stores before the release
+    tl.atomic_add(count_ptr + 1 + row, 1, sem="release", mask=k < total)
+
+
+@triton.jit
 def _softmax_pipe(x_ptr, y_ptr, stats_ptr, count_ptr, N, total, BLOCK: tl.constexpr, P_MAX: tl.constexpr,
-                  PAIRS: tl.constexpr, EVICT: tl.constexpr):
+                  PAIRS: tl.constexpr, EVICT: tl.constexpr, STATIC: tl.constexpr = False):
     """Chunks of BLOCK columns (``total`` = rows x chunks a row) taken from the
     ticket count_ptr[0]; count_ptr[1 + row] counts the row's published chunks;
     stats_ptr holds each row's chunk maxima, then sums, P_MAX apart.  PAIRS:
-    16-bit chunks read, held and written as 32-bit words of two elements."""
+    16-bit chunks read, held and written as 32-bit words of two elements.
+    Only the chunk index and the held chunk are carried from one chunk to the
+    next (indices and masks are recomputed).  STATIC: program i takes chunks
+    i, i + G, i + 2G, ... (G programs) instead of tickets, one atomic fewer a
+    chunk, but every program must be resident at once (the caller sizes G)."""
     BF16: tl.constexpr = x_ptr.dtype.element_ty == tl.bfloat16
-    p = tl.cdiv(N, BLOCK)
     W: tl.constexpr = BLOCK // 2 if PAIRS else BLOCK
-    lanes = tl.arange(0, W)
-    n_lanes = N // 2 if PAIRS else N
-    NEG: tl.constexpr = -8323200 if BF16 else -67044352
-    k = tl.atomic_add(count_ptr, 1, sem="relaxed")
-    row = k // p
-    c = k - row * p
-    live = k < total
-    idx = c * W + lanes
-    if PAIRS:
-        v = tl.load((x_ptr + row.to(tl.int64) * N).to(tl.pointer_type(tl.int32)) + idx,
-                    mask=(idx < n_lanes) & live, other=NEG, eviction_policy=EVICT)
+    p = tl.cdiv(N, BLOCK)
+    if STATIC:
+        k = tl.program_id(0)
     else:
-        v = tl.load(x_ptr + row.to(tl.int64) * N + idx, mask=(idx < n_lanes) & live, other=float("-inf"),
-                    eviction_policy=EVICT)
-    m, s = _chunk_stats(v, BF16, PAIRS)
-    st = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
-    tl.store(st + c, m, mask=live)
-    tl.store(st + P_MAX + c, s, mask=live)
-    tl.debug_barrier()
-    tl.atomic_add(count_ptr + 1 + row, 1, sem="release", mask=live)
+        k = tl.atomic_add(count_ptr, 1, sem="relaxed")
+    v = _load_chunk(x_ptr, k, total, N, BLOCK, PAIRS, EVICT)
+    _publish(v, stats_ptr, count_ptr, k, total, N, BLOCK, P_MAX, PAIRS, BF16)
     while k < total:
-        kn = tl.atomic_add(count_ptr, 1, sem="relaxed")
-        rown = kn // p
-        cn = kn - rown * p
-        liven = kn < total
-        idxn = cn * W + lanes
-        if PAIRS:
-            vn = tl.load((x_ptr + rown.to(tl.int64) * N).to(tl.pointer_type(tl.int32)) + idxn,
-                         mask=(idxn < n_lanes) & liven, other=NEG, eviction_policy=EVICT)
+        if STATIC:
+            kn = k + tl.num_programs(0)
         else:
-            vn = tl.load(x_ptr + rown.to(tl.int64) * N + idxn, mask=(idxn < n_lanes) & liven,
-                         other=float("-inf"), eviction_policy=EVICT)
-        mn, sn = _chunk_stats(vn, BF16, PAIRS)
-        stn = stats_ptr + rown.to(tl.int64) * (2 * P_MAX)
-        tl.store(stn + cn, mn, mask=liven)
-        tl.store(stn + P_MAX + cn, sn, mask=liven)
-        tl.debug_barrier()
-        tl.atomic_add(count_ptr + 1 + rown, 1, sem="release", mask=liven)
-        # the previous chunk: its row is most likely complete by now
+            kn = tl.atomic_add(count_ptr, 1, sem="relaxed")
+        vn = _load_chunk(x_ptr, kn, total, N, BLOCK, PAIRS, EVICT)
+        _publish(vn, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, PAIRS, BF16)
+        # chunk k: its row is most likely complete by now
+        row = k // p
         seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
         while seen < p:
             seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
         tl.debug_barrier()
+        st = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
         kk = tl.arange(0, P_MAX)
         ms = tl.load(st + kk, mask=kk < p, other=float("-inf"), cache_modifier=".cg")
         ss = tl.load(st + P_MAX + kk, mask=kk < p, other=0.0, cache_modifier=".cg")
         m_row = tl.max(ms, axis=0)
         cy = m_row + tl.log2(tl.sum(ss * exp2(ms - m_row), axis=0))
+        idx = (k - row * p) * W + tl.arange(0, W)
         if PAIRS:
             lo, hi = _pair_unpack(v, BF16, 2)
             out = _pair_pack(exp2(lo * LOG2E - cy), exp2(hi * LOG2E - cy), BF16)
-            tl.store((y_ptr + row.to(tl.int64) * N).to(tl.pointer_type(tl.int32)) + idx, out,
-                     mask=idx < n_lanes)
+            tl.store((y_ptr + row.to(tl.int64) * N).to(tl.pointer_type(tl.int32)) + idx, out, mask=idx < N // 2)
         else:
             out = exp2(v.to(tl.float32) * LOG2E - cy)
-            tl.store(y_ptr + row.to(tl.int64) * N + idx, out.to(y_ptr.dtype.element_ty), mask=idx < n_lanes)
+            tl.store(y_ptr + row.to(tl.int64) * N + idx, out.to(y_ptr.dtype.element_ty), mask=idx < N)
         v = vn
         k = kn
-        row = rown
-        c = cn
-        idx = idxn
-        st = stn
 
 
-def pipe(x, block, warps, progs_per_sm, pairs, maxnreg=None, out=None, programs=None):
+def fit(kernel, warps: int) -> int:
+    """Programs of ``kernel`` an SM holds by its registers (8 a thread at a time, 64K an SM, 64 warps)."""
+    return min(65536 // (-(-kernel.n_regs // 8) * 8 * 32 * warps), 64 // warps, 32)
+
+
+def pipe(x, block, warps, progs_per_sm, pairs, maxnreg=None, out=None, programs=None, static=False):
     """y = softmax(x) by _softmax_pipe on min(chunks, SMs x progs_per_sm) programs
-    (or ``programs``), into ``out`` if given; returns y and the compiled kernel."""
+    (or ``programs``), into ``out`` if given; returns y and the compiled kernel.
+    static: progs_per_sm is ignored, the grid is what the GPU holds at once."""
     m, n = x.shape
     y = torch.empty_like(x) if out is None else out
     p = triton.cdiv(n, block)
     pmax = triton.next_power_of_2(p)
     stats = torch.empty(m * 2 * pmax, device=x.device, dtype=torch.float32)
     count = torch.zeros(m + 1, device=x.device, dtype=torch.int32)
+    args = (x, y, stats, count, n, m * p)
+    meta = dict(BLOCK=block, P_MAX=pmax, PAIRS=pairs, EVICT="", STATIC=static, num_warps=warps,
+                **({"maxnreg": maxnreg} if maxnreg else {}))
+    if static and programs is None:
+        progs_per_sm = fit(_softmax_pipe.warmup(*args, grid=(1,), **meta), warps)
     if programs is None:
         programs = torch.cuda.get_device_properties(x.device).multi_processor_count * progs_per_sm
-    grid = min(m * p, programs)
-    kw = {"maxnreg": maxnreg} if maxnreg else {}
-    h = _softmax_pipe[(grid,)](x, y, stats, count, n, m * p, BLOCK=block, P_MAX=pmax, PAIRS=pairs, EVICT="",
-                               num_warps=warps, **kw)
+    h = _softmax_pipe[(min(m * p, programs),)](*args, **meta)
     return y, h
 
 
@@ -158,28 +179,31 @@ def bench():
         rows.append((name, f"{m}x{n}", "shipped: " + cfg[:60], "", t, gb / t * 1e6, err))
         cfgs = []
         if x.element_size() == 2:
-            cfgs += [(16384, 8, g, True, None) for g in (1, 2, 4)] + [(8192, 4, g, True, None) for g in (2, 4, 8)]
-            cfgs += [(16384, 8, 2, True, 128)]
-        cfgs += [(8192, 8, g, False, None) for g in (1, 2, 4)] + [(4096, 4, g, False, None) for g in (2, 4, 8)]
-        for blk, w, g, pairs, mr in cfgs:
-            poisoned = torch.full_like(x, float("nan"))  # every element must be written
-            y, h = pipe(x, blk, w, g, pairs, mr, out=poisoned)
-            err = (y.double() - ref).abs().max().item()
-            t = time_us(lambda: pipe(x, blk, w, g, pairs, mr))
-            fit = min(65536 // (h.n_regs * 32 * w), 64 // w)
-            rows.append((name, f"{m}x{n}", f"pipe {'pairs ' if pairs else ''}chunk {blk}, {w} warps, "
-                         f"{g}/SM{f', maxnreg {mr}' if mr else ''}", f"{h.n_regs} regs {h.n_spills} spills, "
-                         f"{fit}/SM fit", t, gb / t * 1e6, err))
-            print(rows[-1], flush=True)
+            cfgs += [(16384, 8, g, True, None) for g in (2, 4)] + [(8192, 4, g, True, None) for g in (2, 4, 8)]
+            cfgs += [(8192, 8, g, True, None) for g in (2, 4)]
+        cfgs += [(8192, 8, g, False, None) for g in (2, 4)] + [(4096, 4, g, False, None) for g in (2, 4, 8)]
+        cfgs += [(4096, 8, g, False, None) for g in (2, 4)]
+        # static last: a wrong count of what the GPU holds would hang it
+        for static in (False, True):
+            for blk, w, g, pairs, mr in cfgs if not static else [c for c in cfgs if c[2] == 2]:  # one per design
+                poisoned = torch.full_like(x, float("nan"))  # every element must be written
+                y, h = pipe(x, blk, w, g, pairs, mr, out=poisoned, static=static)
+                err = (y.double() - ref).abs().max().item()
+                t = time_us(lambda: pipe(x, blk, w, g, pairs, mr, static=static))
+                grid = "static, all resident" if static else f"tickets, {g}/SM"
+                rows.append((name, f"{m}x{n}", f"pipe {'pairs ' if pairs else ''}chunk {blk}, {w} warps, {grid}"
+                             f"{f', maxnreg {mr}' if mr else ''}", f"{h.n_regs} regs {h.n_spills} spills, "
+                             f"{fit(h, w)}/SM fit", t, gb / t * 1e6, err))
+                print(rows[-1], flush=True)
     src = torch.randn(2 ** 28, device="cuda")
     dst = torch.empty_like(src)
     t = time_us(lambda: dst.copy_(src))
     copy = 2 * src.numel() * 4 / t / 1e3
     print(f"copy {copy:.0f} GB/s (2^28 float32)")
-    print("%-9s %-12s %-48s %-26s %9s %8s %6s %s" % ("dtype", "shape", "kernel", "registers", "us", "GB/s",
+    print("%-9s %-12s %-58s %-26s %9s %8s %6s %s" % ("dtype", "shape", "kernel", "registers", "us", "GB/s",
                                                      "x copy", "max |err|"))
     for name, shape, kernel, regs, t, gbps, err in rows:
-        print("%-9s %-12s %-48s %-26s %9.1f %8.0f %6.3f %.1e" % (name, shape, kernel, regs, t, gbps, gbps / copy,
+        print("%-9s %-12s %-58s %-26s %9.1f %8.0f %6.3f %.1e" % (name, shape, kernel, regs, t, gbps, gbps / copy,
                                                                  err))
 
 
