@@ -138,7 +138,7 @@ def fit(kernel, warps: int) -> int:
 _FIT = {}  # (dtype, N, launch meta) -> programs an SM holds
 
 
-def pipe(x, block, warps, progs_per_sm, pairs, maxnreg=None, out=None, programs=None, static=False):
+def pipe(x, block, warps, progs_per_sm, pairs, maxnreg=None, out=None, programs=None, static=False, evict=""):
     """y = softmax(x) by _softmax_pipe on min(chunks, SMs x progs_per_sm) programs
     (or ``programs``), into ``out`` if given; returns y and the compiled kernel.
     static, or progs_per_sm=0: the grid is what the GPU holds at once."""
@@ -149,7 +149,7 @@ def pipe(x, block, warps, progs_per_sm, pairs, maxnreg=None, out=None, programs=
     stats = torch.empty(m * 2 * pmax, device=x.device, dtype=torch.float32)
     count = torch.zeros(m + 1, device=x.device, dtype=torch.int32)
     args = (x, y, stats, count, n, m * p)
-    meta = dict(BLOCK=block, P_MAX=pmax, PAIRS=pairs, EVICT="", STATIC=static, num_warps=warps,
+    meta = dict(BLOCK=block, P_MAX=pmax, PAIRS=pairs, EVICT=evict, STATIC=static, num_warps=warps,
                 **({"maxnreg": maxnreg} if maxnreg else {}))
     if (static or not progs_per_sm) and programs is None:
         key = (x.dtype, n, tuple(sorted(meta.items())))
@@ -184,23 +184,22 @@ def bench():
         t = time_us(lambda: softmax_triton(x))
         cfg = _CHOSEN.config_for(m, n, name, x.element_size())
         rows.append((name, f"{m}x{n}", "shipped: " + cfg[:60], "", t, gb / t * 1e6, err))
-        cfgs = []  # (chunk, warps, programs an SM (0: as many as fit), pairs, maxnreg)
+        cfgs = []  # (chunk, warps, programs an SM (0: as many as fit), pairs, maxnreg, load eviction policy)
         if x.element_size() == 2:
-            cfgs += [(16384, 8, 0, True, None), (8192, 8, 0, True, None), (8192, 8, 0, True, 48)]
-            cfgs += [(8192, 4, 0, True, mr) for mr in (None, 80, 64)] + [(8192, 4, 8, True, None)]
-            cfgs += [(4096, 4, 0, True, None), (4096, 2, 0, True, None), (4096, 4, 0, True, 48)]
-        cfgs += [(8192, 8, 0, False, None), (4096, 4, 0, False, None), (4096, 4, 0, False, 64),
-                 (4096, 8, 0, False, None), (2048, 4, 0, False, None)]
+            cfgs += [(8192, 4, 0, True, mr, "") for mr in (96, 88, 80, 76, 72)]
+            cfgs += [(8192, 8, 0, True, mr, "") for mr in (48, 44, 40)] + [(16384, 8, 0, True, 80, "")]
+            cfgs += [(8192, 4, 0, True, 80, "evict_first"), (8192, 8, 0, True, 48, "evict_first")]
+        cfgs += [(4096, 4, 0, False, mr, "") for mr in (None, 80)] + [(4096, 4, 0, False, None, "evict_first")]
         # static last: a wrong count of what the GPU holds would hang it
         for static in (False, True):
-            for blk, w, g, pairs, mr in cfgs if not static else [c for c in cfgs if c[2] == 0]:
+            for blk, w, g, pairs, mr, ev in cfgs if not static else [c for c in cfgs if c[4] in (None, 80)]:
                 poisoned = torch.full_like(x, float("nan"))  # every element must be written
-                y, h = pipe(x, blk, w, g, pairs, mr, out=poisoned, static=static)
+                y, h = pipe(x, blk, w, g, pairs, mr, out=poisoned, static=static, evict=ev)
                 err = (y.double() - ref).abs().max().item()
-                t = time_us(lambda: pipe(x, blk, w, g, pairs, mr, static=static))
+                t = time_us(lambda: pipe(x, blk, w, g, pairs, mr, static=static, evict=ev))
                 grid = ("static" if static else "tickets") + (f", {g}/SM" if g else ", all resident")
                 rows.append((name, f"{m}x{n}", f"pipe {'pairs ' if pairs else ''}chunk {blk}, {w} warps, {grid}"
-                             f"{f', maxnreg {mr}' if mr else ''}", f"{h.n_regs} regs {h.n_spills} spills, "
+                             f"{f', maxnreg {mr}' if mr else ''}{f', {ev}' if ev else ''}", f"{h.n_regs} regs {h.n_spills} spills, "
                              f"{fit(h, w)}/SM fit", t, gb / t * 1e6, err))
                 print(rows[-1], flush=True)
     src = torch.randn(2 ** 28, device="cuda")
@@ -208,10 +207,10 @@ def bench():
     t = time_us(lambda: dst.copy_(src))
     copy = 2 * src.numel() * 4 / t / 1e3
     print(f"copy {copy:.0f} GB/s (2^28 float32)")
-    print("%-9s %-12s %-58s %-26s %9s %8s %6s %s" % ("dtype", "shape", "kernel", "registers", "us", "GB/s",
+    print("%-9s %-12s %-72s %-26s %9s %8s %6s %s" % ("dtype", "shape", "kernel", "registers", "us", "GB/s",
                                                      "x copy", "max |err|"))
     for name, shape, kernel, regs, t, gbps, err in rows:
-        print("%-9s %-12s %-58s %-26s %9.1f %8.0f %6.3f %.1e" % (name, shape, kernel, regs, t, gbps, gbps / copy,
+        print("%-9s %-12s %-72s %-26s %9.1f %8.0f %6.3f %.1e" % (name, shape, kernel, regs, t, gbps, gbps / copy,
                                                                  err))
 
 
