@@ -79,8 +79,32 @@ def _publish(v, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr, P_MAX: t
 
 
 @triton.jit
+def _write_chunk(v, y_ptr, stats_ptr, k, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr, PAIRS: tl.constexpr,
+                 BF16: tl.constexpr):
+    """softmax of held chunk k from its row's statistics (all published)."""
+    W: tl.constexpr = BLOCK // 2 if PAIRS else BLOCK
+    p = tl.cdiv(N, BLOCK)
+    row = k // p
+    st = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
+    kk = tl.arange(0, P_MAX)
+    ms = tl.load(st + kk, mask=kk < p, other=float("-inf"), cache_modifier=".cg")
+    ss = tl.load(st + P_MAX + kk, mask=kk < p, other=0.0, cache_modifier=".cg")
+    m_row = tl.max(ms, axis=0)
+    cy = m_row + tl.log2(tl.sum(ss * exp2(ms - m_row), axis=0))
+    idx = (k - row * p) * W + tl.arange(0, W)
+    if PAIRS:
+        lo, hi = _pair_unpack(v, BF16, 2)
+        out = _pair_pack(exp2(lo * LOG2E - cy), exp2(hi * LOG2E - cy), BF16)
+        tl.store((y_ptr + row.to(tl.int64) * N).to(tl.pointer_type(tl.int32)) + idx, out, mask=idx < N // 2)
+    else:
+        out = exp2(v.to(tl.float32) * LOG2E - cy)
+        tl.store(y_ptr + row.to(tl.int64) * N + idx, out.to(y_ptr.dtype.element_ty), mask=idx < N)
+
+
+@triton.jit
 def _softmax_pipe(x_ptr, y_ptr, stats_ptr, count_ptr, N, total, BLOCK: tl.constexpr, P_MAX: tl.constexpr,
-                  PAIRS: tl.constexpr, EVICT: tl.constexpr, STATIC: tl.constexpr = False):
+                  PAIRS: tl.constexpr, EVICT: tl.constexpr, STATIC: tl.constexpr = False,
+                  EARLY: tl.constexpr = False):
     """Chunks of BLOCK columns (``total`` = rows x chunks a row) taken from the
     ticket count_ptr[0]; count_ptr[1 + row] counts the row's published chunks;
     stats_ptr holds each row's chunk maxima, then sums, P_MAX apart.  PAIRS:
@@ -88,9 +112,12 @@ def _softmax_pipe(x_ptr, y_ptr, stats_ptr, count_ptr, N, total, BLOCK: tl.conste
     Only the chunk index and the held chunk are carried from one chunk to the
     next (indices and masks are recomputed).  STATIC: program i takes chunks
     i, i + G, i + 2G, ... (G programs) instead of tickets, one atomic fewer a
-    chunk, but every program must be resident at once (the caller sizes G)."""
+    chunk, but every program must be resident at once (the caller sizes G).
+    EARLY: with the next chunk's loads issued, look once at the held chunk's
+    row; if it is complete, write the held chunk while those loads are in
+    flight and publish the next one after; else publish first and wait, as
+    without EARLY (a program only ever waits with all its chunks published)."""
     BF16: tl.constexpr = x_ptr.dtype.element_ty == tl.bfloat16
-    W: tl.constexpr = BLOCK // 2 if PAIRS else BLOCK
     p = tl.cdiv(N, BLOCK)
     if STATIC:
         k = tl.program_id(0)
@@ -104,41 +131,36 @@ def _softmax_pipe(x_ptr, y_ptr, stats_ptr, count_ptr, N, total, BLOCK: tl.conste
         else:
             kn = tl.atomic_add(count_ptr, 1, sem="relaxed")
         vn = _load_chunk(x_ptr, kn, total, N, BLOCK, PAIRS, EVICT)
-        _publish(vn, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, PAIRS, BF16)
-        # chunk k: its row is most likely complete by now
         row = k // p
-        seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
-        while seen < p:
+        if EARLY:
             seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
-        tl.debug_barrier()
-        st = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
-        kk = tl.arange(0, P_MAX)
-        ms = tl.load(st + kk, mask=kk < p, other=float("-inf"), cache_modifier=".cg")
-        ss = tl.load(st + P_MAX + kk, mask=kk < p, other=0.0, cache_modifier=".cg")
-        m_row = tl.max(ms, axis=0)
-        cy = m_row + tl.log2(tl.sum(ss * exp2(ms - m_row), axis=0))
-        idx = (k - row * p) * W + tl.arange(0, W)
-        if PAIRS:
-            lo, hi = _pair_unpack(v, BF16, 2)
-            out = _pair_pack(exp2(lo * LOG2E - cy), exp2(hi * LOG2E - cy), BF16)
-            tl.store((y_ptr + row.to(tl.int64) * N).to(tl.pointer_type(tl.int32)) + idx, out, mask=idx < N // 2)
+            if seen >= p:
+                tl.debug_barrier()
+                _write_chunk(v, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, PAIRS, BF16)
+                _publish(vn, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, PAIRS, BF16)
+            else:
+                _publish(vn, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, PAIRS, BF16)
+                while seen < p:
+                    seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
+                tl.debug_barrier()
+                _write_chunk(v, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, PAIRS, BF16)
         else:
-            out = exp2(v.to(tl.float32) * LOG2E - cy)
-            tl.store(y_ptr + row.to(tl.int64) * N + idx, out.to(y_ptr.dtype.element_ty), mask=idx < N)
+            _publish(vn, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, PAIRS, BF16)
+            # chunk k: its row is most likely complete by now
+            seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
+            while seen < p:
+                seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
+            tl.debug_barrier()
+            _write_chunk(v, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, PAIRS, BF16)
         v = vn
         k = kn
-
-
-def fit(kernel, warps: int) -> int:
-    """Programs of ``kernel`` an SM holds by its registers (8 a thread at a time, 64K an SM, 64 warps)."""
-    kernel._init_handles()  # a warmed-up kernel learns its registers when loaded
-    return min(65536 // (-(-kernel.n_regs // 8) * 8 * 32 * warps), 64 // warps, 32)
 
 
 _FIT = {}  # (dtype, N, launch meta) -> programs an SM holds
 
 
-def pipe(x, block, warps, progs_per_sm, pairs, maxnreg=None, out=None, programs=None, static=False, evict=""):
+def pipe(x, block, warps, progs_per_sm, pairs, maxnreg=None, out=None, programs=None, static=False, evict="",
+         early=False):
     """y = softmax(x) by _softmax_pipe on min(chunks, SMs x progs_per_sm) programs
     (or ``programs``), into ``out`` if given; returns y and the compiled kernel.
     static, or progs_per_sm=0: the grid is what the GPU holds at once."""
@@ -149,7 +171,7 @@ def pipe(x, block, warps, progs_per_sm, pairs, maxnreg=None, out=None, programs=
     stats = torch.empty(m * 2 * pmax, device=x.device, dtype=torch.float32)
     count = torch.zeros(m + 1, device=x.device, dtype=torch.int32)
     args = (x, y, stats, count, n, m * p)
-    meta = dict(BLOCK=block, P_MAX=pmax, PAIRS=pairs, EVICT=evict, STATIC=static, num_warps=warps,
+    meta = dict(BLOCK=block, P_MAX=pmax, PAIRS=pairs, EVICT=evict, STATIC=static, EARLY=early, num_warps=warps,
                 **({"maxnreg": maxnreg} if maxnreg else {}))
     if (static or not progs_per_sm) and programs is None:
         key = (x.dtype, n, tuple(sorted(meta.items())))
@@ -186,21 +208,19 @@ def bench():
         rows.append((name, f"{m}x{n}", "shipped: " + cfg[:60], "", t, gb / t * 1e6, err))
         cfgs = []  # (chunk, warps, programs an SM (0: as many as fit), pairs, maxnreg, load eviction policy)
         if x.element_size() == 2:
-            cfgs += [(8192, 4, 0, True, mr, "") for mr in (96, 88, 80, 76, 72)]
-            cfgs += [(8192, 8, 0, True, mr, "") for mr in (48, 44, 40)] + [(16384, 8, 0, True, 80, "")]
-            cfgs += [(8192, 4, 0, True, 80, "evict_first"), (8192, 8, 0, True, 48, "evict_first")]
-        cfgs += [(4096, 4, 0, False, mr, "") for mr in (None, 80)] + [(4096, 4, 0, False, None, "evict_first")]
-        # static last: a wrong count of what the GPU holds would hang it
-        for static in (False, True):
-            for blk, w, g, pairs, mr, ev in cfgs if not static else [c for c in cfgs if c[4] in (None, 80)]:
+            cfgs += [(8192, 4, 0, True, 80, ""), (16384, 8, 0, True, 80, ""), (8192, 8, 0, True, 44, ""),
+                     (8192, 4, 0, True, 96, "")]
+        cfgs += [(4096, 4, 0, False, 80, "")]
+        for early in (False, True):
+            for blk, w, g, pairs, mr, ev in cfgs:
                 poisoned = torch.full_like(x, float("nan"))  # every element must be written
-                y, h = pipe(x, blk, w, g, pairs, mr, out=poisoned, static=static, evict=ev)
+                y, h = pipe(x, blk, w, g, pairs, mr, out=poisoned, evict=ev, early=early)
                 err = (y.double() - ref).abs().max().item()
-                t = time_us(lambda: pipe(x, blk, w, g, pairs, mr, static=static, evict=ev))
-                grid = ("static" if static else "tickets") + (f", {g}/SM" if g else ", all resident")
+                t = time_us(lambda: pipe(x, blk, w, g, pairs, mr, evict=ev, early=early))
+                grid = "tickets" + (f", {g}/SM" if g else ", all resident") + (", early" if early else "")
                 rows.append((name, f"{m}x{n}", f"pipe {'pairs ' if pairs else ''}chunk {blk}, {w} warps, {grid}"
-                             f"{f', maxnreg {mr}' if mr else ''}{f', {ev}' if ev else ''}", f"{h.n_regs} regs {h.n_spills} spills, "
-                             f"{fit(h, w)}/SM fit", t, gb / t * 1e6, err))
+                             f"{f', maxnreg {mr}' if mr else ''}{f', {ev}' if ev else ''}", f"{h.n_regs} regs "
+                             f"{h.n_spills} spills, {fit(h, w)}/SM fit", t, gb / t * 1e6, err))
                 print(rows[-1], flush=True)
     src = torch.randn(2 ** 28, device="cuda")
     dst = torch.empty_like(src)

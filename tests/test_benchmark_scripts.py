@@ -67,8 +67,9 @@ def test_triton_clusters_probe_reports_each_cluster_size():
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter form")
 @pytest.mark.parametrize("dtype,pairs,n", [(torch.float32, False, 50), (torch.bfloat16, True, 48),
                                            (torch.bfloat16, False, 33), (torch.float32, False, 32)])
-@pytest.mark.parametrize("static", [False, True], ids=["tickets", "static"])
-def test_softmax_pipe_probe_kernel_on_the_cpu(dtype, pairs, n, static):
+@pytest.mark.parametrize("static,early", [(False, False), (True, False), (False, True)],
+                         ids=["tickets", "static", "early"])
+def test_softmax_pipe_probe_kernel_on_the_cpu(dtype, pairs, n, static, early):
     """The persistent softmax that softmax_pipe_probe times, under the
     interpreter: one program takes every ticket, so rows of at most two
     32-column chunks (ragged last chunk included) keep each of its waits on
@@ -77,7 +78,7 @@ def test_softmax_pipe_probe_kernel_on_the_cpu(dtype, pairs, n, static):
 
     x = torch.randn(5, n, dtype=dtype) * 3
     out = torch.full_like(x, float("nan"))
-    y, _ = pipe(x, 32, 4, 1, pairs, out=out, programs=1, static=static)
+    y, _ = pipe(x, 32, 4, 1, pairs, out=out, programs=1, static=static, early=early)
     assert y is out
     tol = {torch.float32: 1e-5, torch.bfloat16: 1.6e-2}[dtype]  # the softmax workload's tolerances
     assert verify.check(y, torch.softmax(x.double(), -1), tol).correct
