@@ -156,6 +156,12 @@ def _softmax_pipe(x_ptr, y_ptr, stats_ptr, count_ptr, N, total, BLOCK: tl.conste
         k = kn
 
 
+def fit(kernel, warps: int) -> int:
+    """Programs of ``kernel`` an SM holds by its registers (8 a thread at a time, 64K an SM, 64 warps)."""
+    kernel._init_handles()  # a warmed-up kernel learns its registers when loaded
+    return min(65536 // (-(-kernel.n_regs // 8) * 8 * 32 * warps), 64 // warps, 32)
+
+
 _FIT = {}  # (dtype, N, launch meta) -> programs an SM holds
 
 
