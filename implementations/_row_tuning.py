@@ -71,8 +71,9 @@ def tuned(kernel, candidates: Callable[[int, int, int], list[dict]]):
                            prune_configs_by={"early_config_prune": prune})(kernel)
 
 
-def describe(kernel: str, kwargs: dict, warps: int) -> str:
-    return " ".join([f"kernel={kernel}"] + [f"{k}={v}" for k, v in kwargs.items()] + [f"num_warps={warps}"])
+def describe(kernel: str, kwargs: dict, warps: int, maxnreg: int | None = None) -> str:
+    return " ".join([f"kernel={kernel}"] + [f"{k}={v}" for k, v in kwargs.items()] + [f"num_warps={warps}"]
+                    + ([f"maxnreg={maxnreg}"] if maxnreg else []))
 
 
 class Chosen:
@@ -90,7 +91,7 @@ class Chosen:
         if key in self.seen:
             return
         best = kernel.best_config
-        text = describe(name, best.kwargs, best.num_warps) + " (autotuned)"
+        text = describe(name, best.kwargs, best.num_warps, getattr(best, "maxnreg", None)) + " (autotuned)"
         timings = getattr(kernel, "configs_timings", None) or {}
         if best in timings and len(timings) > 1:
             def median(t):
@@ -98,7 +99,8 @@ class Chosen:
 
             tried = sorted(timings.items(), key=lambda kv: median(kv[1]))
             text += "; tried " + ", ".join(
-                ",".join(f"{v}" for v in c.kwargs.values()) + f",w{c.num_warps}:{median(t) * 1000:.0f}us"
+                ",".join(f"{v}" for v in c.kwargs.values()) + f",w{c.num_warps}"
+                + (f",r{c.maxnreg}" if getattr(c, "maxnreg", None) else "") + f":{median(t) * 1000:.0f}us"
                 for c, t in tried)
         self.seen[key] = text
 

@@ -115,15 +115,49 @@ def test_gelu_huge_odd_size_exact_and_fast_erf():
 
 
 @pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+@pytest.mark.parametrize("m,n,block", [(257, 3008, 1024), (64, 131072 + 16, 8192), (33, 40000, 4096),
+                                       (17, 32, 16), (300, 262144, None), (4096, 131072, None)])
+def test_softmax_pipe(m, n, block, dtype):
+    """The persistent pipe kernel: forced to small chunks (many chunks a row,
+    ragged last ones, more chunks than programs), and autotuned at the
+    headline shape and wider rows (block None)."""
+    forced = {"max_fused": 1, "block": block} if block else {}
+    _run("softmax", Case.make("softmax", dtype, M=m, N=n), long_rows="pipe", **forced)
+    torch.cuda.empty_cache()
+
+
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+def test_softmax_split_races_pipe(dtype):
+    """16-bit long rows: the split kernel raced against the pipe one, then each as the winner."""
+    from implementations.softmax import triton as sm
+
+    m, n = 1024, 131072
+    case = Case.make("softmax", dtype, M=m, N=n)
+    _run("softmax", case)  # the race (its output: the last kernel timed)
+    assert "head to head split" in sm._config(case) and "pipe" in sm._config(case)
+    key = (n, dtype, triton.next_power_of_2(m))
+    winner, text = sm._CHOSEN.raced[key]
+    try:
+        for kernel in ("split", "pipe"):  # each as the winner, into a poisoned output
+            sm._CHOSEN.raced[key] = (kernel, text)
+            _run("softmax", case)
+    finally:
+        sm._CHOSEN.raced[key] = (winner, text)
+    torch.cuda.empty_cache()
+
+
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
 def test_softmax_pairs_forced(dtype):
-    """The PAIRS form compiled (rows, and split chunks), whose row max is
+    """The PAIRS form compiled (rows, split chunks and pipe chunks), whose row max is
     taken on raw pairs (max.bf16x2 / max.f16x2): rows of -inf with one finite
     element in a low or a high half, a -inf inside a row, ragged chunks."""
     reg = discover()
     wl, impl = reg.workloads["softmax"], reg.get("softmax", "triton")
     for m, n, forced in ((3, 48, {}), (5, 160, {}), (7, 1040, {}), (9, 32768, {}),
                          (3, 4112, {"max_fused": 2048, "block": 1024}),
-                         (2, 65552, {"max_fused": 2048, "block": 16384})):
+                         (2, 65552, {"max_fused": 2048, "block": 16384}),
+                         (3, 4112, {"max_fused": 2048, "block": 1024, "long_rows": "pipe"}),
+                         (2, 65552, {"max_fused": 2048, "block": 16384, "long_rows": "pipe"})):
         case = Case.make("softmax", dtype, M=m, N=n)
         inputs = wl.make_inputs(case, "cuda", SEED + n)
         x = inputs["x"]

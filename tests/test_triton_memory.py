@@ -91,6 +91,44 @@ def test_softmax_split_reread(m, n, block, sub, dtype, poisoned):
            long_rows="split2", sub=sub)
 
 
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+@pytest.mark.parametrize("m,n,block", [(5, 48, 32), (3, 64, 32), (7, 96, 64), (2, 16, 32), (1, 4112, 4096)])
+def test_softmax_pipe_path(m, n, block, dtype, poisoned):
+    """The persistent pipe kernel under the interpreter, which runs its one
+    program alone: rows of at most two chunks (ragged, and shorter than one),
+    so that each wait is for chunks it has published itself; both of its
+    branches run (the held chunk's row complete or not at the first look)."""
+    _check("softmax", Case.make("softmax", dtype, M=m, N=n), seed=m * n + 17, max_fused=1, block=block,
+           long_rows="pipe")
+
+
+def test_softmax_pipe_rows_of_minus_inf(poisoned):
+    """A chunk of -inf gives zeros, not NaN, when the row has finite values elsewhere."""
+    x = torch.full((3, 64), float("-inf"), dtype=torch.bfloat16)
+    x[:, 40:] = torch.randn(3, 24).to(torch.bfloat16)
+    y = _registry().get("softmax", "triton").fn(x, max_fused=1, block=32, long_rows="pipe")
+    assert verify.check(y, torch.softmax(x.double(), -1), 1.6e-2).correct
+
+
+def test_softmax_pipe_refusals():
+    impl = _registry().get("softmax", "triton")
+    with pytest.raises(ValueError, match="16-bit rows of a multiple of 16 columns only"):
+        impl.fn(torch.randn(3, 128), max_fused=1, block=32, long_rows="pipe")
+    with pytest.raises(ValueError, match="4 chunks a row need at least 2 programs at once, and 1 run"):
+        impl.fn(torch.randn(3, 128, dtype=torch.bfloat16), max_fused=1, block=32, long_rows="pipe")
+
+
+def test_softmax_pipe_fits():
+    from implementations.softmax import triton as sm
+
+    assert sm.pipe_fits(131072, 2, 132)
+    assert not sm.pipe_fits(131072, 4, 132)  # float32: the split kernel
+    assert not sm.pipe_fits(131072 + 8, 2, 132)  # not on 16-byte boundaries
+    assert not sm.pipe_fits(32768, 2, 132)  # a row fits one program
+    assert not sm.pipe_fits(1 << 20, 2, 4)  # 128 chunks a row, 12 to 24 programs at once on 4 SMs
+    assert [c["PER_SM"] for c in sm.pipe_candidates()] == [6, 3, 5]
+
+
 @pytest.mark.parametrize("sub", (None, 128))
 def test_softmax_split_chunk_of_minus_inf(sub, poisoned):
     """A chunk (or, streamed, a group) holding only -inf gives zeros, not NaN, when the row has finite values."""
@@ -180,6 +218,7 @@ def test_plans_pick_each_path():
     assert sm.plan(32768, 4096, 4)["kernel"] == "rows"
     assert sm.plan(4096, 131072, 2, long_rows="split")["kernel"] == "split"
     assert sm.plan(4096, 131072, 2)["kernel"] == "split2"  # the interpreter cannot wait
+    assert sm.plan(4096, 131072, 2, long_rows="pipe")["kernel"] == "pipe"
     assert sm.plan(4, 1 << 20, 4, long_rows="online")["kernel"] == "online"
     assert sm.plan(4, 1 << 20, 4)["kernel"] == "online"  # too many programs a row to split
     assert rlg.plan(65536, 1024, 2)["ROWS"] > 1
@@ -251,6 +290,8 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
         mod = S if wl == "softmax" else R
         # every autotuning candidate (the plan is the first of them)
         raced = R.race_candidates(m, n, b) if wl != "softmax" else []
+        if wl == "softmax" and S.pipe_fits(n, b, 132):  # raced against split on the H200
+            raced = S.pipe_candidates()
         for plan in mod.candidates(m, n, b) + raced:
             ptrs = ["x_ptr", "y_ptr"] if wl == "softmax" else ["x_ptr", "r_ptr", "w_ptr", "b_ptr", "y_ptr"]
             sig = {k: p for k in ptrs}
@@ -267,7 +308,11 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")
                 const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, S.SPLIT_MIN_CHUNK))
                 const["MODE"] = 0 if plan["kernel"] == "split" else 2
-            if plan["kernel"] in ("rows",):
+            if plan["kernel"] == "pipe":
+                ptrs += ["stats_ptr", "count_ptr"]
+                sig.update(stats_ptr="*fp32", count_ptr="*i32")
+                const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, min(c["BLOCK"] for c in S.pipe_candidates())))
+            if plan["kernel"] in ("rows", "pipe"):
                 sig.update(M="i32", N="i32")
             else:
                 sig.update(N="i32")
@@ -276,7 +321,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
             sig["M_BUCKET"] = "i32"
             kern = {"rows": S._softmax_rows if wl == "softmax" else R._rlg_rows, "online": S._softmax_online,
                     "split": S._softmax_split if wl == "softmax" else R._rlg_split,
-                    "split2": S._softmax_split}[plan["kernel"]]
+                    "split2": S._softmax_split, "pipe": S._softmax_pipe}[plan["kernel"]]
             sig = {name: sig[name] for name in kern.arg_names if name in sig}
             key = (wl, plan["kernel"], p, n % 16 == 0, tuple(sorted(const.items())), plan["num_warps"])
             jobs[key] = (kern, sig, const, plan["num_warps"], n % 16 == 0, aligned, plan.get("maxnreg"))
@@ -337,6 +382,20 @@ def test_chosen_config_lists_every_candidate_timing():
     chosen.record("rows", tuner, 128, 4, 512)
     assert chosen.config(500, 128, 4) == ("kernel=rows ROWS=2 BLOCK_N=128 num_warps=2 (autotuned); "
                                          "tried 2,128,w2:10us, 1,128,w1:20us")
+
+
+def test_chosen_config_names_the_register_cap():
+    import triton
+
+    from implementations._row_tuning import Chosen
+
+    chosen = Chosen(lambda m, n, b: dict(kernel="pipe", BLOCK=8192, PER_SM=6, num_warps=4, maxnreg=80))
+    a = triton.Config({"BLOCK": 8192, "PER_SM": 6}, num_warps=4, maxnreg=80)
+    b = triton.Config({"BLOCK": 16384, "PER_SM": 3}, num_warps=8, maxnreg=80)
+    tuner = SimpleNamespace(best_config=a, configs_timings={a: [0.5], b: [0.6]})
+    chosen.record("pipe", tuner, 131072, 2, 4096)
+    assert chosen.config(4096, 131072, 2) == ("kernel=pipe BLOCK=8192 PER_SM=6 num_warps=4 maxnreg=80 (autotuned); "
+                                             "tried 8192,6,w4,r80:500us, 16384,3,w8,r80:600us")
 
 
 def test_forced_online_rows_get_online_candidates():

@@ -76,8 +76,8 @@ from suite.workload import Case, itemsize, register
 from implementations._autotune import autotune
 
 # which kernel and launch parameters a shape gets, and the autotuner's candidates
-from implementations.softmax._triton_plan import (MAX_FUSED, SPLIT_MIN_CHUNK, candidates, plan, split_candidates,
-                                                  split_tried)
+from implementations.softmax._triton_plan import (MAX_FUSED, SPLIT_MIN_CHUNK, candidates, pipe_candidates, pipe_fits,
+                                                  plan, split_candidates, split_tried)
 
 LOG2E = tl.constexpr(1.4426950408889634)  # kernels may read only constexpr globals
 
@@ -373,6 +373,99 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
                 tl.store(y_ptr + base + cols, (exp2(z - m_row) * inv).to(out_ty), mask=cols < N,
                          cache_modifier=".cs")  # streaming: keep L2 for the chunks still to re-read
 
+
+@triton.jit
+def _pipe_load(x_ptr, k, total, N, BLOCK: tl.constexpr):
+    """Chunk k of BLOCK columns as BLOCK/2 32-bit pairs (-inf pairs past the row; nothing read if k >= total)."""
+    BF16: tl.constexpr = x_ptr.dtype.element_ty == tl.bfloat16
+    p = tl.cdiv(N, BLOCK)
+    row = k // p
+    idx = (k - row * p) * (BLOCK // 2) + tl.arange(0, BLOCK // 2)
+    return tl.load((x_ptr + row.to(tl.int64) * N).to(tl.pointer_type(tl.int32)) + idx,
+                   mask=(idx < N // 2) & (k < total), other=-8323200 if BF16 else -67044352)
+
+
+@triton.jit
+def _pipe_publish(v, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr,
+                  BF16: tl.constexpr):
+    """Chunk k's max and sum of exp (in units of 2^max) into its row's statistics, then one count at the row's counter."""
+    p = tl.cdiv(N, BLOCK)
+    row = k // p
+    m = _pair_max(v, BF16, 0) * LOG2E
+    safe = tl.where(m == float("-inf"), 0.0, m)  # a chunk of -inf only gives zeros, not NaN
+    lo, hi = _pair_unpack(v, BF16, 1)
+    s = tl.sum(exp2(lo * LOG2E - safe) + exp2(hi * LOG2E - safe), axis=0)
+    st = stats_ptr + row.to(tl.int64) * (2 * P_MAX) + (k - row * p)
+    tl.store(st, m, mask=k < total)
+    tl.store(st + P_MAX, s, mask=k < total)
+    tl.debug_barrier()  # every thread's part of the stores before the release
+    tl.atomic_add(count_ptr + 1 + row, 1, sem="release", mask=k < total)
+
+
+@triton.jit
+def _pipe_write(v, y_ptr, stats_ptr, k, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr, BF16: tl.constexpr):
+    """softmax of the held chunk k, from its row's statistics (all published)."""
+    p = tl.cdiv(N, BLOCK)
+    row = k // p
+    st = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
+    kk = tl.arange(0, P_MAX)
+    ms = tl.load(st + kk, mask=kk < p, other=float("-inf"), cache_modifier=".cg")
+    ss = tl.load(st + P_MAX + kk, mask=kk < p, other=0.0, cache_modifier=".cg")
+    m_row = tl.max(ms, axis=0)
+    cy = m_row + tl.log2(tl.sum(ss * exp2(ms - m_row), axis=0))  # y = 2^(z - cy)
+    idx = (k - row * p) * (BLOCK // 2) + tl.arange(0, BLOCK // 2)
+    lo, hi = _pair_unpack(v, BF16, 2)
+    out = _pair_pack(exp2(lo * LOG2E - cy), exp2(hi * LOG2E - cy), BF16)
+    tl.store((y_ptr + row.to(tl.int64) * N).to(tl.pointer_type(tl.int32)) + idx, out, mask=idx < N // 2)
+
+
+@triton.jit(do_not_specialize=["M_BUCKET"])
+def _softmax_pipe(x_ptr, y_ptr, stats_ptr, count_ptr, M, N, M_BUCKET, BLOCK: tl.constexpr,
+                  P_MAX: tl.constexpr, PER_SM: tl.constexpr):
+    """16-bit rows (N % 16 == 0) in chunks of BLOCK columns held as 32-bit
+    pairs, on a persistent grid (PER_SM programs an SM: the launcher's grid).
+
+    The split kernel's programs each wait at their row's counter with nothing
+    else to do (Nsight: barrier stalls 37% at bf16 4096 x 131072).  Here a
+    program takes chunks from a ticket (count_ptr[0]) one after another and
+    holds two: with the next chunk's loads issued, it looks once at the held
+    chunk's row; if every chunk of that row is published, it writes the held
+    chunk while those loads are in flight, then publishes the next one's
+    statistics; if not, it publishes first, then waits for the row and
+    writes.  Only the chunk index and the held pairs go from one chunk to the
+    next; indices and masks are recomputed, since carried index tensors
+    doubled the registers (benchmarks/softmax_pipe_probe.py).
+    No deadlock: a program waits only with all its chunks published, and
+    tickets are taken in order, so only the newest row can be incomplete; for
+    every resident program to wait on it, each would hold two of its chunks,
+    so a GPU that holds at least half a row's chunks in programs at once never
+    stalls (pipe_fits).  count_ptr: int32 [1 + M], zero at launch;
+    stats_ptr: float32 [M, 2, P_MAX].
+    """
+    BF16: tl.constexpr = x_ptr.dtype.element_ty == tl.bfloat16
+    p = tl.cdiv(N, BLOCK)
+    total = M * p
+    k = tl.atomic_add(count_ptr, 1, sem="relaxed")
+    v = _pipe_load(x_ptr, k, total, N, BLOCK)
+    _pipe_publish(v, stats_ptr, count_ptr, k, total, N, BLOCK, P_MAX, BF16)
+    while k < total:
+        kn = tl.atomic_add(count_ptr, 1, sem="relaxed")
+        vn = _pipe_load(x_ptr, kn, total, N, BLOCK)
+        row = k // p
+        seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
+        if seen >= p:
+            tl.debug_barrier()
+            _pipe_write(v, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, BF16)
+            _pipe_publish(vn, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, BF16)
+        else:
+            _pipe_publish(vn, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, BF16)
+            while seen < p:
+                seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
+            tl.debug_barrier()
+            _pipe_write(v, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, BF16)
+        v = vn
+        k = kn
+
 _rows_tuned = tuned(_softmax_rows, candidates)
 # (the online kernel's own candidates also where the default plan for that
 # width would be the split kernel: long_rows="online" forces it)
@@ -391,11 +484,24 @@ _split_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_ze
                                prune_configs_by={"early_config_prune": _split_prune})(_softmax_split)
 
 
+def _pipe_prune(configs, named_args, **kwargs):
+    return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps", "maxnreg")},
+                          num_warps=c["num_warps"], maxnreg=c["maxnreg"]) for c in pipe_candidates()]
+
+
+_pipe_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
+                       prune_configs_by={"early_config_prune": _pipe_prune})(_softmax_pipe)
+
+
 @functools.lru_cache(maxsize=None)
 def _sm_count(index: int) -> int:
     import torch
 
     return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def _device_index(x) -> int:
+    return x.device.index if x.device.index is not None else 0
 
 
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for config()
@@ -427,6 +533,29 @@ def _run_split_tuned(x, y, m: int, n: int, bucket: int) -> None:
     _CHOSEN.record("split", _split_tuned, n, x.element_size(), bucket)
 
 
+def _pipe_grid(x, m: int, n: int, block: int, per_sm: int) -> int:
+    if interpreting():
+        return 1  # programs run one after another: rows of at most two chunks (see softmax_triton)
+    return min(m * triton.cdiv(n, block), per_sm * _sm_count(_device_index(x)))
+
+
+def _run_pipe_tuned(x, y, m: int, n: int, bucket: int) -> None:
+    p_max = triton.next_power_of_2(triton.cdiv(n, min(c["BLOCK"] for c in pipe_candidates())))
+    stats, count = _split_buffers(x, m, p_max)
+    _pipe_tuned[lambda meta: (_pipe_grid(x, m, n, meta["BLOCK"], meta["PER_SM"]),)](
+        x, y, stats, count, m, n, bucket, P_MAX=p_max)
+    _CHOSEN.record("pipe", _pipe_tuned, n, x.element_size(), bucket)
+
+
+def _split_or_pipe(x, y, m: int, n: int, bucket: int) -> None:
+    """16-bit long rows (pipe_fits): the first call of an (N, dtype, M bucket)
+    tunes the split and pipe kernels, times each one's winner as called here
+    (buffers and counter reset included) and keeps the faster."""
+    _CHOSEN.run_or_race(n, _dtype_name(x), x.element_size(), bucket,
+                        {"split": lambda: _run_split_tuned(x, y, m, n, bucket),
+                         "pipe": lambda: _run_pipe_tuned(x, y, m, n, bucket)}, _time_ms)
+
+
 def _rows_or_split(x, y, m: int, n: int, bucket: int) -> None:
     """At the widths of split_tried: the first call of an (N, dtype, M bucket)
     tunes both kernels (each writes the whole of y), times each one's winner
@@ -455,12 +584,30 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
     untuned = (interpreting() or max_fused != MAX_FUSED or block is not None or sub is not None
                or granules is not None or pairs is not None or p["kernel"] == "split2")
     if (p["kernel"] == "split" and not interpreting()
-            and triton.cdiv(n, p["BLOCK"]) > 2 * _sm_count(x.device.index if x.device.index is not None else 0)):
+            and triton.cdiv(n, p["BLOCK"]) > 2 * _sm_count(_device_index(x))):
         # a GPU too small to hold every program of a row at once (never an H200)
         p = plan(m, n, x.element_size(), max_fused, block, "online")
+    if p["kernel"] == "pipe":
+        if not untuned:
+            _run_pipe_tuned(x, y, m, n, bucket)
+            return y
+        chunks = triton.cdiv(n, p["BLOCK"])
+        held = _pipe_grid(x, m, n, p["BLOCK"], p["PER_SM"])
+        if 2 * held < chunks and held < m * chunks:  # see _softmax_pipe: no deadlock otherwise
+            raise ValueError(f"long_rows='pipe': {chunks} chunks a row need at least {(chunks + 1) // 2} programs "
+                             f"at once, and {held} run at once here" + (" (the interpreter runs one)"
+                                                                       if interpreting() else ""))
+        stats, count = _split_buffers(x, m, triton.next_power_of_2(chunks))
+        _softmax_pipe[(held,)](x, y, stats, count, m, n, bucket, BLOCK=p["BLOCK"],
+                               P_MAX=triton.next_power_of_2(chunks), PER_SM=p["PER_SM"], num_warps=p["num_warps"],
+                               maxnreg=p["maxnreg"])
+        return y
     if p["kernel"] in ("split", "split2"):
         if not untuned:
-            _run_split_tuned(x, y, m, n, bucket)
+            if pipe_fits(n, x.element_size(), _sm_count(_device_index(x))):
+                _split_or_pipe(x, y, m, n, bucket)
+            else:
+                _run_split_tuned(x, y, m, n, bucket)
             return y
         chunks = triton.cdiv(n, p["BLOCK"])
         stats, count = _split_buffers(x, m, triton.next_power_of_2(chunks))
