@@ -32,7 +32,7 @@ def test_script_help(module, words, option):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the no-GPU message")
 @pytest.mark.parametrize("args", [("benchmarks.gemm_clocks", "--seconds", "1"), ("benchmarks.mma_feed",),
-                                  ("benchmarks.softmax_pipe_probe",)])
+                                  ("benchmarks.softmax_pipe_probe",), ("benchmarks.rlg_pipe_probe",)])
 def test_script_without_a_gpu(args):
     proc = _run(*args)
     assert proc.returncode != 0
@@ -82,6 +82,26 @@ def test_softmax_pipe_probe_kernel_on_the_cpu(dtype, pairs, n, static, early):
     assert y is out
     tol = {torch.float32: 1e-5, torch.bfloat16: 1.6e-2}[dtype]  # the softmax workload's tolerances
     assert verify.check(y, torch.softmax(x.double(), -1), tol).correct
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter form")
+@pytest.mark.parametrize("dtype,n", [(torch.float32, 50), (torch.bfloat16, 64), (torch.float32, 32)])
+@pytest.mark.parametrize("early", [False, True], ids=["wait", "early"])
+def test_rlg_pipe_probe_kernel_on_the_cpu(dtype, n, early):
+    """The persistent residual_layernorm_gelu that rlg_pipe_probe times, under
+    the interpreter (one program, rows of at most two 32-column chunks, a
+    ragged last one included), against the workload's float64 reference."""
+    from benchmarks.rlg_pipe_probe import pipe
+    from suite.workload import Case, discover
+
+    wl = discover().workloads["residual_layernorm_gelu"]
+    case = Case.make("residual_layernorm_gelu", str(dtype).removeprefix("torch."), M=5, N=n)
+    inp = wl.make_inputs(case, "cpu", n)
+    out = torch.full_like(inp["x"], float("nan"))
+    y, _ = pipe(inp["x"], inp["r"], inp["weight"], inp["bias"], inp["eps"], 32, 4, early=early, out=out,
+                programs=1)
+    assert y is out
+    assert verify.check(y, wl.reference(case, inp), wl.tolerance(case)).correct
 
 
 def test_mma_feed_rejects_a_bad_stage_count():

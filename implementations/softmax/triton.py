@@ -44,15 +44,19 @@ each, 60 MB L2, ~4.2 TB/s): the fused kernel moves 2*M*N*b bytes.
   636 us (H200, d1cb8ad); with the row max on raw pairs (_pair_max), 596 us
   (0.85, 40089bc): the split kernel is not bound by instructions as the CUDA
   one was (568 -> 540 us from the same step).
-- Tried and dropped for long rows: a persistent grid that hides the split
-  kernel's wait at the row counter (benchmarks/softmax_pipe_probe.py): each
-  program loads and publishes its next chunk before waiting for the row of
-  the chunk it holds.  Holding two chunks doubles the registers (128-160 a
-  thread, no spills), so only 2-3 programs fit an SM against the split
-  kernel's four, and a program's chain of ticket, load, publish, poll and
-  statistics round trips is not covered: bf16 4096 x 131072 0.745 of copy at
-  best against the shipped 0.850, float32 0.755 against 0.937, one run
-  (results/h200/diagnostics/softmax_pipe-34e5f4e.txt).
+- 16-bit long rows (pipe_fits): ``_softmax_pipe`` is raced against the
+  split kernel at the first call.  It hides the split kernel's wait at the
+  row counter (Nsight: barrier stalls 37%) on a persistent grid whose
+  programs hold two chunks, the older one written while the newer one's
+  loads are in flight.  What made it pay (benchmarks/softmax_pipe_probe.py,
+  bf16 4096 x 131072, each ratio against copy in one run, beside the split
+  kernel's 0.85): carrying index tensors from chunk to chunk doubled the
+  registers, 0.745 at best (34e5f4e); carrying only the chunk index, 0.878
+  (a458c59); capping registers at 80 for six programs an SM, 0.894
+  (d841d65); writing the held chunk before publishing the next one when
+  its row is already complete, 0.924 (9434379).  float32 stays with the
+  split kernel (0.935 against its 0.942 at 9434379).  The probe files are in
+  results/h200/diagnostics/softmax_pipe-*.txt.
 
 The plans and the autotuner's candidates for each shape (``plan``,
 ``candidates``, ``split_candidates``; pure Python) are in _triton_plan.py.
