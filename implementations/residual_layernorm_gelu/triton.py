@@ -44,7 +44,15 @@ stays well under the SM's limit.
   pairs (the softmax PAIRS form), 32 words a thread on 16 warps, ran 1.035-
   1.041 of the whole-row kernel's time at 64 registers (ptxas hoists most of
   x and r's loads and spills 32-48 bytes) and doubled the float64 error
-  (results/h200/diagnostics/rlg_bf16_pairs-2d247d6.txt).  The CUDA kernels get past it by splitting a row over a
+  (results/h200/diagnostics/rlg_bf16_pairs-2d247d6.txt).  Nor did the
+  Triton softmax's pipe kernel (a persistent grid, two chunks held a
+  program, the older one written while the newer one loads; 0.917 of copy
+  there against 0.85): carried over with h = x + r held in float32
+  (benchmarks/rlg_pipe_probe.py), the next chunk's x and r in flight beside
+  the held h and GELU's temporaries take 128-160 registers at 32 values a
+  thread, or spill under a cap, and it reached 0.680 of copy in bf16 and
+  0.711 in float32 against the shipped 0.756 and 0.804 in the same run
+  (results/h200/diagnostics/rlg_pipe-088f9be.txt).  The CUDA kernels get past it by splitting a row over a
   cluster of CTAs; a Triton reduction over a cluster (num_ctas > 1) does not
   compile for sm_90 in triton 3.6 (benchmarks/triton_clusters_probe.py).
 """
