@@ -21,7 +21,10 @@ import torch
 import triton
 import triton.language as tl
 
+from benchmarks._probe import fit, print_table, time_us
+
 from implementations.gelu.triton import gelu_f32
+from implementations.softmax.triton import pipe_release
 
 
 @triton.jit
@@ -46,11 +49,7 @@ def _publish(h, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr, P_MAX: t
     s = tl.sum(h, axis=0)
     idx = c * BLOCK + tl.arange(0, BLOCK)
     d = tl.where(idx < N, h - s / n_c, 0.0)
-    st = stats_ptr + row.to(tl.int64) * (2 * P_MAX) + c
-    tl.store(st, s, mask=k < total)
-    tl.store(st + P_MAX, tl.sum(d * d, axis=0), mask=k < total)
-    tl.debug_barrier()  # every thread's part of the stores before the release
-    tl.atomic_add(count_ptr + 1 + row, 1, sem="release", mask=k < total)
+    pipe_release(s, tl.sum(d * d, axis=0), stats_ptr, count_ptr, k, total, N, BLOCK, P_MAX)
 
 
 @triton.jit
@@ -106,12 +105,6 @@ def _rlg_pipe(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, M, N, eps
         k = kn
 
 
-def fit(kernel, warps: int) -> int:
-    """Programs of ``kernel`` an SM holds by its registers (8 a thread at a time, 64K an SM, 64 warps)."""
-    kernel._init_handles()  # a warmed-up kernel learns its registers when loaded
-    return min(65536 // (-(-kernel.n_regs // 8) * 8 * 32 * warps), 64 // warps, 32)
-
-
 _FIT = {}  # (dtype, N, launch meta) -> programs an SM holds
 
 
@@ -141,12 +134,7 @@ def bench():
     if not torch.cuda.is_available():
         raise SystemExit("rlg_pipe_probe needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
     from implementations.residual_layernorm_gelu.triton import _config, residual_layernorm_gelu_triton
-    from suite.timing import measure
     from suite.workload import Case, discover
-
-    def time_us(fn):
-        t = measure([fn], "cuda", "events", min_samples=20, max_samples=100, budget_ms=300.0)
-        return t.median * 1e3
 
     wl = discover().workloads["residual_layernorm_gelu"]
     rows = []
@@ -175,16 +163,7 @@ def bench():
                              f"{', early' if early else ''}", f"{h.n_regs} regs {h.n_spills} spills, "
                              f"{fit(h, warps)}/SM fit", t, gb / t * 1e6, err))
                 print(rows[-1], flush=True)
-    src = torch.randn(2 ** 28, device="cuda")
-    dst = torch.empty_like(src)
-    t = time_us(lambda: dst.copy_(src))
-    copy = 2 * src.numel() * 4 / t / 1e3
-    print(f"copy {copy:.0f} GB/s (2^28 float32)")
-    print("%-9s %-11s %-66s %-26s %9s %8s %6s %s" % ("dtype", "shape", "kernel", "registers", "us", "GB/s",
-                                                     "x copy", "rel err"))
-    for name, shape, kernel, regs, t, gbps, err in rows:
-        print("%-9s %-11s %-66s %-26s %9.1f %8.0f %6.3f %.1e" % (name, shape, kernel, regs, t, gbps, gbps / copy,
-                                                                 err))
+    print_table(rows, "rel err")
 
 
 if __name__ == "__main__":

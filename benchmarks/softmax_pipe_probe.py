@@ -29,22 +29,18 @@ import torch
 import triton
 import triton.language as tl
 
+from benchmarks._probe import fit, print_table, time_us
+
 from implementations.gelu._triton_math import exp2
-from implementations.softmax.triton import LOG2E, _pair_max, _pair_pack, _pair_unpack
+from implementations.softmax.triton import LOG2E, _pipe_publish, _pipe_write, pipe_release, pipe_row_log2sum
 
 
 @triton.jit
-def _chunk_stats(v, BF16: tl.constexpr, PAIRS: tl.constexpr):
-    if PAIRS:
-        m = _pair_max(v, BF16, 0) * LOG2E
-        safe = tl.where(m == float("-inf"), 0.0, m)
-        lo, hi = _pair_unpack(v, BF16, 1)
-        s = tl.sum(exp2(lo * LOG2E - safe) + exp2(hi * LOG2E - safe), axis=0)
-    else:
-        z = v.to(tl.float32) * LOG2E
-        m = tl.max(z, axis=0)
-        s = tl.sum(exp2(z - tl.where(m == float("-inf"), 0.0, m)), axis=0)
-    return m, s
+def _chunk_stats(v):
+    """max and sum of exp (in units of 2^max) of a chunk of floats."""
+    z = v.to(tl.float32) * LOG2E
+    m = tl.max(z, axis=0)
+    return m, tl.sum(exp2(z - tl.where(m == float("-inf"), 0.0, m)), axis=0)
 
 
 @triton.jit
@@ -68,35 +64,24 @@ def _load_chunk(x_ptr, k, total, N, BLOCK: tl.constexpr, PAIRS: tl.constexpr, EV
 def _publish(v, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr,
              PAIRS: tl.constexpr, BF16: tl.constexpr):
     """Chunk k's max and sum of exp into the row's statistics, then one count at its counter."""
-    p = tl.cdiv(N, BLOCK)
-    row = k // p
-    m, s = _chunk_stats(v, BF16, PAIRS)
-    st = stats_ptr + row.to(tl.int64) * (2 * P_MAX) + (k - row * p)
-    tl.store(st, m, mask=k < total)
-    tl.store(st + P_MAX, s, mask=k < total)
-    tl.debug_barrier()  # every thread's part of the stores before the release
-    tl.atomic_add(count_ptr + 1 + row, 1, sem="release", mask=k < total)
+    if PAIRS:
+        _pipe_publish(v, stats_ptr, count_ptr, k, total, N, BLOCK, P_MAX, BF16)  # the shipped kernel's
+    else:
+        m, s = _chunk_stats(v)
+        pipe_release(m, s, stats_ptr, count_ptr, k, total, N, BLOCK, P_MAX)
 
 
 @triton.jit
 def _write_chunk(v, y_ptr, stats_ptr, k, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr, PAIRS: tl.constexpr,
                  BF16: tl.constexpr):
     """softmax of held chunk k from its row's statistics (all published)."""
-    W: tl.constexpr = BLOCK // 2 if PAIRS else BLOCK
-    p = tl.cdiv(N, BLOCK)
-    row = k // p
-    st = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
-    kk = tl.arange(0, P_MAX)
-    ms = tl.load(st + kk, mask=kk < p, other=float("-inf"), cache_modifier=".cg")
-    ss = tl.load(st + P_MAX + kk, mask=kk < p, other=0.0, cache_modifier=".cg")
-    m_row = tl.max(ms, axis=0)
-    cy = m_row + tl.log2(tl.sum(ss * exp2(ms - m_row), axis=0))
-    idx = (k - row * p) * W + tl.arange(0, W)
     if PAIRS:
-        lo, hi = _pair_unpack(v, BF16, 2)
-        out = _pair_pack(exp2(lo * LOG2E - cy), exp2(hi * LOG2E - cy), BF16)
-        tl.store((y_ptr + row.to(tl.int64) * N).to(tl.pointer_type(tl.int32)) + idx, out, mask=idx < N // 2)
+        _pipe_write(v, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, BF16)  # the shipped kernel's
     else:
+        p = tl.cdiv(N, BLOCK)
+        row = k // p
+        cy = pipe_row_log2sum(stats_ptr, row, p, P_MAX)
+        idx = (k - row * p) * BLOCK + tl.arange(0, BLOCK)
         out = exp2(v.to(tl.float32) * LOG2E - cy)
         tl.store(y_ptr + row.to(tl.int64) * N + idx, out.to(y_ptr.dtype.element_ty), mask=idx < N)
 
@@ -156,12 +141,6 @@ def _softmax_pipe(x_ptr, y_ptr, stats_ptr, count_ptr, N, total, BLOCK: tl.conste
         k = kn
 
 
-def fit(kernel, warps: int) -> int:
-    """Programs of ``kernel`` an SM holds by its registers (8 a thread at a time, 64K an SM, 64 warps)."""
-    kernel._init_handles()  # a warmed-up kernel learns its registers when loaded
-    return min(65536 // (-(-kernel.n_regs // 8) * 8 * 32 * warps), 64 // warps, 32)
-
-
 _FIT = {}  # (dtype, N, launch meta) -> programs an SM holds
 
 
@@ -194,11 +173,6 @@ def bench():
     if not torch.cuda.is_available():
         raise SystemExit("softmax_pipe_probe needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
     from implementations.softmax.triton import _CHOSEN, softmax_triton
-    from suite.timing import measure
-
-    def time_us(fn):
-        t = measure([fn], "cuda", "events", min_samples=20, max_samples=100, budget_ms=300.0)
-        return t.median * 1e3
 
     torch.manual_seed(0)
     rows = []
@@ -228,16 +202,7 @@ def bench():
                              f"{f', maxnreg {mr}' if mr else ''}{f', {ev}' if ev else ''}", f"{h.n_regs} regs "
                              f"{h.n_spills} spills, {fit(h, w)}/SM fit", t, gb / t * 1e6, err))
                 print(rows[-1], flush=True)
-    src = torch.randn(2 ** 28, device="cuda")
-    dst = torch.empty_like(src)
-    t = time_us(lambda: dst.copy_(src))
-    copy = 2 * src.numel() * 4 / t / 1e3
-    print(f"copy {copy:.0f} GB/s (2^28 float32)")
-    print("%-9s %-12s %-72s %-26s %9s %8s %6s %s" % ("dtype", "shape", "kernel", "registers", "us", "GB/s",
-                                                     "x copy", "max |err|"))
-    for name, shape, kernel, regs, t, gbps, err in rows:
-        print("%-9s %-12s %-72s %-26s %9.1f %8.0f %6.3f %.1e" % (name, shape, kernel, regs, t, gbps, gbps / copy,
-                                                                 err))
+    print_table(rows, "max |err|")
 
 
 if __name__ == "__main__":

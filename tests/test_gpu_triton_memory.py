@@ -36,6 +36,19 @@ def _run(wl_name: str, case: Case, **overrides) -> None:
     assert res.correct, f"{case} {overrides} seed={SEED} config={impl.config(case)}: {res.message}"
 
 
+def _run_each_winner(chosen, case: Case, kernels: tuple[str, str]) -> None:
+    """After a race: each kernel of ``kernels`` run as if it had won, into a poisoned output."""
+    key = (case["N"], case.dtype, triton.next_power_of_2(case["M"]))
+    winner, text = chosen.raced[key]
+    try:
+        for kernel in kernels:
+            chosen.raced[key] = (kernel, text)
+            _run(case.workload, case)
+    finally:
+        chosen.raced[key] = (winner, text)
+    torch.cuda.empty_cache()
+
+
 def _cases():
     reg = discover()
     seen, params = set(), []
@@ -91,15 +104,7 @@ def test_rlg_wide_16bit_rows_race_split(m, n):
     case = Case.make("residual_layernorm_gelu", "bfloat16", M=m, N=n)
     _run("residual_layernorm_gelu", case)  # the race (its output: the last kernel timed)
     assert "head to head rows" in rlg._config(case)
-    key = (n, "bfloat16", triton.next_power_of_2(m))
-    winner, text = rlg._CHOSEN.raced[key]
-    try:
-        for kernel in ("rows", "split"):  # each as the winner, into a poisoned output
-            rlg._CHOSEN.raced[key] = (kernel, text)
-            _run("residual_layernorm_gelu", case)
-    finally:
-        rlg._CHOSEN.raced[key] = (winner, text)
-    torch.cuda.empty_cache()
+    _run_each_winner(rlg._CHOSEN, case, ("rows", "split"))
 
 
 @pytest.mark.parametrize("m,n", [(1, 1), (1, 7), (3, 1), (1, 131072), (2, 65539)])
@@ -135,15 +140,7 @@ def test_softmax_split_races_pipe(dtype):
     case = Case.make("softmax", dtype, M=m, N=n)
     _run("softmax", case)  # the race (its output: the last kernel timed)
     assert "head to head split" in sm._config(case) and "pipe" in sm._config(case)
-    key = (n, dtype, triton.next_power_of_2(m))
-    winner, text = sm._CHOSEN.raced[key]
-    try:
-        for kernel in ("split", "pipe"):  # each as the winner, into a poisoned output
-            sm._CHOSEN.raced[key] = (kernel, text)
-            _run("softmax", case)
-    finally:
-        sm._CHOSEN.raced[key] = (winner, text)
-    torch.cuda.empty_cache()
+    _run_each_winner(sm._CHOSEN, case, ("split", "pipe"))
 
 
 @pytest.mark.parametrize("dtype", ("float16", "bfloat16"))

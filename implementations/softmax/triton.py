@@ -393,12 +393,19 @@ def _pipe_load(x_ptr, k, total, N, BLOCK: tl.constexpr):
 def _pipe_publish(v, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr,
                   BF16: tl.constexpr):
     """Chunk k's max and sum of exp (in units of 2^max) into its row's statistics, then one count at the row's counter."""
-    p = tl.cdiv(N, BLOCK)
-    row = k // p
     m = _pair_max(v, BF16, 0) * LOG2E
     safe = tl.where(m == float("-inf"), 0.0, m)  # a chunk of -inf only gives zeros, not NaN
     lo, hi = _pair_unpack(v, BF16, 1)
     s = tl.sum(exp2(lo * LOG2E - safe) + exp2(hi * LOG2E - safe), axis=0)
+    pipe_release(m, s, stats_ptr, count_ptr, k, total, N, BLOCK, P_MAX)
+
+
+@triton.jit
+def pipe_release(m, s, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr):
+    """Chunk k's two statistics into its row's slots (P_MAX apart), then one
+    count at the row's counter, released after every thread's stores."""
+    p = tl.cdiv(N, BLOCK)
+    row = k // p
     st = stats_ptr + row.to(tl.int64) * (2 * P_MAX) + (k - row * p)
     tl.store(st, m, mask=k < total)
     tl.store(st + P_MAX, s, mask=k < total)
@@ -407,16 +414,22 @@ def _pipe_publish(v, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr, P_M
 
 
 @triton.jit
-def _pipe_write(v, y_ptr, stats_ptr, k, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr, BF16: tl.constexpr):
-    """softmax of the held chunk k, from its row's statistics (all published)."""
-    p = tl.cdiv(N, BLOCK)
-    row = k // p
+def pipe_row_log2sum(stats_ptr, row, p, P_MAX: tl.constexpr):
+    """cy such that softmax = 2^(z - cy) (z = x log2 e) from a row's p chunk maxima and sums of exp."""
     st = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
     kk = tl.arange(0, P_MAX)
     ms = tl.load(st + kk, mask=kk < p, other=float("-inf"), cache_modifier=".cg")
     ss = tl.load(st + P_MAX + kk, mask=kk < p, other=0.0, cache_modifier=".cg")
     m_row = tl.max(ms, axis=0)
-    cy = m_row + tl.log2(tl.sum(ss * exp2(ms - m_row), axis=0))  # y = 2^(z - cy)
+    return m_row + tl.log2(tl.sum(ss * exp2(ms - m_row), axis=0))
+
+
+@triton.jit
+def _pipe_write(v, y_ptr, stats_ptr, k, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr, BF16: tl.constexpr):
+    """softmax of the held chunk k, from its row's statistics (all published)."""
+    p = tl.cdiv(N, BLOCK)
+    row = k // p
+    cy = pipe_row_log2sum(stats_ptr, row, p, P_MAX)
     idx = (k - row * p) * (BLOCK // 2) + tl.arange(0, BLOCK // 2)
     lo, hi = _pair_unpack(v, BF16, 2)
     out = _pair_pack(exp2(lo * LOG2E - cy), exp2(hi * LOG2E - cy), BF16)
