@@ -606,6 +606,9 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
         p = plan(m, n, x.element_size(), max_fused, block, "online")
     if p["kernel"] == "pipe":
         if not untuned:
+            if not pipe_fits(n, x.element_size(), _sm_count(_device_index(x))):
+                raise ValueError(f"long_rows='pipe': rows of {n} columns need more programs at once than this "
+                                 f"GPU holds (see pipe_fits)")
             _run_pipe_tuned(x, y, m, n, bucket)
             return y
         chunks = triton.cdiv(n, p["BLOCK"])
