@@ -118,6 +118,16 @@ def test_softmax_pipe_refusals():
         impl.fn(torch.randn(3, 128, dtype=torch.bfloat16), max_fused=1, block=32, long_rows="pipe")
 
 
+def test_softmax_pipe_refused_on_a_gpu_too_small(monkeypatch):
+    """The tuned pipe path (a GPU, no forced chunk) checks pipe_fits before any launch."""
+    from implementations.softmax import triton as sm
+
+    monkeypatch.setattr(sm, "interpreting", lambda: False)
+    monkeypatch.setattr(sm, "_sm_count", lambda index: 4)
+    with pytest.raises(ValueError, match="need more programs at once than this GPU holds"):
+        sm.softmax_triton(torch.randn(2, 1 << 20, dtype=torch.bfloat16), long_rows="pipe")
+
+
 def test_softmax_pipe_fits():
     from implementations.softmax import triton as sm
 
