@@ -666,5 +666,6 @@ register("softmax", "triton", available=needs_triton,
          supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
          description="rows in registers (several short rows a program; 16-byte granules where rows are "
                      "unaligned; 16-bit rows as 32-bit pairs); long rows split over programs that meet in "
-                     "the kernel (x read once)")(
+                     "the kernel, raced for 16-bit rows against a persistent grid that writes one chunk while "
+                     "loading the next (x read once)")(
     softmax_triton)
