@@ -392,7 +392,8 @@ def _pipe_load(x_ptr, k, total, N, BLOCK: tl.constexpr):
 @triton.jit
 def _pipe_publish(v, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr,
                   BF16: tl.constexpr):
-    """Chunk k's max and sum of exp (in units of 2^max) into its row's statistics, then one count at the row's counter."""
+    """Chunk k's max and sum of exp (in units of 2^max) into its row's
+    statistics, then one count at the row's counter."""
     m = _pair_max(v, BF16, 0) * LOG2E
     safe = tl.where(m == float("-inf"), 0.0, m)  # a chunk of -inf only gives zeros, not NaN
     lo, hi = _pair_unpack(v, BF16, 1)
@@ -482,6 +483,7 @@ def _softmax_pipe(x_ptr, y_ptr, stats_ptr, count_ptr, M, N, M_BUCKET, BLOCK: tl.
             _pipe_write(v, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, BF16)
         v = vn
         k = kn
+
 
 _rows_tuned = tuned(_softmax_rows, candidates)
 # (the online kernel's own candidates also where the default plan for that
