@@ -113,8 +113,9 @@ class Chosen:
 
 
 class Raced(Chosen):
-    """Chosen, plus a race of two kernels (rows against split; for 16-bit long softmax rows, split against pipe) at the widths
-    where either may win: per (N, dtype, M bucket), the kernel that won and
+    """Chosen, plus a race of two kernels (rows against split; for 16-bit
+    long softmax rows, split against pipe) at the widths where either may
+    win: per (N, dtype, M bucket), the kernel that won and
     the text for the `config` column (the winner's tuning, both head-to-head
     times, the loser's tuning)."""
 
