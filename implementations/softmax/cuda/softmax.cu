@@ -159,6 +159,21 @@ inline int persistent_ctas(int64_t packs, int64_t target, int stages, int smem_l
   return (packs + 7) / 8 * 16 * stages + 2048 <= smem_limit ? 8 : 0;
 }
 
+// The launch both persistent cluster plans share: clusters of `ctas` CTAs,
+// each with STAGES buffers of its 1/ctas slice of a row (of `packs` 16-byte
+// packs), as many clusters as the GPU holds at once and at most one a row.
+template <int STAGES, int THREADS, typename Kernel, typename T>
+bool launch_cluster_rows(Kernel kernel, int ctas, const T* x, T* y, int64_t m, int64_t packs, cudaStream_t stream) {
+  const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
+  const int smem = STAGES * chunk * 16;
+  const int clusters = max_active_clusters(kernel, THREADS, smem, ctas);
+  if (clusters <= 0) return false;
+  const int64_t grid = std::min<int64_t>(m, clusters) * ctas;
+  ksuite::launch_clustered(kernel, static_cast<unsigned>(grid), THREADS, smem, ctas, stream, x, y, m,
+                           static_cast<int>(packs * ksuite::vec16<T>()), chunk);
+  return true;
+}
+
 // Plans 8-10: persistent clusters, STAGES slice buffers a CTA of <= target
 // bytes each.  One cluster a row at most (m < clusters launches m).
 template <typename T, int STAGES, int THREADS, int MIN_BLOCKS>
@@ -168,15 +183,8 @@ bool launch_tma_persistent(const T* x, T* y, int64_t m, int64_t n, int64_t targe
   const int64_t packs = n / VEC;
   const int ctas = persistent_ctas(packs, target, STAGES, ksuite::max_smem_optin());
   if (ctas == 0) return false;
-  const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
-  const int smem = STAGES * chunk * 16;
-  auto kernel = softmax_tma_persistent_kernel<T, STAGES, THREADS, MIN_BLOCKS>;
-  const int clusters = max_active_clusters(kernel, THREADS, smem, ctas);
-  if (clusters <= 0) return false;
-  const int64_t grid = std::min<int64_t>(m, clusters) * ctas;
-  ksuite::launch_clustered(kernel, static_cast<unsigned>(grid), THREADS, smem, ctas, stream, x, y, m,
-                           static_cast<int>(n), chunk);
-  return true;
+  return launch_cluster_rows<STAGES, THREADS>(softmax_tma_persistent_kernel<T, STAGES, THREADS, MIN_BLOCKS>,
+                                              ctas, x, y, m, packs, stream);
 }
 
 // The fewest CTAs (a power of two <= 8) of per_cta packs each that hold a
@@ -197,15 +205,8 @@ bool launch_tma_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream
   const int64_t packs = n / VEC;
   const int ctas = fewest_ctas(packs, int64_t(THREADS) * KP);
   if (ctas == 0) return false;
-  const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
-  const int smem = STAGES * chunk * 16;
-  auto kernel = softmax_tma_regs_kernel<T, STAGES, THREADS, KP, MIN_BLOCKS, HALF_E>;
-  const int clusters = max_active_clusters(kernel, THREADS, smem, ctas);
-  if (clusters <= 0) return false;
-  const int64_t grid = std::min<int64_t>(m, clusters) * ctas;
-  ksuite::launch_clustered(kernel, static_cast<unsigned>(grid), THREADS, smem, ctas, stream, x, y, m,
-                           static_cast<int>(n), chunk);
-  return true;
+  return launch_cluster_rows<STAGES, THREADS>(softmax_tma_regs_kernel<T, STAGES, THREADS, KP, MIN_BLOCKS, HALF_E>,
+                                              ctas, x, y, m, packs, stream);
 }
 
 // Plans 23-25, 27, 28: clusters of the fewest CTAs whose THREADS x K packs

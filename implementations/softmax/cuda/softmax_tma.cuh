@@ -162,21 +162,7 @@ __device__ __forceinline__ float2 slice_stats(const uint4* buf, int count) {
     float v[U][VEC];
 #pragma unroll
     for (int u = 0; u < U; ++u) ksuite::raw_to_floats<T>(r[u], v[u]);
-    float pm = v[0][0];
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) pm = fmaxf(pm, v[u][k]);
-    if (pm > mx) {
-      sum = mx == -INFINITY ? 0.0f : sum * ksuite::exp_approx(mx - pm);
-      mx = pm;
-    }
-    if (mx != -INFINITY) {
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) sum += ksuite::exp_approx(v[u][k] - mx);
-    }
+    online_add(*reinterpret_cast<const float(*)[U * VEC]>(&v[0][0]), mx, sum);  // the U packs as one
   }
   return make_float2(mx, sum);
 }
@@ -198,21 +184,51 @@ __device__ __forceinline__ void init_barriers(uint32_t bar0, uint32_t xbar0) {
   cooperative_groups::this_cluster().sync();
 }
 
-// init_barriers, then thread 0 starts the bulk copies of this CTA's slice of
-// its first STAGES rows (first, first + clusters, ...), buffer s for row s.
-template <int STAGES>
-__device__ __forceinline__ void start_rows(uint32_t bar0, uint32_t xbar0, uint32_t buf0, uint32_t stride,
-                                           const char* src, int64_t row_bytes, uint32_t bytes, int64_t first,
-                                           int64_t clusters, int64_t m) {
-  init_barriers<STAGES>(bar0, xbar0);
-  if (threadIdx.x == 0) {
+// A CTA's place in the persistent cluster kernels: CTA `rank` of a cluster
+// of `ctas` owns packs [p0, p0 + count) of rows first, first + clusters, ...
+// and copies them into STAGES buffers of `chunk` packs (`stride` bytes) at
+// shared address buf0, buffer s counted by the mbarrier at bar0 + 8 s.  The
+// constructor initialises the barriers (init_barriers) and thread 0 starts
+// the copies of the first STAGES rows, buffer s for row s.
+template <typename T, int STAGES>
+struct ClusterRows {
+  int ctas, rank, p0, count;
+  int64_t clusters, first, row_bytes;
+  uint32_t bytes, stride, buf0, bar0, xbar0;
+  const char* src;
+
+  __device__ __forceinline__ ClusterRows(const T* x, int64_t m, int n, int chunk, const uint4* slices,
+                                         const uint64_t* bars, const uint64_t* xbar) {
+    constexpr int VEC = ksuite::vec16<T>();
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    ctas = static_cast<int>(cluster.num_blocks());
+    rank = static_cast<int>(cluster.block_rank());
+    clusters = gridDim.x / ctas;
+    first = blockIdx.x / ctas;
+    p0 = rank * chunk;
+    count = max(0, min(n / VEC - p0, chunk));
+    bytes = static_cast<uint32_t>(count) * 16u;
+    stride = static_cast<uint32_t>(chunk) * 16u;
+    buf0 = smem_addr(slices);
+    bar0 = smem_addr(bars);
+    xbar0 = smem_addr(xbar);
+    src = reinterpret_cast<const char*>(x + int64_t(p0) * VEC);
+    row_bytes = int64_t(n) * sizeof(T);
+    init_barriers<STAGES>(bar0, xbar0);
+    if (threadIdx.x == 0) {
 #pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-      const int64_t row = first + s * clusters;
-      if (row < m) tma_load(buf0 + s * stride, src + row * row_bytes, bytes, bar0 + 8u * s);
+      for (int s = 0; s < STAGES; ++s) {
+        const int64_t row = first + s * clusters;
+        if (row < m) load(s, row);
+      }
     }
   }
-}
+
+  // The bulk copy of this CTA's slice of `row` into buffer `stage`.
+  __device__ __forceinline__ void load(int stage, int64_t row) const {
+    tma_load(buf0 + stage * stride, src + row * row_bytes, bytes, bar0 + 8u * stage);
+  }
+};
 
 // Sends this CTA's (max, sum) of iteration `it` into slot [it & 1][rank] of
 // every CTA of the cluster (counted by xbar[it & 1]) and returns the row's,
@@ -243,28 +259,19 @@ softmax_tma_persistent_kernel(const T* __restrict__ x, T* __restrict__ y, int64_
   __shared__ __align__(8) uint64_t xbar[2];       // (max, sum) pairs of rows of even / odd iteration
   __shared__ float2 red[32];
   __shared__ float2 pairs[2][8];  // [iteration & 1][rank]: every CTA's (max, sum) of the row
-  const int ctas = static_cast<int>(cluster.num_blocks());
-  const int rank = static_cast<int>(cluster.block_rank());
-  const int64_t clusters = gridDim.x / ctas;
-  const int64_t first = blockIdx.x / ctas;
-  const int p0 = rank * chunk;
-  const int count = max(0, min(n / VEC - p0, chunk));
-  const uint32_t bytes = static_cast<uint32_t>(count) * 16u;
-  const uint32_t stride = static_cast<uint32_t>(chunk) * 16u;  // bytes a buffer
-  const uint32_t buf0 = smem_addr(slices), bar0 = smem_addr(bars), xbar0 = smem_addr(xbar);
-  const char* src = reinterpret_cast<const char*>(x + int64_t(p0) * VEC);
-  const int64_t row_bytes = int64_t(n) * sizeof(T);
-  start_rows<STAGES>(bar0, xbar0, buf0, stride, src, row_bytes, bytes, first, clusters, m);
+  const ClusterRows<T, STAGES> cr(x, m, n, chunk, slices, bars, xbar);
+  const int ctas = cr.ctas, rank = cr.rank, p0 = cr.p0, count = cr.count;
+  const int64_t clusters = cr.clusters, first = cr.first;
   int stage = 0;
   uint32_t phase = 0;
   uint32_t it = 0;  // iteration: pair slot it & 1, that slot's phase (it >> 1) & 1
 #pragma unroll 1
   for (int64_t row = first; row < m; row += clusters, ++it) {
-    mbar_wait(bar0 + 8u * stage, phase);
+    mbar_wait(cr.bar0 + 8u * stage, phase);
     const uint4* buf = slices + int64_t(stage) * chunk;
     const float2 own = slice_stats<T, THREADS>(buf, count);
     const float2 cta = ksuite::group_reduce(own, THREADS, red, make_float2(-INFINITY, 0.0f), MergeMS{});
-    const float2 tot = exchange_stats(cta, it, xbar0, ctas, rank, pairs);
+    const float2 tot = exchange_stats(cta, it, cr.xbar0, ctas, rank, pairs);
     const float row_mx = tot.x, inv = 1.0f / tot.y;
     T* yr = y + row * n + int64_t(p0) * VEC;
 #pragma unroll 1
@@ -288,8 +295,7 @@ softmax_tma_persistent_kernel(const T* __restrict__ x, T* __restrict__ y, int64_
     const int64_t next = row + STAGES * clusters;
     if (next < m) {
       __syncthreads();  // every thread has read this buffer: the copy engine may refill it
-      if (threadIdx.x == 0)
-        tma_load(buf0 + stage * stride, src + next * row_bytes, bytes, bar0 + 8u * stage);
+      if (threadIdx.x == 0) cr.load(stage, next);
     }
     if (++stage == STAGES) {
       stage = 0;
@@ -326,24 +332,15 @@ softmax_tma_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, i
   __shared__ __align__(8) uint64_t xbar[2];
   __shared__ float2 red[32];
   __shared__ float2 pairs[2][8];
-  const int ctas = static_cast<int>(cluster.num_blocks());
-  const int rank = static_cast<int>(cluster.block_rank());
-  const int64_t clusters = gridDim.x / ctas;
-  const int64_t first = blockIdx.x / ctas;
-  const int p0 = rank * chunk;
-  const int count = max(0, min(n / VEC - p0, chunk));
-  const uint32_t bytes = static_cast<uint32_t>(count) * 16u;
-  const uint32_t stride = static_cast<uint32_t>(chunk) * 16u;
-  const uint32_t buf0 = smem_addr(slices), bar0 = smem_addr(bars), xbar0 = smem_addr(xbar);
-  const char* src = reinterpret_cast<const char*>(x + int64_t(p0) * VEC);
-  const int64_t row_bytes = int64_t(n) * sizeof(T);
-  start_rows<STAGES>(bar0, xbar0, buf0, stride, src, row_bytes, bytes, first, clusters, m);
+  const ClusterRows<T, STAGES> cr(x, m, n, chunk, slices, bars, xbar);
+  const int ctas = cr.ctas, rank = cr.rank, p0 = cr.p0, count = cr.count;
+  const int64_t clusters = cr.clusters, first = cr.first;
   int stage = 0;
   uint32_t phase = 0;
   uint32_t it = 0;
 #pragma unroll 1
   for (int64_t row = first; row < m; row += clusters, ++it) {
-    mbar_wait(bar0 + 8u * stage, phase);
+    mbar_wait(cr.bar0 + 8u * stage, phase);
     const uint4* buf = slices + int64_t(stage) * chunk;
     constexpr bool kHalfE = HALF_E && sizeof(T) == 2;  // (the launcher runs HALF_E for 16-bit T only)
     float e[kHalfE ? 1 : KP][VEC];  // kHalfE: one pack's floats at a time, the exps kept in raw
@@ -359,7 +356,7 @@ softmax_tma_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, i
     }
     __syncthreads();  // every thread has its packs: the copy engine may refill the buffer
     const int64_t next = row + STAGES * clusters;
-    if (threadIdx.x == 0 && next < m) tma_load(buf0 + stage * stride, src + next * row_bytes, bytes, bar0 + 8u * stage);
+    if (threadIdx.x == 0 && next < m) cr.load(stage, next);
     float mx = -INFINITY;
     if constexpr (kHalfE) {
       uint32_t acc = raw[0].x;
@@ -393,7 +390,7 @@ softmax_tma_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, i
     }
     const float2 cta = ksuite::group_reduce(make_float2(mx, sum), THREADS, red, make_float2(-INFINITY, 0.0f),
                                             MergeMS{});
-    const float2 tot = exchange_stats(cta, it, xbar0, ctas, rank, pairs);
+    const float2 tot = exchange_stats(cta, it, cr.xbar0, ctas, rank, pairs);
     const float scale = mx == -INFINITY ? 0.0f : ksuite::exp_approx(base - tot.x) / tot.y;
     T* yr = y + row * n + int64_t(p0) * VEC;
 #pragma unroll
