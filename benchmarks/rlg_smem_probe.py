@@ -1,0 +1,166 @@
+"""residual_layernorm_gelu over wide rows with h held in shared memory (Gluon): a one-off device comparison.
+
+``PYTHONPATH=. python3 benchmarks/rlg_smem_probe.py`` on the H200.
+"""
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+from implementations.gelu.triton import gelu_f32
+
+
+@gluon.jit
+def _chunk_ptrs(base_ptr, row, c: gl.constexpr, N, CHUNK: gl.constexpr, L: gl.constexpr):
+    cols = c * CHUNK + gl.arange(0, CHUNK, layout=L)
+    return base_ptr + row.to(gl.int64) * N + cols, cols < N
+
+
+@gluon.jit
+def _col_ptrs(base_ptr, c: gl.constexpr, N, CHUNK: gl.constexpr, L: gl.constexpr):
+    cols = c * CHUNK + gl.arange(0, CHUNK, layout=L)
+    return base_ptr + cols, cols < N
+
+
+@gluon.jit
+def _rlg_smem(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, CHUNK: gl.constexpr, NCH: gl.constexpr,
+              VEC: gl.constexpr, EXACT: gl.constexpr, H16: gl.constexpr):
+    """Persistent: program p takes rows p, p + P, ...  Row i's h = x + r sits in
+    shared memory (NCH chunks of CHUNK); one pass over the chunks writes row i's
+    y from it and, in the same iteration, reads row i + P's x and r into the
+    chunk just written, with the next chunk's loads issued a chunk ahead."""
+    L: gl.constexpr = gl.BlockedLayout([VEC], [32], [gl.num_warps()], [0])
+    S: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
+    H_TY: gl.constexpr = x_ptr.dtype.element_ty if H16 else gl.float32
+    hs = gl.allocate_shared_memory(H_TY, [NCH * CHUNK], S)
+    pid = gl.program_id(0)
+    P = gl.num_programs(0)
+    n_f = N.to(gl.float32)
+    n0 = gl.minimum(N, CHUNK).to(gl.float32)
+
+    # row pid into shared memory, its statistics
+    row = pid
+    s1 = gl.zeros([CHUNK], gl.float32, layout=L)
+    s2 = gl.zeros([CHUNK], gl.float32, layout=L)
+    shift = 0.0
+    for c in gl.static_range(NCH):
+        px, m = _chunk_ptrs(x_ptr, row, c, N, CHUNK, L)
+        pr, m = _chunk_ptrs(r_ptr, row, c, N, CHUNK, L)
+        h = gl.load(px, mask=m, other=0.0).to(gl.float32) + gl.load(pr, mask=m, other=0.0).to(gl.float32)
+        if c == 0:
+            shift = gl.sum(h, axis=0) / n0
+        d = gl.where(m, h - shift, 0.0)
+        s1 += d
+        s2 += d * d
+        hs.slice(c * CHUNK, CHUNK).store(h.to(H_TY))
+    mu = gl.sum(s1, axis=0) / n_f
+    mean = shift + mu
+    rstd = gl.rsqrt(gl.maximum(gl.sum(s2, axis=0) / n_f - mu * mu, 0.0) + eps)
+
+    # chunk 0 of row pid + P and of w, b in flight
+    nxt = row + P
+    px, m = _chunk_ptrs(x_ptr, nxt, 0, N, CHUNK, L)
+    pr, m = _chunk_ptrs(r_ptr, nxt, 0, N, CHUNK, L)
+    xa = gl.load(px, mask=m & (nxt < M), other=0.0)
+    ra = gl.load(pr, mask=m & (nxt < M), other=0.0)
+    pw, m = _col_ptrs(w_ptr, 0, N, CHUNK, L)
+    pb, m = _col_ptrs(b_ptr, 0, N, CHUNK, L)
+    wa = gl.load(pw, mask=m, other=0.0)
+    ba = gl.load(pb, mask=m, other=0.0)
+    while row < M:
+        nxt = row + P
+        s1 = gl.zeros([CHUNK], gl.float32, layout=L)
+        s2 = gl.zeros([CHUNK], gl.float32, layout=L)
+        shift = 0.0
+        for c in gl.static_range(NCH):
+            # loads a chunk ahead: chunk c + 1 of row nxt, or chunk 0 of row nxt + P
+            if c + 1 < NCH:
+                qrow = nxt
+            else:
+                qrow = nxt + P
+            qx, qm = _chunk_ptrs(x_ptr, qrow, (c + 1) % NCH, N, CHUNK, L)
+            qr, qm = _chunk_ptrs(r_ptr, qrow, (c + 1) % NCH, N, CHUNK, L)
+            xq = gl.load(qx, mask=qm & (qrow < M), other=0.0)
+            rq = gl.load(qr, mask=qm & (qrow < M), other=0.0)
+            qw, qm = _col_ptrs(w_ptr, (c + 1) % NCH, N, CHUNK, L)
+            qb, qm = _col_ptrs(b_ptr, (c + 1) % NCH, N, CHUNK, L)
+            wq = gl.load(qw, mask=qm, other=0.0)
+            bq = gl.load(qb, mask=qm, other=0.0)
+            # row's chunk c out of shared memory
+            py, m = _chunk_ptrs(y_ptr, row, c, N, CHUNK, L)
+            h = hs.slice(c * CHUNK, CHUNK).load(L).to(gl.float32)
+            y = gelu_f32((h - mean) * rstd * wa.to(gl.float32) + ba.to(gl.float32), EXACT)
+            gl.store(py, y.to(y_ptr.dtype.element_ty), mask=m)
+            # row nxt's chunk c into its place
+            hn = xa.to(gl.float32) + ra.to(gl.float32)
+            if c == 0:
+                shift = gl.sum(hn, axis=0) / n0
+            d = gl.where(m, hn - shift, 0.0)
+            s1 += d
+            s2 += d * d
+            hs.slice(c * CHUNK, CHUNK).store(hn.to(H_TY))
+            xa = xq
+            ra = rq
+            wa = wq
+            ba = bq
+        mu = gl.sum(s1, axis=0) / n_f
+        mean = shift + mu
+        rstd = gl.rsqrt(gl.maximum(gl.sum(s2, axis=0) / n_f - mu * mu, 0.0) + eps)
+        row = nxt
+
+
+def smem(x, r, w, b, eps, chunk, warps, h16=False, per_sm=1, out=None):
+    m, n = x.shape
+    y = torch.empty_like(x) if out is None else out
+    vec = 16 // x.element_size()
+    nch = triton.cdiv(n, chunk)
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    k = _rlg_smem[(min(m, sms * per_sm),)](x, r, w, b, y, m, n, float(eps), CHUNK=chunk, NCH=nch, VEC=vec,
+                                            EXACT=x.element_size() == 4, H16=h16, num_warps=warps)
+    return y, k
+
+
+def bench():
+    if not torch.cuda.is_available():
+        raise SystemExit("rlg_smem_probe needs a CUDA GPU (it times kernels)")
+    from benchmarks._probe import print_table, time_us
+    from implementations.residual_layernorm_gelu.triton import _config, residual_layernorm_gelu_triton
+    from suite.workload import Case, discover
+
+    wl = discover().workloads["residual_layernorm_gelu"]
+    rows = []
+    plans = {"bfloat16": [(8192, 16, False, 1), (8192, 16, True, 1), (4096, 16, True, 1), (2048, 8, True, 2),
+                          (2048, 8, True, 3), (4096, 8, True, 2), (4096, 32, False, 1)],
+             "float32": [(4096, 16, False, 1), (2048, 16, False, 1), (8192, 16, False, 1), (4096, 32, False, 1),
+                         (2048, 32, False, 1)]}
+    for dtype, m, n in [("bfloat16", 4096, 32768), ("float32", 4096, 32768), ("bfloat16", 1000, 20000)]:
+        case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
+        inputs = wl.make_inputs(case, "cuda", 1234)
+        ref = wl.reference(case, inputs)
+        x, r, w, b, eps = (inputs[k] for k in ("x", "r", "weight", "bias", "eps"))
+        gb = (3 * m * n + 2 * n) * x.element_size() / 1e9
+
+        def rel(y):
+            return ((y.double() - ref).norm() / ref.norm()).item()
+
+        y = residual_layernorm_gelu_triton(x, r, w, b, eps)
+        t = time_us(lambda: residual_layernorm_gelu_triton(x, r, w, b, eps))
+        rows.append((dtype, f"{m}x{n}", "shipped: " + _config(case)[:50], "", t, gb / t * 1e6, rel(y)))
+        print(rows[-1], flush=True)
+        for chunk, warps, h16, per_sm in plans[dtype]:
+            try:
+                y, k = smem(x, r, w, b, eps, chunk, warps, h16, per_sm, out=torch.full_like(x, float("nan")))
+                err = rel(y)
+                t = time_us(lambda: smem(x, r, w, b, eps, chunk, warps, h16, per_sm))
+            except Exception as e:  # a config that does not build or launch: say so, go on
+                print(dtype, chunk, warps, h16, per_sm, "failed:", repr(e)[:200], flush=True)
+                continue
+            rows.append((dtype, f"{m}x{n}", f"smem chunk {chunk}, {warps} warps, h {'16-bit' if h16 else 'fp32'}, "
+                         f"{per_sm}/SM", f"{k.n_regs} regs {k.n_spills} spills {k.metadata.shared // 1024} KiB",
+                         t, gb / t * 1e6, err))
+            print(rows[-1], flush=True)
+    print_table(rows, "rel err")
+
+
+if __name__ == "__main__":
+    bench()
