@@ -1,6 +1,25 @@
 """residual_layernorm_gelu over wide rows with h held in shared memory (Gluon): a one-off device comparison.
 
-``PYTHONPATH=. python3 benchmarks/rlg_smem_probe.py`` on the H200.
+``PYTHONPATH=. python3 benchmarks/rlg_smem_probe.py`` on the H200 (its output is
+results/h200/diagnostics/rlg_smem-79f1595.txt).  At 4096 x 32768 the shipped
+Triton kernel gives a row to one program that fills an SM and idles through
+its reductions, and the persistent forms that hold chunks in registers ran out
+of registers (rlg_pipe_probe).  ``_rlg_smem`` keeps the row's h in shared
+memory instead, written in Gluon (Triton's explicit-layout dialect, which can
+allocate it): one persistent program an SM walks its rows, and a single pass
+over the chunks writes row i's y from shared memory while row i + P's x and
+r arrive into the chunk just freed, their loads issued a chunk ahead, so
+that reads and writes stream together and only the row's statistics wait.
+
+It lost.  At 4096 x 32768, against the shipped kernel in the same run:
+303.8 us at best in bf16 (h kept in 16 bits, 8192-column chunks on 16 warps)
+against 252.3, and 584.3 us at best in float32 (2048-column chunks on 16
+warps) against 480.3.  A program holds one chunk of x and r in flight
+(16-32 KB), against the 64 KB or more an SM needs; 32 warps cap the
+registers at 64 and spill, and two programs an SM (8 warps) take 155-242
+registers, so the second waits (358-365 us).  The run stopped at its third
+shape (1000 x 20000): Gluon wants power-of-two shared-memory shapes, and
+three 8192-column chunks are not one.
 """
 import torch
 import triton
@@ -118,6 +137,42 @@ def smem(x, r, w, b, eps, chunk, warps, h16=False, per_sm=1, out=None):
     k = _rlg_smem[(min(m, sms * per_sm),)](x, r, w, b, y, m, n, float(eps), CHUNK=chunk, NCH=nch, VEC=vec,
                                             EXACT=x.element_size() == 4, H16=h16, num_warps=warps)
     return y, k
+
+
+def sm90_resources(dtype: str, chunk: int, warps: int, h16: bool, n: int = 32768):
+    """(registers, spill bytes, shared bytes, 16-byte loads?) of _rlg_smem
+    compiled for sm_90a here, without a GPU (ptxas from the triton wheel)."""
+    import os
+    import re
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+    if not ptxas.exists():
+        raise SystemExit(f"no ptxas at {ptxas}")
+    ty = {"float32": "*fp32", "bfloat16": "*bf16", "float16": "*fp16"}[dtype]
+    sig = {k: ty for k in ("x_ptr", "r_ptr", "w_ptr", "b_ptr", "y_ptr")}
+    sig.update(M="i32", N="i32", eps="fp32")
+    const = {"CHUNK": chunk, "NCH": triton.cdiv(n, chunk), "VEC": 4 if dtype == "float32" else 8,
+             "EXACT": dtype == "float32", "H16": h16}
+    sig.update({k: "constexpr" for k in const})
+    attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6)}  # pointers and N
+    k = triton.compile(GluonASTSource(fn=_rlg_smem, signature=sig, constexprs=const, attrs=attrs),
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+        f.write(k.asm["ptx"])
+    try:
+        log = subprocess.run([str(ptxas), "-arch=sm_90a", "-v", f.name, "-o", os.devnull],
+                             capture_output=True, text=True, check=True).stderr
+    finally:
+        os.unlink(f.name)
+    return (int(re.search(r"Used (\d+) registers", log).group(1)),
+            int(re.search(r"(\d+) bytes spill stores", log).group(1)), k.metadata.shared,
+            bool(re.search(r"ld\.global[.\w:]*\.v4", k.asm["ptx"])))
 
 
 def bench():

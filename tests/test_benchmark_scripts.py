@@ -32,7 +32,8 @@ def test_script_help(module, words, option):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the no-GPU message")
 @pytest.mark.parametrize("args", [("benchmarks.gemm_clocks", "--seconds", "1"), ("benchmarks.mma_feed",),
-                                  ("benchmarks.softmax_pipe_probe",), ("benchmarks.rlg_pipe_probe",)])
+                                  ("benchmarks.softmax_pipe_probe",), ("benchmarks.rlg_pipe_probe",),
+                                  ("benchmarks.rlg_smem_probe",)])
 def test_script_without_a_gpu(args):
     proc = _run(*args)
     assert proc.returncode != 0
@@ -115,3 +116,20 @@ def test_mma_feed_source_compiles():
     a change there that breaks it fails here, not on the device."""
     cuda_build.nvcc_compile_check(ROOT / "benchmarks" / "mma_feed.cu",
                                   include_dirs=[ROOT / "implementations" / "gemm" / "cuda"])
+
+
+def test_rlg_smem_probe_kernel_compiles_for_sm90():
+    """The Gluon kernel rlg_smem_probe times compiles for the H200 without a
+    GPU: 64 KB of 16-bit h in shared memory, at most 128 registers and no
+    spills at 8192-column chunks on 16 warps (the interpreter runs no Gluon)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run([sys.executable, "-c", "from benchmarks.rlg_smem_probe import sm90_resources as f; "
+                           "print(*f('bfloat16', 8192, 16, True))"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    if proc.returncode != 0 and "no ptxas" in proc.stderr:
+        pytest.skip(proc.stderr.strip().splitlines()[-1])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    regs, spills, shared, v4 = proc.stdout.split()
+    assert int(regs) <= 128 and int(spills) == 0 and v4 == "True"
+    assert 4 * 8192 * 2 <= int(shared) < 4 * 8192 * 2 + 4096  # h, and the reductions' scratch

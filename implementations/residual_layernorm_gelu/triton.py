@@ -52,7 +52,13 @@ stays well under the SM's limit.
   the held h and GELU's temporaries take 128-160 registers at 32 values a
   thread, or spill under a cap, and it reached 0.680 of copy in bf16 and
   0.711 in float32 against the shipped 0.756 and 0.804 in the same run
-  (results/h200/diagnostics/rlg_pipe-088f9be.txt).  The CUDA kernels get past it by splitting a row over a
+  (results/h200/diagnostics/rlg_pipe-088f9be.txt).  Nor did h held in
+  shared memory, which plain Triton cannot allocate but its Gluon dialect
+  can (benchmarks/rlg_smem_probe.py: one persistent program an SM writing
+  row i from shared memory while row i + P's x and r arrive in its place):
+  303.8 us at best in bf16 against 252.3, 584.3 in float32 against 480.3,
+  with one chunk of loads in flight a program
+  (results/h200/diagnostics/rlg_smem-79f1595.txt).  The CUDA kernels get past it by splitting a row over a
   cluster of CTAs; a Triton reduction over a cluster (num_ctas > 1) does not
   compile for sm_90 in triton 3.6 (benchmarks/triton_clusters_probe.py).
 """
