@@ -20,6 +20,17 @@ registers at 64 and spill, and two programs an SM (8 warps) take 155-242
 registers, so the second waits (358-365 us).  The run stopped at its third
 shape (1000 x 20000): Gluon wants power-of-two shared-memory shapes, and
 three 8192-column chunks are not one.
+
+``_rlg_ring`` (what ``bench`` now times) takes the registers out of the
+loads in flight: x and r arrive by cp.async into a ring of chunk slots in
+shared memory, up to seven chunks (112 KB) ahead.  It lost by more
+(results/h200/diagnostics/rlg_ring-e5317bf.txt, copy 4193 GB/s): at
+4096 x 32768, 0.648 of copy at best in bf16 against the shipped 0.782, and
+0.555 in float32 against 0.801; more slots ran slower, not faster (0.514 at
+eight 4096-column slots against 0.648 at four 8192-column ones).  The
+compiler cannot see that each thread reads back only what it copied or
+stored, so it puts a block barrier at every shared-memory hand-over
+(31-83 bar.sync in the PTX); that was not profiled further.
 """
 import torch
 import triton
