@@ -1,5 +1,6 @@
-"""What the one-off persistent-kernel probes (softmax_pipe_probe, rlg_pipe_probe) share:
-how many programs an SM holds, the suite's timer, the copy rate, and the table."""
+"""What the one-off persistent-kernel probes (softmax_pipe_probe, rlg_pipe_probe, rlg_smem_probe) share:
+how many programs an SM holds, the suite's timer, a residual_layernorm_gelu case beside the
+shipped kernel, the copy rate, and the table."""
 from __future__ import annotations
 
 
@@ -14,6 +15,47 @@ def time_us(fn) -> float:
     from suite.timing import measure
 
     return measure([fn], "cuda", "events", min_samples=20, max_samples=100, budget_ms=300.0).median * 1e3
+
+
+def variant_row(dtype: str, shape: str, label: str, like, gb: float, err, run, resources) -> tuple:
+    """One probe variant's table row, printed as it comes.  ``run(out=...)``
+    returns (y, compiled kernel): it runs first into a NaN-filled tensor like
+    ``like`` (every element must be written) for ``err(y)``, then is timed
+    writing its own output; ``resources(kernel)`` says what the kernel holds."""
+    import torch
+
+    y, kernel = run(out=torch.full_like(like, float("nan")))
+    e = err(y)
+    t = time_us(lambda: run())
+    row = (dtype, shape, label, resources(kernel), t, gb / t * 1e6, e)
+    print(row, flush=True)
+    return row
+
+
+def rlg_shipped(dtype: str, m: int, n: int, width: int):
+    """Fresh residual_layernorm_gelu inputs (M x N, dtype) on the GPU, and the
+    shipped Triton kernel timed on them.  Returns the inputs (x, r, w, b,
+    eps), the compulsory traffic in GB, a function giving an output's error
+    against float64, and the shipped kernel's table row (its config cut to
+    ``width``), printed as it comes."""
+    from implementations.residual_layernorm_gelu.triton import _config, residual_layernorm_gelu_triton
+    from suite.workload import Case, discover
+
+    wl = discover().workloads["residual_layernorm_gelu"]
+    case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
+    inputs = wl.make_inputs(case, "cuda", 1234)
+    ref = wl.reference(case, inputs)
+    args = tuple(inputs[k] for k in ("x", "r", "weight", "bias", "eps"))
+    gb = (3 * m * n + 2 * n) * args[0].element_size() / 1e9
+
+    def rel(y) -> float:
+        return ((y.double() - ref).norm() / ref.norm()).item()
+
+    y = residual_layernorm_gelu_triton(*args)
+    t = time_us(lambda: residual_layernorm_gelu_triton(*args))
+    row = (dtype, f"{m}x{n}", "shipped: " + _config(case)[:width], "", t, gb / t * 1e6, rel(y))
+    print(row, flush=True)
+    return args, gb, rel, row
 
 
 def print_table(rows: list[tuple], err_name: str) -> None:

@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from benchmarks._probe import fit, print_table, time_us
+from benchmarks._probe import fit, print_table, rlg_shipped, variant_row
 
 from implementations.gelu.triton import gelu_f32
 from implementations.softmax.triton import pipe_release
@@ -133,36 +133,19 @@ def pipe(x, r, w, b, eps, block, warps, maxnreg=None, early=True, out=None, prog
 def bench():
     if not torch.cuda.is_available():
         raise SystemExit("rlg_pipe_probe needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
-    from implementations.residual_layernorm_gelu.triton import _config, residual_layernorm_gelu_triton
-    from suite.workload import Case, discover
-
-    wl = discover().workloads["residual_layernorm_gelu"]
     rows = []
     for dtype, m, n in [("bfloat16", 4096, 32768), ("float32", 4096, 32768)]:
-        case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
-        inputs = wl.make_inputs(case, "cuda", 1234)
-        ref = wl.reference(case, inputs)
-        x, r, w, b, eps = (inputs[k] for k in ("x", "r", "weight", "bias", "eps"))
-        gb = (3 * m * n + 2 * n) * x.element_size() / 1e9
-
-        def rel(y):
-            return ((y.double() - ref).norm() / ref.norm()).item()
-
-        y = residual_layernorm_gelu_triton(x, r, w, b, eps)
-        t = time_us(lambda: residual_layernorm_gelu_triton(x, r, w, b, eps))
-        rows.append((dtype, f"{m}x{n}", "shipped: " + _config(case)[:62], "", t, gb / t * 1e6, rel(y)))
-        print(rows[-1], flush=True)
+        (x, r, w, b, eps), gb, rel, shipped = rlg_shipped(dtype, m, n, 62)
+        rows.append(shipped)
         cfgs = [(4096, 4, None), (4096, 4, 96), (4096, 4, 80), (8192, 8, None), (8192, 8, 96), (8192, 8, 80),
                 (2048, 4, None), (2048, 2, None)]
         for early in (True, False):
             for blk, warps, mr in cfgs if early else cfgs[:2]:
-                y, h = pipe(x, r, w, b, eps, blk, warps, mr, early, out=torch.full_like(x, float("nan")))
-                err = rel(y)
-                t = time_us(lambda: pipe(x, r, w, b, eps, blk, warps, mr, early))
-                rows.append((dtype, f"{m}x{n}", f"pipe chunk {blk}, {warps} warps{f', maxnreg {mr}' if mr else ''}"
-                             f"{', early' if early else ''}", f"{h.n_regs} regs {h.n_spills} spills, "
-                             f"{fit(h, warps)}/SM fit", t, gb / t * 1e6, err))
-                print(rows[-1], flush=True)
+                rows.append(variant_row(
+                    dtype, f"{m}x{n}", f"pipe chunk {blk}, {warps} warps{f', maxnreg {mr}' if mr else ''}"
+                    f"{', early' if early else ''}", x, gb, rel,
+                    lambda out=None: pipe(x, r, w, b, eps, blk, warps, mr, early, out=out),
+                    lambda h: f"{h.n_regs} regs {h.n_spills} spills, {fit(h, warps)}/SM fit"))
     print_table(rows, "rel err")
 
 

@@ -54,6 +54,36 @@ def _col_ptrs(base_ptr, c: gl.constexpr, N, CHUNK: gl.constexpr, L: gl.constexpr
 
 
 @gluon.jit
+def _ingest(h, m, c: gl.constexpr, hs, shift, s1, s2, n0, CHUNK: gl.constexpr, H_TY: gl.constexpr):
+    """Chunk c of a row's h into its shared-memory slot and into the row's
+    shifted sums (the shift: chunk 0's mean).  Returns shift, s1, s2."""
+    if c == 0:
+        shift = gl.sum(h, axis=0) / n0
+    d = gl.where(m, h - shift, 0.0)
+    s1 += d
+    s2 += d * d
+    hs.slice(c * CHUNK, CHUNK).store(h.to(H_TY))
+    return shift, s1, s2
+
+
+@gluon.jit
+def _row_stats(s1, s2, shift, n_f, eps):
+    """The row's mean and 1 / std from its shifted sums."""
+    mu = gl.sum(s1, axis=0) / n_f
+    return shift + mu, gl.rsqrt(gl.maximum(gl.sum(s2, axis=0) / n_f - mu * mu, 0.0) + eps)
+
+
+@gluon.jit
+def _emit(hs, c: gl.constexpr, w, b, mean, rstd, y_ptr, row, N, CHUNK: gl.constexpr, L: gl.constexpr,
+          EXACT: gl.constexpr):
+    """y of chunk c of `row` from its h in shared memory."""
+    py, m = _chunk_ptrs(y_ptr, row, c, N, CHUNK, L)
+    h = hs.slice(c * CHUNK, CHUNK).load(L).to(gl.float32)
+    y = gelu_f32((h - mean) * rstd * w.to(gl.float32) + b.to(gl.float32), EXACT)
+    gl.store(py, y.to(y_ptr.dtype.element_ty), mask=m)
+
+
+@gluon.jit
 def _rlg_smem(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, CHUNK: gl.constexpr, NCH: gl.constexpr,
               VEC: gl.constexpr, EXACT: gl.constexpr, H16: gl.constexpr):
     """Persistent: program p takes rows p, p + P, ...  Row i's h = x + r sits in
@@ -78,15 +108,8 @@ def _rlg_smem(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, CHUNK: gl.constexpr,
         px, m = _chunk_ptrs(x_ptr, row, c, N, CHUNK, L)
         pr, m = _chunk_ptrs(r_ptr, row, c, N, CHUNK, L)
         h = gl.load(px, mask=m, other=0.0).to(gl.float32) + gl.load(pr, mask=m, other=0.0).to(gl.float32)
-        if c == 0:
-            shift = gl.sum(h, axis=0) / n0
-        d = gl.where(m, h - shift, 0.0)
-        s1 += d
-        s2 += d * d
-        hs.slice(c * CHUNK, CHUNK).store(h.to(H_TY))
-    mu = gl.sum(s1, axis=0) / n_f
-    mean = shift + mu
-    rstd = gl.rsqrt(gl.maximum(gl.sum(s2, axis=0) / n_f - mu * mu, 0.0) + eps)
+        shift, s1, s2 = _ingest(h, m, c, hs, shift, s1, s2, n0, CHUNK, H_TY)
+    mean, rstd = _row_stats(s1, s2, shift, n_f, eps)
 
     # chunk 0 of row pid + P and of w, b in flight
     nxt = row + P
@@ -117,26 +140,15 @@ def _rlg_smem(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, CHUNK: gl.constexpr,
             qb, qm = _col_ptrs(b_ptr, (c + 1) % NCH, N, CHUNK, L)
             wq = gl.load(qw, mask=qm, other=0.0)
             bq = gl.load(qb, mask=qm, other=0.0)
-            # row's chunk c out of shared memory
-            py, m = _chunk_ptrs(y_ptr, row, c, N, CHUNK, L)
-            h = hs.slice(c * CHUNK, CHUNK).load(L).to(gl.float32)
-            y = gelu_f32((h - mean) * rstd * wa.to(gl.float32) + ba.to(gl.float32), EXACT)
-            gl.store(py, y.to(y_ptr.dtype.element_ty), mask=m)
-            # row nxt's chunk c into its place
-            hn = xa.to(gl.float32) + ra.to(gl.float32)
-            if c == 0:
-                shift = gl.sum(hn, axis=0) / n0
-            d = gl.where(m, hn - shift, 0.0)
-            s1 += d
-            s2 += d * d
-            hs.slice(c * CHUNK, CHUNK).store(hn.to(H_TY))
+            # row's chunk c out of shared memory, row nxt's chunk c into its place
+            _emit(hs, c, wa, ba, mean, rstd, y_ptr, row, N, CHUNK, L, EXACT)
+            m = (c * CHUNK + gl.arange(0, CHUNK, layout=L)) < N
+            shift, s1, s2 = _ingest(xa.to(gl.float32) + ra.to(gl.float32), m, c, hs, shift, s1, s2, n0, CHUNK, H_TY)
             xa = xq
             ra = rq
             wa = wq
             ba = bq
-        mu = gl.sum(s1, axis=0) / n_f
-        mean = shift + mu
-        rstd = gl.rsqrt(gl.maximum(gl.sum(s2, axis=0) / n_f - mu * mu, 0.0) + eps)
+        mean, rstd = _row_stats(s1, s2, shift, n_f, eps)
         row = nxt
 
 
@@ -198,15 +210,8 @@ def _rlg_ring(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, CHUNK: gl.constexpr,
         m = cols < N
         h = (xs.slice((c % STAGES) * CHUNK, CHUNK).load(L).to(gl.float32)
              + rs.slice((c % STAGES) * CHUNK, CHUNK).load(L).to(gl.float32))
-        if c == 0:
-            shift = gl.sum(h, axis=0) / n0
-        d = gl.where(m, h - shift, 0.0)
-        s1 += d
-        s2 += d * d
-        hs.slice(c * CHUNK, CHUNK).store(h.to(H_TY))
-    mu = gl.sum(s1, axis=0) / n_f
-    mean = shift + mu
-    rstd = gl.rsqrt(gl.maximum(gl.sum(s2, axis=0) / n_f - mu * mu, 0.0) + eps)
+        shift, s1, s2 = _ingest(h, m, c, hs, shift, s1, s2, n0, CHUNK, H_TY)
+    mean, rstd = _row_stats(s1, s2, shift, n_f, eps)
     row = pid
     it = 1  # rows ingested so far
     while row < M:
@@ -226,15 +231,8 @@ def _rlg_ring(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, CHUNK: gl.constexpr,
             async_copy.wait_group(D)
             hn = (xs.slice((c % STAGES) * CHUNK, CHUNK).load(L).to(gl.float32)
                   + rs.slice((c % STAGES) * CHUNK, CHUNK).load(L).to(gl.float32))
-            if c == 0:
-                shift = gl.sum(hn, axis=0) / n0
-            d = gl.where(m, hn - shift, 0.0)
-            s1 += d
-            s2 += d * d
-            hs.slice(c * CHUNK, CHUNK).store(hn.to(H_TY))
-        mu = gl.sum(s1, axis=0) / n_f
-        mean = shift + mu
-        rstd = gl.rsqrt(gl.maximum(gl.sum(s2, axis=0) / n_f - mu * mu, 0.0) + eps)
+            shift, s1, s2 = _ingest(hn, m, c, hs, shift, s1, s2, n0, CHUNK, H_TY)
+        mean, rstd = _row_stats(s1, s2, shift, n_f, eps)
         row += P
         it += 1
     async_copy.wait_group(0)
@@ -292,40 +290,23 @@ def sm90_resources(dtype: str, chunk: int, warps: int, h16: bool, n: int = 32768
 def bench():
     if not torch.cuda.is_available():
         raise SystemExit("rlg_smem_probe needs a CUDA GPU (it times kernels)")
-    from benchmarks._probe import print_table, time_us
-    from implementations.residual_layernorm_gelu.triton import _config, residual_layernorm_gelu_triton
-    from suite.workload import Case, discover
+    from benchmarks._probe import print_table, rlg_shipped, variant_row
 
-    wl = discover().workloads["residual_layernorm_gelu"]
     rows = []
     plans = {"bfloat16": [(4096, 16, 8, True), (8192, 16, 4, True), (4096, 16, 4, False), (4096, 16, 4, True),
                           (2048, 16, 8, True)],
              "float32": [(2048, 16, 4, False), (4096, 16, 2, False)]}
     for dtype, m, n in [("bfloat16", 300, 30000), ("bfloat16", 4096, 32768), ("float32", 4096, 32768),
                         ("float32", 300, 30000)]:
-        case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
-        inputs = wl.make_inputs(case, "cuda", 1234)
-        ref = wl.reference(case, inputs)
-        x, r, w, b, eps = (inputs[k] for k in ("x", "r", "weight", "bias", "eps"))
-        gb = (3 * m * n + 2 * n) * x.element_size() / 1e9
-
-        def rel(y):
-            return ((y.double() - ref).norm() / ref.norm()).item()
-
-        y = residual_layernorm_gelu_triton(x, r, w, b, eps)
-        t = time_us(lambda: residual_layernorm_gelu_triton(x, r, w, b, eps))
-        rows.append((dtype, f"{m}x{n}", "shipped: " + _config(case)[:50], "", t, gb / t * 1e6, rel(y)))
-        print(rows[-1], flush=True)
+        (x, r, w, b, eps), gb, rel, shipped = rlg_shipped(dtype, m, n, 50)
+        rows.append(shipped)
         for chunk, warps, stages, h16 in plans[dtype]:
             if triton.cdiv(n, chunk) % stages:
                 continue
-            y, k = ring(x, r, w, b, eps, chunk, warps, stages, h16, out=torch.full_like(x, float("nan")))
-            err = rel(y)
-            t = time_us(lambda: ring(x, r, w, b, eps, chunk, warps, stages, h16))
-            rows.append((dtype, f"{m}x{n}", f"ring chunk {chunk}, {warps} warps, {stages} slots, "
-                         f"h {'16-bit' if h16 else 'fp32'}", f"{k.n_regs} regs {k.n_spills} spills "
-                         f"{k.metadata.shared // 1024} KiB", t, gb / t * 1e6, err))
-            print(rows[-1], flush=True)
+            rows.append(variant_row(
+                dtype, f"{m}x{n}", f"ring chunk {chunk}, {warps} warps, {stages} slots, h {'16-bit' if h16 else 'fp32'}",
+                x, gb, rel, lambda out=None: ring(x, r, w, b, eps, chunk, warps, stages, h16, out=out),
+                lambda k: f"{k.n_regs} regs {k.n_spills} spills {k.metadata.shared // 1024} KiB"))
     print_table(rows, "rel err")
 
 

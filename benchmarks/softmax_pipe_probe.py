@@ -29,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from benchmarks._probe import fit, print_table, time_us
+from benchmarks._probe import fit, print_table, time_us, variant_row
 
 from implementations.gelu._triton_math import exp2
 from implementations.softmax.triton import LOG2E, _pipe_publish, _pipe_write, pipe_release, pipe_row_log2sum
@@ -193,15 +193,13 @@ def bench():
         cfgs += [(4096, 4, 0, False, 80, "")]
         for early in (False, True):
             for blk, w, g, pairs, mr, ev in cfgs:
-                poisoned = torch.full_like(x, float("nan"))  # every element must be written
-                y, h = pipe(x, blk, w, g, pairs, mr, out=poisoned, evict=ev, early=early)
-                err = (y.double() - ref).abs().max().item()
-                t = time_us(lambda: pipe(x, blk, w, g, pairs, mr, evict=ev, early=early))
                 grid = "tickets" + (f", {g}/SM" if g else ", all resident") + (", early" if early else "")
-                rows.append((name, f"{m}x{n}", f"pipe {'pairs ' if pairs else ''}chunk {blk}, {w} warps, {grid}"
-                             f"{f', maxnreg {mr}' if mr else ''}{f', {ev}' if ev else ''}", f"{h.n_regs} regs "
-                             f"{h.n_spills} spills, {fit(h, w)}/SM fit", t, gb / t * 1e6, err))
-                print(rows[-1], flush=True)
+                rows.append(variant_row(
+                    name, f"{m}x{n}", f"pipe {'pairs ' if pairs else ''}chunk {blk}, {w} warps, {grid}"
+                    f"{f', maxnreg {mr}' if mr else ''}{f', {ev}' if ev else ''}", x, gb,
+                    lambda y: (y.double() - ref).abs().max().item(),
+                    lambda out=None: pipe(x, blk, w, g, pairs, mr, out=out, evict=ev, early=early),
+                    lambda h: f"{h.n_regs} regs {h.n_spills} spills, {fit(h, w)}/SM fit"))
     print_table(rows, "max |err|")
 
 
