@@ -251,9 +251,10 @@ def ring(x, r, w, b, eps, chunk, warps, stages, h16=False, out=None):
     return y, k
 
 
-def sm90_resources(dtype: str, chunk: int, warps: int, h16: bool, n: int = 32768):
-    """(registers, spill bytes, shared bytes, 16-byte loads?) of _rlg_smem
-    compiled for sm_90a here, without a GPU (ptxas from the triton wheel)."""
+def sm90_resources(dtype: str, chunk: int, warps: int, h16: bool, n: int = 32768, stages: int = 0):
+    """(registers, spill bytes, shared bytes, 16-byte global accesses?) of
+    _rlg_smem, or of _rlg_ring with ``stages`` ring slots, compiled for
+    sm_90a here, without a GPU (ptxas from the triton wheel)."""
     import os
     import re
     import subprocess
@@ -269,11 +270,15 @@ def sm90_resources(dtype: str, chunk: int, warps: int, h16: bool, n: int = 32768
     ty = {"float32": "*fp32", "bfloat16": "*bf16", "float16": "*fp16"}[dtype]
     sig = {k: ty for k in ("x_ptr", "r_ptr", "w_ptr", "b_ptr", "y_ptr")}
     sig.update(M="i32", N="i32", eps="fp32")
-    const = {"CHUNK": chunk, "NCH": triton.cdiv(n, chunk), "VEC": 4 if dtype == "float32" else 8,
-             "EXACT": dtype == "float32", "H16": h16}
+    nch = triton.cdiv(n, chunk)
+    const = {"CHUNK": chunk, "NCH": nch, "VEC": 4 if dtype == "float32" else 8, "EXACT": dtype == "float32",
+             "H16": h16}
+    if stages:
+        const.update(NCH_P2=triton.next_power_of_2(nch), STAGES=stages)
     sig.update({k: "constexpr" for k in const})
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6)}  # pointers and N
-    k = triton.compile(GluonASTSource(fn=_rlg_smem, signature=sig, constexprs=const, attrs=attrs),
+    k = triton.compile(GluonASTSource(fn=_rlg_ring if stages else _rlg_smem, signature=sig, constexprs=const,
+                                      attrs=attrs),
                        target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(k.asm["ptx"])
@@ -284,7 +289,8 @@ def sm90_resources(dtype: str, chunk: int, warps: int, h16: bool, n: int = 32768
         os.unlink(f.name)
     return (int(re.search(r"Used (\d+) registers", log).group(1)),
             int(re.search(r"(\d+) bytes spill stores", log).group(1)), k.metadata.shared,
-            bool(re.search(r"ld\.global[.\w:]*\.v4", k.asm["ptx"])))
+            bool(re.search(r"cp\.async\.cg\.shared\.global \[[^]]*\], \[[^]]*\], 0x10" if stages
+                           else r"ld\.global[.\w:]*\.v4", k.asm["ptx"])))
 
 
 def bench():

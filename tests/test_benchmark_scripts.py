@@ -118,18 +118,22 @@ def test_mma_feed_source_compiles():
                                   include_dirs=[ROOT / "implementations" / "gemm" / "cuda"])
 
 
-def test_rlg_smem_probe_kernel_compiles_for_sm90():
-    """The Gluon kernel rlg_smem_probe times compiles for the H200 without a
-    GPU: 64 KB of 16-bit h in shared memory, at most 128 registers and no
-    spills at 8192-column chunks on 16 warps (the interpreter runs no Gluon)."""
+@pytest.mark.parametrize("call,smem", [
+    ("'bfloat16', 8192, 16, True", 4 * 8192 * 2),  # h in 16 bits
+    ("'bfloat16', 8192, 16, True, stages=4", 4 * 8192 * 2 + 2 * 4 * 8192 * 2),  # and the x, r ring
+    ("'float32', 2048, 16, False, stages=4", 16 * 2048 * 4 + 2 * 4 * 2048 * 4),
+])
+def test_rlg_smem_probe_kernels_compile_for_sm90(call, smem):
+    """The Gluon kernels rlg_smem_probe times compile for the H200 without a
+    GPU: the shared memory they were measured with, at most 128 registers, no
+    spills, 16-byte global accesses (the interpreter runs no Gluon)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run([sys.executable, "-c", "from benchmarks.rlg_smem_probe import sm90_resources as f; "
-                           "print(*f('bfloat16', 8192, 16, True))"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
+                           f"print(*f({call}))"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     if proc.returncode != 0 and "no ptxas" in proc.stderr:
         pytest.skip(proc.stderr.strip().splitlines()[-1])
     assert proc.returncode == 0, proc.stderr[-2000:]
-    regs, spills, shared, v4 = proc.stdout.split()
-    assert int(regs) <= 128 and int(spills) == 0 and v4 == "True"
-    assert 4 * 8192 * 2 <= int(shared) < 4 * 8192 * 2 + 4096  # h, and the reductions' scratch
+    regs, spills, shared, wide = proc.stdout.split()
+    assert int(regs) <= 128 and int(spills) == 0 and wide == "True"
+    assert smem <= int(shared) < smem + 4096  # and the reductions' scratch
