@@ -63,6 +63,8 @@ def test_triton_clusters_probe_reports_each_cluster_size():
     assert "1 x 32768, num_ctas=1: compiles" in proc.stdout
     assert all(f"{shape}, num_ctas={n}:" in proc.stdout
                for shape in ("1 x 32768", "2 x 16384", "8 x 4096") for n in (1, 2, 4))
+    assert "gluon 1 x 32768, cga_layout over 1 CTA: compiles" in proc.stdout
+    assert all(f"gluon 1 x 32768, cga_layout over {n} CTAs:" in proc.stdout for n in (2, 4))
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter form")

@@ -60,9 +60,11 @@ stays well under the SM's limit.
   with one chunk of loads in flight a program
   (results/h200/diagnostics/rlg_smem-79f1595.txt); with x and r staged
   through a cp.async ring instead, up to 112 KB in flight, 0.648 and 0.555
-  of copy against 0.782 and 0.801 (rlg_ring-e5317bf.txt).  The CUDA kernels get past it by splitting a row over a
-  cluster of CTAs; a Triton reduction over a cluster (num_ctas > 1) does not
-  compile for sm_90 in triton 3.6 (benchmarks/triton_clusters_probe.py).
+  of copy against 0.782 and 0.801 (rlg_ring-e5317bf.txt).  The CUDA kernels
+  get past it by splitting a row over a cluster of CTAs; a Triton reduction
+  over a cluster (num_ctas > 1) does not compile for sm_90 in triton 3.6,
+  nor does a Gluon reduction over a layout split across a cluster's CTAs
+  (benchmarks/triton_clusters_probe.py).
 """
 from __future__ import annotations
 
