@@ -24,7 +24,7 @@ import triton.language as tl
 from benchmarks._probe import fit, print_table, rlg_shipped, variant_row
 
 from implementations.gelu.triton import gelu_f32
-from implementations.softmax.triton import pipe_release
+from implementations.softmax.triton import _split_buffers, pipe_release
 
 
 @triton.jit
@@ -116,8 +116,7 @@ def pipe(x, r, w, b, eps, block, warps, maxnreg=None, early=True, out=None, prog
     y = torch.empty_like(x) if out is None else out
     p = triton.cdiv(n, block)
     pmax = triton.next_power_of_2(p)
-    stats = torch.empty(m * 2 * pmax, device=x.device, dtype=torch.float32)
-    count = torch.zeros(m + 1, device=x.device, dtype=torch.int32)
+    stats, count = _split_buffers(x, m, pmax)
     args = (x, r, w, b, y, stats, count, m, n, float(eps))
     meta = dict(BLOCK=block, P_MAX=pmax, EXACT=x.element_size() == 4, EARLY=early, num_warps=warps,
                 **({"maxnreg": maxnreg} if maxnreg else {}))

@@ -32,7 +32,8 @@ import triton.language as tl
 from benchmarks._probe import fit, print_table, time_us, variant_row
 
 from implementations.gelu._triton_math import exp2
-from implementations.softmax.triton import LOG2E, _pipe_publish, _pipe_write, pipe_release, pipe_row_log2sum
+from implementations.softmax.triton import (LOG2E, _pipe_publish, _pipe_write, _split_buffers, pipe_release,
+                                             pipe_row_log2sum)
 
 
 @triton.jit
@@ -153,8 +154,7 @@ def pipe(x, block, warps, progs_per_sm, pairs, maxnreg=None, out=None, programs=
     y = torch.empty_like(x) if out is None else out
     p = triton.cdiv(n, block)
     pmax = triton.next_power_of_2(p)
-    stats = torch.empty(m * 2 * pmax, device=x.device, dtype=torch.float32)
-    count = torch.zeros(m + 1, device=x.device, dtype=torch.int32)
+    stats, count = _split_buffers(x, m, pmax)
     args = (x, y, stats, count, n, m * p)
     meta = dict(BLOCK=block, P_MAX=pmax, PAIRS=pairs, EVICT=evict, STATIC=static, EARLY=early, num_warps=warps,
                 **({"maxnreg": maxnreg} if maxnreg else {}))
