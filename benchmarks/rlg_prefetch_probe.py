@@ -168,6 +168,87 @@ def _rlg_quarters_pf(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, DIST, Q: tl.c
     _out(d3, rstd, w_ptr, b_ptr, y_ptr, base, 3 * Q, cols, N, EXACT)
 
 
+
+@triton.jit
+def _ld(p, row, off, cols, N, ok):
+    return tl.load(p + row.to(tl.int64) * N + off + cols, mask=(off + cols < N) & ok, other=0.0)
+
+
+@triton.jit
+def _emit_q(d, rstd, w_ptr, b_ptr, y_ptr, row, off, cols, N, EXACT: tl.constexpr):
+    _out(d, rstd, w_ptr, b_ptr, y_ptr, row.to(tl.int64) * N, off, cols, N, EXACT)
+
+
+@triton.jit
+def _rlg_rot(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, DISTP, Q: tl.constexpr, EXACT: tl.constexpr,
+             KIND: tl.constexpr, SLICES: tl.constexpr, FENCE: tl.constexpr, EAGER: tl.constexpr):
+    """One persistent program an SM, a row held as four Q-wide quarters: quarter k's y is written, then
+    the next row's quarter k is loaded into the registers it held, while quarter k + 1's GELU runs.
+    DISTP > 0: row + DISTP * P prefetched into L2 at the top of each row.  FENCE: a barrier between
+    quarters, so the compiler keeps that order.  EAGER: the next row's quarter k - 1 added into h as
+    soon as quarter k's loads are issued (fewer registers in flight)."""
+    pid = tl.program_id(0)
+    P = tl.num_programs(0)
+    cols = tl.arange(0, Q)
+    ok = pid < M
+    h0 = _ld(x_ptr, pid, 0, cols, N, ok).to(tl.float32) + _ld(r_ptr, pid, 0, cols, N, ok).to(tl.float32)
+    h1 = _ld(x_ptr, pid, Q, cols, N, ok).to(tl.float32) + _ld(r_ptr, pid, Q, cols, N, ok).to(tl.float32)
+    h2 = _ld(x_ptr, pid, 2 * Q, cols, N, ok).to(tl.float32) + _ld(r_ptr, pid, 2 * Q, cols, N, ok).to(tl.float32)
+    h3 = _ld(x_ptr, pid, 3 * Q, cols, N, ok).to(tl.float32) + _ld(r_ptr, pid, 3 * Q, cols, N, ok).to(tl.float32)
+    for row in range(pid, M, P):
+        _prefetch_rows(x_ptr, r_ptr, row, M, N, DISTP * P, KIND, SLICES)
+        mean = (tl.sum(h0, 0) + tl.sum(h1, 0) + tl.sum(h2, 0) + tl.sum(h3, 0)) / N
+        d0 = _dev(h0, mean, 0, cols, N)
+        d1 = _dev(h1, mean, Q, cols, N)
+        d2 = _dev(h2, mean, 2 * Q, cols, N)
+        d3 = _dev(h3, mean, 3 * Q, cols, N)
+        rstd = tl.math.rsqrt((tl.sum(d0 * d0, 0) + tl.sum(d1 * d1, 0) + tl.sum(d2 * d2, 0)
+                              + tl.sum(d3 * d3, 0)) / N + eps)
+        nxt = row + P
+        ok = nxt < M
+        _emit_q(d0, rstd, w_ptr, b_ptr, y_ptr, row, 0, cols, N, EXACT)
+        if FENCE:
+            tl.debug_barrier()
+        x0 = _ld(x_ptr, nxt, 0, cols, N, ok)
+        r0 = _ld(r_ptr, nxt, 0, cols, N, ok)
+        _emit_q(d1, rstd, w_ptr, b_ptr, y_ptr, row, Q, cols, N, EXACT)
+        if FENCE:
+            tl.debug_barrier()
+        x1 = _ld(x_ptr, nxt, Q, cols, N, ok)
+        r1 = _ld(r_ptr, nxt, Q, cols, N, ok)
+        if EAGER:
+            h0 = x0.to(tl.float32) + r0.to(tl.float32)
+        _emit_q(d2, rstd, w_ptr, b_ptr, y_ptr, row, 2 * Q, cols, N, EXACT)
+        if FENCE:
+            tl.debug_barrier()
+        x2 = _ld(x_ptr, nxt, 2 * Q, cols, N, ok)
+        r2 = _ld(r_ptr, nxt, 2 * Q, cols, N, ok)
+        if EAGER:
+            h1 = x1.to(tl.float32) + r1.to(tl.float32)
+        _emit_q(d3, rstd, w_ptr, b_ptr, y_ptr, row, 3 * Q, cols, N, EXACT)
+        if FENCE:
+            tl.debug_barrier()
+        x3 = _ld(x_ptr, nxt, 3 * Q, cols, N, ok)
+        r3 = _ld(r_ptr, nxt, 3 * Q, cols, N, ok)
+        if not EAGER:
+            h0 = x0.to(tl.float32) + r0.to(tl.float32)
+            h1 = x1.to(tl.float32) + r1.to(tl.float32)
+        h2 = x2.to(tl.float32) + r2.to(tl.float32)
+        h3 = x3.to(tl.float32) + r3.to(tl.float32)
+
+
+def rot(x, r, w, b, eps, distp, fence, eager, kind=0, slices=8, out=None):
+    """y by _rlg_rot on one program an SM; returns y and the kernel."""
+    m, n = x.shape
+    if (n * x.element_size()) % 16:
+        distp = 0
+    y = torch.empty_like(x) if out is None else out
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    k = _rlg_rot[(min(m, sms),)](x, r, w, b, y, m, n, float(eps), distp, Q=triton.next_power_of_2(triton.cdiv(n, 4)),
+                                 EXACT=x.element_size() == 4, KIND=kind, SLICES=slices, FENCE=fence, EAGER=eager,
+                                 num_warps=32)
+    return y, k
+
 def run(x, r, w, b, eps, dist, kind, late, evict, slices=8, out=None):
     """y by the dtype's whole-row kernel with row + ``dist`` prefetched (0: none); returns y and the kernel."""
     m, n = x.shape
@@ -186,28 +267,27 @@ def run(x, r, w, b, eps, dist, kind, late, evict, slices=8, out=None):
 def bench():
     if not torch.cuda.is_available():
         raise SystemExit("rlg_prefetch_probe needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows = []
+    res = lambda k: f"{k.n_regs} regs {k.n_spills} spills"  # noqa: E731
     for dtype, m, n in [("bfloat16", 4096, 32768), ("float32", 4096, 32768), ("bfloat16", 300, 30000),
-                        ("float32", 300, 30000)]:
+                        ("float32", 1000, 20000)]:
         (x, r, w, b, eps), gb, rel, shipped = rlg_shipped(dtype, m, n, 62)
         rows.append(shipped)
         full = m == 4096
-        hints = ("", "evict_first") if full else ("",)
-        for evict in hints:
-            rows.append(variant_row(dtype, f"{m}x{n}", f"no prefetch, evict '{evict}'", x, gb, rel,
-                                    lambda out=None: run(x, r, w, b, eps, 0, 0, False, evict, out=out),
-                                    lambda k: f"{k.n_regs} regs {k.n_spills} spills"))
-        for waves in ((0.5, 1, 2) if full else (1,)):
-            for kind in (0, 1):
-                for late in ((False, True) if full else (False,)):
-                    for evict in hints:
-                        dist = int(waves * sms)
-                        rows.append(variant_row(
-                            dtype, f"{m}x{n}", f"{'bulk' if kind == 0 else 'lines'} +{dist}"
-                            f"{' late' if late else ''}, evict '{evict}'", x, gb, rel,
-                            lambda out=None: run(x, r, w, b, eps, dist, kind, late, evict, out=out),
-                            lambda k: f"{k.n_regs} regs {k.n_spills} spills"))
+        shape = f"{m}x{n}"
+        rows.append(variant_row(dtype, shape, "whole row, no prefetch", x, gb, rel,
+                                lambda out=None: run(x, r, w, b, eps, 0, 0, False, "", out=out), res))
+        late = dtype == "bfloat16"  # float32's quarters spill with the prefetch after their loads
+        for dist in ((16, 33, 44, 66) if full else (44,)):
+            rows.append(variant_row(dtype, shape, f"whole row, bulk +{dist}{' late' if late else ''}", x, gb, rel,
+                                    lambda out=None: run(x, r, w, b, eps, dist, 0, late, "", out=out), res))
+        for distp in ((0, 1, 2) if full else (1,)):
+            for fence in ((False, True) if full else (True,)):
+                for eager in ((False, True) if full else (True,)):
+                    rows.append(variant_row(
+                        dtype, shape, f"rotating quarters, prefetch {distp}P{', fence' if fence else ''}"
+                        f"{', eager' if eager else ''}", x, gb, rel,
+                        lambda out=None: rot(x, r, w, b, eps, distp, fence, eager, out=out), res))
     print_table(rows, "rel err")
 
 
