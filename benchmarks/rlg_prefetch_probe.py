@@ -1,130 +1,82 @@
-"""residual_layernorm_gelu over wide rows, the next rows' x and r prefetched into L2: a one-off device comparison.
+"""residual_layernorm_gelu over wide rows, later rows' x and r prefetched into L2: a one-off device comparison.
 
 ``PYTHONPATH=. python3 benchmarks/rlg_prefetch_probe.py`` on the H200.  At 4096 x 32768
 one program holds a whole row and fills an SM; while it reduces, the SM has no
 loads in flight, and HBM idles (ncu: 67% of DRAM peak,
 results/h200/diagnostics/ncu-rlg-triton-rows-ca4e325.txt).  Holding the next
 row's loads in registers ran out of registers (rlg_pipe_probe).  A prefetch
-into L2 holds no registers: each program, on starting row i, asks L2 for row
-i + DIST's x and r (``DIST`` about one wave of programs ahead, so about the
-row this SM takes next), so that HBM keeps streaming across the reductions
-and the program's own loads mostly hit L2.
+into L2 holds no registers: implementations/_l2_prefetch.py has a program
+ask L2 for the x and r of the program NUM_SMS / PF_DIV ahead, about the one
+its SM runs next, so that HBM keeps streaming across the reductions.
 
-Two prefetch forms: ``bulk`` has a few threads each issue one TMA bulk L2
-prefetch (``cp.async.bulk.prefetch.L2``) of a slice of the row; ``lines`` has
-every thread issue ``prefetch.global.L2`` for its 128-byte lines.  The
-kernels are the shipped whole-row kernel's shape: bf16 as one 32768-wide
-block on 32 warps, float32 as four 8192-wide quarters (rlg_wide_rows).
+Timed here, beside the shipped (raced, autotuned) kernel:
+- bf16: the shipped whole-row kernel (``_rlg_rows``, one row on 32 warps) at
+  PF_DIV 0 (none), 2, 3, 4 and 8, and ``_rlg_onepass``, the same with the
+  mean and variance in one two-value reduction (sums shifted by the row's
+  first h) instead of two;
+- float32: a whole row held as four 8192-wide quarters (64 registers, see
+  rlg_wide_rows), the prefetch issued before its loads (after them, it
+  spills), at 16 to 66 rows ahead;
+- both: ``_rlg_rot``, one persistent program an SM that loads the next row
+  quarter by quarter into the registers each written quarter frees.
+
+The first runs (results/h200/diagnostics/rlg_prefetch-5e0a70d.txt and
+-f79fef0.txt, with the probe's own copy of the whole-row kernel) also tried
+a per-line ``prefetch.global.L2`` from every thread (0.816 of copy at best
+against the bulk form's 0.831), the prefetch issued before the program's
+own loads (0.757 at best), and prefetching one and two waves ahead (0.810
+and 0.664).
 """
 import torch
 import triton
 import triton.language as tl
 
 from benchmarks._probe import print_table, rlg_shipped, variant_row
+from implementations._l2_prefetch import prefetch_l2
 from implementations.gelu.triton import gelu_f32
-
-# $1, $2: x and r row addresses; $3: bytes a slice (a multiple of 16); $4: row bytes.
-# Thread t < ceil(row / slice) prefetches slice t of both rows.
-_BULK = tl.constexpr("""{
-.reg .pred p;
-.reg .u32 t, off, sz;
-.reg .u64 o, a;
-mov.u32 t, %tid.x;
-mul.lo.u32 off, t, $3;
-setp.lt.u32 p, off, $4;
-sub.u32 sz, $4, off;
-min.u32 sz, sz, $3;
-cvt.u64.u32 o, off;
-add.u64 a, $1, o;
-@p cp.async.bulk.prefetch.L2.global [a], sz;
-add.u64 a, $2, o;
-@p cp.async.bulk.prefetch.L2.global [a], sz;
-mov.u32 $0, 0;
-}""")
-
-# Thread t prefetches lines t, t + T, t + 2T, t + 3T (T threads, 128 bytes a line) of both rows.
-_LINES = tl.constexpr("""{
-.reg .pred p;
-.reg .u32 t, nt, off;
-.reg .u64 o, a;
-mov.u32 t, %tid.x;
-mov.u32 nt, %ntid.x;
-shl.b32 nt, nt, 7;
-shl.b32 off, t, 7;
-setp.lt.u32 p, off, $4;
-cvt.u64.u32 o, off;
-add.u64 a, $1, o;
-@p prefetch.global.L2 [a];
-add.u64 a, $2, o;
-@p prefetch.global.L2 [a];
-add.u32 off, off, nt;
-setp.lt.u32 p, off, $4;
-cvt.u64.u32 o, off;
-add.u64 a, $1, o;
-@p prefetch.global.L2 [a];
-add.u64 a, $2, o;
-@p prefetch.global.L2 [a];
-add.u32 off, off, nt;
-setp.lt.u32 p, off, $4;
-cvt.u64.u32 o, off;
-add.u64 a, $1, o;
-@p prefetch.global.L2 [a];
-add.u64 a, $2, o;
-@p prefetch.global.L2 [a];
-add.u32 off, off, nt;
-setp.lt.u32 p, off, $4;
-cvt.u64.u32 o, off;
-add.u64 a, $1, o;
-@p prefetch.global.L2 [a];
-add.u64 a, $2, o;
-@p prefetch.global.L2 [a];
-mov.u32 $0, 0;
-}""")
+from implementations.residual_layernorm_gelu.triton import _rlg_rows
 
 
 @triton.jit
-def _prefetch_rows(x_ptr, r_ptr, row, M, N, DIST, KIND: tl.constexpr, SLICES: tl.constexpr):
-    """Ask L2 for row ``row + DIST``'s x and r (nothing past the last row, nothing when DIST is 0)."""
-    nxt = row + DIST
-    if (DIST > 0) & (nxt < M):
-        nbytes = N * (x_ptr.dtype.element_ty.primitive_bitwidth // 8)
-        xa = (x_ptr + nxt.to(tl.int64) * N).to(tl.int64, bitcast=True) + tl.zeros([1], tl.int64)
-        ra = (r_ptr + nxt.to(tl.int64) * N).to(tl.int64, bitcast=True) + tl.zeros([1], tl.int64)
-        sl = ((nbytes + SLICES * 16 - 1) // (SLICES * 16)) * 16
-        tl.inline_asm_elementwise(_BULK if KIND == 0 else _LINES, "=r,l,l,r,r",
-                                  [xa, ra, sl + tl.zeros([1], tl.int32), nbytes + tl.zeros([1], tl.int32)],
-                                  dtype=tl.int32, is_pure=False, pack=1)
+def _prefetch_row(x_ptr, r_ptr, row, M, N):
+    """x and r of ``row`` into L2 (nothing past the last row)."""
+    start = row.to(tl.int64) * N
+    prefetch_l2(x_ptr + start, r_ptr + start, tl.where(row < M, N, 0))
 
 
 @triton.jit
-def _rlg_whole_pf(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, DIST, BLOCK_N: tl.constexpr, EXACT: tl.constexpr,
-                  EVICT: tl.constexpr, KIND: tl.constexpr, SLICES: tl.constexpr, LATE: tl.constexpr):
-    """The shipped whole-row kernel (_rlg_rows, ROWS=1, w and b after the reductions) with the prefetch."""
+def _add2(a1, b1, a2, b2):
+    return a1 + a2, b1 + b2
+
+
+@triton.jit
+def _rlg_onepass(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, DIST, BLOCK_N: tl.constexpr, EXACT: tl.constexpr):
+    """One row a program (N == BLOCK_N), mean and variance from one reduction of (h - K, (h - K)^2), K the
+    row's first h; row + DIST prefetched after the loads."""
     row = tl.program_id(0)
-    if not LATE:
-        _prefetch_rows(x_ptr, r_ptr, row, M, N, DIST, KIND, SLICES)
     cols = tl.arange(0, BLOCK_N)
-    cm = cols < N
     src = row.to(tl.int64) * N + cols
-    x = tl.load(x_ptr + src, mask=cm, other=0.0, eviction_policy=EVICT)
-    r = tl.load(r_ptr + src, mask=cm, other=0.0, eviction_policy=EVICT)
-    if LATE:
-        _prefetch_rows(x_ptr, r_ptr, row, M, N, DIST, KIND, SLICES)
+    x = tl.load(x_ptr + src)
+    r = tl.load(r_ptr + src)
+    k = tl.load(x_ptr + row.to(tl.int64) * N).to(tl.float32) + tl.load(r_ptr + row.to(tl.int64) * N).to(tl.float32)
+    if DIST > 0:
+        _prefetch_row(x_ptr, r_ptr, row + DIST, M, N)
     h = x.to(tl.float32) + r.to(tl.float32)
-    mean = tl.sum(h, axis=0) / N
-    d = tl.where(cm, h - mean, 0.0)
-    rstd = tl.math.rsqrt(tl.sum(d * d, axis=0) / N + eps)
-    w = tl.load(w_ptr + cols, mask=cm, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    b = tl.load(b_ptr + cols, mask=cm, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    y = gelu_f32(d * rstd * w + b, EXACT)
-    tl.store(y_ptr + src, y.to(y_ptr.dtype.element_ty), mask=cm)
+    s = h - k
+    s1, s2 = tl.reduce((s, s * s), 0, _add2)
+    mu = s1 / N
+    rstd = tl.math.rsqrt(tl.maximum(s2 / N - mu * mu, 0.0) + eps)
+    w = tl.load(w_ptr + cols, eviction_policy="evict_last").to(tl.float32)
+    b = tl.load(b_ptr + cols, eviction_policy="evict_last").to(tl.float32)
+    y = gelu_f32((s - mu) * rstd * w + b, EXACT)
+    tl.store(y_ptr + src, y.to(y_ptr.dtype.element_ty))
 
 
 @triton.jit
-def _part(x_ptr, r_ptr, base, off, cols, N, EVICT: tl.constexpr):
+def _part(x_ptr, r_ptr, base, off, cols, N):
     m = off + cols < N
-    return (tl.load(x_ptr + base + off + cols, mask=m, other=0.0, eviction_policy=EVICT).to(tl.float32)
-            + tl.load(r_ptr + base + off + cols, mask=m, other=0.0, eviction_policy=EVICT).to(tl.float32))
+    return (tl.load(x_ptr + base + off + cols, mask=m, other=0.0).to(tl.float32)
+            + tl.load(r_ptr + base + off + cols, mask=m, other=0.0).to(tl.float32))
 
 
 @triton.jit
@@ -141,20 +93,18 @@ def _out(d, rstd, w_ptr, b_ptr, y_ptr, base, off, cols, N, EXACT: tl.constexpr):
 
 
 @triton.jit
-def _rlg_quarters_pf(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, DIST, Q: tl.constexpr, EXACT: tl.constexpr,
-                     EVICT: tl.constexpr, KIND: tl.constexpr, SLICES: tl.constexpr, LATE: tl.constexpr):
-    """A whole row (N <= 4Q) held as four Q-wide quarters, so that float32 fits 64 registers, with the prefetch."""
+def _rlg_quarters_pf(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, DIST, Q: tl.constexpr, EXACT: tl.constexpr):
+    """A whole row (N <= 4Q) held as four Q-wide quarters, so that float32 fits 64 registers; row + DIST
+    prefetched first."""
     row = tl.program_id(0)
-    if not LATE:
-        _prefetch_rows(x_ptr, r_ptr, row, M, N, DIST, KIND, SLICES)
+    if DIST > 0:
+        _prefetch_row(x_ptr, r_ptr, row + DIST, M, N)
     base = row.to(tl.int64) * N
     cols = tl.arange(0, Q)
-    h0 = _part(x_ptr, r_ptr, base, 0, cols, N, EVICT)
-    h1 = _part(x_ptr, r_ptr, base, Q, cols, N, EVICT)
-    h2 = _part(x_ptr, r_ptr, base, 2 * Q, cols, N, EVICT)
-    h3 = _part(x_ptr, r_ptr, base, 3 * Q, cols, N, EVICT)
-    if LATE:
-        _prefetch_rows(x_ptr, r_ptr, row, M, N, DIST, KIND, SLICES)
+    h0 = _part(x_ptr, r_ptr, base, 0, cols, N)
+    h1 = _part(x_ptr, r_ptr, base, Q, cols, N)
+    h2 = _part(x_ptr, r_ptr, base, 2 * Q, cols, N)
+    h3 = _part(x_ptr, r_ptr, base, 3 * Q, cols, N)
     mean = (tl.sum(h0, 0) + tl.sum(h1, 0) + tl.sum(h2, 0) + tl.sum(h3, 0)) / N
     d0 = _dev(h0, mean, 0, cols, N)
     d1 = _dev(h1, mean, Q, cols, N)
@@ -181,7 +131,7 @@ def _emit_q(d, rstd, w_ptr, b_ptr, y_ptr, row, off, cols, N, EXACT: tl.constexpr
 
 @triton.jit
 def _rlg_rot(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, DISTP, Q: tl.constexpr, EXACT: tl.constexpr,
-             KIND: tl.constexpr, SLICES: tl.constexpr, FENCE: tl.constexpr, EAGER: tl.constexpr):
+             FENCE: tl.constexpr, EAGER: tl.constexpr):
     """One persistent program an SM, a row held as four Q-wide quarters: quarter k's y is written, then
     the next row's quarter k is loaded into the registers it held, while quarter k + 1's GELU runs.
     DISTP > 0: row + DISTP * P prefetched into L2 at the top of each row.  FENCE: a barrier between
@@ -196,7 +146,8 @@ def _rlg_rot(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, DISTP, Q: tl.constexp
     h2 = _ld(x_ptr, pid, 2 * Q, cols, N, ok).to(tl.float32) + _ld(r_ptr, pid, 2 * Q, cols, N, ok).to(tl.float32)
     h3 = _ld(x_ptr, pid, 3 * Q, cols, N, ok).to(tl.float32) + _ld(r_ptr, pid, 3 * Q, cols, N, ok).to(tl.float32)
     for row in range(pid, M, P):
-        _prefetch_rows(x_ptr, r_ptr, row, M, N, DISTP * P, KIND, SLICES)
+        if DISTP > 0:
+            _prefetch_row(x_ptr, r_ptr, row + DISTP * P, M, N)
         mean = (tl.sum(h0, 0) + tl.sum(h1, 0) + tl.sum(h2, 0) + tl.sum(h3, 0)) / N
         d0 = _dev(h0, mean, 0, cols, N)
         d1 = _dev(h1, mean, Q, cols, N)
@@ -237,36 +188,43 @@ def _rlg_rot(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, DISTP, Q: tl.constexp
         h3 = x3.to(tl.float32) + r3.to(tl.float32)
 
 
-def rot(x, r, w, b, eps, distp, fence, eager, kind=0, slices=8, out=None):
+def rot(x, r, w, b, eps, distp, fence, eager, out=None):
     """y by _rlg_rot on one program an SM; returns y and the kernel."""
     m, n = x.shape
-    if (n * x.element_size()) % 16:
-        distp = 0
     y = torch.empty_like(x) if out is None else out
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
     k = _rlg_rot[(min(m, sms),)](x, r, w, b, y, m, n, float(eps), distp, Q=triton.next_power_of_2(triton.cdiv(n, 4)),
-                                 EXACT=x.element_size() == 4, KIND=kind, SLICES=slices, FENCE=fence, EAGER=eager,
-                                 num_warps=32)
+                                 EXACT=x.element_size() == 4, FENCE=fence, EAGER=eager, num_warps=32)
     return y, k
 
-def run(x, r, w, b, eps, dist, kind, late, evict, slices=8, out=None):
-    """y by the dtype's whole-row kernel with row + ``dist`` prefetched (0: none); returns y and the kernel."""
+def whole(x, r, w, b, eps, pf_div, out=None):
+    """y by the shipped whole-row kernel as one 16-bit row on 32 warps at ``pf_div``; returns y and the kernel."""
     m, n = x.shape
-    if (n * x.element_size()) % 16:
-        dist = 0  # bulk prefetches take 16-byte multiples
     y = torch.empty_like(x) if out is None else out
-    meta = dict(EXACT=x.element_size() == 4, EVICT=evict, KIND=kind, SLICES=slices, LATE=late, num_warps=32)
-    if x.element_size() == 2:
-        k = _rlg_whole_pf[(m,)](x, r, w, b, y, m, n, float(eps), dist, BLOCK_N=triton.next_power_of_2(n), **meta)
-    else:
-        k = _rlg_quarters_pf[(m,)](x, r, w, b, y, m, n, float(eps), dist,
-                                   Q=triton.next_power_of_2(triton.cdiv(n, 4)), **meta)
+    k = _rlg_rows[(m,)](x, r, w, b, y, m, n, float(eps), triton.next_power_of_2(m),
+                        torch.cuda.get_device_properties(x.device).multi_processor_count, ROWS=1,
+                        BLOCK_N=triton.next_power_of_2(n), EXACT=False, EVEN_N=n == triton.next_power_of_2(n),
+                        ALIGN=8 if n % 8 == 0 else 1, WB_EARLY=False, EVICT="", PF_DIV=pf_div, num_warps=32)
     return y, k
+
+
+def onepass(x, r, w, b, eps, dist, out=None):
+    m, n = x.shape
+    y = torch.empty_like(x) if out is None else out
+    return y, _rlg_onepass[(m,)](x, r, w, b, y, m, n, float(eps), dist, BLOCK_N=n, EXACT=False, num_warps=32)
+
+
+def quarters(x, r, w, b, eps, dist, out=None):
+    m, n = x.shape
+    y = torch.empty_like(x) if out is None else out
+    return y, _rlg_quarters_pf[(m,)](x, r, w, b, y, m, n, float(eps), dist,
+                                     Q=triton.next_power_of_2(triton.cdiv(n, 4)), EXACT=True, num_warps=32)
 
 
 def bench():
     if not torch.cuda.is_available():
         raise SystemExit("rlg_prefetch_probe needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows = []
     res = lambda k: f"{k.n_regs} regs {k.n_spills} spills"  # noqa: E731
     for dtype, m, n in [("bfloat16", 4096, 32768), ("float32", 4096, 32768), ("bfloat16", 300, 30000),
@@ -275,19 +233,24 @@ def bench():
         rows.append(shipped)
         full = m == 4096
         shape = f"{m}x{n}"
-        rows.append(variant_row(dtype, shape, "whole row, no prefetch", x, gb, rel,
-                                lambda out=None: run(x, r, w, b, eps, 0, 0, False, "", out=out), res))
-        late = dtype == "bfloat16"  # float32's quarters spill with the prefetch after their loads
-        for dist in ((16, 33, 44, 66) if full else (44,)):
-            rows.append(variant_row(dtype, shape, f"whole row, bulk +{dist}{' late' if late else ''}", x, gb, rel,
-                                    lambda out=None: run(x, r, w, b, eps, dist, 0, late, "", out=out), res))
-        for distp in ((0, 1, 2) if full else (1,)):
-            for fence in ((False, True) if full else (True,)):
-                for eager in ((False, True) if full else (True,)):
-                    rows.append(variant_row(
-                        dtype, shape, f"rotating quarters, prefetch {distp}P{', fence' if fence else ''}"
-                        f"{', eager' if eager else ''}", x, gb, rel,
-                        lambda out=None: rot(x, r, w, b, eps, distp, fence, eager, out=out), res))
+
+        def add(label, fn):
+            rows.append(variant_row(dtype, shape, label, x, gb, rel, fn, res))
+
+        if dtype == "bfloat16":
+            for div in ((0, 2, 3, 4, 8) if full else (0, 2)):
+                add(f"whole row, PF_DIV {div}", lambda out=None: whole(x, r, w, b, eps, div, out=out))
+            if full:
+                for div in (0, 2, 3):
+                    dist = sms // div if div else 0
+                    add(f"one-pass stats, +{dist}", lambda out=None: onepass(x, r, w, b, eps, dist, out=out))
+        else:
+            for dist in ((0, 16, 33, 66) if full else (0, 33)):
+                add(f"quarters, +{dist}", lambda out=None: quarters(x, r, w, b, eps, dist, out=out))
+        for distp in ((0, 1) if full else (1,)):
+            for eager in ((False, True) if full else (True,)):
+                add(f"rotating quarters, prefetch {distp}P{', eager' if eager else ''}",
+                    lambda out=None: rot(x, r, w, b, eps, distp, False, eager, out=out))
     print_table(rows, "rel err")
 
 

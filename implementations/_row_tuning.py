@@ -6,6 +6,7 @@ the fastest per (N, dtype, power-of-two M bucket).
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import triton
@@ -147,6 +148,17 @@ class Raced(Chosen):
     def config_for(self, m: int, n: int, dtype: str, dtype_bytes: int) -> str:
         raced = self.raced.get((n, dtype, triton.next_power_of_2(m)))
         return raced[1] if raced else self.config(m, n, dtype_bytes)
+
+
+@functools.lru_cache(maxsize=None)
+def sm_count(index: int) -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def device_index(x) -> int:
+    return x.device.index if x.device.index is not None else 0
 
 
 def time_ms(fn) -> float:

@@ -107,6 +107,34 @@ def test_rlg_wide_16bit_rows_race_split(m, n):
     _run_each_winner(rlg._CHOSEN, case, ("rows", "split"))
 
 
+@pytest.mark.parametrize("m,n,offset", [(300, 32768, 0), (200, 30002, 0), (133, 32760, 1), (5, 16392, 3)])
+def test_rlg_whole_row_candidates_with_prefetch(m, n, offset):
+    """Every whole-row candidate of the 16-bit race (the L2 prefetch of a later program's x and r or not),
+    launched directly into a poisoned output; inputs also ``offset`` elements off a 16-byte boundary
+    (the prefetch then covers only the whole 16-byte words inside each range), and programs whose
+    prefetch target lies past the last row."""
+    from implementations._row_tuning import sm_count
+    from implementations.residual_layernorm_gelu import triton as rlg
+
+    case = Case.make("residual_layernorm_gelu", "bfloat16", M=m, N=n)
+    wl = discover().workloads["residual_layernorm_gelu"]
+    inputs = wl.make_inputs(case, "cuda", SEED)
+    ref = wl.reference(case, inputs)
+    x, r = (torch.empty(m * n + offset, dtype=t.dtype, device="cuda")[offset:].view(m, n).copy_(t)
+            for t in (inputs["x"], inputs["r"]))
+    cands = rlg.race_candidates(m, n, 2)
+    assert {c["PF_DIV"] for c in cands} >= {0, 2, 3}
+    for c in cands:
+        y = verify.poison_(torch.empty_like(x))
+        rlg._rlg_rows[(m,)](x, r, inputs["weight"], inputs["bias"], y, m, n, float(inputs["eps"]),
+                            triton.next_power_of_2(m), sm_count(0), ROWS=1, BLOCK_N=c["BLOCK_N"], EXACT=False,
+                            EVEN_N=n == c["BLOCK_N"], ALIGN=rlg.row_align(n, 2), WB_EARLY=c["WB_EARLY"],
+                            EVICT=c["EVICT"], PF_DIV=c["PF_DIV"], num_warps=c["num_warps"])
+        torch.cuda.synchronize()
+        res = verify.check(y, ref, wl.tolerance(case))
+        assert res.correct, f"{case} offset {offset} {c} seed={SEED}: {res.message}"
+
+
 @pytest.mark.parametrize("m,n", [(1, 1), (1, 7), (3, 1), (1, 131072), (2, 65539)])
 def test_degenerate_rows(m, n):
     for w in ("softmax", "residual_layernorm_gelu"):

@@ -168,9 +168,9 @@ def test_every_short_row_candidate(dtype, poisoned):
             y = torch.empty_like(x)
             rlg._rlg_rows[(triton.cdiv(m, c["ROWS"]),)](
                 x, inputs["r"], inputs["weight"], inputs["bias"], y, m, n, float(inputs["eps"]),
-                triton.next_power_of_2(m), ROWS=c["ROWS"], BLOCK_N=c["BLOCK_N"], EXACT=x.element_size() == 4,
+                triton.next_power_of_2(m), 1, ROWS=c["ROWS"], BLOCK_N=c["BLOCK_N"], EXACT=x.element_size() == 4,
                 EVEN_N=n == c["BLOCK_N"], ALIGN=rlg.row_align(n, x.element_size()),
-                WB_EARLY=c["WB_EARLY"], EVICT=c["EVICT"], num_warps=c["num_warps"])
+                WB_EARLY=c["WB_EARLY"], EVICT=c["EVICT"], PF_DIV=c["PF_DIV"], num_warps=c["num_warps"])
             res = verify.check(y, wl.reference(case, inputs), wl.tolerance(case))
             assert res.correct, f"{case} {c}: {res.message}"
     for m, n in ((300, 128), (37, 100), (5, 3)):
@@ -329,6 +329,8 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
             if wl != "softmax":
                 sig["eps"] = "fp32"
             sig["M_BUCKET"] = "i32"
+            if wl != "softmax" and plan["kernel"] == "rows":
+                sig["NUM_SMS"] = "i32"
             kern = {"rows": S._softmax_rows if wl == "softmax" else R._rlg_rows, "online": S._softmax_online,
                     "split": S._softmax_split if wl == "softmax" else R._rlg_split,
                     "split2": S._softmax_split, "pipe": S._softmax_pipe}[plan["kernel"]]
@@ -374,6 +376,8 @@ def test_launch_plans_compile_for_sm90_without_spills():
     results = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(results) >= 40  # the plans and every autotuning candidate
     assert not [r for r in results if r["spill"]], "spills"
+    # the whole-row candidates with the L2 prefetch (cp.async.bulk.prefetch) assemble too
+    assert [r for r in results if "('PF_DIV', 2)" in r["key"]] and [r for r in results if "('PF_DIV', 3)" in r["key"]]
     assert not [r for r in results if r["aligned"] and not r["v4"]], "loads not 16 bytes wide"
 
 
@@ -429,8 +433,8 @@ def test_rlg_races_whole_16bit_rows_against_split():
     assert not rlg.rows_raced(32768, 4)  # float32 32768 spills on 32 warps
     assert rlg.plan(4096, 32768, 2)["kernel"] == "split"
     cands = rlg.race_candidates(4096, 32768, 2)
-    assert [(c["BLOCK_N"], c["num_warps"], c["WB_EARLY"]) for c in cands] == [(32768, 32, False)] * 2
-    assert {c["EVICT"] for c in cands} == {"", "evict_first"}
+    assert [(c["BLOCK_N"], c["num_warps"], c["WB_EARLY"]) for c in cands] == [(32768, 32, False)] * 4
+    assert [(c["EVICT"], c["PF_DIV"]) for c in cands] == [("evict_first", 0), ("", 0), ("", 2), ("", 3)]
     assert rlg.race_candidates(4096, 32768, 4) == []
 
     chosen = Raced(rlg.plan)

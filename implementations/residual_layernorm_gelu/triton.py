@@ -71,7 +71,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from implementations._row_tuning import Raced, neighbours, rows_plan, tuned
+from implementations._l2_prefetch import prefetch_l2
+from implementations._row_tuning import Raced, device_index, neighbours, rows_plan, sm_count, tuned
 from implementations._row_tuning import time_ms as _time_ms
 
 from implementations.gelu.triton import gelu_f32
@@ -83,10 +84,10 @@ MAX_FUSED = 16384  # widest row (power of two) held whole in registers
 
 # M_BUCKET (next_pow2(M)) is only an autotuning key: one tuning per row width,
 # dtype and order of magnitude of M.  Never specialised, so it costs no recompiles.
-@triton.jit(do_not_specialize=["M_BUCKET"])
-def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
+@triton.jit(do_not_specialize=["M_BUCKET", "NUM_SMS"])
+def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET, NUM_SMS,
               ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EXACT: tl.constexpr, EVEN_N: tl.constexpr,
-              ALIGN: tl.constexpr, WB_EARLY: tl.constexpr, EVICT: tl.constexpr):
+              ALIGN: tl.constexpr, WB_EARLY: tl.constexpr, EVICT: tl.constexpr, PF_DIV: tl.constexpr):
     # ALIGN divides N (see row_align), so n == N, but written so that the
     # compiler sees the factor: row starts and the column mask then come in
     # ALIGN-element groups, and N = 1000 still gets 16-byte accesses.
@@ -110,6 +111,12 @@ def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
     if WB_EARLY:
         w = tl.load(w_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
         b = tl.load(b_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
+    if PF_DIV > 0:
+        # x and r of the program NUM_SMS / PF_DIV ahead into L2 (about the one this SM runs
+        # next, when a program fills an SM), so that HBM streams on through the reductions
+        ahead = (tl.program_id(0) + NUM_SMS // PF_DIV) * ROWS
+        start = ahead.to(tl.int64) * n
+        prefetch_l2(x_ptr + start, r_ptr + start, tl.maximum(tl.minimum(M - ahead, ROWS), 0) * n)
     h = x.to(tl.float32) + r.to(tl.float32)
     mean = tl.sum(h, axis=1) / n
     if EVEN_N:
@@ -189,11 +196,13 @@ def rows_raced(n: int, dtype_bytes: int) -> bool:
 def race_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     """The rows kernel's candidates at the widths of rows_raced: the one that
     fits 64 registers (w and b after the reductions; early, they spill), in
-    both eviction hints."""
+    both eviction hints, and with no hint but a later program's x and r
+    prefetched into L2 (PF_DIV: half or a third of the SMs ahead)."""
     if not rows_raced(n, dtype_bytes):
         return []
-    return [dict(kernel="rows", ROWS=1, BLOCK_N=2 * MAX_FUSED, num_warps=32, WB_EARLY=False, EVICT=hint)
-            for hint in _hints(dtype_bytes)]
+    out = [dict(kernel="rows", ROWS=1, BLOCK_N=2 * MAX_FUSED, num_warps=32, WB_EARLY=False, EVICT=hint, PF_DIV=0)
+           for hint in _hints(dtype_bytes)]
+    return out + [dict(out[0], EVICT="", PF_DIV=div) for div in (2, 3)]
 
 
 def row_align(n: int, dtype_bytes: int) -> int:
@@ -271,6 +280,7 @@ def _with_wb(c: dict) -> dict:
     c = dict(c)
     c.setdefault("WB_EARLY", True)
     c.setdefault("EVICT", "evict_first")
+    c.setdefault("PF_DIV", 0)
     return c
 
 
@@ -328,19 +338,20 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
     if interpreting() or max_fused != MAX_FUSED or block is not None:
         # One config: the interpreter would run every candidate on the CPU.
         if p["kernel"] == "rows":
-            _rlg_rows[(triton.cdiv(m, p["ROWS"]),)](*args, m, n, float(eps), bucket, ROWS=p["ROWS"],
+            _rlg_rows[(triton.cdiv(m, p["ROWS"]),)](*args, m, n, float(eps), bucket, 1, ROWS=p["ROWS"],
                                                     BLOCK_N=p["BLOCK_N"], EXACT=exact, EVEN_N=n == p["BLOCK_N"],
                                                     ALIGN=row_align(n, x.element_size()),
                                                     WB_EARLY=p["WB_EARLY"], EVICT=p["EVICT"],
-                                                    num_warps=p["num_warps"])
+                                                    PF_DIV=p["PF_DIV"], num_warps=p["num_warps"])
         else:
             _rlg_split[(m,)](*args, n, float(eps), bucket, BLOCK=p["BLOCK"], EXACT=exact,
                              num_warps=p["num_warps"])
         return y
     b = x.element_size()
+    sms = sm_count(device_index(x))
 
     def run_rows(kernel, block_n: int) -> None:
-        kernel[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](*args, m, n, float(eps), bucket, EXACT=exact,
+        kernel[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](*args, m, n, float(eps), bucket, sms, EXACT=exact,
                                                              EVEN_N=n == block_n, ALIGN=row_align(n, b))
         _CHOSEN.record("rows", kernel, n, b, bucket)
 

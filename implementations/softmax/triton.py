@@ -66,12 +66,12 @@ form: see _triton_math): at 1 T elements/s (bf16 at copy speed) MUFU has room fo
 """
 from __future__ import annotations
 
-import functools
-
 import triton
 import triton.language as tl
 
 from implementations._row_tuning import PLACEHOLDERS, Raced, tuned
+from implementations._row_tuning import device_index as _device_index
+from implementations._row_tuning import sm_count as _sm_count
 from implementations._row_tuning import time_ms as _time_ms
 
 from implementations.gelu._triton_math import PTX, exp2
@@ -512,15 +512,6 @@ _pipe_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zer
                        prune_configs_by={"early_config_prune": _pipe_prune})(_softmax_pipe)
 
 
-@functools.lru_cache(maxsize=None)
-def _sm_count(index: int) -> int:
-    import torch
-
-    return torch.cuda.get_device_properties(index).multi_processor_count
-
-
-def _device_index(x) -> int:
-    return x.device.index if x.device.index is not None else 0
 
 
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for config()
