@@ -6,9 +6,8 @@
 
 Targets: ``softmax-cuda-V`` / ``rlg-cuda-V`` (the CUDA op's plan V),
 ``softmax-triton-split`` (the PAIRS split kernel, 16384-wide chunks on 8
-warps, as tuned on the H200), ``rlg-triton-rows`` (one whole 16-bit row on
-32 warps) and ``rlg-triton-rowspf`` (the same with the program half the SMs
-ahead prefetched into L2).  The Triton kernels are launched directly with those configs, so
+warps, as tuned on the H200) and ``rlg-triton-rows`` (one whole 16-bit row on
+32 warps).  The Triton kernels are launched directly with those configs, so
 that no autotuning launches precede the profiled one.
 """
 from __future__ import annotations
@@ -50,18 +49,16 @@ def main(argv: list[str]) -> int:
                                              SUB=16384, P_MAX=triton.next_power_of_2(chunks), MODE=0, EVICT="",
                                              PAIRS=True, num_warps=8, maxnreg=64)
             return y
-    elif target in ("rlg-triton-rows", "rlg-triton-rowspf"):
+    elif target == "rlg-triton-rows":
         import triton
 
         from implementations.residual_layernorm_gelu import triton as rlg
 
         def run():
             y = torch.empty_like(x)
-            rlg._rlg_rows[(m,)](x, r, w, b, y, m, n, 1e-5, triton.next_power_of_2(m),
-                                torch.cuda.get_device_properties(x.device).multi_processor_count, ROWS=1,
+            rlg._rlg_rows[(m,)](x, r, w, b, y, m, n, 1e-5, triton.next_power_of_2(m), ROWS=1,
                                 BLOCK_N=triton.next_power_of_2(n), EXACT=False, EVEN_N=n == triton.next_power_of_2(n),
-                                ALIGN=rlg.row_align(n, x.element_size()), WB_EARLY=False, EVICT="",
-                                PF_DIV=2 if choice == "rowspf" else 0, num_warps=32)
+                                ALIGN=rlg.row_align(n, x.element_size()), WB_EARLY=False, EVICT="", num_warps=32)
             return y
     else:
         print(f"unknown target {target!r}\n{__doc__}", file=sys.stderr)

@@ -1,31 +1,31 @@
-"""residual_layernorm_gelu over wide rows, later rows' x and r prefetched into L2: a one-off device comparison.
+"""residual_layernorm_gelu over 32768-wide rows: the parts kernel's forms, L2 prefetch and all, side by side.
 
 ``PYTHONPATH=. python3 benchmarks/rlg_prefetch_probe.py`` on the H200.  At 4096 x 32768
 one program holds a whole row and fills an SM; while it reduces, the SM has no
-loads in flight, and HBM idles (ncu: 67% of DRAM peak,
-results/h200/diagnostics/ncu-rlg-triton-rows-ca4e325.txt).  Holding the next
-row's loads in registers ran out of registers (rlg_pipe_probe).  A prefetch
-into L2 holds no registers: implementations/_l2_prefetch.py has a program
-ask L2 for the x and r of the program NUM_SMS / PF_DIV ahead, about the one
-its SM runs next, so that HBM keeps streaming across the reductions.
+loads in flight and HBM idles (ncu: 67% of DRAM peak,
+results/h200/diagnostics/ncu-rlg-triton-rows-ca4e325.txt), and holding the
+next row's loads in registers runs out of registers (rlg_pipe_probe).  The
+shipped ``_rlg_parts`` holds the row as two or four parts, adds the parts
+before its two block reductions, and can ask L2 for a later program's x and
+r (implementations/_l2_prefetch.py: a bulk prefetch, no registers held).
 
-Timed here, beside the shipped (raced, autotuned) kernel:
-- bf16: the shipped whole-row kernel (``_rlg_rows``, one row on 32 warps) at
-  PF_DIV 0 (none), 2, 3, 4 and 8, and ``_rlg_onepass``, the same with the
-  mean and variance in one two-value reduction (sums shifted by the row's
-  first h) instead of two;
-- float32: a whole row held as four 8192-wide quarters (64 registers, see
-  rlg_wide_rows), the prefetch issued before its loads (after them, it
-  spills), at 16 to 66 rows ahead;
-- both: ``_rlg_rot``, one persistent program an SM that loads the next row
-  quarter by quarter into the registers each written quarter frees.
+Timed here, beside the shipped (raced, autotuned) kernel, in one process:
+- every (PARTS, PF_AT, PF_DIV) form of ``_rlg_parts`` the autotuner tries,
+  and the placements it does not try (they lost or spill);
+- in bf16, the whole-row kernel the race used before (``_rlg_rows``, one
+  32768-wide block on 32 warps);
+- ``_rlg_rot``: one persistent program an SM that loads the next row part by
+  part into the registers each written quarter frees.
 
-The first runs (results/h200/diagnostics/rlg_prefetch-5e0a70d.txt and
--f79fef0.txt, with the probe's own copy of the whole-row kernel) also tried
-a per-line ``prefetch.global.L2`` from every thread (0.816 of copy at best
-against the bulk form's 0.831), the prefetch issued before the program's
-own loads (0.757 at best), and prefetching one and two waves ahead (0.810
-and 0.664).
+Earlier runs, with the probe's own kernels (results/h200/diagnostics/
+rlg_prefetch-5e0a70d.txt, -f79fef0.txt, -943a684.txt): a per-line
+``prefetch.global.L2`` from every thread lost to the bulk form (0.816 of copy
+at best against 0.831); the prefetch issued before the program's own loads,
+or after its reductions, lost to no prefetch at all; a whole float32 row in
+quarters reduced quarter by quarter (eight block reductions) got no better
+than the split kernel, and the prefetch made it worse; mean and variance from
+one two-value reduction (sums shifted by the row's first h) tied the two
+reductions (235.1 against 236.4 us).
 """
 import torch
 import triton
@@ -33,224 +33,130 @@ import triton.language as tl
 
 from benchmarks._probe import print_table, rlg_shipped, variant_row
 from implementations._l2_prefetch import prefetch_l2
-from implementations.gelu.triton import gelu_f32
-from implementations.residual_layernorm_gelu.triton import _rlg_rows
+from implementations.residual_layernorm_gelu.triton import (PARTS_FORMS, _dev, _h_part, _rlg_parts, _rlg_rows,
+                                                            _y_part, row_align)
 
-
-@triton.jit
-def _prefetch_row(x_ptr, r_ptr, row, M, N):
-    """x and r of ``row`` into L2 (nothing past the last row)."""
-    start = row.to(tl.int64) * N
-    prefetch_l2(x_ptr + start, r_ptr + start, tl.where(row < M, N, 0))
-
-
-@triton.jit
-def _add2(a1, b1, a2, b2):
-    return a1 + a2, b1 + b2
-
-
-@triton.jit
-def _rlg_onepass(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, DIST, BLOCK_N: tl.constexpr, EXACT: tl.constexpr):
-    """One row a program (N == BLOCK_N), mean and variance from one reduction of (h - K, (h - K)^2), K the
-    row's first h; row + DIST prefetched after the loads."""
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_N)
-    src = row.to(tl.int64) * N + cols
-    x = tl.load(x_ptr + src)
-    r = tl.load(r_ptr + src)
-    k = tl.load(x_ptr + row.to(tl.int64) * N).to(tl.float32) + tl.load(r_ptr + row.to(tl.int64) * N).to(tl.float32)
-    if DIST > 0:
-        _prefetch_row(x_ptr, r_ptr, row + DIST, M, N)
-    h = x.to(tl.float32) + r.to(tl.float32)
-    s = h - k
-    s1, s2 = tl.reduce((s, s * s), 0, _add2)
-    mu = s1 / N
-    rstd = tl.math.rsqrt(tl.maximum(s2 / N - mu * mu, 0.0) + eps)
-    w = tl.load(w_ptr + cols, eviction_policy="evict_last").to(tl.float32)
-    b = tl.load(b_ptr + cols, eviction_policy="evict_last").to(tl.float32)
-    y = gelu_f32((s - mu) * rstd * w + b, EXACT)
-    tl.store(y_ptr + src, y.to(y_ptr.dtype.element_ty))
-
-
-@triton.jit
-def _part(x_ptr, r_ptr, base, off, cols, N):
-    m = off + cols < N
-    return (tl.load(x_ptr + base + off + cols, mask=m, other=0.0).to(tl.float32)
-            + tl.load(r_ptr + base + off + cols, mask=m, other=0.0).to(tl.float32))
-
-
-@triton.jit
-def _dev(h, mean, off, cols, N):
-    return tl.where(off + cols < N, h - mean, 0.0)
-
-
-@triton.jit
-def _out(d, rstd, w_ptr, b_ptr, y_ptr, base, off, cols, N, EXACT: tl.constexpr):
-    m = off + cols < N
-    w = tl.load(w_ptr + off + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    b = tl.load(b_ptr + off + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    tl.store(y_ptr + base + off + cols, gelu_f32(d * rstd * w + b, EXACT).to(y_ptr.dtype.element_ty), mask=m)
-
-
-@triton.jit
-def _rlg_quarters_pf(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, DIST, Q: tl.constexpr, EXACT: tl.constexpr):
-    """A whole row (N <= 4Q) held as four Q-wide quarters, so that float32 fits 64 registers; row + DIST
-    prefetched first."""
-    row = tl.program_id(0)
-    if DIST > 0:
-        _prefetch_row(x_ptr, r_ptr, row + DIST, M, N)
-    base = row.to(tl.int64) * N
-    cols = tl.arange(0, Q)
-    h0 = _part(x_ptr, r_ptr, base, 0, cols, N)
-    h1 = _part(x_ptr, r_ptr, base, Q, cols, N)
-    h2 = _part(x_ptr, r_ptr, base, 2 * Q, cols, N)
-    h3 = _part(x_ptr, r_ptr, base, 3 * Q, cols, N)
-    mean = (tl.sum(h0, 0) + tl.sum(h1, 0) + tl.sum(h2, 0) + tl.sum(h3, 0)) / N
-    d0 = _dev(h0, mean, 0, cols, N)
-    d1 = _dev(h1, mean, Q, cols, N)
-    d2 = _dev(h2, mean, 2 * Q, cols, N)
-    d3 = _dev(h3, mean, 3 * Q, cols, N)
-    rstd = tl.math.rsqrt((tl.sum(d0 * d0, 0) + tl.sum(d1 * d1, 0) + tl.sum(d2 * d2, 0) + tl.sum(d3 * d3, 0)) / N
-                         + eps)
-    _out(d0, rstd, w_ptr, b_ptr, y_ptr, base, 0, cols, N, EXACT)
-    _out(d1, rstd, w_ptr, b_ptr, y_ptr, base, Q, cols, N, EXACT)
-    _out(d2, rstd, w_ptr, b_ptr, y_ptr, base, 2 * Q, cols, N, EXACT)
-    _out(d3, rstd, w_ptr, b_ptr, y_ptr, base, 3 * Q, cols, N, EXACT)
-
-
-
-@triton.jit
-def _ld(p, row, off, cols, N, ok):
-    return tl.load(p + row.to(tl.int64) * N + off + cols, mask=(off + cols < N) & ok, other=0.0)
-
-
-@triton.jit
-def _emit_q(d, rstd, w_ptr, b_ptr, y_ptr, row, off, cols, N, EXACT: tl.constexpr):
-    _out(d, rstd, w_ptr, b_ptr, y_ptr, row.to(tl.int64) * N, off, cols, N, EXACT)
+# forms the autotuner does not try, by dtype size: other prefetch placements (they lost)
+# and the float32 ones that spill for sm_90
+OTHER_FORMS = {2: ((4, 1, 2), (4, 2, 2), (4, 3, 2), (2, 1, 2)), 4: ((4, 4, 2), (2, 2, 2), (2, 0, 0))}
 
 
 @triton.jit
 def _rlg_rot(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, DISTP, Q: tl.constexpr, EXACT: tl.constexpr,
-             FENCE: tl.constexpr, EAGER: tl.constexpr):
+             EAGER: tl.constexpr):
     """One persistent program an SM, a row held as four Q-wide quarters: quarter k's y is written, then
     the next row's quarter k is loaded into the registers it held, while quarter k + 1's GELU runs.
-    DISTP > 0: row + DISTP * P prefetched into L2 at the top of each row.  FENCE: a barrier between
-    quarters, so the compiler keeps that order.  EAGER: the next row's quarter k - 1 added into h as
-    soon as quarter k's loads are issued (fewer registers in flight)."""
+    DISTP > 0: row + DISTP * P prefetched into L2 at the top of each row.  EAGER: the next row's
+    quarter k - 1 added into h as soon as quarter k's loads are issued (fewer registers in flight)."""
     pid = tl.program_id(0)
     P = tl.num_programs(0)
     cols = tl.arange(0, Q)
-    ok = pid < M
-    h0 = _ld(x_ptr, pid, 0, cols, N, ok).to(tl.float32) + _ld(r_ptr, pid, 0, cols, N, ok).to(tl.float32)
-    h1 = _ld(x_ptr, pid, Q, cols, N, ok).to(tl.float32) + _ld(r_ptr, pid, Q, cols, N, ok).to(tl.float32)
-    h2 = _ld(x_ptr, pid, 2 * Q, cols, N, ok).to(tl.float32) + _ld(r_ptr, pid, 2 * Q, cols, N, ok).to(tl.float32)
-    h3 = _ld(x_ptr, pid, 3 * Q, cols, N, ok).to(tl.float32) + _ld(r_ptr, pid, 3 * Q, cols, N, ok).to(tl.float32)
+    n0 = tl.where(pid < M, N, 0)  # a row past the end loads nothing
+    base = pid.to(tl.int64) * N
+    h0 = _h_part(x_ptr, r_ptr, base, 0, cols, n0, False)
+    h1 = _h_part(x_ptr, r_ptr, base, Q, cols, n0, False)
+    h2 = _h_part(x_ptr, r_ptr, base, 2 * Q, cols, n0, False)
+    h3 = _h_part(x_ptr, r_ptr, base, 3 * Q, cols, n0, False)
     for row in range(pid, M, P):
         if DISTP > 0:
-            _prefetch_row(x_ptr, r_ptr, row + DISTP * P, M, N)
-        mean = (tl.sum(h0, 0) + tl.sum(h1, 0) + tl.sum(h2, 0) + tl.sum(h3, 0)) / N
-        d0 = _dev(h0, mean, 0, cols, N)
-        d1 = _dev(h1, mean, Q, cols, N)
-        d2 = _dev(h2, mean, 2 * Q, cols, N)
-        d3 = _dev(h3, mean, 3 * Q, cols, N)
-        rstd = tl.math.rsqrt((tl.sum(d0 * d0, 0) + tl.sum(d1 * d1, 0) + tl.sum(d2 * d2, 0)
-                              + tl.sum(d3 * d3, 0)) / N + eps)
-        nxt = row + P
-        ok = nxt < M
-        _emit_q(d0, rstd, w_ptr, b_ptr, y_ptr, row, 0, cols, N, EXACT)
-        if FENCE:
-            tl.debug_barrier()
-        x0 = _ld(x_ptr, nxt, 0, cols, N, ok)
-        r0 = _ld(r_ptr, nxt, 0, cols, N, ok)
-        _emit_q(d1, rstd, w_ptr, b_ptr, y_ptr, row, Q, cols, N, EXACT)
-        if FENCE:
-            tl.debug_barrier()
-        x1 = _ld(x_ptr, nxt, Q, cols, N, ok)
-        r1 = _ld(r_ptr, nxt, Q, cols, N, ok)
+            ahead = row + DISTP * P
+            prefetch_l2(x_ptr + ahead.to(tl.int64) * N, r_ptr + ahead.to(tl.int64) * N, tl.where(ahead < M, N, 0))
+        mean = tl.sum(h0 + h1 + h2 + h3, 0) / N
+        d0 = _dev(h0, mean, 0, cols, N, False)
+        d1 = _dev(h1, mean, Q, cols, N, False)
+        d2 = _dev(h2, mean, 2 * Q, cols, N, False)
+        d3 = _dev(h3, mean, 3 * Q, cols, N, False)
+        rstd = tl.math.rsqrt(tl.sum(d0 * d0 + d1 * d1 + d2 * d2 + d3 * d3, 0) / N + eps)
+        nb = base + P.to(tl.int64) * N
+        nn = tl.where(row + P < M, N, 0)
+        m0 = cols < nn
+        m1 = Q + cols < nn
+        m2 = 2 * Q + cols < nn
+        m3 = 3 * Q + cols < nn
+        _y_part(d0, rstd, w_ptr, b_ptr, y_ptr, base, 0, cols, N, EXACT, False)
+        x0 = tl.load(x_ptr + nb + cols, mask=m0, other=0.0)
+        r0 = tl.load(r_ptr + nb + cols, mask=m0, other=0.0)
+        _y_part(d1, rstd, w_ptr, b_ptr, y_ptr, base, Q, cols, N, EXACT, False)
+        x1 = tl.load(x_ptr + nb + Q + cols, mask=m1, other=0.0)
+        r1 = tl.load(r_ptr + nb + Q + cols, mask=m1, other=0.0)
         if EAGER:
             h0 = x0.to(tl.float32) + r0.to(tl.float32)
-        _emit_q(d2, rstd, w_ptr, b_ptr, y_ptr, row, 2 * Q, cols, N, EXACT)
-        if FENCE:
-            tl.debug_barrier()
-        x2 = _ld(x_ptr, nxt, 2 * Q, cols, N, ok)
-        r2 = _ld(r_ptr, nxt, 2 * Q, cols, N, ok)
+        _y_part(d2, rstd, w_ptr, b_ptr, y_ptr, base, 2 * Q, cols, N, EXACT, False)
+        x2 = tl.load(x_ptr + nb + 2 * Q + cols, mask=m2, other=0.0)
+        r2 = tl.load(r_ptr + nb + 2 * Q + cols, mask=m2, other=0.0)
         if EAGER:
             h1 = x1.to(tl.float32) + r1.to(tl.float32)
-        _emit_q(d3, rstd, w_ptr, b_ptr, y_ptr, row, 3 * Q, cols, N, EXACT)
-        if FENCE:
-            tl.debug_barrier()
-        x3 = _ld(x_ptr, nxt, 3 * Q, cols, N, ok)
-        r3 = _ld(r_ptr, nxt, 3 * Q, cols, N, ok)
+        _y_part(d3, rstd, w_ptr, b_ptr, y_ptr, base, 3 * Q, cols, N, EXACT, False)
+        x3 = tl.load(x_ptr + nb + 3 * Q + cols, mask=m3, other=0.0)
+        r3 = tl.load(r_ptr + nb + 3 * Q + cols, mask=m3, other=0.0)
         if not EAGER:
             h0 = x0.to(tl.float32) + r0.to(tl.float32)
             h1 = x1.to(tl.float32) + r1.to(tl.float32)
         h2 = x2.to(tl.float32) + r2.to(tl.float32)
         h3 = x3.to(tl.float32) + r3.to(tl.float32)
+        base = nb
 
 
-def rot(x, r, w, b, eps, distp, fence, eager, out=None):
-    """y by _rlg_rot on one program an SM; returns y and the kernel."""
+def parts(x, r, w, b, eps, form, out=None):
+    """y by the shipped _rlg_parts in ``form`` (PARTS, PF_AT, PF_DIV); returns y and the kernel."""
     m, n = x.shape
+    p, at, div = form
+    q = triton.next_power_of_2(triton.cdiv(n, p))
     y = torch.empty_like(x) if out is None else out
-    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
-    k = _rlg_rot[(min(m, sms),)](x, r, w, b, y, m, n, float(eps), distp, Q=triton.next_power_of_2(triton.cdiv(n, 4)),
-                                 EXACT=x.element_size() == 4, FENCE=fence, EAGER=eager, num_warps=32)
+    k = _rlg_parts[(m,)](x, r, w, b, y, m, n, float(eps), triton.next_power_of_2(m),
+                         torch.cuda.get_device_properties(x.device).multi_processor_count, PARTS=p, Q=q,
+                         EXACT=x.element_size() == 4, EVEN=p * q == n, ALIGN=row_align(n, x.element_size()),
+                         PF_AT=at, PF_DIV=div, num_warps=32)
     return y, k
 
-def whole(x, r, w, b, eps, pf_div, out=None):
-    """y by the shipped whole-row kernel as one 16-bit row on 32 warps at ``pf_div``; returns y and the kernel."""
+
+def whole_block(x, r, w, b, eps, out=None):
+    """y by _rlg_rows as one 16-bit row in one block on 32 warps (the race's rows kernel before the parts one)."""
     m, n = x.shape
     y = torch.empty_like(x) if out is None else out
-    k = _rlg_rows[(m,)](x, r, w, b, y, m, n, float(eps), triton.next_power_of_2(m),
-                        torch.cuda.get_device_properties(x.device).multi_processor_count, ROWS=1,
+    k = _rlg_rows[(m,)](x, r, w, b, y, m, n, float(eps), triton.next_power_of_2(m), ROWS=1,
                         BLOCK_N=triton.next_power_of_2(n), EXACT=False, EVEN_N=n == triton.next_power_of_2(n),
-                        ALIGN=8 if n % 8 == 0 else 1, WB_EARLY=False, EVICT="", PF_DIV=pf_div, num_warps=32)
+                        ALIGN=row_align(n, 2), WB_EARLY=False, EVICT="", num_warps=32)
     return y, k
 
 
-def onepass(x, r, w, b, eps, dist, out=None):
+def rot(x, r, w, b, eps, distp, eager, out=None, programs=None):
+    """y by _rlg_rot on one program an SM (or ``programs``); returns y and the kernel."""
     m, n = x.shape
     y = torch.empty_like(x) if out is None else out
-    return y, _rlg_onepass[(m,)](x, r, w, b, y, m, n, float(eps), dist, BLOCK_N=n, EXACT=False, num_warps=32)
-
-
-def quarters(x, r, w, b, eps, dist, out=None):
-    m, n = x.shape
-    y = torch.empty_like(x) if out is None else out
-    return y, _rlg_quarters_pf[(m,)](x, r, w, b, y, m, n, float(eps), dist,
-                                     Q=triton.next_power_of_2(triton.cdiv(n, 4)), EXACT=True, num_warps=32)
+    if programs is None:
+        programs = min(m, torch.cuda.get_device_properties(x.device).multi_processor_count)
+    k = _rlg_rot[(programs,)](x, r, w, b, y, m, n, float(eps), distp, Q=triton.next_power_of_2(triton.cdiv(n, 4)),
+                                 EXACT=x.element_size() == 4, EAGER=eager, num_warps=32)
+    return y, k
 
 
 def bench():
     if not torch.cuda.is_available():
         raise SystemExit("rlg_prefetch_probe needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows = []
     res = lambda k: f"{k.n_regs} regs {k.n_spills} spills"  # noqa: E731
     for dtype, m, n in [("bfloat16", 4096, 32768), ("float32", 4096, 32768), ("bfloat16", 300, 30000),
                         ("float32", 1000, 20000)]:
         (x, r, w, b, eps), gb, rel, shipped = rlg_shipped(dtype, m, n, 62)
         rows.append(shipped)
-        full = m == 4096
+        full, size = m == 4096, x.element_size()
         shape = f"{m}x{n}"
 
         def add(label, fn):
             rows.append(variant_row(dtype, shape, label, x, gb, rel, fn, res))
 
-        if dtype == "bfloat16":
-            for div in ((0, 2, 3, 4, 8) if full else (0, 2)):
-                add(f"whole row, PF_DIV {div}", lambda out=None: whole(x, r, w, b, eps, div, out=out))
-            if full:
-                for div in (0, 2, 3):
-                    dist = sms // div if div else 0
-                    add(f"one-pass stats, +{dist}", lambda out=None: onepass(x, r, w, b, eps, dist, out=out))
-        else:
-            for dist in ((0, 16, 33, 66) if full else (0, 33)):
-                add(f"quarters, +{dist}", lambda out=None: quarters(x, r, w, b, eps, dist, out=out))
+        for form in PARTS_FORMS[size] + (OTHER_FORMS[size] if full else ()):
+            tried = "" if form in PARTS_FORMS[size] else " (not tried)"
+            where = f"prefetch after part {form[1]}, SMs/{form[2]} ahead" if form[1] else "no prefetch"
+            add(f"parts {form[0]}, {where}{tried}",
+                lambda out=None: parts(x, r, w, b, eps, form, out=out))
+        if size == 2 and full:
+            add("whole-row block (_rlg_rows)", lambda out=None: whole_block(x, r, w, b, eps, out=out))
         for distp in ((0, 1) if full else (1,)):
             for eager in ((False, True) if full else (True,)):
                 add(f"rotating quarters, prefetch {distp}P{', eager' if eager else ''}",
-                    lambda out=None: rot(x, r, w, b, eps, distp, False, eager, out=out))
+                    lambda out=None: rot(x, r, w, b, eps, distp, eager, out=out))
     print_table(rows, "rel err")
 
 

@@ -33,7 +33,7 @@ def test_script_help(module, words, option):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the no-GPU message")
 @pytest.mark.parametrize("args", [("benchmarks.gemm_clocks", "--seconds", "1"), ("benchmarks.mma_feed",),
                                   ("benchmarks.softmax_pipe_probe",), ("benchmarks.rlg_pipe_probe",),
-                                  ("benchmarks.rlg_smem_probe",)])
+                                  ("benchmarks.rlg_smem_probe",), ("benchmarks.rlg_prefetch_probe",)])
 def test_script_without_a_gpu(args):
     proc = _run(*args)
     assert proc.returncode != 0
@@ -103,6 +103,25 @@ def test_rlg_pipe_probe_kernel_on_the_cpu(dtype, n, early):
     out = torch.full_like(inp["x"], float("nan"))
     y, _ = pipe(inp["x"], inp["r"], inp["weight"], inp["bias"], inp["eps"], 32, 4, early=early, out=out,
                 programs=1)
+    assert y is out
+    assert verify.check(y, wl.reference(case, inp), wl.tolerance(case)).correct
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter form")
+@pytest.mark.parametrize("m,n,programs", [(5, 64, 2), (3, 50, 2), (1, 64, 2)])
+@pytest.mark.parametrize("eager", [False, True], ids=["late", "eager"])
+def test_rlg_prefetch_probe_rotating_kernel_on_the_cpu(m, n, programs, eager):
+    """The persistent kernel rlg_prefetch_probe times, under the interpreter
+    (two programs walking 5 rows, a ragged row, a program with no row), against
+    the workload's float64 reference, into a NaN-filled output."""
+    from benchmarks.rlg_prefetch_probe import rot
+    from suite.workload import Case, discover
+
+    wl = discover().workloads["residual_layernorm_gelu"]
+    case = Case.make("residual_layernorm_gelu", "bfloat16", M=m, N=n)
+    inp = wl.make_inputs(case, "cpu", m * n)
+    out = torch.full_like(inp["x"], float("nan"))
+    y, _ = rot(inp["x"], inp["r"], inp["weight"], inp["bias"], inp["eps"], 1, eager, out=out, programs=programs)
     assert y is out
     assert verify.check(y, wl.reference(case, inp), wl.tolerance(case)).correct
 

@@ -96,40 +96,43 @@ def test_softmax_split_bf16_autotuned(m, n):
     torch.cuda.empty_cache()
 
 
+@pytest.mark.parametrize("dtype", ("float32", "bfloat16"))
 @pytest.mark.parametrize("m,n", [(64, 32768), (9, 30002), (300, 16392)])
-def test_rlg_wide_16bit_rows_race_split(m, n):
-    """16-bit rows of 16385..32768: the whole-row kernel raced against the split one, both checked."""
+def test_rlg_wide_rows_race_split(m, n, dtype):
+    """Rows of 16385..32768: the whole-row parts kernel raced against the split one, both checked."""
     from implementations.residual_layernorm_gelu import triton as rlg
 
-    case = Case.make("residual_layernorm_gelu", "bfloat16", M=m, N=n)
+    case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
     _run("residual_layernorm_gelu", case)  # the race (its output: the last kernel timed)
-    assert "head to head rows" in rlg._config(case)
-    _run_each_winner(rlg._CHOSEN, case, ("rows", "split"))
+    assert "head to head parts" in rlg._config(case)
+    _run_each_winner(rlg._CHOSEN, case, ("parts", "split"))
 
 
+@pytest.mark.parametrize("dtype", ("float32", "bfloat16"))
 @pytest.mark.parametrize("m,n,offset", [(300, 32768, 0), (200, 30002, 0), (133, 32760, 1), (5, 16392, 3)])
-def test_rlg_whole_row_candidates_with_prefetch(m, n, offset):
-    """Every whole-row candidate of the 16-bit race (the L2 prefetch of a later program's x and r or not),
-    launched directly into a poisoned output; inputs also ``offset`` elements off a 16-byte boundary
-    (the prefetch then covers only the whole 16-byte words inside each range), and programs whose
-    prefetch target lies past the last row."""
+def test_rlg_parts_candidates(m, n, offset, dtype):
+    """Every candidate of the parts kernel (halves or quarters, the L2 prefetch of a later program's x
+    and r or not), launched directly into a poisoned output; inputs also ``offset`` elements off a
+    16-byte boundary (the prefetch then covers only the whole 16-byte words inside each range), and
+    programs whose prefetch target lies past the last row."""
     from implementations._row_tuning import sm_count
     from implementations.residual_layernorm_gelu import triton as rlg
 
-    case = Case.make("residual_layernorm_gelu", "bfloat16", M=m, N=n)
+    case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
     wl = discover().workloads["residual_layernorm_gelu"]
     inputs = wl.make_inputs(case, "cuda", SEED)
     ref = wl.reference(case, inputs)
     x, r = (torch.empty(m * n + offset, dtype=t.dtype, device="cuda")[offset:].view(m, n).copy_(t)
             for t in (inputs["x"], inputs["r"]))
-    cands = rlg.race_candidates(m, n, 2)
-    assert {c["PF_DIV"] for c in cands} >= {0, 2, 3}
+    b = x.element_size()
+    cands = rlg.parts_candidates(m, n, b)
+    assert {c["PF_AT"] > 0 for c in cands} == {False, True}
     for c in cands:
         y = verify.poison_(torch.empty_like(x))
-        rlg._rlg_rows[(m,)](x, r, inputs["weight"], inputs["bias"], y, m, n, float(inputs["eps"]),
-                            triton.next_power_of_2(m), sm_count(0), ROWS=1, BLOCK_N=c["BLOCK_N"], EXACT=False,
-                            EVEN_N=n == c["BLOCK_N"], ALIGN=rlg.row_align(n, 2), WB_EARLY=c["WB_EARLY"],
-                            EVICT=c["EVICT"], PF_DIV=c["PF_DIV"], num_warps=c["num_warps"])
+        rlg._rlg_parts[(m,)](x, r, inputs["weight"], inputs["bias"], y, m, n, float(inputs["eps"]),
+                             triton.next_power_of_2(m), sm_count(0), PARTS=c["PARTS"], Q=c["Q"], EXACT=b == 4,
+                             EVEN=c["EVEN"], ALIGN=rlg.row_align(n, b), PF_AT=c["PF_AT"], PF_DIV=c["PF_DIV"],
+                             num_warps=c["num_warps"])
         torch.cuda.synchronize()
         res = verify.check(y, ref, wl.tolerance(case))
         assert res.correct, f"{case} offset {offset} {c} seed={SEED}: {res.message}"

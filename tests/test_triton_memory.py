@@ -168,9 +168,9 @@ def test_every_short_row_candidate(dtype, poisoned):
             y = torch.empty_like(x)
             rlg._rlg_rows[(triton.cdiv(m, c["ROWS"]),)](
                 x, inputs["r"], inputs["weight"], inputs["bias"], y, m, n, float(inputs["eps"]),
-                triton.next_power_of_2(m), 1, ROWS=c["ROWS"], BLOCK_N=c["BLOCK_N"], EXACT=x.element_size() == 4,
+                triton.next_power_of_2(m), ROWS=c["ROWS"], BLOCK_N=c["BLOCK_N"], EXACT=x.element_size() == 4,
                 EVEN_N=n == c["BLOCK_N"], ALIGN=rlg.row_align(n, x.element_size()),
-                WB_EARLY=c["WB_EARLY"], EVICT=c["EVICT"], PF_DIV=c["PF_DIV"], num_warps=c["num_warps"])
+                WB_EARLY=c["WB_EARLY"], EVICT=c["EVICT"], num_warps=c["num_warps"])
             res = verify.check(y, wl.reference(case, inputs), wl.tolerance(case))
             assert res.correct, f"{case} {c}: {res.message}"
     for m, n in ((300, 128), (37, 100), (5, 3)):
@@ -184,6 +184,30 @@ def test_every_short_row_candidate(dtype, poisoned):
                                                           BLOCK_N=c["BLOCK_N"], EVICT=c["EVICT"],
                                                           num_warps=c["num_warps"])
             res = verify.check(y, wl.reference(case, inputs), wl.tolerance(case))
+            assert res.correct, f"{case} {c}: {res.message}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_wide_row_parts_candidate(dtype, poisoned):
+    """Each candidate of the parts kernel (a whole row of 16385..32768 as halves or quarters; the
+    L2 prefetch does nothing here), launched as the autotuner would, at even and ragged widths."""
+    from implementations.residual_layernorm_gelu import triton as rlg
+
+    wl = _registry().workloads["residual_layernorm_gelu"]
+    for m, n in ((3, 32768), (2, 30002), (2, 16392)):
+        case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
+        inputs = wl.make_inputs(case, "cpu", m + n)
+        x = inputs["x"]
+        ref = wl.reference(case, inputs)
+        cands = rlg.parts_candidates(m, n, x.element_size())
+        assert cands
+        for c in cands:
+            y = torch.empty_like(x)
+            rlg._rlg_parts[(m,)](x, inputs["r"], inputs["weight"], inputs["bias"], y, m, n, float(inputs["eps"]),
+                                 4, 132, PARTS=c["PARTS"], Q=c["Q"], EXACT=x.element_size() == 4,
+                                 EVEN=c["EVEN"], ALIGN=rlg.row_align(n, x.element_size()), PF_AT=c["PF_AT"],
+                                 PF_DIV=c["PF_DIV"], num_warps=c["num_warps"])
+            res = verify.check(y, ref, wl.tolerance(case))
             assert res.correct, f"{case} {c}: {res.message}"
 
 
@@ -299,7 +323,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
         m, n = case["M"], case["N"]
         mod = S if wl == "softmax" else R
         # every autotuning candidate (the plan is the first of them)
-        raced = R.race_candidates(m, n, b) if wl != "softmax" else []
+        raced = R.parts_candidates(m, n, b) if wl != "softmax" else []
         if wl == "softmax" and S.pipe_fits(n, b, 132):  # raced against split on the H200
             raced = S.pipe_candidates()
         for plan in mod.candidates(m, n, b) + raced:
@@ -309,8 +333,9 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
             if wl != "softmax":
                 const["EXACT"] = b == 4
             aligned = n % 16 == 0
-            if wl != "softmax" and plan["kernel"] == "rows":
-                const["EVEN_N"] = n == plan["BLOCK_N"]
+            if wl != "softmax" and plan["kernel"] in ("rows", "parts"):
+                if plan["kernel"] == "rows":
+                    const["EVEN_N"] = n == plan["BLOCK_N"]
                 const["ALIGN"] = R.row_align(n, b)
                 aligned = aligned or const["ALIGN"] * b == 16  # N = 1000: 16-byte rows all the same
             if plan["kernel"] in ("split", "split2") and wl == "softmax":
@@ -322,18 +347,18 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                 ptrs += ["stats_ptr", "count_ptr"]
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")
                 const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, min(c["BLOCK"] for c in S.pipe_candidates())))
-            if plan["kernel"] in ("rows", "pipe"):
+            if plan["kernel"] in ("rows", "pipe", "parts"):
                 sig.update(M="i32", N="i32")
             else:
                 sig.update(N="i32")
             if wl != "softmax":
                 sig["eps"] = "fp32"
             sig["M_BUCKET"] = "i32"
-            if wl != "softmax" and plan["kernel"] == "rows":
+            if plan["kernel"] == "parts":
                 sig["NUM_SMS"] = "i32"
             kern = {"rows": S._softmax_rows if wl == "softmax" else R._rlg_rows, "online": S._softmax_online,
                     "split": S._softmax_split if wl == "softmax" else R._rlg_split,
-                    "split2": S._softmax_split, "pipe": S._softmax_pipe}[plan["kernel"]]
+                    "split2": S._softmax_split, "pipe": S._softmax_pipe, "parts": R._rlg_parts}[plan["kernel"]]
             sig = {name: sig[name] for name in kern.arg_names if name in sig}
             key = (wl, plan["kernel"], p, n % 16 == 0, tuple(sorted(const.items())), plan["num_warps"])
             jobs[key] = (kern, sig, const, plan["num_warps"], n % 16 == 0, aligned, plan.get("maxnreg"))
@@ -376,8 +401,9 @@ def test_launch_plans_compile_for_sm90_without_spills():
     results = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(results) >= 40  # the plans and every autotuning candidate
     assert not [r for r in results if r["spill"]], "spills"
-    # the whole-row candidates with the L2 prefetch (cp.async.bulk.prefetch) assemble too
-    assert [r for r in results if "('PF_DIV', 2)" in r["key"]] and [r for r in results if "('PF_DIV', 3)" in r["key"]]
+    # the parts kernel's candidates, the L2 prefetch (cp.async.bulk.prefetch) among them, in both dtypes
+    parts = [r for r in results if "'parts'" in r["key"]]
+    assert len([r for r in parts if "('PF_DIV', 4)" in r["key"]]) >= 4 and len(parts) >= 12
     assert not [r for r in results if r["aligned"] and not r["v4"]], "loads not 16 bytes wide"
 
 
@@ -425,28 +451,31 @@ def test_forced_online_rows_get_online_candidates():
             assert all(set(c) - {"kernel", "num_warps"} <= params for c in cands)
 
 
-def test_rlg_races_whole_16bit_rows_against_split():
+def test_rlg_races_whole_wide_rows_against_split():
     from implementations._row_tuning import Raced
     from implementations.residual_layernorm_gelu import triton as rlg
 
-    assert [rlg.rows_raced(n, 2) for n in (16384, 16392, 30002, 32768, 32776)] == [False, True, True, True, False]
-    assert not rlg.rows_raced(32768, 4)  # float32 32768 spills on 32 warps
+    assert [rlg.parts_raced(n) for n in (16384, 16392, 30002, 32768, 32776)] == [False, True, True, True, False]
     assert rlg.plan(4096, 32768, 2)["kernel"] == "split"
-    cands = rlg.race_candidates(4096, 32768, 2)
-    assert [(c["BLOCK_N"], c["num_warps"], c["WB_EARLY"]) for c in cands] == [(32768, 32, False)] * 4
-    assert [(c["EVICT"], c["PF_DIV"]) for c in cands] == [("evict_first", 0), ("", 0), ("", 2), ("", 3)]
-    assert rlg.race_candidates(4096, 32768, 4) == []
+    for b in (2, 4):
+        cands = rlg.parts_candidates(4096, 32768, b)
+        assert len(cands) == 6 and {(c["PARTS"], c["Q"]) for c in cands} == {(4, 8192), (2, 16384)}
+        assert all(c["EVEN"] and c["num_warps"] == 32 for c in cands)
+        assert {c["PF_DIV"] for c in cands if c["PF_AT"]} == {2, 4} and [c for c in cands if not c["PF_AT"]]
+    ragged = rlg.parts_candidates(9, 30002, 2)
+    assert {(c["Q"], c["EVEN"]) for c in ragged} == {(8192, False), (16384, False)}
+    assert rlg.parts_candidates(4096, 4096, 2) == [] and rlg.parts_candidates(4096, 65536, 4) == []
 
     chosen = Raced(rlg.plan)
     chosen.seen[("split", 32768, 2, 4096)] = "kernel=split BLOCK=4096 (autotuned)"
     ran: list[str] = []
-    runs = {"rows": lambda: ran.append("rows"), "split": lambda: ran.append("split")}
-    timer = {"rows": 0.228, "split": 0.287}
+    runs = {"parts": lambda: ran.append("parts"), "split": lambda: ran.append("split")}
+    timer = {"parts": 0.228, "split": 0.287}
     chosen.run_or_race(32768, "bfloat16", 2, 4096, runs, lambda fn: (fn(), timer[ran[-1]])[1])
-    assert ran == ["rows", "split", "rows", "split"]  # each run (tuned), then each timed
+    assert ran == ["parts", "split", "parts", "split"]  # each run (tuned), then each timed
     del ran[:]
     chosen.run_or_race(32768, "bfloat16", 2, 4096, runs, lambda fn: 1 / 0)  # raced: no timing
-    assert ran == ["rows"]
+    assert ran == ["parts"]
     text = chosen.config_for(4096, 32768, "bfloat16", 2)
-    assert text.startswith("kernel=rows; head to head rows 228us, split 287us; lost: kernel=split BLOCK=4096")
+    assert text.startswith("kernel=parts; head to head parts 228us, split 287us; lost: kernel=split BLOCK=4096")
     assert chosen.config_for(4096, 32768, "float16", 2).startswith("kernel=split")  # not raced yet

@@ -20,10 +20,15 @@ stays well under the SM's limit.
   re-read comes from L2 rather than HBM: 32768 float32 columns are 256 KB of
   x and r a row, ~264 rows in flight re-read at most 3/4 of that, and the
   backwards walk shortens the reuse distance further.
-- 16-bit rows of 16385..32768 (rows_raced): ``_rlg_rows`` also holds the whole
-  row, one program of 32 warps (32 values a thread) with w and b loaded after
-  the reductions: 64 registers, no spills (ptxas, sm_90a).  The first call
-  races it against the tuned split kernel and keeps the faster (one read
+- Rows of 16385..32768 in any dtype (parts_raced): ``_rlg_parts`` holds the
+  whole row, one program of 32 warps (32 values a thread), as two or four
+  parts, each loaded, and later normalised and stored, on its own: float32
+  fits 64 registers without spills (one 32768-wide block spills), and the
+  first parts' stores drain while the later ones compute.  The parts are
+  added before the two block reductions.  Candidates may also prefetch a
+  later program's x and r into L2 (implementations/_l2_prefetch.py), so that
+  HBM streams on while this program reduces.  The first call races the tuned
+  parts kernel against the tuned split kernel and keeps the faster (one read
   against two; one program an SM that idles through its reductions against
   several).
 - Tried and dropped for rows wider than 16384 (4096 x 32768 on the H200,
@@ -84,10 +89,10 @@ MAX_FUSED = 16384  # widest row (power of two) held whole in registers
 
 # M_BUCKET (next_pow2(M)) is only an autotuning key: one tuning per row width,
 # dtype and order of magnitude of M.  Never specialised, so it costs no recompiles.
-@triton.jit(do_not_specialize=["M_BUCKET", "NUM_SMS"])
-def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET, NUM_SMS,
+@triton.jit(do_not_specialize=["M_BUCKET"])
+def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
               ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EXACT: tl.constexpr, EVEN_N: tl.constexpr,
-              ALIGN: tl.constexpr, WB_EARLY: tl.constexpr, EVICT: tl.constexpr, PF_DIV: tl.constexpr):
+              ALIGN: tl.constexpr, WB_EARLY: tl.constexpr, EVICT: tl.constexpr):
     # ALIGN divides N (see row_align), so n == N, but written so that the
     # compiler sees the factor: row starts and the column mask then come in
     # ALIGN-element groups, and N = 1000 still gets 16-byte accesses.
@@ -111,12 +116,6 @@ def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET, NUM_SMS,
     if WB_EARLY:
         w = tl.load(w_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
         b = tl.load(b_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
-    if PF_DIV > 0:
-        # x and r of the program NUM_SMS / PF_DIV ahead into L2 (about the one this SM runs
-        # next, when a program fills an SM), so that HBM streams on through the reductions
-        ahead = (tl.program_id(0) + NUM_SMS // PF_DIV) * ROWS
-        start = ahead.to(tl.int64) * n
-        prefetch_l2(x_ptr + start, r_ptr + start, tl.maximum(tl.minimum(M - ahead, ROWS), 0) * n)
     h = x.to(tl.float32) + r.to(tl.float32)
     mean = tl.sum(h, axis=1) / n
     if EVEN_N:
@@ -176,6 +175,97 @@ def _rlg_split(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, BLOCK: tl.co
                  cache_modifier=".cs")  # streaming: keep L2 for the rows still to re-read
 
 
+@triton.jit
+def _h_part(x_ptr, r_ptr, base, off, cols, n, EVEN: tl.constexpr):
+    """h = x + r (float32) of the Q columns from ``off`` of the row at ``base``; 0 past the row."""
+    if EVEN:
+        return (tl.load(x_ptr + base + off + cols).to(tl.float32)
+                + tl.load(r_ptr + base + off + cols).to(tl.float32))
+    m = off + cols < n
+    return (tl.load(x_ptr + base + off + cols, mask=m, other=0.0).to(tl.float32)
+            + tl.load(r_ptr + base + off + cols, mask=m, other=0.0).to(tl.float32))
+
+
+@triton.jit
+def _y_part(d, rstd, w_ptr, b_ptr, y_ptr, base, off, cols, n, EXACT: tl.constexpr, EVEN: tl.constexpr):
+    """y of one part from its deviations d = h - mean."""
+    if EVEN:
+        w = tl.load(w_ptr + off + cols, eviction_policy="evict_last").to(tl.float32)
+        b = tl.load(b_ptr + off + cols, eviction_policy="evict_last").to(tl.float32)
+        tl.store(y_ptr + base + off + cols, gelu_f32(d * rstd * w + b, EXACT).to(y_ptr.dtype.element_ty))
+    else:
+        m = off + cols < n
+        w = tl.load(w_ptr + off + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        b = tl.load(b_ptr + off + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        tl.store(y_ptr + base + off + cols, gelu_f32(d * rstd * w + b, EXACT).to(y_ptr.dtype.element_ty),
+                 mask=m)
+
+
+@triton.jit
+def _dev(h, mean, off, cols, n, EVEN: tl.constexpr):
+    if EVEN:
+        return h - mean
+    return tl.where(off + cols < n, h - mean, 0.0)
+
+
+@triton.jit
+def _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV: tl.constexpr):
+    """x and r of the row NUM_SMS / PF_DIV programs ahead into L2: about the one
+    this SM runs next, since a program fills an SM."""
+    ahead = tl.program_id(0) + NUM_SMS // PF_DIV
+    start = ahead.to(tl.int64) * n
+    prefetch_l2(x_ptr + start, r_ptr + start, tl.where(ahead < M, n, 0))
+
+
+@triton.jit(do_not_specialize=["M_BUCKET", "NUM_SMS"])
+def _rlg_parts(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET, NUM_SMS, PARTS: tl.constexpr,
+               Q: tl.constexpr, EXACT: tl.constexpr, EVEN: tl.constexpr, ALIGN: tl.constexpr,
+               PF_AT: tl.constexpr, PF_DIV: tl.constexpr):
+    """One row a program, held in registers as PARTS (2 or 4) Q-wide parts (EVEN: N == PARTS * Q).
+
+    Each part's h is loaded and added on its own, and its y computed and
+    stored on its own, so that float32 rows of 32768 fit 32 warps at 64
+    registers (one 32768-wide block spills) and the first parts' stores
+    drain while the later ones compute; the parts are added before the
+    block reductions, so that there are two of them, not 2 * PARTS.  PF_AT > 0:
+    after loading part PF_AT (1-based), the x and r of the program NUM_SMS /
+    PF_DIV ahead are prefetched into L2 (see implementations/_l2_prefetch.py).
+    """
+    n = (N // ALIGN) * ALIGN  # == N; see _rlg_rows
+    base = tl.program_id(0).to(tl.int64) * n
+    cols = tl.arange(0, Q)
+    h0 = _h_part(x_ptr, r_ptr, base, 0, cols, n, EVEN)
+    if PF_AT == 1:
+        _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
+    h1 = _h_part(x_ptr, r_ptr, base, Q, cols, n, EVEN)
+    if PF_AT == 2:
+        _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
+    if PARTS == 4:
+        h2 = _h_part(x_ptr, r_ptr, base, 2 * Q, cols, n, EVEN)
+        if PF_AT == 3:
+            _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
+        h3 = _h_part(x_ptr, r_ptr, base, 3 * Q, cols, n, EVEN)
+        if PF_AT == 4:
+            _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
+        mean = tl.sum(h0 + h1 + h2 + h3, axis=0) / n
+        d0 = _dev(h0, mean, 0, cols, n, EVEN)
+        d1 = _dev(h1, mean, Q, cols, n, EVEN)
+        d2 = _dev(h2, mean, 2 * Q, cols, n, EVEN)
+        d3 = _dev(h3, mean, 3 * Q, cols, n, EVEN)
+        rstd = tl.math.rsqrt(tl.sum(d0 * d0 + d1 * d1 + d2 * d2 + d3 * d3, axis=0) / n + eps)
+        _y_part(d0, rstd, w_ptr, b_ptr, y_ptr, base, 0, cols, n, EXACT, EVEN)
+        _y_part(d1, rstd, w_ptr, b_ptr, y_ptr, base, Q, cols, n, EXACT, EVEN)
+        _y_part(d2, rstd, w_ptr, b_ptr, y_ptr, base, 2 * Q, cols, n, EXACT, EVEN)
+        _y_part(d3, rstd, w_ptr, b_ptr, y_ptr, base, 3 * Q, cols, n, EXACT, EVEN)
+    else:
+        mean = tl.sum(h0 + h1, axis=0) / n
+        d0 = _dev(h0, mean, 0, cols, n, EVEN)
+        d1 = _dev(h1, mean, Q, cols, n, EVEN)
+        rstd = tl.math.rsqrt(tl.sum(d0 * d0 + d1 * d1, axis=0) / n + eps)
+        _y_part(d0, rstd, w_ptr, b_ptr, y_ptr, base, 0, cols, n, EXACT, EVEN)
+        _y_part(d1, rstd, w_ptr, b_ptr, y_ptr, base, Q, cols, n, EXACT, EVEN)
+
+
 def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None) -> dict:
     """Kernel and launch parameters for an m x n problem; pure, so config() can replay it."""
     block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
@@ -188,21 +278,30 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     return dict(kernel="split", BLOCK=chunk, num_warps=max(1, min(16, chunk // 256)))
 
 
-def rows_raced(n: int, dtype_bytes: int) -> bool:
-    """Widths where the rows kernel (one row on 32 warps) races the split one."""
-    return dtype_bytes == 2 and triton.next_power_of_2(n) == 2 * MAX_FUSED
+def parts_raced(n: int) -> bool:
+    """Widths where the parts kernel (one whole row on 32 warps) races the split one."""
+    return triton.next_power_of_2(n) == 2 * MAX_FUSED
 
 
-def race_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
-    """The rows kernel's candidates at the widths of rows_raced: the one that
-    fits 64 registers (w and b after the reductions; early, they spill), in
-    both eviction hints, and with no hint but a later program's x and r
-    prefetched into L2 (PF_DIV: half or a third of the SMs ahead)."""
-    if not rows_raced(n, dtype_bytes):
+# (PARTS, PF_AT, PF_DIV) tried for rows of parts_raced, by dtype size: halves and
+# quarters, without the L2 prefetch and with it half or a quarter of the SMs
+# ahead, issued where it paid on the H200 (benchmarks/rlg_prefetch_probe.py):
+# after the last part's loads in 16 bits, after the first to third quarter's
+# in float32.  float32 halves spill for sm_90 unless it comes after the
+# first half, and so do quarters with it after the last.
+PARTS_FORMS = {2: ((4, 0, 0), (4, 4, 2), (4, 4, 4), (2, 0, 0), (2, 2, 2), (2, 2, 4)),
+               4: ((4, 0, 0), (4, 2, 4), (4, 2, 2), (4, 3, 4), (4, 1, 4), (2, 1, 2))}
+
+
+def parts_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
+    """The parts kernel's autotuning candidates at the widths of parts_raced (none elsewhere)."""
+    if not parts_raced(n):
         return []
-    out = [dict(kernel="rows", ROWS=1, BLOCK_N=2 * MAX_FUSED, num_warps=32, WB_EARLY=False, EVICT=hint, PF_DIV=0)
-           for hint in _hints(dtype_bytes)]
-    return out + [dict(out[0], EVICT="", PF_DIV=div) for div in (2, 3)]
+    out = []
+    for parts, at, div in PARTS_FORMS[4 if dtype_bytes == 4 else 2]:
+        q = triton.next_power_of_2(triton.cdiv(n, parts))
+        out.append(dict(kernel="parts", PARTS=parts, Q=q, EVEN=parts * q == n, PF_AT=at, PF_DIV=div, num_warps=32))
+    return out
 
 
 def row_align(n: int, dtype_bytes: int) -> int:
@@ -280,7 +379,6 @@ def _with_wb(c: dict) -> dict:
     c = dict(c)
     c.setdefault("WB_EARLY", True)
     c.setdefault("EVICT", "evict_first")
-    c.setdefault("PF_DIV", 0)
     return c
 
 
@@ -309,10 +407,10 @@ def _with_hints(out: list[dict], dtype_bytes: int, limit: int) -> list[dict]:
 
 _rows_tuned = tuned(_rlg_rows, candidates)
 _split_tuned = tuned(_rlg_split, candidates)
-_wide_tuned = tuned(_rlg_rows, race_candidates)
+_parts_tuned = tuned(_rlg_parts, parts_candidates)
 
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for
-# config(); and the rows/split races of rows_raced
+# config(); and the parts/split races of parts_raced
 _CHOSEN = Raced(plan)
 
 
@@ -338,32 +436,36 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
     if interpreting() or max_fused != MAX_FUSED or block is not None:
         # One config: the interpreter would run every candidate on the CPU.
         if p["kernel"] == "rows":
-            _rlg_rows[(triton.cdiv(m, p["ROWS"]),)](*args, m, n, float(eps), bucket, 1, ROWS=p["ROWS"],
+            _rlg_rows[(triton.cdiv(m, p["ROWS"]),)](*args, m, n, float(eps), bucket, ROWS=p["ROWS"],
                                                     BLOCK_N=p["BLOCK_N"], EXACT=exact, EVEN_N=n == p["BLOCK_N"],
                                                     ALIGN=row_align(n, x.element_size()),
                                                     WB_EARLY=p["WB_EARLY"], EVICT=p["EVICT"],
-                                                    PF_DIV=p["PF_DIV"], num_warps=p["num_warps"])
+                                                    num_warps=p["num_warps"])
         else:
             _rlg_split[(m,)](*args, n, float(eps), bucket, BLOCK=p["BLOCK"], EXACT=exact,
                              num_warps=p["num_warps"])
         return y
     b = x.element_size()
-    sms = sm_count(device_index(x))
 
-    def run_rows(kernel, block_n: int) -> None:
-        kernel[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](*args, m, n, float(eps), bucket, sms, EXACT=exact,
-                                                             EVEN_N=n == block_n, ALIGN=row_align(n, b))
-        _CHOSEN.record("rows", kernel, n, b, bucket)
+    def run_rows() -> None:
+        _rows_tuned[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](*args, m, n, float(eps), bucket, EXACT=exact,
+                                                                  EVEN_N=n == p["BLOCK_N"], ALIGN=row_align(n, b))
+        _CHOSEN.record("rows", _rows_tuned, n, b, bucket)
+
+    def run_parts() -> None:
+        _parts_tuned[(m,)](*args, m, n, float(eps), bucket, sm_count(device_index(x)), EXACT=exact,
+                           ALIGN=row_align(n, b))
+        _CHOSEN.record("parts", _parts_tuned, n, b, bucket)
 
     def run_split() -> None:
         _split_tuned[(m,)](*args, n, float(eps), bucket, EXACT=exact)
         _CHOSEN.record("split", _split_tuned, n, b, bucket)
 
     if p["kernel"] == "rows":
-        run_rows(_rows_tuned, p["BLOCK_N"])
-    elif rows_raced(n, b):
+        run_rows()
+    elif parts_raced(n):
         _CHOSEN.run_or_race(n, str(x.dtype).removeprefix("torch."), b, bucket,
-                            {"rows": lambda: run_rows(_wide_tuned, 2 * MAX_FUSED), "split": run_split}, _time_ms)
+                            {"parts": run_parts, "split": run_split}, _time_ms)
     else:
         run_split()
     return y
@@ -377,5 +479,5 @@ def _config(case: Case) -> str:
 register("residual_layernorm_gelu", "triton", available=needs_triton,
          supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
          description="one kernel: rows in registers, or chunked rows with chunk 0 held on chip (raced against "
-                     "a whole 16-bit row on 32 warps up to 32768 columns)")(
+                     "a whole row held in parts on 32 warps, up to 32768 columns)")(
     residual_layernorm_gelu_triton)
