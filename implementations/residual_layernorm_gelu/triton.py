@@ -284,13 +284,15 @@ def parts_raced(n: int) -> bool:
 
 
 # (PARTS, PF_AT, PF_DIV) tried for rows of parts_raced, by dtype size: halves and
-# quarters, without the L2 prefetch and with it half or a quarter of the SMs
-# ahead, issued where it paid on the H200 (benchmarks/rlg_prefetch_probe.py):
-# after the last part's loads in 16 bits, after the first to third quarter's
-# in float32.  float32 halves spill for sm_90 unless it comes after the
-# first half, and so do quarters with it after the last.
+# quarters, without the L2 prefetch and with it some of the SMs ahead, issued
+# where it paid on the H200 (benchmarks/rlg_prefetch_probe.py): after the last
+# part's loads and a half or a quarter of the SMs ahead in 16 bits; after the
+# first half's or second quarter's loads and a quarter (or an eighth) of the
+# SMs ahead in float32, where half of them ran 5-13% slower.  float32 halves
+# spill for sm_90 unless it comes after the first half, and so do quarters
+# with it after the last.
 PARTS_FORMS = {2: ((4, 0, 0), (4, 4, 2), (4, 4, 4), (2, 0, 0), (2, 2, 2), (2, 2, 4)),
-               4: ((4, 0, 0), (4, 2, 4), (4, 2, 2), (4, 3, 4), (4, 1, 4), (2, 1, 2))}
+               4: ((4, 0, 0), (4, 2, 4), (4, 2, 8), (4, 1, 4), (4, 3, 4), (2, 1, 4), (2, 1, 8), (4, 2, 2))}
 
 
 def parts_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
