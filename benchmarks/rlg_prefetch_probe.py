@@ -11,7 +11,8 @@ r (implementations/_l2_prefetch.py: a bulk prefetch, no registers held).
 
 Timed here, beside the shipped (raced, autotuned) kernel, in one process:
 - every (PARTS, PF_AT, PF_DIV) form of ``_rlg_parts`` the autotuner tries,
-  and the placements it does not try (they lost or spill);
+  with x and r loaded through L2 only (as shipped) and through L1 too, and
+  the placements it does not try (they lost or spill);
 - in bf16, the whole-row kernel the race used before (``_rlg_rows``, one
   32768-wide block on 32 warps);
 - ``_rlg_rot``: one persistent program an SM that loads the next row part by
@@ -38,7 +39,7 @@ from implementations.residual_layernorm_gelu.triton import (PARTS_FORMS, _dev, _
 
 # forms the autotuner does not try, by dtype size: other prefetch placements (they lost)
 # and the float32 ones that spill for sm_90
-OTHER_FORMS = {2: ((4, 1, 2), (4, 2, 2), (4, 3, 2), (2, 1, 2)), 4: ((4, 4, 2), (2, 2, 2), (2, 0, 0))}
+OTHER_FORMS = {2: ((4, 1, 2), (4, 2, 2), (4, 3, 2), (2, 1, 2)), 4: ((4, 4, 2), (2, 2, 2), (2, 0, 0), (4, 2, 8))}
 
 
 @triton.jit
@@ -97,8 +98,9 @@ def _rlg_rot(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, DISTP, Q: tl.constexp
         base = nb
 
 
-def parts(x, r, w, b, eps, form, out=None):
-    """y by the shipped _rlg_parts in ``form`` (PARTS, PF_AT, PF_DIV); returns y and the kernel."""
+def parts(x, r, w, b, eps, form, cache=".cg", out=None):
+    """y by the shipped _rlg_parts in ``form`` (PARTS, PF_AT, PF_DIV), x and r loaded with the cache
+    modifier ``cache``; returns y and the kernel."""
     m, n = x.shape
     p, at, div = form
     q = triton.next_power_of_2(triton.cdiv(n, p))
@@ -106,7 +108,7 @@ def parts(x, r, w, b, eps, form, out=None):
     k = _rlg_parts[(m,)](x, r, w, b, y, m, n, float(eps), triton.next_power_of_2(m),
                          torch.cuda.get_device_properties(x.device).multi_processor_count, PARTS=p, Q=q,
                          EXACT=x.element_size() == 4, EVEN=p * q == n, ALIGN=row_align(n, x.element_size()),
-                         PF_AT=at, PF_DIV=div, num_warps=32)
+                         PF_AT=at, PF_DIV=div, CACHE=cache, num_warps=32)
     return y, k
 
 
@@ -149,8 +151,9 @@ def bench():
         for form in PARTS_FORMS[size] + (OTHER_FORMS[size] if full else ()):
             tried = "" if form in PARTS_FORMS[size] else " (not tried)"
             where = f"prefetch after part {form[1]}, SMs/{form[2]} ahead" if form[1] else "no prefetch"
-            add(f"parts {form[0]}, {where}{tried}",
-                lambda out=None: parts(x, r, w, b, eps, form, out=out))
+            for cache in ((".cg", "") if full and not tried else (".cg",)):
+                add(f"parts {form[0]}, {where}{tried}{'' if cache else ', x and r via L1'}",
+                    lambda out=None: parts(x, r, w, b, eps, form, cache, out=out))
         if size == 2 and full:
             add("whole-row block (_rlg_rows)", lambda out=None: whole_block(x, r, w, b, eps, out=out))
         for distp in ((0, 1) if full else (1,)):

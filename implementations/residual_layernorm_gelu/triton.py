@@ -176,14 +176,15 @@ def _rlg_split(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, BLOCK: tl.co
 
 
 @triton.jit
-def _h_part(x_ptr, r_ptr, base, off, cols, n, EVEN: tl.constexpr):
-    """h = x + r (float32) of the Q columns from ``off`` of the row at ``base``; 0 past the row."""
+def _h_part(x_ptr, r_ptr, base, off, cols, n, EVEN: tl.constexpr, CACHE: tl.constexpr = ""):
+    """h = x + r (float32) of the Q columns from ``off`` of the row at ``base``; 0 past the row.
+    CACHE: the loads' cache modifier (".cg": cached in L2 only)."""
     if EVEN:
-        return (tl.load(x_ptr + base + off + cols).to(tl.float32)
-                + tl.load(r_ptr + base + off + cols).to(tl.float32))
+        return (tl.load(x_ptr + base + off + cols, cache_modifier=CACHE).to(tl.float32)
+                + tl.load(r_ptr + base + off + cols, cache_modifier=CACHE).to(tl.float32))
     m = off + cols < n
-    return (tl.load(x_ptr + base + off + cols, mask=m, other=0.0).to(tl.float32)
-            + tl.load(r_ptr + base + off + cols, mask=m, other=0.0).to(tl.float32))
+    return (tl.load(x_ptr + base + off + cols, mask=m, other=0.0, cache_modifier=CACHE).to(tl.float32)
+            + tl.load(r_ptr + base + off + cols, mask=m, other=0.0, cache_modifier=CACHE).to(tl.float32))
 
 
 @triton.jit
@@ -220,31 +221,34 @@ def _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV: tl.constexpr):
 @triton.jit(do_not_specialize=["M_BUCKET", "NUM_SMS"])
 def _rlg_parts(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET, NUM_SMS, PARTS: tl.constexpr,
                Q: tl.constexpr, EXACT: tl.constexpr, EVEN: tl.constexpr, ALIGN: tl.constexpr,
-               PF_AT: tl.constexpr, PF_DIV: tl.constexpr):
+               PF_AT: tl.constexpr, PF_DIV: tl.constexpr, CACHE: tl.constexpr = ".cg"):
     """One row a program, held in registers as PARTS (2 or 4) Q-wide parts (EVEN: N == PARTS * Q).
 
     Each part's h is loaded and added on its own, and its y computed and
     stored on its own, so that float32 rows of 32768 fit 32 warps at 64
     registers (one 32768-wide block spills) and the first parts' stores
     drain while the later ones compute; the parts are added before the
-    block reductions, so that there are two of them, not 2 * PARTS.  PF_AT > 0:
+    block reductions, so that there are two of them, not 2 * PARTS.  x and r
+    are loaded with CACHE=".cg" (cached in L2 only), so that the 64-128 KB of
+    them a row does not push w and b, which every row reads, out of L1
+    (rlg_prefetch_probe times both).  PF_AT > 0:
     after loading part PF_AT (1-based), the x and r of the program NUM_SMS /
     PF_DIV ahead are prefetched into L2 (see implementations/_l2_prefetch.py).
     """
     n = (N // ALIGN) * ALIGN  # == N; see _rlg_rows
     base = tl.program_id(0).to(tl.int64) * n
     cols = tl.arange(0, Q)
-    h0 = _h_part(x_ptr, r_ptr, base, 0, cols, n, EVEN)
+    h0 = _h_part(x_ptr, r_ptr, base, 0, cols, n, EVEN, CACHE)
     if PF_AT == 1:
         _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
-    h1 = _h_part(x_ptr, r_ptr, base, Q, cols, n, EVEN)
+    h1 = _h_part(x_ptr, r_ptr, base, Q, cols, n, EVEN, CACHE)
     if PF_AT == 2:
         _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
     if PARTS == 4:
-        h2 = _h_part(x_ptr, r_ptr, base, 2 * Q, cols, n, EVEN)
+        h2 = _h_part(x_ptr, r_ptr, base, 2 * Q, cols, n, EVEN, CACHE)
         if PF_AT == 3:
             _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
-        h3 = _h_part(x_ptr, r_ptr, base, 3 * Q, cols, n, EVEN)
+        h3 = _h_part(x_ptr, r_ptr, base, 3 * Q, cols, n, EVEN, CACHE)
         if PF_AT == 4:
             _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
         mean = tl.sum(h0 + h1 + h2 + h3, axis=0) / n
@@ -287,12 +291,13 @@ def parts_raced(n: int) -> bool:
 # quarters, without the L2 prefetch and with it some of the SMs ahead, issued
 # where it paid on the H200 (benchmarks/rlg_prefetch_probe.py): after the last
 # part's loads and a half or a quarter of the SMs ahead in 16 bits; after the
-# first half's or second quarter's loads and a quarter (or an eighth) of the
-# SMs ahead in float32, where half of them ran 5-13% slower.  float32 halves
-# spill for sm_90 unless it comes after the first half, and so do quarters
-# with it after the last.
+# first to third quarter's loads (or the first half's) and mostly a quarter
+# of the SMs ahead in float32.  An eighth lost there by 18-20% in the suite's
+# own tuning (results/h200/20261130T085428Z-018fe94).  float32 halves spill
+# for sm_90 unless it comes after the first half, and so do quarters with it
+# after the last.
 PARTS_FORMS = {2: ((4, 0, 0), (4, 4, 2), (4, 4, 4), (2, 0, 0), (2, 2, 2), (2, 2, 4)),
-               4: ((4, 0, 0), (4, 2, 4), (4, 2, 8), (4, 1, 4), (4, 3, 4), (2, 1, 4), (2, 1, 8), (4, 2, 2))}
+               4: ((4, 0, 0), (4, 2, 4), (4, 2, 2), (4, 1, 4), (4, 3, 4), (2, 1, 4))}
 
 
 def parts_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
