@@ -54,10 +54,10 @@ def _rlg_rot(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, DISTP, Q: tl.constexp
     cols = tl.arange(0, Q)
     n0 = tl.where(pid < M, N, 0)  # a row past the end loads nothing
     base = pid.to(tl.int64) * N
-    h0 = _h_part(x_ptr, r_ptr, base, 0, cols, n0, False)
-    h1 = _h_part(x_ptr, r_ptr, base, Q, cols, n0, False)
-    h2 = _h_part(x_ptr, r_ptr, base, 2 * Q, cols, n0, False)
-    h3 = _h_part(x_ptr, r_ptr, base, 3 * Q, cols, n0, False)
+    h0 = _h_part(x_ptr, r_ptr, base, 0, cols, n0, False, "")
+    h1 = _h_part(x_ptr, r_ptr, base, Q, cols, n0, False, "")
+    h2 = _h_part(x_ptr, r_ptr, base, 2 * Q, cols, n0, False, "")
+    h3 = _h_part(x_ptr, r_ptr, base, 3 * Q, cols, n0, False, "")
     for row in range(pid, M, P):
         if DISTP > 0:
             ahead = row + DISTP * P

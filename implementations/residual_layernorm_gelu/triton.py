@@ -176,7 +176,7 @@ def _rlg_split(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, BLOCK: tl.co
 
 
 @triton.jit
-def _h_part(x_ptr, r_ptr, base, off, cols, n, EVEN: tl.constexpr, CACHE: tl.constexpr = ""):
+def _h_part(x_ptr, r_ptr, base, off, cols, n, EVEN: tl.constexpr, CACHE: tl.constexpr):
     """h = x + r (float32) of the Q columns from ``off`` of the row at ``base``; 0 past the row.
     CACHE: the loads' cache modifier (".cg": cached in L2 only)."""
     if EVEN:
