@@ -30,7 +30,17 @@ stays well under the SM's limit.
   HBM streams on while this program reduces.  The first call races the tuned
   parts kernel against the tuned split kernel and keeps the faster (one read
   against two; one program an SM that idles through its reductions against
-  several).
+  several).  At 4096 x 32768 on the H200 it took the Triton kernel from 0.757
+  (bf16) and 0.800 (float32) of copy (results/h200/20261130T050414Z-5f0ac38)
+  to 0.867 and 0.896 (20261130T090338Z-39790a2).  In one probe process
+  (results/h200/diagnostics/rlg_prefetch-39790a2.txt), against the whole
+  16-bit row as one block that the race used before (254.1 us): quarters
+  without the prefetch 224.5 us, with it 221.6; through L1 instead of .cg,
+  231.1.  In float32, quarters 415.6 us through L2 only, 433.9 through L1.
+  What the autotuner ranks first varies by process in float32: in that
+  probe a quarter of the SMs ahead beat half (414.9 against 435.3 us); in
+  the suite runs half won by 1-3%.  Halves without the prefetch ran fastest
+  of all there (402.7 us), but spill 8 bytes for sm_90, so are not tried.
 - Tried and dropped for rows wider than 16384 (4096 x 32768 on the H200,
   head-to-head times of results/h200/20261130T010610Z-151bb03 to
   20261130T011853Z-60e5972; the code is in those commits): a program a chunk
@@ -43,9 +53,9 @@ stays well under the SM's limit.
   float32.  Where the persistent form loses its time was not profiled.
   A whole float32 row held by one 32-warp program as four quarters (64
   registers, no spills; benchmarks/rlg_wide_rows.py) ties the split kernel
-  (473 against 480 us, results/h200/diagnostics/rlg_wide_rows-8415c0d.txt),
-  so at this width the one-row-an-SM shape, not the split kernel's re-read,
-  sets the time.  Nor did two programs an SM pay in bf16: h held as bf16
+  (473 against 480 us, results/h200/diagnostics/rlg_wide_rows-8415c0d.txt)
+  when each quarter is reduced on its own (eight block reductions, not two).
+  Nor did two programs an SM pay in bf16: h held as bf16
   pairs (the softmax PAIRS form), 32 words a thread on 16 warps, ran 1.035-
   1.041 of the whole-row kernel's time at 64 registers (ptxas hoists most of
   x and r's loads and spills 32-48 bytes) and doubled the float64 error
@@ -69,7 +79,13 @@ stays well under the SM's limit.
   get past it by splitting a row over a cluster of CTAs; a Triton reduction
   over a cluster (num_ctas > 1) does not compile for sm_90 in triton 3.6,
   nor does a Gluon reduction over a layout split across a cluster's CTAs
-  (benchmarks/triton_clusters_probe.py).
+  (benchmarks/triton_clusters_probe.py).  Nor, with the L2 prefetch
+  (benchmarks/rlg_prefetch_probe.py), did one persistent program an SM
+  that loads the next row a quarter at a time into the registers each
+  written quarter frees: 225.0 us in bf16 and 528.5 in float32 (spills) at
+  best, against 220.4 and 412.7 for the shipped kernel; nor issuing the
+  prefetch before the program's own loads, or from every thread a line at a
+  time (rlg_prefetch-5e0a70d.txt).
 """
 from __future__ import annotations
 
