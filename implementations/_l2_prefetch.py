@@ -1,8 +1,8 @@
 """Prefetch of a byte range of two tensors into L2, for Triton kernels on sm_90.
 
 A program that holds a whole row in registers (residual_layernorm_gelu's
-16-bit rows of 16385..32768 columns fill an SM with one program) has no loads
-in flight while it reduces, and HBM idles.  ``prefetch_l2`` asks L2 for a
+rows of 16385..32768 columns fill an SM with one program) has no loads in
+flight while it reduces, and HBM idles.  ``prefetch_l2`` asks L2 for a
 later program's x and r with Hopper's bulk prefetch
 (``cp.async.bulk.prefetch.L2``): no registers held, nothing waited for, and
 that program's own loads then mostly hit L2.  A few threads each issue one

@@ -152,12 +152,14 @@ class Raced(Chosen):
 
 @functools.lru_cache(maxsize=None)
 def sm_count(index: int) -> int:
+    """SMs of CUDA device ``index`` (asked once)."""
     import torch
 
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 def device_index(x) -> int:
+    """The CUDA device index of tensor ``x`` (0 for a bare "cuda")."""
     return x.device.index if x.device.index is not None else 0
 
 

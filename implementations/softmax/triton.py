@@ -512,8 +512,6 @@ _pipe_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zer
                        prune_configs_by={"early_config_prune": _pipe_prune})(_softmax_pipe)
 
 
-
-
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for config()
 _CHOSEN = Raced(plan)
 
