@@ -39,7 +39,7 @@ from implementations.residual_layernorm_gelu.triton import (PARTS_FORMS, _dev, _
 
 # forms the autotuner does not try, by dtype size: other prefetch placements (they lost)
 # and the float32 ones that spill for sm_90
-OTHER_FORMS = {2: ((4, 1, 2), (4, 2, 2), (4, 3, 2), (2, 1, 2)), 4: ((4, 4, 2), (2, 2, 2), (2, 0, 0), (4, 2, 8))}
+OTHER_FORMS = {2: ((4, 1, 2), (4, 2, 2), (4, 3, 2), (2, 1, 2)), 4: ((4, 4, 2), (2, 2, 2), (4, 2, 8))}
 
 
 @triton.jit

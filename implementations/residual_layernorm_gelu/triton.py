@@ -40,7 +40,7 @@ stays well under the SM's limit.
   What the autotuner ranks first varies by process in float32: in that
   probe a quarter of the SMs ahead beat half (414.9 against 435.3 us); in
   the suite runs half won by 1-3%.  Halves without the prefetch ran fastest
-  of all there (402.7 us), but spill 8 bytes for sm_90, so are not tried.
+  of all there (402.7 us) although they spill 8 bytes for sm_90 (SPILL_OK).
 - Tried and dropped for rows wider than 16384 (4096 x 32768 on the H200,
   head-to-head times of results/h200/20261130T010610Z-151bb03 to
   20261130T011853Z-60e5972; the code is in those commits): a program a chunk
@@ -309,11 +309,19 @@ def parts_raced(n: int) -> bool:
 # part's loads and a half or a quarter of the SMs ahead in 16 bits; after the
 # first to third quarter's loads (or the first half's) and mostly a quarter
 # of the SMs ahead in float32.  An eighth lost there by 18-20% in the suite's
-# own tuning (results/h200/20261130T085428Z-018fe94).  float32 halves spill
-# for sm_90 unless it comes after the first half, and so do quarters with it
-# after the last.
+# own tuning (results/h200/20261130T085428Z-018fe94).  float32 quarters with
+# it after the last part spill for sm_90, and so do halves with it after the
+# second.  float32 halves without it are tried although they spill (see
+# SPILL_OK): they ran fastest of every float32 form in three probe processes
+# (0.943-0.958 of copy; rlg_prefetch-f4bd952.txt, -39790a2.txt).
 PARTS_FORMS = {2: ((4, 0, 0), (4, 4, 2), (4, 4, 4), (2, 0, 0), (2, 2, 2), (2, 2, 4)),
-               4: ((4, 0, 0), (4, 2, 4), (4, 2, 2), (4, 1, 4), (4, 3, 4), (2, 1, 4))}
+               4: ((4, 0, 0), (4, 2, 4), (4, 2, 2), (4, 1, 4), (4, 3, 4), (2, 1, 4), (2, 0, 0))}
+# (dtype bytes, PARTS, PF_AT, PF_DIV) -> spill bytes allowed for sm_90 (the compile
+# test holds every other candidate to none).  float32 halves without the
+# prefetch: ptxas issues all 16 of the halves' 16-byte loads before the first
+# add (64 registers of loads in flight) and keeps two 4-byte values in local
+# memory across the reductions, stored and reloaded once a row.
+SPILL_OK = {(4, 2, 0, 0): 8}
 
 
 def parts_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
