@@ -32,7 +32,9 @@ stays well under the SM's limit.
   against two; one program an SM that idles through its reductions against
   several).  At 4096 x 32768 on the H200 it took the Triton kernel from 0.757
   (bf16) and 0.800 (float32) of copy (results/h200/20261130T050414Z-5f0ac38)
-  to 0.867 and 0.896 (20261130T090338Z-39790a2).  In one probe process
+  to 0.867 and 0.896 (20261130T090338Z-39790a2), and 0.861 and 0.909 once
+  float32 halves without the prefetch were tried too
+  (20261130T091938Z-8c8dd76).  In one probe process
   (results/h200/diagnostics/rlg_prefetch-39790a2.txt), against the whole
   16-bit row as one block that the race used before (254.1 us): quarters
   without the prefetch 224.5 us, with it 221.6; through L1 instead of .cg,
