@@ -21,8 +21,9 @@ Timed here, beside the shipped (raced, autotuned) kernel, in one process:
 Earlier runs, with the probe's own kernels (results/h200/diagnostics/
 rlg_prefetch-5e0a70d.txt, -f79fef0.txt, -943a684.txt): a per-line
 ``prefetch.global.L2`` from every thread lost to the bulk form (0.816 of copy
-at best against 0.831); the prefetch issued before the program's own loads,
-or after its reductions, lost to no prefetch at all; a whole float32 row in
+at best against 0.831); the prefetch issued before the program's own loads
+gained little (258.6 us against 263.5 without it, and 231.7 with it issued
+after them, rlg_prefetch-5e0a70d.txt); a whole float32 row in
 quarters reduced quarter by quarter (eight block reductions) got no better
 than the split kernel, and the prefetch made it worse; mean and variance from
 one two-value reduction (sums shifted by the row's first h) tied the two
@@ -34,6 +35,7 @@ import triton.language as tl
 
 from benchmarks._probe import print_table, rlg_shipped, variant_row
 from implementations._l2_prefetch import prefetch_l2
+from implementations._row_tuning import device_index, sm_count
 from implementations.residual_layernorm_gelu.triton import (PARTS_FORMS, _dev, _h_part, _rlg_parts, _rlg_rows,
                                                             _y_part, row_align)
 
@@ -106,7 +108,7 @@ def parts(x, r, w, b, eps, form, cache=".cg", out=None):
     q = triton.next_power_of_2(triton.cdiv(n, p))
     y = torch.empty_like(x) if out is None else out
     k = _rlg_parts[(m,)](x, r, w, b, y, m, n, float(eps), triton.next_power_of_2(m),
-                         torch.cuda.get_device_properties(x.device).multi_processor_count, PARTS=p, Q=q,
+                         sm_count(device_index(x)), PARTS=p, Q=q,
                          EXACT=x.element_size() == 4, EVEN=p * q == n, ALIGN=row_align(n, x.element_size()),
                          PF_AT=at, PF_DIV=div, CACHE=cache, num_warps=32)
     return y, k
@@ -127,7 +129,7 @@ def rot(x, r, w, b, eps, distp, eager, out=None, programs=None):
     m, n = x.shape
     y = torch.empty_like(x) if out is None else out
     if programs is None:
-        programs = min(m, torch.cuda.get_device_properties(x.device).multi_processor_count)
+        programs = min(m, sm_count(device_index(x)))
     k = _rlg_rot[(programs,)](x, r, w, b, y, m, n, float(eps), distp, Q=triton.next_power_of_2(triton.cdiv(n, 4)),
                                  EXACT=x.element_size() == 4, EAGER=eager, num_warps=32)
     return y, k
