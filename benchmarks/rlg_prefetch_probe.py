@@ -100,9 +100,9 @@ def _rlg_rot(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, DISTP, Q: tl.constexp
         base = nb
 
 
-def parts(x, r, w, b, eps, form, cache=".cg", out=None, pairs=False):
+def parts(x, r, w, b, eps, form, cache=".cg", out=None):
     """y by the shipped _rlg_parts in ``form`` (PARTS, PF_AT, PF_DIV), x and r loaded with the cache
-    modifier ``cache``, 16-bit rows as 32-bit words if ``pairs``; returns y and the kernel."""
+    modifier ``cache``; returns y and the kernel."""
     m, n = x.shape
     p, at, div = form
     q = triton.next_power_of_2(triton.cdiv(n, p))
@@ -110,7 +110,7 @@ def parts(x, r, w, b, eps, form, cache=".cg", out=None, pairs=False):
     k = _rlg_parts[(m,)](x, r, w, b, y, m, n, float(eps), triton.next_power_of_2(m),
                          sm_count(device_index(x)), PARTS=p, Q=q,
                          EXACT=x.element_size() == 4, EVEN=p * q == n, ALIGN=row_align(n, x.element_size()),
-                         PF_AT=at, PF_DIV=div, CACHE=cache, PAIRS=pairs, num_warps=32)
+                         PF_AT=at, PF_DIV=div, CACHE=cache, num_warps=32)
     return y, k
 
 
@@ -156,9 +156,6 @@ def bench():
             for cache in ((".cg", "") if full and not tried else (".cg",)):
                 add(f"parts {form[0]}, {where}{tried}{'' if cache else ', x and r via L1'}",
                     lambda out=None: parts(x, r, w, b, eps, form, cache, out=out))
-            if size == 2 and n % 2 == 0:
-                add(f"parts {form[0]} as words, {where}{tried}",
-                    lambda out=None: parts(x, r, w, b, eps, form, out=out, pairs=True))
         if size == 2 and full:
             add("whole-row block (_rlg_rows)", lambda out=None: whole_block(x, r, w, b, eps, out=out))
         for distp in ((0, 1) if full else (1,)):

@@ -87,7 +87,11 @@ stays well under the SM's limit.
   written quarter frees: 225.0 us in bf16 and 528.5 in float32 (spills) at
   best, against 220.4 and 412.7 for the shipped kernel; nor issuing the
   prefetch before the program's own loads, or from every thread a line at a
-  time (rlg_prefetch-5e0a70d.txt).
+  time (rlg_prefetch-5e0a70d.txt).  Nor 16-bit rows read as 32-bit words
+  split into even and odd columns, one bit move a value instead of one or
+  two (64 fewer instructions a thread for sm_90): 217.9 against 223.6 us
+  without the prefetch, but 215.0 against 208.2 with it
+  (rlg_prefetch-51185fa.txt; the code is in 51185fa).
 """
 from __future__ import annotations
 
@@ -99,7 +103,6 @@ from implementations._row_tuning import Raced, device_index, neighbours, rows_pl
 from implementations._row_tuning import time_ms as _time_ms
 
 from implementations.gelu.triton import gelu_f32
-from implementations.softmax.triton import _pair_pack, _pair_unpack
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 
@@ -229,48 +232,6 @@ def _dev(h, mean, off, cols, n, EVEN: tl.constexpr):
 
 
 @triton.jit
-def _h_pair(x_ptr, r_ptr, base, off, cols, nw, EVEN: tl.constexpr, CACHE: tl.constexpr):
-    """h = x + r (float32) of the 2Q columns in the Q 32-bit words from word ``off``
-    of the 16-bit row at word ``base``, as (even columns, odd columns); 0 past the row."""
-    xw_ptr = x_ptr.to(tl.pointer_type(tl.int32))
-    rw_ptr = r_ptr.to(tl.pointer_type(tl.int32))
-    BF16: tl.constexpr = x_ptr.dtype.element_ty == tl.bfloat16
-    if EVEN:
-        xv = tl.load(xw_ptr + base + off + cols, cache_modifier=CACHE)
-        rv = tl.load(rw_ptr + base + off + cols, cache_modifier=CACHE)
-    else:
-        m = off + cols < nw
-        xv = tl.load(xw_ptr + base + off + cols, mask=m, other=0, cache_modifier=CACHE)
-        rv = tl.load(rw_ptr + base + off + cols, mask=m, other=0, cache_modifier=CACHE)
-    xl, xh = _pair_unpack(xv, BF16, 0)
-    rl, rh = _pair_unpack(rv, BF16, 0)
-    return xl + rl, xh + rh
-
-
-@triton.jit
-def _y_pair(d_lo, d_hi, rstd, w_ptr, b_ptr, y_ptr, base, off, cols, nw, EXACT: tl.constexpr, EVEN: tl.constexpr):
-    """y of the 2Q columns in words off..off+Q from their deviations (even, odd columns)."""
-    ww_ptr = w_ptr.to(tl.pointer_type(tl.int32))
-    bw_ptr = b_ptr.to(tl.pointer_type(tl.int32))
-    yw_ptr = y_ptr.to(tl.pointer_type(tl.int32))
-    BF16: tl.constexpr = w_ptr.dtype.element_ty == tl.bfloat16
-    if EVEN:
-        wv = tl.load(ww_ptr + off + cols, eviction_policy="evict_last")
-        bv = tl.load(bw_ptr + off + cols, eviction_policy="evict_last")
-    else:
-        m = off + cols < nw
-        wv = tl.load(ww_ptr + off + cols, mask=m, other=0, eviction_policy="evict_last")
-        bv = tl.load(bw_ptr + off + cols, mask=m, other=0, eviction_policy="evict_last")
-    wl, wh = _pair_unpack(wv, BF16, 0)
-    bl, bh = _pair_unpack(bv, BF16, 0)
-    yv = _pair_pack(gelu_f32(d_lo * rstd * wl + bl, EXACT), gelu_f32(d_hi * rstd * wh + bh, EXACT), BF16)
-    if EVEN:
-        tl.store(yw_ptr + base + off + cols, yv)
-    else:
-        tl.store(yw_ptr + base + off + cols, yv, mask=off + cols < nw)
-
-
-@triton.jit
 def _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV: tl.constexpr):
     """x and r of the row NUM_SMS / PF_DIV programs ahead into L2: about the one
     this SM runs next, since a program fills an SM."""
@@ -282,8 +243,7 @@ def _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV: tl.constexpr):
 @triton.jit(do_not_specialize=["M_BUCKET", "NUM_SMS"])
 def _rlg_parts(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET, NUM_SMS, PARTS: tl.constexpr,
                Q: tl.constexpr, EXACT: tl.constexpr, EVEN: tl.constexpr, ALIGN: tl.constexpr,
-               PF_AT: tl.constexpr, PF_DIV: tl.constexpr, CACHE: tl.constexpr = ".cg",
-               PAIRS: tl.constexpr = False):
+               PF_AT: tl.constexpr, PF_DIV: tl.constexpr, CACHE: tl.constexpr = ".cg"):
     """One row a program, held in registers as PARTS (2 or 4) Q-wide parts (EVEN: N == PARTS * Q).
 
     Each part's h is loaded and added on its own, and its y computed and
@@ -298,60 +258,39 @@ def _rlg_parts(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET, NUM_SMS, 
     PF_DIV ahead are prefetched into L2 (see implementations/_l2_prefetch.py).
     """
     n = (N // ALIGN) * ALIGN  # == N; see _rlg_rows
+    base = tl.program_id(0).to(tl.int64) * n
     cols = tl.arange(0, Q)
-    if PAIRS:  # the parts are the even and odd columns of Q-word halves of the row
-        lim = (N // ALIGN) * (ALIGN // 2)  # words of two 16-bit values a row (N is even)
-        base = tl.program_id(0).to(tl.int64) * lim
-        o1, o2, o3 = 0, Q, Q  # word offsets of parts 1..3 (part 0 is at 0)
-        h0, h1 = _h_pair(x_ptr, r_ptr, base, 0, cols, lim, EVEN, CACHE)
-        if PF_AT == 1 or PF_AT == 2:
-            _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
-        if PARTS == 4:
-            h2, h3 = _h_pair(x_ptr, r_ptr, base, Q, cols, lim, EVEN, CACHE)
-            if PF_AT == 3 or PF_AT == 4:
-                _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
-    else:
-        lim = n
-        base = tl.program_id(0).to(tl.int64) * n
-        o1, o2, o3 = Q, 2 * Q, 3 * Q
-        h0 = _h_part(x_ptr, r_ptr, base, 0, cols, n, EVEN, CACHE)
-        if PF_AT == 1:
-            _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
-        h1 = _h_part(x_ptr, r_ptr, base, Q, cols, n, EVEN, CACHE)
-        if PF_AT == 2:
-            _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
-        if PARTS == 4:
-            h2 = _h_part(x_ptr, r_ptr, base, 2 * Q, cols, n, EVEN, CACHE)
-            if PF_AT == 3:
-                _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
-            h3 = _h_part(x_ptr, r_ptr, base, 3 * Q, cols, n, EVEN, CACHE)
-            if PF_AT == 4:
-                _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
+    h0 = _h_part(x_ptr, r_ptr, base, 0, cols, n, EVEN, CACHE)
+    if PF_AT == 1:
+        _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
+    h1 = _h_part(x_ptr, r_ptr, base, Q, cols, n, EVEN, CACHE)
+    if PF_AT == 2:
+        _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
     if PARTS == 4:
+        h2 = _h_part(x_ptr, r_ptr, base, 2 * Q, cols, n, EVEN, CACHE)
+        if PF_AT == 3:
+            _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
+        h3 = _h_part(x_ptr, r_ptr, base, 3 * Q, cols, n, EVEN, CACHE)
+        if PF_AT == 4:
+            _prefetch_ahead(x_ptr, r_ptr, M, n, NUM_SMS, PF_DIV)
         mean = tl.sum(h0 + h1 + h2 + h3, axis=0) / n
-        d0 = _dev(h0, mean, 0, cols, lim, EVEN)
-        d1 = _dev(h1, mean, o1, cols, lim, EVEN)
-        d2 = _dev(h2, mean, o2, cols, lim, EVEN)
-        d3 = _dev(h3, mean, o3, cols, lim, EVEN)
+        d0 = _dev(h0, mean, 0, cols, n, EVEN)
+        d1 = _dev(h1, mean, Q, cols, n, EVEN)
+        d2 = _dev(h2, mean, 2 * Q, cols, n, EVEN)
+        d3 = _dev(h3, mean, 3 * Q, cols, n, EVEN)
         rstd = tl.math.rsqrt(tl.sum(d0 * d0 + d1 * d1 + d2 * d2 + d3 * d3, axis=0) / n + eps)
-        if PAIRS:
-            _y_pair(d0, d1, rstd, w_ptr, b_ptr, y_ptr, base, 0, cols, lim, EXACT, EVEN)
-            _y_pair(d2, d3, rstd, w_ptr, b_ptr, y_ptr, base, Q, cols, lim, EXACT, EVEN)
-        else:
-            _y_part(d0, rstd, w_ptr, b_ptr, y_ptr, base, 0, cols, n, EXACT, EVEN)
-            _y_part(d1, rstd, w_ptr, b_ptr, y_ptr, base, Q, cols, n, EXACT, EVEN)
-            _y_part(d2, rstd, w_ptr, b_ptr, y_ptr, base, 2 * Q, cols, n, EXACT, EVEN)
-            _y_part(d3, rstd, w_ptr, b_ptr, y_ptr, base, 3 * Q, cols, n, EXACT, EVEN)
+        _y_part(d0, rstd, w_ptr, b_ptr, y_ptr, base, 0, cols, n, EXACT, EVEN)
+        _y_part(d1, rstd, w_ptr, b_ptr, y_ptr, base, Q, cols, n, EXACT, EVEN)
+        _y_part(d2, rstd, w_ptr, b_ptr, y_ptr, base, 2 * Q, cols, n, EXACT, EVEN)
+        _y_part(d3, rstd, w_ptr, b_ptr, y_ptr, base, 3 * Q, cols, n, EXACT, EVEN)
     else:
         mean = tl.sum(h0 + h1, axis=0) / n
-        d0 = _dev(h0, mean, 0, cols, lim, EVEN)
-        d1 = _dev(h1, mean, o1, cols, lim, EVEN)
+        d0 = _dev(h0, mean, 0, cols, n, EVEN)
+        d1 = _dev(h1, mean, Q, cols, n, EVEN)
         rstd = tl.math.rsqrt(tl.sum(d0 * d0 + d1 * d1, axis=0) / n + eps)
-        if PAIRS:
-            _y_pair(d0, d1, rstd, w_ptr, b_ptr, y_ptr, base, 0, cols, lim, EXACT, EVEN)
-        else:
-            _y_part(d0, rstd, w_ptr, b_ptr, y_ptr, base, 0, cols, n, EXACT, EVEN)
-            _y_part(d1, rstd, w_ptr, b_ptr, y_ptr, base, Q, cols, n, EXACT, EVEN)
+        _y_part(d0, rstd, w_ptr, b_ptr, y_ptr, base, 0, cols, n, EXACT, EVEN)
+        _y_part(d1, rstd, w_ptr, b_ptr, y_ptr, base, Q, cols, n, EXACT, EVEN)
+
 
 def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None) -> dict:
     """Kernel and launch parameters for an m x n problem; pure, so config() can replay it."""
@@ -378,10 +317,11 @@ def parts_raced(n: int) -> bool:
 # float32.  An eighth lost there by 18-20% in the suite's own tuning
 # (results/h200/20261130T085428Z-018fe94).  float32 quarters with it after
 # the last part spill for sm_90, and so do halves with it after either half
-# (after the first: 16 bytes once the prefetch's address arithmetic moved
-# into its asm, and 450 against 402 us for halves without it).  float32 halves without it are tried although they spill (see
-# SPILL_OK): they ran fastest of every float32 form in three probe processes
-# (0.943-0.958 of copy; rlg_prefetch-f4bd952.txt, -39790a2.txt).
+# (after the first: 16 bytes, and 449.6 against 401.9 us for halves without
+# it, rlg_prefetch-51185fa.txt).  float32 halves without it are tried
+# although they spill (see SPILL_OK): they ran fastest of every float32 form
+# in four probe processes (0.943-0.958 of copy; rlg_prefetch-f4bd952.txt,
+# -39790a2.txt, -51185fa.txt).
 PARTS_FORMS = {2: ((4, 0, 0), (4, 4, 2), (4, 4, 4), (2, 0, 0), (2, 2, 2), (2, 2, 4)),
                4: ((4, 0, 0), (4, 2, 4), (4, 2, 2), (4, 1, 4), (4, 3, 4), (2, 0, 0))}
 # (dtype bytes, PARTS, PF_AT, PF_DIV) -> spill bytes allowed for sm_90 (the compile
