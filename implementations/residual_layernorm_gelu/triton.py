@@ -34,8 +34,10 @@ stays well under the SM's limit.
   (bf16) and 0.800 (float32) of copy (results/h200/20261130T050414Z-5f0ac38)
   to 0.867 and 0.896 (20261130T090338Z-39790a2), and 0.861 and 0.909 once
   float32 halves without the prefetch were tried too
-  (20261130T091938Z-8c8dd76).  In one probe process
-  (results/h200/diagnostics/rlg_prefetch-39790a2.txt), against the whole
+  (20261130T091938Z-8c8dd76), then 0.923 and 0.912 once the prefetch's
+  address arithmetic ran in its eight threads only, not in all 1024
+  (20261130T100522Z-89fc8c1; see implementations/_l2_prefetch.py).  In one
+  probe process (results/h200/diagnostics/rlg_prefetch-39790a2.txt), against the whole
   16-bit row as one block that the race used before (254.1 us): quarters
   without the prefetch 224.5 us, with it 221.6; through L1 instead of .cg,
   231.1.  In float32, quarters 415.6 us through L2 only, 433.9 through L1.
