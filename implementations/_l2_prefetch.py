@@ -27,11 +27,26 @@ import triton.language as tl
 
 from implementations.gelu._triton_math import PTX
 
+# One range's prefetch, thread t's slice of it: the range from byte address
+# {src}, n bytes long, shrunk to the 16-byte words inside it; its bytes
+# [off, off + sl), where there are any.
+_RANGE = """add.u64 e, {src}, n;
+and.b64 e, e, -16;
+add.u64 a, {src}, 15;
+and.b64 a, a, -16;
+sub.s64 sz, e, a;
+max.s64 sz, sz, 0;
+setp.lt.s64 p, off, sz;
+sub.s64 sz, sz, off;
+min.s64 sz, sz, sl;
+add.u64 a, a, off;
+cvt.u32.u64 len, sz;
+@p cp.async.bulk.prefetch.L2.global [a], len;
+"""
 # $1, $2: the ranges' first byte addresses; $3: bytes of each range.  Threads
-# past the first 8 branch straight to the end, so that the other
-# warps issue three instructions for it; thread t < 8 shrinks each range to
-# the 16-byte words inside it and prefetches bytes [t * S, (t + 1) * S) of
-# them, S = ceil(bytes / 128) * 16 (8 slices of S cover both ranges).
+# past the first 8 branch straight to the end, so that the other warps issue
+# three instructions for it; thread t < 8 prefetches bytes [t * S, (t + 1) * S)
+# of each range, S = ceil(bytes / 128) * 16 (8 slices of S cover a range).
 _ASM = tl.constexpr("""{
 .reg .pred p;
 .reg .u32 t, len;
@@ -41,35 +56,11 @@ setp.ge.u32 p, t, 8;
 @p bra KS_PF_DONE;
 cvt.u64.u32 n, $3;
 cvt.u64.u32 off, t;
-add.u64 e, $1, n;
-and.b64 e, e, -16;
-add.u64 a, $1, 15;
-and.b64 a, a, -16;
-sub.s64 sz, e, a;
-max.s64 sz, sz, 0;
 add.u64 sl, n, 127;
 shr.u64 sl, sl, 7;
 shl.b64 sl, sl, 4;
 mul.lo.u64 off, off, sl;
-setp.lt.s64 p, off, sz;
-sub.s64 sz, sz, off;
-min.s64 sz, sz, sl;
-add.u64 a, a, off;
-cvt.u32.u64 len, sz;
-@p cp.async.bulk.prefetch.L2.global [a], len;
-add.u64 e, $2, n;
-and.b64 e, e, -16;
-add.u64 a, $2, 15;
-and.b64 a, a, -16;
-sub.s64 sz, e, a;
-max.s64 sz, sz, 0;
-setp.lt.s64 p, off, sz;
-sub.s64 sz, sz, off;
-min.s64 sz, sz, sl;
-add.u64 a, a, off;
-cvt.u32.u64 len, sz;
-@p cp.async.bulk.prefetch.L2.global [a], len;
-KS_PF_DONE:
+""" + _RANGE.format(src="$1") + _RANGE.format(src="$2") + """KS_PF_DONE:
 mov.u32 $0, 0;
 }""")
 
