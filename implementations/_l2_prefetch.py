@@ -69,7 +69,7 @@ mov.u32 $0, 0;
 def prefetch_l2(x_ptr, r_ptr, count):
     """Ask L2 for ``count`` elements from each of ``x_ptr`` and ``r_ptr`` (at most 2^31 bytes each).
 
-    At most once a kernel: the asm's label is fixed."""
+    May be called more than once a kernel: the asm's label is local to its { } block."""
     if PTX:
         one = tl.zeros([1], tl.int64)  # the asm runs once in every thread; %tid.x picks the slice
         nbytes = count * (x_ptr.dtype.element_ty.primitive_bitwidth // 8)
