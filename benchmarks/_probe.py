@@ -1,6 +1,6 @@
-"""What the one-off persistent-kernel probes (softmax_pipe_probe, rlg_pipe_probe, rlg_smem_probe) share:
-how many programs an SM holds, the suite's timer, a residual_layernorm_gelu case beside the
-shipped kernel, the copy rate, and the table."""
+"""What the one-off probes under benchmarks/ share: how many programs an SM holds, the suite's
+timer, the spread of paired rounds, a residual_layernorm_gelu case beside the shipped kernel,
+the copy rate, and the table."""
 from __future__ import annotations
 
 
@@ -15,6 +15,15 @@ def time_us(fn) -> float:
     from suite.timing import measure
 
     return measure([fn], "cuda", "events", min_samples=20, max_samples=100, budget_ms=300.0).median * 1e3
+
+
+def spread(values: list[float], fmt: str = ".3f") -> str:
+    """'median [p20, p80]' of paired-round values (p20 and p80 the nearest-rank ones)."""
+    import statistics
+
+    v = sorted(values)
+    q = lambda p: v[min(len(v) - 1, int(p * len(v)))]  # noqa: E731
+    return f"{statistics.median(v):{fmt}} [{q(.2):{fmt}}, {q(.8):{fmt}}]"
 
 
 def variant_row(dtype: str, shape: str, label: str, like, gb: float, err, run, resources) -> tuple:

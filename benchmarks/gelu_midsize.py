@@ -17,6 +17,7 @@ import statistics
 
 import torch
 
+from benchmarks._probe import spread
 from suite import verify
 from suite.timing import measure
 from suite.workload import Case, discover
@@ -25,10 +26,6 @@ N = (1 << 24) + 43
 ROUNDS = 15
 IMPLS = ("torch", "compile", "triton", "cuda")
 
-
-def _q(values: list[float], p: float) -> float:
-    v = sorted(values)
-    return v[min(len(v) - 1, int(p * len(v)))]
 
 
 def bench() -> None:
@@ -64,9 +61,8 @@ def bench() -> None:
               f"time / torch's in the same round")
         for k, v in times.items():
             ratio = [a / b for a, b in zip(v, times["torch"])]
-            print(f"  {k:8s} {statistics.median(v):7.2f} [{_q(v, .2):7.2f}, {_q(v, .8):7.2f}] us "
-                  f"{gb / statistics.median(v) * 1e6:6.0f} GB/s  x torch time {statistics.median(ratio):.3f} "
-                  f"[{_q(ratio, .2):.3f}, {_q(ratio, .8):.3f}]", flush=True)
+            print(f"  {k:8s} {spread(v, '7.2f')} us {gb / statistics.median(v) * 1e6:6.0f} GB/s  "
+                  f"x torch time {spread(ratio)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import statistics
 
 import torch
 
+from benchmarks._probe import spread
 from suite import clocks
 from suite.timing import measure
 from suite.workload import Case, discover
@@ -25,10 +26,6 @@ CASES = (("residual_layernorm_gelu", "float32", dict(M=4096, N=32768), ("triton"
          ("gelu", "float32", dict(N=(1 << 24) + 43), ("triton", "torch")))
 ROUNDS = 6
 
-
-def _q(values: list[float], p: float) -> float:
-    v = sorted(values)
-    return v[min(len(v) - 1, int(p * len(v)))]
 
 
 def bench() -> None:
@@ -55,8 +52,7 @@ def bench() -> None:
                     res[mode].append(t * 1e3)
             ratio = [s / p for s, p in zip(res["sampler"], res["plain"])]
             print(f"{wl_name} {dtype} {name}: without {statistics.median(res['plain']):.1f} us, with the sampler "
-                  f"{statistics.median(res['sampler']):.1f} us, ratio {statistics.median(ratio):.3f} "
-                  f"[{_q(ratio, .2):.3f}, {_q(ratio, .8):.3f}]", flush=True)
+                  f"{statistics.median(res['sampler']):.1f} us, ratio {spread(ratio)}", flush=True)
 
 
 if __name__ == "__main__":
