@@ -34,7 +34,8 @@ def test_script_help(module, words, option):
 @pytest.mark.parametrize("args", [("benchmarks.gemm_clocks", "--seconds", "1"), ("benchmarks.mma_feed",),
                                   ("benchmarks.softmax_pipe_probe",), ("benchmarks.rlg_pipe_probe",),
                                   ("benchmarks.rlg_smem_probe",), ("benchmarks.rlg_prefetch_probe",),
-                                  ("benchmarks.gelu_midsize",), ("benchmarks.sampler_overhead",)])
+                                  ("benchmarks.gelu_midsize",), ("benchmarks.sampler_overhead",),
+                                  ("benchmarks.gemm_order",)])
 def test_script_without_a_gpu(args):
     proc = _run(*args)
     assert proc.returncode != 0
