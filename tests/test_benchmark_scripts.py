@@ -35,7 +35,8 @@ def test_script_help(module, words, option):
                                   ("benchmarks.softmax_pipe_probe",), ("benchmarks.rlg_pipe_probe",),
                                   ("benchmarks.rlg_smem_probe",), ("benchmarks.rlg_prefetch_probe",),
                                   ("benchmarks.gelu_midsize",), ("benchmarks.sampler_overhead",),
-                                  ("benchmarks.gemm_order",), ("benchmarks.gemm_ksweep",)])
+                                  ("benchmarks.gemm_order",), ("benchmarks.gemm_ksweep",),
+                                  ("benchmarks.l2_flush_probe",)])
 def test_script_without_a_gpu(args):
     proc = _run(*args)
     assert proc.returncode != 0
