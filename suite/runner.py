@@ -31,7 +31,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.epilog = (
         "Every output is checked against a float64 reference before it is timed; an\n"
         "implementation that fails the check is stored as 'incorrect' and not timed.\n"
-        "Timers: 'events' (CUDA events, L2 flushed before each call), 'graph' (CUDA\n"
+        "Timers: 'events' (CUDA events, L2 evicted before each call), 'graph' (CUDA\n"
         "graph replays over rotating input sets larger than L2), 'wall' (CPU).\n\n"
         "examples:\n"
         "  python -m suite run                                  # quick preset on the GPU\n"
@@ -57,6 +57,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=600.0,
                    help="seconds one implementation may take on one case, compilation included (default 600)")
     p.add_argument("--seed", type=int, help="base seed for the random inputs (default: fresh each run)")
+    p.add_argument("--l2-flush", choices=("clean", "write"), default="clean",
+                   help="how the events timer evicts L2 before each sample: 'clean' reads a buffer of 4 L2s "
+                        "(l2=cold-clean), 'write' fills one (l2=cold-flush, the protocol of runs before it), "
+                        "which leaves dirty lines whose write-back the timed call pays for (default clean)")
     p.add_argument("--samples", default="10,100", metavar="MIN,MAX", help="timed samples per measurement (default 10,100)")
     p.add_argument("--budget-ms", type=float, default=150.0,
                    help="target time spent in timed samples per measurement (default 150)")
@@ -173,7 +177,8 @@ def main(args) -> int:
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     sweep = Sweep(plan=plan, registry=registry, out=run, env=env, ceil=ceil, run_id=run_id,
                   timestamp=timestamp, seed=seed, timeout=args.timeout, plugins=tuple(args.plugin),
-                  limits={"min_samples": lo, "max_samples": hi, "budget_ms": args.budget_ms},
+                  limits={"min_samples": lo, "max_samples": hi, "budget_ms": args.budget_ms,
+                          "flush": args.l2_flush},
                   repeat=args.repeat, shard=args.shard, progress=not args.no_progress,
                   builds=builds)
     interrupted = sweep.run()

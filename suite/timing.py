@@ -3,9 +3,10 @@
 Three timers share one interface, ``measure(calls, ...) -> Timing``, where
 ``calls`` are zero-argument closures, each over its own input set:
 
-- ``events`` (GPU default): CUDA events around one call, with L2 flushed
-  before every sample by writing a buffer several times the L2 size, outside
-  the timed interval.  After the flush a spin kernel holds the GPU for about
+- ``events`` (GPU default): CUDA events around one call, with L2 evicted
+  before every sample, outside the timed interval, by reading a buffer of
+  several L2s that is never written (see flush_l2 for why reading rather
+  than the usual writing).  After the flush a spin kernel holds the GPU for about
   twice the host time one call takes to launch, so the start event, the
   call's kernels and the end event are all queued before the start event
   fires: a Python launcher's overhead (Triton's is 10-20 us) is not counted
@@ -29,14 +30,14 @@ from typing import Any, Callable, Sequence
 
 TIMERS = ("events", "graph", "wall")
 FLUSH_FACTOR = 4  # the flush buffer is this many L2s
-_flush_buffers: dict[str, Any] = {}
+_flush_buffers: dict[tuple[str, str], tuple] = {}
 
 
 @dataclass
 class Timing:
     samples_ms: list[float]
     timer: str
-    l2: str  # "cold-flush", "cold-rotate", or "n/a" on the CPU
+    l2: str  # "cold-clean", "cold-flush", "cold-rotate", or "n/a" on the CPU
     calls_per_sample: int = 1
     notes: list[str] = field(default_factory=list)
 
@@ -78,17 +79,41 @@ def l2_bytes(device: str) -> int:
     return int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
 
 
-def flush_l2(device: str) -> None:
-    """Evict the L2 by writing a buffer of FLUSH_FACTOR times its size."""
+# How the events timer evicts the L2, and the ``l2`` label its rows carry.
+FLUSHES = {"clean": "cold-clean", "write": "cold-flush"}
+
+
+def flush_l2(device: str, mode: str = "clean") -> None:
+    """Evict the L2 through a buffer of FLUSH_FACTOR times its size.
+
+    ``clean`` sums the buffer, which is written once and never again: the L2
+    is left holding clean lines only.  ``write`` fills it, as most GPU timers
+    do; but the L2 writes back lazily, so its last L2's worth of the buffer
+    is still dirty when the timed call starts, and the call's own traffic
+    then pays for writing it to HBM.  On the H200 that is 4 us of a 16M
+    float32 gelu's 37 (37.2 against 33.1 us, 0.8% at 2^28 elements:
+    results/h200/diagnostics/l2_flush-dad7d39.txt).  With ``clean``
+    whatever the previous sample left dirty is written back during the
+    flush, outside the timed interval.
+    """
+    if mode not in FLUSHES:
+        raise ValueError(f"unknown L2 flush {mode!r}; choose from {', '.join(FLUSHES)}")
     if device != "cuda":
         return
     import torch
 
-    buf = _flush_buffers.get(device)
-    if buf is None:
-        nbytes = FLUSH_FACTOR * l2_bytes(device)
-        buf = _flush_buffers[device] = torch.empty(nbytes // 4, dtype=torch.int32, device=device)
-    buf.fill_(0x5A5A5A5A)
+    key = (device, mode)
+    bufs = _flush_buffers.get(key)
+    if bufs is None:
+        n = FLUSH_FACTOR * l2_bytes(device) // 4
+        if mode == "clean":
+            bufs = _flush_buffers[key] = (torch.ones(n, device=device), torch.empty((), device=device))
+        else:
+            bufs = _flush_buffers[key] = (torch.empty(n, dtype=torch.int32, device=device),)
+    if mode == "clean":
+        torch.sum(bufs[0], dim=0, out=bufs[1])
+    else:
+        bufs[0].fill_(0x5A5A5A5A)
 
 
 def sample_count(estimate_ms: float, budget_ms: float, min_samples: int, max_samples: int) -> int:
@@ -145,13 +170,14 @@ def launch_us(fn: Callable[[], Any], device: str, n: int = 5) -> float:
     return statistics.median(times)
 
 
-def _time_events(fn: Callable[[], Any], device: str, n: int, hold_cycles: int = 0) -> list[float]:
+def _time_events(fn: Callable[[], Any], device: str, n: int, hold_cycles: int = 0,
+                 flush: str = "clean") -> list[float]:
     import torch
 
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
     for i in range(n):
-        flush_l2(device)
+        flush_l2(device, flush)
         if hold_cycles:
             torch.cuda._sleep(hold_cycles)
         starts[i].record()
@@ -162,15 +188,14 @@ def _time_events(fn: Callable[[], Any], device: str, n: int, hold_cycles: int = 
 
 
 def measure_events(calls: Sequence[Callable[[], Any]], device: str, *, min_samples: int = 10,
-                   max_samples: int = 200, budget_ms: float = 400.0) -> Timing:
+                   max_samples: int = 200, budget_ms: float = 400.0, flush: str = "clean") -> Timing:
     fn = calls[0]
     issue_us = launch_us(fn, device)
     hold = hold_us(issue_us)
     cycles = int(hold * _spin_rate(device))
-    estimate = statistics.median(_time_events(fn, device, 3, cycles))
+    estimate = statistics.median(_time_events(fn, device, 3, cycles, flush))
     n = sample_count(estimate, budget_ms, min_samples, max_samples)
-    timing = Timing(_time_events(fn, device, n, cycles), "events", "cold-flush")
-    return timing
+    return Timing(_time_events(fn, device, n, cycles, flush), "events", FLUSHES[flush])
 
 
 def measure_graph(calls: Sequence[Callable[[], Any]], device: str, *, min_samples: int = 10,
@@ -240,9 +265,15 @@ def _synchronizer(device: str) -> Callable[[], None]:
 MEASURE = {"events": measure_events, "graph": measure_graph, "wall": measure_wall}
 
 
-def measure(calls: Sequence[Callable[[], Any]], device: str, timer: str, **limits: Any) -> Timing:
+def measure(calls: Sequence[Callable[[], Any]], device: str, timer: str, flush: str = "clean",
+            **limits: Any) -> Timing:
+    """Time ``calls`` with ``timer``; ``flush`` (see flush_l2) applies to the events timer."""
     if timer not in MEASURE:
         raise ValueError(f"unknown timer {timer!r}; choose from {', '.join(TIMERS)}")
+    if flush not in FLUSHES:
+        raise ValueError(f"unknown L2 flush {flush!r}; choose from {', '.join(FLUSHES)}")
     if timer in ("events", "graph") and device != "cuda":
         raise ValueError(f"the {timer} timer needs a CUDA device; use --timer wall on the CPU")
+    if timer == "events":
+        limits["flush"] = flush
     return MEASURE[timer](calls, device, **limits)

@@ -23,6 +23,12 @@ def test_bad_input_is_one_line_and_exit_2(args, needle):
     assert len([ln for ln in r.stderr.splitlines() if ln.startswith("error:")]) == 1
 
 
+def test_an_unknown_l2_flush_names_the_choices():
+    r = suite("run", "--device", "cpu", "--preset", "cpu", "--l2-flush", "zero", timeout=120)
+    assert r.returncode == 2
+    assert "--l2-flush: invalid choice: 'zero' (choose from 'clean', 'write')" in r.stderr
+
+
 def test_list_shows_the_matrix_with_reasons():
     r = suite("list", "--device", "cpu", timeout=120)
     assert r.returncode == 0, r.stderr
@@ -36,7 +42,7 @@ def test_help_explains_the_verbs_and_run_options():
     assert r.returncode == 0 and "run" in r.stdout and "compare" in r.stdout
     r = suite("run", "--help")
     assert r.returncode == 0
-    for word in ("--preset", "--resume", "--shard", "--timer", "float64"):
+    for word in ("--preset", "--resume", "--shard", "--timer", "--l2-flush", "cold-clean", "float64"):
         assert word in r.stdout
 
 

@@ -51,6 +51,41 @@ def test_gpu_timers_refuse_the_cpu():
         timing.measure([lambda: None], "cpu", "stopwatch")
 
 
+def test_unknown_l2_flush_is_refused_and_the_cpu_timer_ignores_the_flush():
+    with pytest.raises(ValueError, match="unknown L2 flush 'zero'; choose from clean, write"):
+        timing.measure([lambda: None], "cpu", "wall", flush="zero")
+    with pytest.raises(ValueError, match="unknown L2 flush"):
+        timing.flush_l2("cpu", "zero")
+    t = timing.measure([lambda: None], "cpu", "wall", flush="write", min_samples=2, max_samples=2)
+    assert (t.timer, t.l2, t.n) == ("wall", "n/a", 2)
+    assert timing.FLUSHES == {"clean": "cold-clean", "write": "cold-flush"}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("flush", ["clean", "write"])
+def test_both_flushes_evict_the_l2(flush):
+    """A read of half the L2 is at least 1.5x slower after either flush than back to back (from L2)."""
+    import torch
+
+    x = torch.randn(timing.l2_bytes("cuda") // 8, device="cuda")
+    out = torch.empty((), device="cuda")
+    read = lambda: torch.sum(x, dim=0, out=out)  # noqa: E731
+    cold = timing.measure([read], "cuda", "events", flush=flush, min_samples=20, max_samples=20)
+    assert cold.l2 == timing.FLUSHES[flush]
+    read()
+    torch.cuda.synchronize()
+    warm = []
+    for _ in range(20):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        read()
+        end.record()
+        end.synchronize()
+        warm.append(start.elapsed_time(end))
+    warm_ms = sorted(warm)[10]
+    assert cold.median > 1.5 * warm_ms, f"{flush}: cold {cold.median * 1e3:.1f} us, warm {warm_ms * 1e3:.1f} us"
+
+
 @pytest.mark.gpu
 def test_events_do_not_count_a_slow_launcher():
     import torch
