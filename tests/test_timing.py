@@ -64,26 +64,31 @@ def test_unknown_l2_flush_is_refused_and_the_cpu_timer_ignores_the_flush():
 @pytest.mark.gpu
 @pytest.mark.parametrize("flush", ["clean", "write"])
 def test_both_flushes_evict_the_l2(flush):
-    """A read of half the L2 is at least 1.5x slower after either flush than back to back (from L2)."""
+    """A copy of an eighth of the L2 is at least 1.25x slower after either flush than when its
+    operands are still in L2 (each warm sample after the same spin hold, so no launch gap is timed).
+    On the H200 (60 MiB L2): 7.4-7.6 us cold after the clean flush, 8.4-8.6 after the written one,
+    5.4 warm; a flush that left the operands in L2 would give about 1.0."""
     import torch
 
-    x = torch.randn(timing.l2_bytes("cuda") // 8, device="cuda")
-    out = torch.empty((), device="cuda")
-    read = lambda: torch.sum(x, dim=0, out=out)  # noqa: E731
-    cold = timing.measure([read], "cuda", "events", flush=flush, min_samples=20, max_samples=20)
+    x = torch.randn(timing.l2_bytes("cuda") // 32, device="cuda")
+    y = torch.empty_like(x)
+    copy = lambda: y.copy_(x)  # noqa: E731
+    cold = timing.measure([copy], "cuda", "events", flush=flush, min_samples=20, max_samples=20)
     assert cold.l2 == timing.FLUSHES[flush]
-    read()
-    torch.cuda.synchronize()
-    warm = []
-    for _ in range(20):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    hold = int(timing.hold_us(timing.launch_us(copy, "cuda")) * timing._spin_rate("cuda"))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(20)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(20)]
+    for start, end in zip(starts, ends):  # as the events timer queues them, with a copy instead of the flush
+        copy()
+        torch.cuda._sleep(hold)
         start.record()
-        read()
+        copy()
         end.record()
-        end.synchronize()
-        warm.append(start.elapsed_time(end))
+    torch.cuda.synchronize()
+    warm = [s.elapsed_time(e) for s, e in zip(starts, ends)]
     warm_ms = sorted(warm)[10]
-    assert cold.median > 1.5 * warm_ms, f"{flush}: cold {cold.median * 1e3:.1f} us, warm {warm_ms * 1e3:.1f} us"
+    print(f"{flush}: cold {cold.median * 1e3:.1f} us, warm {warm_ms * 1e3:.1f} us")
+    assert cold.median > 1.25 * warm_ms, f"{flush}: cold {cold.median * 1e3:.1f} us, warm {warm_ms * 1e3:.1f} us"
 
 
 @pytest.mark.gpu
