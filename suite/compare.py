@@ -351,13 +351,14 @@ def split(df: pd.DataFrame, by: str, base: str | None) -> list[tuple[Side, Side]
 
 # ---------------------------------------------------------------- baseline
 def newest_baseline(candidate: str, roots: list[str]) -> tuple[Path | None, str]:
-    """The newest run under ``roots`` on the candidate's GPU that shares a timer with it."""
+    """The newest run under ``roots`` on the candidate's GPU that shares a protocol (timer and L2
+    mode) with it: a run under another protocol has no case it could be compared on."""
     try:
         cand = store.read_file(candidate)
     except store.StoreError as exc:
         raise UsageError(str(exc)) from None
     gpus = {store.slug(g) for g in cand["gpu_name"].dropna()} or {"unknown"}
-    timers = set(cand["timer"].dropna())
+    protocols = _protocols(cand)
     files, problems = store.expand(roots)
     for problem in problems:  # no results/ yet simply means no baseline yet
         print(f"notice: {problem}", file=sys.stderr)
@@ -373,14 +374,20 @@ def newest_baseline(candidate: str, roots: list[str]) -> tuple[Path | None, str]
             continue
         if not ({store.slug(g) for g in df["gpu_name"].dropna()} & gpus):
             continue
-        if not (set(df["timer"].dropna()) & timers) or not (df["status"] == "ok").any():
+        if not (_protocols(df) & protocols) or not (df["status"] == "ok").any():
             continue
         stamp = pd.to_datetime(df["timestamp"], utc=True, errors="coerce").max()
         key = (stamp if not pd.isna(stamp) else pd.Timestamp(0, tz="UTC"), f.name)
         if best_key is None or key > best_key:
             best, best_key = f, key
-    what = f"GPU {', '.join(sorted(gpus))}, timer {', '.join(sorted(timers))}"
+    what = f"GPU {', '.join(sorted(gpus))}, " + "; ".join(f"timer {t}, L2 {l2}" for t, l2 in sorted(protocols))
     return best, what
+
+
+def _protocols(df: pd.DataFrame) -> set[tuple[str, str]]:
+    """The (timer, L2 mode) pairs of a run's rows ("-" where the L2 mode is missing)."""
+    l2 = df["l2"] if "l2" in df else pd.Series(None, index=df.index, dtype=object)
+    return {(t, m if isinstance(m, str) else "-") for t, m in zip(df["timer"], l2) if isinstance(t, str)}
 
 
 # ---------------------------------------------------------------- CLI
