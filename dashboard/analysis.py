@@ -309,6 +309,14 @@ class Comparison:
     failed: pd.DataFrame     # matched cases not ok on one side or both
     only_base: int
     only_cand: int
+    other_l2: pd.DataFrame | None = None  # matched cases timed under different L2 modes: not compared
+
+
+def _l2(df: pd.DataFrame) -> pd.Series:
+    """The L2 mode of each row ("-" where a file predates the column)."""
+    if "l2" not in df.columns:
+        return pd.Series("-", index=df.index, dtype=object)
+    return df["l2"].astype(object).where(df["l2"].notna(), "-")
 
 
 def compare(base: pd.DataFrame, cand: pd.DataFrame, key: list[str], metric: str = "time",
@@ -321,9 +329,16 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, key: list[str], metric: str 
     it is > 1 + threshold.
     """
     keep = key + ["size", "ms_median", "sol", "status"]
-    b = latest_per_key(base, key)[[c for c in keep + ["timestamp"] if c in base.columns]]
-    c = latest_per_key(cand, key)[[c for c in keep + ["timestamp"] if c in cand.columns]]
+    b = latest_per_key(base, key)
+    c = latest_per_key(cand, key)
+    b = b[[c_ for c_ in keep + ["timestamp"] if c_ in b.columns]].assign(l2=_l2(b))
+    c = c[[c_ for c_ in keep + ["timestamp"] if c_ in c.columns]].assign(l2=_l2(c))
     m = b.merge(c, on=key, how="inner", suffixes=("_base", "_cand"))
+    # a case timed with the L2 evicted one way on one side and another way on the
+    # other measures the protocol as much as the kernel (suite.timing.flush_l2)
+    same_l2 = m["l2_base"] == m["l2_cand"]
+    other_l2 = m[~same_l2][key + ["l2_base", "l2_cand"]].reset_index(drop=True)
+    m = m[same_l2].drop(columns=["l2_base", "l2_cand"])
     both = (m["status_base"] == "ok") & (m["status_cand"] == "ok")
     t = m[both].copy()
     if metric == "sol":
@@ -335,24 +350,28 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, key: list[str], metric: str 
     t = t.rename(columns={"size_base": "size"}).drop(columns=["size_cand", "timestamp_base",
                                                               "timestamp_cand"], errors="ignore")
     failed = m[~both][key + ["status_base", "status_cand"]]
+    matched = len(m) + len(other_l2)
     return Comparison(table=t.sort_values("speedup").reset_index(drop=True),
                       failed=failed.reset_index(drop=True),
-                      only_base=len(b) - len(m), only_cand=len(c) - len(m))
+                      only_base=len(b) - matched, only_cand=len(c) - matched, other_l2=other_l2)
 
 
 def default_pair(frame: pd.DataFrame, column: str, options: list[str], key: list[str],
                  limit: int = 12) -> tuple[int, int]:
     """(candidate, base) positions in ``options`` (newest first) for Compare's first view:
-    the newest option that shares an ok case with an older one, against the newest such.
+    the newest option that shares an ok case (timed under the same L2 mode) with an older
+    one, against the newest such.
 
     Runs of different presets, or the two commits of a resumed run, may share no
     case at all; (0, 1) when no pair among the first ``limit`` options does.
     """
     head = options[:limit]
     # only the columns needed: a row mask over every column of 400k rows costs ~0.5 s
-    cols = list(dict.fromkeys(key + [column, "status", "ms_median"]))
+    cols = list(dict.fromkeys(key + [column, "status", "ms_median"] + (["l2"] if "l2" in frame.columns else [])))
     good = ok(frame.loc[frame[column].isin(head).to_numpy(), cols])
-    cases = {opt: set(g[key].itertuples(index=False, name=None))
+    # a case shared under another L2 mode is not compared (compare), so it does not pair runs
+    good = good.assign(_l2=_l2(good))
+    cases = {opt: set(g[key + ["_l2"]].itertuples(index=False, name=None))
              for opt, g in good.groupby(column, sort=False)}
     for i, cand in enumerate(head):
         for j in range(i + 1, len(head)):
@@ -378,18 +397,21 @@ def geomean(x: pd.Series) -> float:
 
 
 def history(df: pd.DataFrame, case: dict, metric: str) -> pd.DataFrame:
-    """One case over commits, per GPU: commit, first time seen, order, metric, status."""
+    """One case over commits, per GPU and L2 mode: commit, first time seen, order, metric, status.
+
+    A change of how L2 is evicted before each sample moves mid-size times by
+    up to a tenth, so each mode is its own series rather than a step in one."""
     d = df
     for k, v in case.items():
         d = d[d[k] == v]
     if d.empty:
-        return pd.DataFrame(columns=["gpu", "commit", "time", "order", metric, "status", "run_id"])
-    d = d.assign(time=pd.to_datetime(d["timestamp"], utc=True, errors="coerce", format="mixed"))
+        return pd.DataFrame(columns=["gpu", "l2", "commit", "time", "order", metric, "status", "run_id"])
+    d = d.assign(time=pd.to_datetime(d["timestamp"], utc=True, errors="coerce", format="mixed"), l2=_l2(d))
     d = d.sort_values("time", kind="stable")
     order = {c: i for i, c in enumerate(d.drop_duplicates("commit")["commit"])}
-    d = d.drop_duplicates(["gpu", "commit"], keep="last")
+    d = d.drop_duplicates(["gpu", "l2", "commit"], keep="last")
     value = d[metric].where(d["status"] == "ok")
-    out = pd.DataFrame({"gpu": d["gpu"], "commit": d["commit"], "time": d["time"],
+    out = pd.DataFrame({"gpu": d["gpu"], "l2": d["l2"], "commit": d["commit"], "time": d["time"],
                         "order": d["commit"].map(order), metric: value, "status": d["status"],
                         "run_id": d["run_id"]})
-    return out.sort_values(["gpu", "order"]).reset_index(drop=True)
+    return out.sort_values(["gpu", "l2", "order"]).reset_index(drop=True)

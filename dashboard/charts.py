@@ -232,13 +232,17 @@ def compare_scatter(table: pd.DataFrame, threshold: float, label: str = "speedup
 
 
 def history_chart(h: pd.DataFrame, metric: str, by_date: bool = False, title: str = "") -> go.Figure:
-    """``metric`` over commits, one line per GPU; failed runs leave a gap."""
+    """``metric`` over commits, one line per GPU (and per L2 mode where ``h`` holds
+    more than one, named "gpu · mode"); failed runs leave a gap."""
     fig = go.Figure()
-    for gpu, g in h.groupby("gpu", sort=True):
+    modes = h["l2"] if "l2" in h.columns else pd.Series("-", index=h.index)
+    several = modes.nunique() > 1
+    for (gpu, mode), g in h.assign(_mode=modes).groupby(["gpu", "_mode"], sort=True):
+        name = f"{gpu} · {mode}" if several else str(gpu)
         fig.add_trace(go.Scatter(
-            x=g["time"] if by_date else g["order"], y=g[metric], mode="lines+markers", name=str(gpu),
+            x=g["time"] if by_date else g["order"], y=g[metric], mode="lines+markers", name=name,
             customdata=np.stack([g["commit"], g["status"]], axis=-1),
-            hovertemplate="%{customdata[0]} (%{customdata[1]})<br>%{y:.4g}<extra>" + str(gpu) + "</extra>"))
+            hovertemplate="%{customdata[0]} (%{customdata[1]})<br>%{y:.4g}<extra>" + name + "</extra>"))
     if not by_date and len(h):
         order = h.drop_duplicates("order").sort_values("order")
         fig.update_xaxes(tickmode="array", tickvals=order["order"].tolist(),

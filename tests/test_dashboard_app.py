@@ -124,6 +124,25 @@ def test_compare_modes(monkeypatch, tree, mode):
     assert len(figs) == 1 and figs[0]["layout"]["yaxis"]["type"] == "log"
 
 
+def test_compare_warns_about_runs_timed_under_another_l2_mode(monkeypatch, tree, tmp_path):
+    import pandas as pd
+
+    from suite import store
+
+    old = pd.read_parquet(tree["new"])
+    clean = old.assign(l2=old["l2"].where(old["timer"] != "events", "cold-clean"), commit="ccccccc",
+                       timestamp="2025-06-04T09:30:00Z", run_id="clean")
+    root = tmp_path / "results"
+    for df in (old, clean):
+        store.write_atomic(df, store.default_path(root, df["gpu_name"].iloc[0], df["timestamp"].iloc[0],
+                                                  df["commit"].iloc[0]))
+    at = app(monkeypatch, [root], "compare")
+    assert not at.exception
+    warned = [w.value for w in at.warning if "not compared" in w.value]
+    assert warned and "cold vs cold-clean" in warned[0]
+    assert any("under the same protocol" in i.value for i in at.info)
+
+
 def test_history_and_fusion_content(monkeypatch, tree):
     at = app(monkeypatch, [tree["two_commits"]], "history")
     trace = figures(at)[0]["data"][0]

@@ -55,8 +55,15 @@ cols[2].metric("improvements", int(counts.get("improvement", 0)))
 cols[3].metric("geomean speedup", f"{analysis.geomean(t['speedup']):.3f}x" if len(t) else "—")
 if cmp.only_base or cmp.only_cand:
     st.caption(f"Unmatched cases: {cmp.only_base} only in base, {cmp.only_cand} only in candidate.")
+other = cmp.other_l2
+if other is not None and len(other):
+    pairs = ", ".join(sorted({f"{b_} vs {c_}" for b_, c_ in zip(other["l2_base"], other["l2_cand"])}))
+    st.warning(f"{len(other)} case(s) not compared: L2 was evicted differently before their samples "
+               f"({pairs}), which moves mid-size times by up to a tenth. Runs made with the same "
+               "`--l2-flush` compare.")
 if t.empty:
-    st.info("No case was measured correctly on both sides: pick another base or candidate.")
+    st.info("No case was measured correctly on both sides under the same protocol: pick another "
+            "base or candidate.")
 else:
     label = "SOL ratio (candidate / base)" if use_sol else "speedup (base ms / candidate ms)"
     st.plotly_chart(charts.compare_scatter(t, threshold, label, title=label), key="cmp_chart")
