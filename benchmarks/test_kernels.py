@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from suite import roofline, verify
+from suite.timing import FLUSHES
 
 # As in `python -m suite run`: these run only when asked for.
 OPT_IN = ("compile:max-autotune",)
@@ -83,7 +84,7 @@ def test_kernel(benchmark, kernel, device, env, peaks):
     sol = roofline.sol(bound, ms) if bound else None
     benchmark.extra_info.update(
         workload=wl.name, impl=impl.name, dtype=case.dtype, shape=case.label,
-        device=device, gpu_name=env["gpu_name"], l2="cold" if device == "cuda" else "n/a",
+        device=device, gpu_name=env["gpu_name"], l2=FLUSHES["clean"] if device == "cuda" else "n/a",
         flops=flops, min_bytes=nbytes, eager_bytes=wl.eager_bytes(case),
         gbps=roofline.gbps(nbytes, ms), tflops=roofline.tflops(flops, ms),
         bound_ms=bound, sol=sol if sol is None or math.isfinite(sol) else None,

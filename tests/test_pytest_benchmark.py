@@ -111,7 +111,7 @@ def test_gpu_benchmarks_flush_l2_and_report_sol(tmp_path):
     assert doc["benchmarks"], "nothing was benchmarked"
     for b in doc["benchmarks"]:
         info = b["extra_info"]
-        assert info["device"] == "cuda" and info["l2"] == "cold" and info["correct"] is True
+        assert info["device"] == "cuda" and info["l2"] == "cold-clean" and info["correct"] is True
         assert info["sol"] is not None and 0 < info["sol"] <= 1.05, (b["name"], info["sol"])
     dtypes = {b["extra_info"]["dtype"] for b in doc["benchmarks"]}
     assert {"float32", "bfloat16"} <= dtypes
