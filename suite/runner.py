@@ -59,8 +59,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="base seed for the random inputs (default: fresh each run)")
     p.add_argument("--l2-flush", choices=("clean", "write"), default="clean",
                    help="how the events timer evicts L2 before each sample: 'clean' reads a buffer of 4 L2s "
-                        "(l2=cold-clean), 'write' fills one (l2=cold-flush, the protocol of runs before it), "
-                        "which leaves dirty lines whose write-back the timed call pays for (default clean)")
+                        "(l2=cold-clean); 'write' fills one (l2=cold-flush, the suite's protocol before "
+                        "cold-clean), which leaves dirty lines whose write-back the timed call pays for "
+                        "(default clean)")
     p.add_argument("--samples", default="10,100", metavar="MIN,MAX", help="timed samples per measurement (default 10,100)")
     p.add_argument("--budget-ms", type=float, default=150.0,
                    help="target time spent in timed samples per measurement (default 150)")
