@@ -10,11 +10,13 @@ a third as much again as the 134 MB a 16M-element float32 gelu moves.
 This times memory-bound calls under three flushes, in rounds that alternate
 their order (20 samples each, the suite's spin hold before each sample):
 
-- ``write``: the suite's flush as it is;
+- ``write``: the written flush (``flush_l2(device, "write")``, the suite's
+  default when this was first run at dad7d39);
 - ``write+read``: the same, then a sum over a separate two-L2 buffer that
   is never written, so the L2 is left holding clean lines;
 - ``read``: only a sum over a clean four-L2 buffer (the previous sample's
-  outputs are written back during it).
+  outputs are written back during it): ``flush_l2(device, "clean")``, the
+  suite's default since.
 
 It prints each call's median time under each flush (median over rounds),
 its GB/s, and its time as a ratio to torch's under the same flush.
@@ -41,11 +43,10 @@ def bench() -> None:
         raise SystemExit("l2_flush_probe needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
     l2 = timing.l2_bytes("cuda")
     clean2 = torch.rand(2 * l2 // 4, device="cuda")
-    clean4 = torch.rand(4 * l2 // 4, device="cuda")
     sink = torch.empty((), device="cuda")
-    flushes = {"write": lambda: timing.flush_l2("cuda"),
-               "write+read": lambda: (timing.flush_l2("cuda"), torch.sum(clean2, dim=0, out=sink)),
-               "read": lambda: torch.sum(clean4, dim=0, out=sink)}
+    flushes = {"write": lambda: timing.flush_l2("cuda", "write"),
+               "write+read": lambda: (timing.flush_l2("cuda", "write"), torch.sum(clean2, dim=0, out=sink)),
+               "read": lambda: timing.flush_l2("cuda", "clean")}
     for f in flushes.values():
         f()
     reg = discover()
