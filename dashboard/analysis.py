@@ -312,13 +312,6 @@ class Comparison:
     other_l2: pd.DataFrame | None = None  # matched cases timed under different L2 modes: not compared
 
 
-def _l2(df: pd.DataFrame) -> pd.Series:
-    """The L2 mode of each row ("-" where a file predates the column)."""
-    if "l2" not in df.columns:
-        return pd.Series("-", index=df.index, dtype=object)
-    return df["l2"].astype(object).where(df["l2"].notna(), "-")
-
-
 def compare(base: pd.DataFrame, cand: pd.DataFrame, key: list[str], metric: str = "time",
             threshold: float = 0.05) -> Comparison:
     """Per-case ratio of candidate to base, on rows matched by ``key``.
@@ -331,8 +324,8 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, key: list[str], metric: str 
     keep = key + ["size", "ms_median", "sol", "status"]
     b = latest_per_key(base, key)
     c = latest_per_key(cand, key)
-    b = b[[c_ for c_ in keep + ["timestamp"] if c_ in b.columns]].assign(l2=_l2(b))
-    c = c[[c_ for c_ in keep + ["timestamp"] if c_ in c.columns]].assign(l2=_l2(c))
+    b = b[[c_ for c_ in keep + ["timestamp"] if c_ in b.columns]].assign(l2=store.l2_modes(b))
+    c = c[[c_ for c_ in keep + ["timestamp"] if c_ in c.columns]].assign(l2=store.l2_modes(c))
     m = b.merge(c, on=key, how="inner", suffixes=("_base", "_cand"))
     # a case timed with the L2 evicted one way on one side and another way on the
     # other measures the protocol as much as the kernel (suite.timing.flush_l2)
@@ -367,10 +360,11 @@ def default_pair(frame: pd.DataFrame, column: str, options: list[str], key: list
     """
     head = options[:limit]
     # only the columns needed: a row mask over every column of 400k rows costs ~0.5 s
-    cols = list(dict.fromkeys(key + [column, "status", "ms_median"] + (["l2"] if "l2" in frame.columns else [])))
+    cols = list(dict.fromkeys(key + [column, "status", "ms_median"]
+                              + (["l2"] if "l2" in frame.columns else [])))
     good = ok(frame.loc[frame[column].isin(head).to_numpy(), cols])
     # a case shared under another L2 mode is not compared (compare), so it does not pair runs
-    good = good.assign(_l2=_l2(good))
+    good = good.assign(_l2=store.l2_modes(good))
     cases = {opt: set(g[key + ["_l2"]].itertuples(index=False, name=None))
              for opt, g in good.groupby(column, sort=False)}
     for i, cand in enumerate(head):
@@ -406,7 +400,8 @@ def history(df: pd.DataFrame, case: dict, metric: str) -> pd.DataFrame:
         d = d[d[k] == v]
     if d.empty:
         return pd.DataFrame(columns=["gpu", "l2", "commit", "time", "order", metric, "status", "run_id"])
-    d = d.assign(time=pd.to_datetime(d["timestamp"], utc=True, errors="coerce", format="mixed"), l2=_l2(d))
+    d = d.assign(time=pd.to_datetime(d["timestamp"], utc=True, errors="coerce", format="mixed"),
+                 l2=store.l2_modes(d))
     d = d.sort_values("time", kind="stable")
     order = {c: i for i, c in enumerate(d.drop_duplicates("commit")["commit"])}
     d = d.drop_duplicates(["gpu", "l2", "commit"], keep="last")

@@ -386,8 +386,7 @@ def newest_baseline(candidate: str, roots: list[str]) -> tuple[Path | None, str]
 
 def _protocols(df: pd.DataFrame) -> set[tuple[str, str]]:
     """The (timer, L2 mode) pairs of a run's rows ("-" where the L2 mode is missing)."""
-    l2 = df["l2"] if "l2" in df else pd.Series(None, index=df.index, dtype=object)
-    return {(t, m if isinstance(m, str) else "-") for t, m in zip(df["timer"], l2) if isinstance(t, str)}
+    return {(t, m) for t, m in zip(df["timer"], store.l2_modes(df)) if isinstance(t, str)}
 
 
 # ---------------------------------------------------------------- CLI

@@ -57,6 +57,13 @@ class StoreError(Exception):
     """A results file that cannot be read, with a message naming it."""
 
 
+def l2_modes(df: pd.DataFrame) -> pd.Series:
+    """Each row's L2 mode (``l2``), "-" where it is missing or the file predates the column."""
+    if "l2" not in df.columns:
+        return pd.Series("-", index=df.index, dtype=object)
+    return df["l2"].astype(object).where(df["l2"].notna(), "-")
+
+
 def slug(text: str) -> str:
     s = re.sub(r"[^a-z0-9]+", "-", (text or "unknown").lower()).strip("-")
     return s.removeprefix("nvidia-") or "unknown"
