@@ -25,7 +25,42 @@ from suite.workload import Case, discover
 N = (1 << 24) + 43
 ROUNDS = 15
 IMPLS = ("torch", "compile", "triton", "cuda")
+# Load-path forms timed beside the registered implementations: gelu.cu's
+# variants 7 and 8 with plain loads and 9 and 10 with L2 evict_first loads,
+# and the Triton kernel at Inductor's block with and without evict_first.
+CUDA_VARIANTS = (7, 8, 9, 10)
+TRITON_FORMS = ((1024, 4, ""), (1024, 4, "evict_first"), (512, 4, "evict_first"))
 
+
+def _forms(x, ref, tol) -> dict:
+    """The CUDA_VARIANTS and TRITON_FORMS as calls, each checked first on a NaN-poisoned output."""
+    import triton
+
+    from implementations.gelu import triton as gt
+    from implementations.gelu.cuda import ops
+
+    forms = {}
+    for v in CUDA_VARIANTS:
+        forms[f"cuda v{v}"] = lambda v=v: ops().gelu_v(x, v)
+    exact = x.element_size() == 4
+    for blk, warps, evict in TRITON_FORMS:
+        def run(y=None, blk=blk, warps=warps, evict=evict):
+            y = torch.empty_like(x) if y is None else y
+            gt._gelu_kernel[(triton.cdiv(x.numel(), blk),)](x, y, x.numel(), triton.next_power_of_2(x.numel()),
+                                                           BLOCK=blk, EXACT=exact, EVICT=evict, num_warps=warps)
+            return y
+        forms[f"tri {blk}/{warps}{'/ef' if evict else ''}"] = run
+    for name, fn in forms.items():
+        if name.startswith("tri"):
+            y = fn(torch.full_like(x, float("nan")))
+        else:  # the op allocates its output: poison the block the allocator hands it next
+            poison = torch.full_like(x, float("nan"))
+            del poison
+            y = fn()
+        res = verify.check(y, ref, tol)
+        if not res.correct:
+            raise SystemExit(f"{name} is wrong: {res.message}")
+    return forms
 
 
 def bench() -> None:
@@ -48,6 +83,7 @@ def bench() -> None:
             if not res.correct:
                 raise SystemExit(f"{dtype} {name} is wrong: {res.message}")
             calls[name] = lambda impl=impl: impl.fn(**inputs)
+        calls.update(_forms(inputs["x"], ref, wl.tolerance(case)))
         x = inputs["x"]
         dst = torch.empty_like(x)
         calls["copy"] = lambda: dst.copy_(x)

@@ -213,7 +213,7 @@ VARIANT_SHAPES = {
                                 # 4096 packs in bf16 (the two-pass fallback)
                                 {"M": 150, "N": 16384}],
 }
-VARIANTS = {"gelu": range(0, 9), "softmax": range(0, 34), "residual_layernorm_gelu": range(0, 18)}
+VARIANTS = {"gelu": range(0, 11), "softmax": range(0, 34), "residual_layernorm_gelu": range(0, 18)}
 SOFTMAX_HALF2 = (28, 29, 30, 31, 32, 33)  # exps kept as half2: 16-bit rows only
 
 

@@ -64,8 +64,8 @@ def candidates(dtype_bytes: int) -> list[tuple[int, int, str]]:
     plan().  The sm_90 compile test checks each for spills.
     """
     e = 4 // dtype_bytes
-    return [(512 * e, 4, ""), (1024 * e, 4, ""), (2048 * e, 4, ""), (2048 * e, 8, ""), (4096 * e, 8, ""),
-            (4096 * e, 8, "evict_first")]
+    return [(512 * e, 4, ""), (1024 * e, 4, ""), (1024 * e, 4, "evict_first"), (2048 * e, 4, ""),
+            (2048 * e, 8, ""), (4096 * e, 8, ""), (4096 * e, 8, "evict_first")]
 
 
 TUNE_MIN = 1_000_000  # elements

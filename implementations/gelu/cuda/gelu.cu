@@ -26,6 +26,9 @@
 //    no_allocate hint): the shape of the Triton kernel that reached the copy
 //    ceiling at 2^28 float32 (1024 elements on 4 warps, no eviction hint).
 //  8 tiles of 256 threads x 1 pack with plain ld.global.
+//  9 variant 7 with each load's line marked L2 evict_first, so that the L2
+//    gives up input lines it will not be asked for again before the output's.
+// 10 variant 8 with the same L2 evict_first loads.
 // Indices inside a tile are 32-bit; only the tile base is 64-bit.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
@@ -49,12 +52,12 @@ __device__ __forceinline__ float gelu1(float v) {
   }
 }
 
-// PLAIN: x read by plain ld.global, else by the read-only no-allocate path.
-template <typename T, int UNROLL, bool FAST, int THREADS = kThreads, bool PLAIN = false>
+// PATH: how x is read (ksuite::LoadPath): the read-only no-allocate path by
+// default, plain ld.global, or with an L2 evict_first policy.
+template <typename T, int UNROLL, bool FAST, int THREADS = kThreads, int PATH = ksuite::kNcStream>
 __global__ void __launch_bounds__(THREADS)
 gelu_tile_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t packs, int64_t n, int64_t tiles) {
   constexpr int VEC = ksuite::vec16<T>();
-  constexpr int PATH = PLAIN ? ksuite::kPlain : ksuite::kNcStream;
   constexpr int TILE = THREADS * UNROLL;  // packs
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const int64_t base = tile * TILE;
@@ -117,9 +120,9 @@ void check_input(const at::Tensor& x, const char* op) {
   KSUITE_CHECK(x.is_contiguous(), op, ": x must be contiguous (call .contiguous() first)");
 }
 
-constexpr int kVariants = 8;
+constexpr int kVariants = 10;
 
-template <typename T, int UNROLL, bool FAST, int THREADS = kThreads, bool PLAIN = false>
+template <typename T, int UNROLL, bool FAST, int THREADS = kThreads, int PATH = ksuite::kNcStream>
 void launch_tiles(const T* x, T* y, int64_t n, bool persistent, cudaStream_t stream) {
   constexpr int VEC = ksuite::vec16<T>();
   const int64_t packs = n / VEC;
@@ -129,13 +132,13 @@ void launch_tiles(const T* x, T* y, int64_t n, bool persistent, cudaStream_t str
     static int per_sm = 0;  // per instantiation; the same on every H200
     if (per_sm == 0) {
       C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &per_sm, gelu_tile_kernel<T, UNROLL, FAST, THREADS, PLAIN>, THREADS, 0));
+          &per_sm, gelu_tile_kernel<T, UNROLL, FAST, THREADS, PATH>, THREADS, 0));
       per_sm = std::max(per_sm, 1);
     }
     grid = std::min<int64_t>(grid, int64_t(per_sm) * ksuite::sm_count());
   }
   grid = std::min<int64_t>(grid, 0x7fffffff);
-  gelu_tile_kernel<T, UNROLL, FAST, THREADS, PLAIN><<<static_cast<unsigned>(grid), THREADS, 0, stream>>>(
+  gelu_tile_kernel<T, UNROLL, FAST, THREADS, PATH><<<static_cast<unsigned>(grid), THREADS, 0, stream>>>(
       x, y, packs, n, tiles);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -178,8 +181,10 @@ at::Tensor gelu_run(const at::Tensor& x, int64_t variant, const char* op) {
       case 3: launch_tiles<scalar_t, 4, false>(xp, yp, n, false, stream); break;
       case 4: launch_tiles<scalar_t, 8, true>(xp, yp, n, false, stream); break;
       case 5: launch_tiles<scalar_t, 2, true>(xp, yp, n, false, stream); break;
-      case 7: launch_tiles<scalar_t, 2, true, 128, true>(xp, yp, n, false, stream); break;
-      case 8: launch_tiles<scalar_t, 1, true, 256, true>(xp, yp, n, false, stream); break;
+      case 7: launch_tiles<scalar_t, 2, true, 128, ksuite::kPlain>(xp, yp, n, false, stream); break;
+      case 8: launch_tiles<scalar_t, 1, true, 256, ksuite::kPlain>(xp, yp, n, false, stream); break;
+      case 9: launch_tiles<scalar_t, 2, true, 128, ksuite::kEvictFirst>(xp, yp, n, false, stream); break;
+      case 10: launch_tiles<scalar_t, 1, true, 256, ksuite::kEvictFirst>(xp, yp, n, false, stream); break;
       default: launch_tiles<scalar_t, 1, true>(xp, yp, n, false, stream); break;
     }
   });

@@ -160,6 +160,8 @@ enum LoadPath : int {
   kPlain = 0,     // ld.global: no cache operator, no hint (L1-allocating, coherent)
   kNc = 1,        // ld.global.nc: the read-only path
   kNcStream = 2,  // ld.global.nc.L1::no_allocate: read-only, data read exactly once
+  kEvictFirst = 3,  // ld.global.L1::no_allocate with an L2 evict_first policy: the lines
+                    // read go first when the L2 needs room (ld16_path only)
 };
 
 // One 16-byte load by PATH; p 16-byte aligned.
@@ -172,6 +174,11 @@ __device__ __forceinline__ uint4 ld16_path(const void* p) {
   } else if constexpr (PATH == kNc) {
     asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  } else if constexpr (PATH == kEvictFirst) {
+    asm("{.reg .b64 pol;\n"
+        " createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n"
+        " ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;}"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
   } else {
     static_assert(PATH == kPlain, "unknown load path");
     asm("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
