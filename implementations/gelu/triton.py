@@ -61,11 +61,12 @@ def candidates(dtype_bytes: int) -> list[tuple[int, int, str]]:
     elements on the H200, where a 12 MB kernel lasts ~11 us and the last
     wave's tail is a visible share; 1024 float32 on 4 warps with no eviction
     hint is what Inductor launches for a pointwise op; the 16 KB one is
-    plan().  The sm_90 compile test checks each for spills.
+    plan().  The sm_90 compile test checks each for spills.  Inductor's block
+    with evict_first lost 4% to it at 16M float32 elements (gelu_midsize-eeede61).
     """
     e = 4 // dtype_bytes
-    return [(512 * e, 4, ""), (1024 * e, 4, ""), (1024 * e, 4, "evict_first"), (2048 * e, 4, ""),
-            (2048 * e, 8, ""), (4096 * e, 8, ""), (4096 * e, 8, "evict_first")]
+    return [(512 * e, 4, ""), (1024 * e, 4, ""), (2048 * e, 4, ""), (2048 * e, 8, ""), (4096 * e, 8, ""),
+            (4096 * e, 8, "evict_first")]
 
 
 TUNE_MIN = 1_000_000  # elements
