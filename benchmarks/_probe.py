@@ -26,6 +26,66 @@ def spread(values: list[float], fmt: str = ".3f") -> str:
     return f"{statistics.median(v):{fmt}} [{q(.2):{fmt}}, {q(.8):{fmt}}]"
 
 
+def registered_calls(wl_name: str, case, inputs: dict, ref, impls) -> dict:
+    """The registered ``impls`` of a workload as calls on ``inputs``, each run
+    once first (warm-up and tuning) and checked against ``ref`` on an output
+    whose memory the allocator last held as NaN; those unavailable or not
+    supporting ``case`` are skipped, with a line saying so."""
+    from suite.workload import discover
+
+    reg = discover()
+    wl = reg.workloads[wl_name]
+    calls = {}
+    for name in impls:
+        impl = reg.get(wl_name, name)
+        why = impl.check_available("cuda") or impl.supports(case)
+        if why:
+            print(f"{case.dtype} {name}: skipped ({why})")
+            continue
+        fn = lambda impl=impl: impl.fn(**inputs)  # noqa: E731
+        fn()  # warm-up, tuning
+        check_poisoned(name, fn, ref, wl.tolerance(case))
+        calls[name] = fn
+    return calls
+
+
+def check_poisoned(name: str, fn, ref, tol) -> None:
+    """``fn()`` (which allocates its output like ``ref``) checked against
+    ``ref``, run just after a NaN tensor of that size was freed, so that an
+    element it does not write shows."""
+    import torch
+
+    from suite import verify
+
+    poison = torch.full(ref.shape, float("nan"), dtype=ref.dtype, device="cuda")
+    del poison
+    res = verify.check(fn(), ref, tol)
+    if not res.correct:
+        raise SystemExit(f"{name} is wrong: {res.message}")
+
+
+def paired_rounds(calls: dict, rounds: int, gb: float, title: str, peer: str = "torch") -> None:
+    """Each of ``calls`` timed in rounds of 8 samples with the suite's events timer
+    (L2 flushed before each sample), the order reversed every other round; prints
+    each one's time, GB/s for ``gb`` GB moved, and time as a ratio to ``peer``'s
+    within the same round: median and [p20, p80] over the rounds."""
+    import statistics
+
+    from suite.timing import measure
+
+    times: dict[str, list[float]] = {k: [] for k in calls}
+    for r in range(rounds):
+        order = list(calls) if r % 2 == 0 else list(reversed(list(calls)))
+        for k in order:
+            times[k].append(measure([calls[k]], "cuda", "events", min_samples=8, max_samples=8).median * 1e3)
+    print(f"{title}: {gb:.3f} GB moved; us median [p20, p80] over {rounds} rounds, GB/s, "
+          f"time / {peer}'s in the same round")
+    for k, v in times.items():
+        ratio = [a / b for a, b in zip(v, times[peer])]
+        print(f"  {k:12s} {spread(v, '7.2f')} us {gb / statistics.median(v) * 1e6:6.0f} GB/s  "
+              f"x {peer} time {spread(ratio)}", flush=True)
+
+
 def variant_row(dtype: str, shape: str, label: str, like, gb: float, err, run, resources) -> tuple:
     """One probe variant's table row, printed as it comes.  ``run(out=...)``
     returns (y, compiled kernel): it runs first into a NaN-filled tensor like

@@ -13,13 +13,9 @@ copy says what the same traffic costs with nothing computed.
 """
 from __future__ import annotations
 
-import statistics
-
 import torch
 
-from benchmarks._probe import spread
-from suite import verify
-from suite.timing import measure
+from benchmarks._probe import check_poisoned, paired_rounds, registered_calls
 from suite.workload import Case, discover
 
 N = (1 << 24) + 43
@@ -44,61 +40,31 @@ def _forms(x, ref, tol) -> dict:
         forms[f"cuda v{v}"] = lambda v=v: ops().gelu_v(x, v)
     exact = x.element_size() == 4
     for blk, warps, evict in TRITON_FORMS:
-        def run(y=None, blk=blk, warps=warps, evict=evict):
-            y = torch.empty_like(x) if y is None else y
+        def run(blk=blk, warps=warps, evict=evict):
+            y = torch.empty_like(x)
             gt._gelu_kernel[(triton.cdiv(x.numel(), blk),)](x, y, x.numel(), triton.next_power_of_2(x.numel()),
                                                            BLOCK=blk, EXACT=exact, EVICT=evict, num_warps=warps)
             return y
         forms[f"tri {blk}/{warps}{'/ef' if evict else ''}"] = run
     for name, fn in forms.items():
-        if name.startswith("tri"):
-            y = fn(torch.full_like(x, float("nan")))
-        else:  # the op allocates its output: poison the block the allocator hands it next
-            poison = torch.full_like(x, float("nan"))
-            del poison
-            y = fn()
-        res = verify.check(y, ref, tol)
-        if not res.correct:
-            raise SystemExit(f"{name} is wrong: {res.message}")
+        check_poisoned(name, fn, ref, tol)
     return forms
 
 
 def bench() -> None:
     if not torch.cuda.is_available():
         raise SystemExit("gelu_midsize needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
-    reg = discover()
-    wl = reg.workloads["gelu"]
+    wl = discover().workloads["gelu"]
     for dtype in ("float32", "bfloat16"):
         case = Case.make("gelu", dtype, N=N)
         inputs = wl.make_inputs(case, "cuda", 2024)
         ref = wl.reference(case, inputs)
-        calls = {}
-        for name in IMPLS:
-            impl = reg.get("gelu", name)
-            why = impl.check_available("cuda") or impl.supports(case)
-            if why:
-                print(f"{dtype} {name}: skipped ({why})")
-                continue
-            res = verify.check(impl.fn(**inputs), ref, wl.tolerance(case))  # warm-up, tuning, check
-            if not res.correct:
-                raise SystemExit(f"{dtype} {name} is wrong: {res.message}")
-            calls[name] = lambda impl=impl: impl.fn(**inputs)
+        calls = registered_calls("gelu", case, inputs, ref, IMPLS)
         calls.update(_forms(inputs["x"], ref, wl.tolerance(case)))
         x = inputs["x"]
         dst = torch.empty_like(x)
         calls["copy"] = lambda: dst.copy_(x)
-        times: dict[str, list[float]] = {k: [] for k in calls}
-        for r in range(ROUNDS):
-            order = list(calls) if r % 2 == 0 else list(reversed(list(calls)))
-            for k in order:
-                times[k].append(measure([calls[k]], "cuda", "events", min_samples=8, max_samples=8).median * 1e3)
-        gb = wl.min_bytes(case) / 1e9
-        print(f"{dtype} N={N}: {gb:.3f} GB moved; us median [p20, p80] over {ROUNDS} rounds, GB/s, "
-              f"time / torch's in the same round")
-        for k, v in times.items():
-            ratio = [a / b for a, b in zip(v, times["torch"])]
-            print(f"  {k:8s} {spread(v, '7.2f')} us {gb / statistics.median(v) * 1e6:6.0f} GB/s  "
-                  f"x torch time {spread(ratio)}", flush=True)
+        paired_rounds(calls, ROUNDS, wl.min_bytes(case) / 1e9, f"{dtype} N={N}")
 
 
 if __name__ == "__main__":

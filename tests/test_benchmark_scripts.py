@@ -36,7 +36,8 @@ def test_script_help(module, words, option):
                                   ("benchmarks.rlg_smem_probe",), ("benchmarks.rlg_prefetch_probe",),
                                   ("benchmarks.gelu_midsize",), ("benchmarks.sampler_overhead",),
                                   ("benchmarks.gemm_order",), ("benchmarks.gemm_ksweep",),
-                                  ("benchmarks.l2_flush_probe",), ("benchmarks.rlg_placement",)])
+                                  ("benchmarks.l2_flush_probe",), ("benchmarks.rlg_placement",),
+                                  ("benchmarks.softmax_short_rows",)])
 def test_script_without_a_gpu(args):
     proc = _run(*args)
     assert proc.returncode != 0
