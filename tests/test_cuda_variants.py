@@ -90,12 +90,6 @@ def test_the_row_ops_know_which_plans_run():
     assert [sm_runs(v, "bfloat16", 2053, 65536) for v in (15, 16, 17, 26)] == [True] * 4
     assert [sm_runs(v, "bfloat16", 2053, 65536) for v in (23, 24, 25)] == [False] * 3
     assert [sm_runs(v, "bfloat16", 32768, 4096) for v in (15, 26)] == [True, False]
-    # one-warp blocks: only rows a warp holds (32 threads of 8 or 4 packs); float32 781 has 195
-    # packs, 25 threads at 8 a thread and 49 at 4; bf16 2053 (256 packs) fits 8 a thread only
-    assert [sm_runs(v, "float32", 781, 2048) for v in (34, 35)] == [True, False]
-    assert [sm_runs(v, "bfloat16", 781, 2048) for v in (34, 35)] == [True, True]
-    assert [sm_runs(v, "bfloat16", 2053, 65536) for v in (34, 35)] == [True, False]
-    assert [sm_runs(v, "float32", n, 8) for v in (34, 35) for n in (1027, 1032)] == [True, False, False, False]
     # rows of 781 are not 16-byte multiples: softmax.cu ignores the variant
     assert not any(sm_runs(v, "float32", 781, 2048) for v in range(1, 11))
     assert all(sm_runs(v, "bfloat16", 4096, 32768) for v in (1, 2, 3, 7, 8, 9, 10))

@@ -213,7 +213,7 @@ VARIANT_SHAPES = {
                                 # 4096 packs in bf16 (the two-pass fallback)
                                 {"M": 150, "N": 16384}],
 }
-VARIANTS = {"gelu": range(0, 11), "softmax": range(0, 36), "residual_layernorm_gelu": range(0, 18)}
+VARIANTS = {"gelu": range(0, 11), "softmax": range(0, 34), "residual_layernorm_gelu": range(0, 18)}
 SOFTMAX_HALF2 = (28, 29, 30, 31, 32, 33)  # exps kept as half2: 16-bit rows only
 
 
@@ -251,12 +251,12 @@ def test_variants_match_reference(wl_name, variant, case):
     assert result.correct, f"variant {variant} {case}: {result.message}"
 
 
-# softmax's short-row (11-14) and any-alignment (15-17, 26, 34, 35) plans at irregular
+# softmax's short-row (11-14) and any-alignment (15-17, 26) plans at irregular
 # shapes in all three dtypes: tiny rows, rows of one element, rows a pack
 # short of or past a boundary of the short-row plans (128 packs) and of the
 # lane-group sizes, unaligned rows up to the longest that fit registers,
 # rows too long for them (auto runs), fewer rows than a block holds.
-SOFTMAX_NEW_VARIANTS = (*range(11, 18), 26, 34, 35)
+SOFTMAX_NEW_VARIANTS = (*range(11, 18), 26)
 SOFTMAX_NEW_SHAPES = [{"M": 7, "N": 7}, {"M": 1823, "N": 781}, {"M": 3, "N": 127}, {"M": 1000, "N": 128},
                       {"M": 5, "N": 513}, {"M": 2, "N": 1}, {"M": 33, "N": 8}, {"M": 19, "N": 24},
                       {"M": 67, "N": 264}, {"M": 11, "N": 1000}, {"M": 9, "N": 1024}, {"M": 3, "N": 1032},

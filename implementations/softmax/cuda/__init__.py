@@ -45,7 +45,7 @@ def _plan(n: int, size: int) -> str:
 # softmax.cu's plans (softmax_v); one that cannot run a shape runs auto's.
 # 0 (auto) is a candidate only where it is a design of its own: rows that
 # are not a multiple of 16 bytes, which it runs one element a load.
-_TUNER = VariantTuner(tuple(range(36)), {
+_TUNER = VariantTuner(tuple(range(34)), {
     0: "auto plan: row in registers, one element a load (unaligned rows)",
     1: "row in registers, 4 packs of 16 B a thread",
     2: "row in registers, 2 packs a thread",
@@ -79,9 +79,7 @@ _TUNER = VariantTuner(tuple(range(36)), {
     30: "as 29 at 512 threads x 8 packs (half the CTAs a cluster), one CTA an SM (16-bit only)",
     31: "as 30 with one buffer (16-bit only)",
     32: "as 31 at 512 threads x 16 packs (clusters of half as many CTAs; 16-bit only)",
-    33: "as 31 at 1024 threads x 8 packs (clusters of half as many CTAs; 16-bit only)",
-    34: "as 17 (any alignment, 8 packs a thread) with one-warp blocks (rows a warp holds)",
-    35: "as 15 (any alignment, 4 packs a thread) with one-warp blocks (rows a warp holds)"},
+    33: "as 31 at 1024 threads x 8 packs (clusters of half as many CTAs; 16-bit only)"},
     runs=lambda v, key: _runs(v, *key))
 
 # softmax.cu's persistent plans: slice target (bytes), buffers a CTA
@@ -93,7 +91,6 @@ _IN_REGISTERS = {18: (512, 4), 19: (256, 8), 20: (1024, 4), 21: (256, 8), 22: (5
 _SHORT_MAX_PACKS = 128
 _UNALIGNED_PACKS = {15: 4, 16: 2, 17: 8, 26: 4}
 _UNALIGNED_RAW = (26,)  # packs kept raw, blocks of <= 256 threads
-_UNALIGNED_WARP = {34: 8, 35: 4}  # any alignment, one-warp blocks: packs a thread
 # softmax.cu's raw-pack plans (23-25): threads, packs a thread
 _RAW = {23: (512, 8), 24: (256, 8), 25: (1024, 8), 27: (512, 8), 28: (512, 8)}
 
@@ -103,8 +100,6 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
     inputs allocated by torch: base pointers on 16-byte boundaries)."""
     size = itemsize(dtype)
     vec = 16 // size
-    if variant in _UNALIGNED_WARP:  # one-warp blocks: rows a warp holds at K packs a thread
-        return -(-(n // vec) // _UNALIGNED_WARP[variant]) <= 32
     if variant in _UNALIGNED_PACKS:  # any n whose row fits K packs a thread
         packs = _UNALIGNED_PACKS[variant]  # threads for the body's n // vec packs
         bound = 256 if variant in _UNALIGNED_RAW or vec * packs > 32 else 1024

@@ -57,6 +57,10 @@
 //    a block.  Any n that fits K packs x 1024 (256 at 64 values a thread)
 //    threads; x and y rows equally misaligned (y = empty_like(x) starts on
 //    a 16-byte boundary, so x must too: a view of x that does not runs auto).
+//    A warp's rows go four to a block; one-warp blocks, which spread 1823
+//    rows evenly where four-row blocks give some SMs 16 rows and others 12,
+//    were no faster (benchmarks/softmax_short_rows, float32 1823 x 781:
+//    0.928 of torch.compile's time against 0.936 for plan 17).
 // 18 persistent cluster + TMA, slice in registers, 512 threads x 4 packs  } plans
 // 19 persistent cluster + TMA, slice in registers, 256 threads x 8 packs  } 8-10
 // 20 persistent cluster + TMA, slice in registers, 1024 threads x 4 packs } with
@@ -89,11 +93,6 @@
 //    bf16 131072 is bound by instructions, not by bytes, at ~1 T elements/s;
 //    that step took plan 30 from 568 to 540 us (0.89 -> 0.94 of copy), while
 //    32 and 33 stayed at 565 us (H200, 7e3e9cb).
-// 34 as 17 (any alignment, 8 packs a thread) with one-warp blocks, for rows
-//    a warp holds: 17's four-row blocks come in quarters of the rows, so a
-//    short matrix (1823 rows: 456 blocks on 132 SMs) loads some SMs with
-//    four blocks and others with three; one-row blocks spread within a row
-// 35 as 15 (4 packs a thread) with one-warp blocks
 // A variant that cannot run a shape (too long a row for registers, a
 // misaligned row for TMA or plans 1-14) runs auto's plan instead.
 //
@@ -119,7 +118,7 @@ namespace {
 
 // ------------------------------------------------------------- launchers
 
-constexpr int kVariants = 35;
+constexpr int kVariants = 33;
 
 template <typename T, int VEC, int PACKS>
 bool launch_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
@@ -281,9 +280,7 @@ bool launch_warp_rows(const T* x, T* y, int64_t m, int64_t n, int warps, cudaStr
 
 // Plans 15-17: any n (K packs a thread, threads a row as plan_regs), when
 // x and y rows are equally misaligned.
-// WARP_ROWS: rows (warps) a block when a warp holds a row; plans 34 and 35
-// (one) refuse rows that need a block.
-template <typename T, int K, bool RAW = false, int WARP_ROWS = 4>
+template <typename T, int K, bool RAW = false>
 bool launch_unaligned(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
   constexpr int VEC = ksuite::vec16<T>();
   constexpr int PATH = softmax_access::kPlain;
@@ -296,11 +293,9 @@ bool launch_unaligned(const T* x, T* y, int64_t m, int64_t n, cudaStream_t strea
       ksuite::plan_regs(n / VEC * VEC, VEC, K, RAW ? kRawUnalignedThreads : regs_max_threads(VEC * K));
   if (plan.tpr == 0) return false;
   if (plan.tpr <= 32) {
-    const int64_t grid = (m + WARP_ROWS - 1) / WARP_ROWS;
-    softmax_unaligned_kernel<T, K, false, PATH, RAW><<<static_cast<unsigned>(grid), 32 * WARP_ROWS, 0, stream>>>(
+    const int64_t grid = (m + 3) / 4;
+    softmax_unaligned_kernel<T, K, false, PATH, RAW><<<static_cast<unsigned>(grid), 128, 0, stream>>>(
         x, y, m, static_cast<int>(n));
-  } else if (WARP_ROWS == 1) {
-    return false;
   } else {
     softmax_unaligned_kernel<T, K, true, PATH, RAW><<<static_cast<unsigned>(m), plan.tpr, 0, stream>>>(
         x, y, m, static_cast<int>(n));
@@ -338,8 +333,6 @@ void launch(const T* x, T* y, int64_t m, int64_t n, int variant, cudaStream_t st
     case 16: done = launch_unaligned<T, 2>(x, y, m, n, stream); break;
     case 17: done = launch_unaligned<T, 8>(x, y, m, n, stream); break;
     case 26: done = launch_unaligned<T, 4, true>(x, y, m, n, stream); break;
-    case 34: done = launch_unaligned<T, 8, false, 1>(x, y, m, n, stream); break;
-    case 35: done = launch_unaligned<T, 4, false, 1>(x, y, m, n, stream); break;
     default: break;
   }
   if constexpr (VEC > 1) {  // rows on 16-byte boundaries
