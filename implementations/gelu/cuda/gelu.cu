@@ -26,8 +26,9 @@
 //    no_allocate hint): the shape of the Triton kernel that reached the copy
 //    ceiling at 2^28 float32 (1024 elements on 4 warps, no eviction hint).
 //  8 tiles of 256 threads x 1 pack with plain ld.global.
-//  9 variant 7 with each load's line marked L2 evict_first, so that the L2
-//    gives up input lines it will not be asked for again before the output's.
+//  9 variant 7 with loads that skip L1 and mark their line L2 evict_first,
+//    so that the L2 gives up input lines, never read again, before the
+//    output's.
 // 10 variant 8 with the same L2 evict_first loads.
 //    Both were 4% slower than 7 and 8 at 16M float32 elements on the H200
 //    (benchmarks/gelu_midsize, diagnostics/gelu_midsize-eeede61) and equal in
