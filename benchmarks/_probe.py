@@ -31,6 +31,8 @@ def registered_calls(wl_name: str, case, inputs: dict, ref, impls) -> dict:
     once first (warm-up and tuning) and checked against ``ref`` on an output
     whose memory the allocator last held as NaN; those unavailable or not
     supporting ``case`` are skipped, with a line saying so."""
+    import torch
+
     from suite.workload import discover
 
     reg = discover()
@@ -44,40 +46,48 @@ def registered_calls(wl_name: str, case, inputs: dict, ref, impls) -> dict:
             continue
         fn = lambda impl=impl: impl.fn(**inputs)  # noqa: E731
         fn()  # warm-up, tuning
-        check_poisoned(name, fn, ref, wl.tolerance(case))
+        check_poisoned(name, fn, ref, wl.tolerance(case), getattr(torch, case.dtype))
         calls[name] = fn
     return calls
 
 
-def check_poisoned(name: str, fn, ref, tol) -> None:
-    """``fn()`` (which allocates its output like ``ref``) checked against
-    ``ref``, run just after a NaN tensor of that size was freed, so that an
-    element it does not write shows."""
+def check_poisoned(name: str, fn, ref, tol, dtype) -> None:
+    """``fn()`` (which allocates an output of ``ref``'s shape in ``dtype``)
+    checked against ``ref``, run just after a NaN tensor of that shape and
+    dtype was freed, so that an element it does not write shows.  (The
+    poison must be in the output's dtype: float64 NaN bytes read as float32
+    or bf16 are mostly zeros.)"""
     import torch
 
     from suite import verify
 
-    poison = torch.full(ref.shape, float("nan"), dtype=ref.dtype, device="cuda")
+    poison = torch.full(ref.shape, float("nan"), dtype=dtype, device="cuda")
     del poison
     res = verify.check(fn(), ref, tol)
     if not res.correct:
         raise SystemExit(f"{name} is wrong: {res.message}")
 
 
-def paired_rounds(calls: dict, rounds: int, gb: float, title: str, peer: str = "torch") -> None:
+def round_times(calls: dict, rounds: int) -> dict[str, list[float]]:
     """Each of ``calls`` timed in rounds of 8 samples with the suite's events timer
-    (L2 flushed before each sample), the order reversed every other round; prints
-    each one's time, GB/s for ``gb`` GB moved, and time as a ratio to ``peer``'s
-    within the same round: median and [p20, p80] over the rounds."""
-    import statistics
-
+    (L2 flushed before each sample), the order reversed every other round: the
+    per-round medians in us, by name."""
     from suite.timing import measure
 
     times: dict[str, list[float]] = {k: [] for k in calls}
     for r in range(rounds):
-        order = list(calls) if r % 2 == 0 else list(reversed(list(calls)))
-        for k in order:
+        for k in (list(calls) if r % 2 == 0 else list(calls)[::-1]):
             times[k].append(measure([calls[k]], "cuda", "events", min_samples=8, max_samples=8).median * 1e3)
+    return times
+
+
+def paired_rounds(calls: dict, rounds: int, gb: float, title: str, peer: str = "torch") -> None:
+    """``calls`` timed by round_times; prints each one's time, GB/s for ``gb`` GB
+    moved, and time as a ratio to ``peer``'s within the same round: median and
+    [p20, p80] over the rounds."""
+    import statistics
+
+    times = round_times(calls, rounds)
     print(f"{title}: {gb:.3f} GB moved; us median [p20, p80] over {rounds} rounds, GB/s, "
           f"time / {peer}'s in the same round")
     for k, v in times.items():

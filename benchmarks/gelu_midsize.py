@@ -47,7 +47,7 @@ def _forms(x, ref, tol) -> dict:
             return y
         forms[f"tri {blk}/{warps}{'/ef' if evict else ''}"] = run
     for name, fn in forms.items():
-        check_poisoned(name, fn, ref, tol)
+        check_poisoned(name, fn, ref, tol, x.dtype)
     return forms
 
 

@@ -15,8 +15,7 @@ import statistics
 
 import torch
 
-from benchmarks._probe import spread
-from suite.timing import measure
+from benchmarks._probe import round_times, spread
 
 KS = (1024, 2048, 4096, 8192, 16384)
 ROUNDS = 7
@@ -41,10 +40,7 @@ def bench() -> None:
             err = ((fn().float() - want).norm() / want.norm()).item()
             if err > 1e-2:
                 raise SystemExit(f"{name} at K={k}: relative error {err:.1e}")
-        times: dict[str, list[float]] = {name: [] for name in calls}
-        for r in range(ROUNDS):
-            for name in (list(calls) if r % 2 == 0 else list(calls)[::-1]):
-                times[name].append(measure([calls[name]], "cuda", "events", min_samples=8, max_samples=8).median * 1e3)
+        times = round_times(calls, ROUNDS)
         flops = 2.0 * n * n * k
         line = [f"K={k:5d}"]
         for name, v in times.items():

@@ -42,7 +42,7 @@ def bench() -> None:
                 print(f"{dtype} plan {v}: does not run this shape")
                 continue
             calls[f"cuda v{v}"] = fn = lambda v=v: ops().softmax_v(x, v)
-            check_poisoned(f"cuda v{v}", fn, ref, wl.tolerance(case))
+            check_poisoned(f"cuda v{v}", fn, ref, wl.tolerance(case), x.dtype)
         paired_rounds(calls, ROUNDS, wl.min_bytes(case) / 1e9, f"{dtype} {M} x {N}", peer="compile")
 
 
