@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite.cli import UsageError, choose, csv_list
+from suite.args import UsageError, choose, csv_list
 from suite.store import RunFile, default_path
 from suite.timing import TIMERS
 from suite.workload import DTYPES, Case, Implementation, discover

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 import compare_fixtures as cf
-from suite import cli, compare, store
+from suite import cli, compare, compare_cli, store
 
 
 @pytest.fixture(scope="session")
@@ -256,9 +256,9 @@ def test_bad_inputs_exit_2_with_one_clear_line(real, tmp_path, capsys):
 
 
 def test_threshold_parsing():
-    assert compare.parse_threshold("5%") == pytest.approx(0.05)
-    assert compare.parse_threshold("0.05") == pytest.approx(0.05)
-    assert compare.parse_threshold("10") == pytest.approx(0.10)
+    assert compare_cli.parse_threshold("5%") == pytest.approx(0.05)
+    assert compare_cli.parse_threshold("0.05") == pytest.approx(0.05)
+    assert compare_cli.parse_threshold("10") == pytest.approx(0.10)
 
 
 def test_mann_whitney_fallback_matches_scipy_and_hand_value():
