@@ -44,9 +44,9 @@ def bench() -> None:
     l2 = timing.l2_bytes("cuda")
     clean2 = torch.rand(2 * l2 // 4, device="cuda")
     sink = torch.empty((), device="cuda")
-    flushes = {"write": lambda: timing.flush_l2("cuda", "write"),
-               "write+read": lambda: (timing.flush_l2("cuda", "write"), torch.sum(clean2, dim=0, out=sink)),
-               "read": lambda: timing.flush_l2("cuda", "clean")}
+    flushes = {"write": lambda: timing.flush_l2("cuda", "cold-flush"),
+               "write+read": lambda: (timing.flush_l2("cuda", "cold-flush"), torch.sum(clean2, dim=0, out=sink)),
+               "read": lambda: timing.flush_l2("cuda", "cold-clean")}
     for f in flushes.values():
         f()
     reg = discover()
