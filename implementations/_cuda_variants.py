@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable
 
-# per variant and pass: a few samples inside a 10 ms budget; four passes give
-# each variant 40 ms, enough to rank designs that differ by a few percent on
-# kernels of 10 us to 1 ms
+# per variant and pass: a few samples inside a 10 ms budget, under the run's
+# l2 (suite.timing.current_protocol); four passes give each variant 40 ms,
+# enough to rank designs that differ by a few percent on kernels of 10 us to 1 ms
 TUNE_LIMITS = dict(min_samples=3, max_samples=25, budget_ms=10.0)
 # The variants are timed in order, then in reverse, twice, and each one's
 # time is the mean of its pass medians.  One pass in a fixed order lets the
@@ -69,16 +69,19 @@ class VariantTuner:
         return call(variant)
 
     def _tune(self, key: Hashable, call: Callable[[int], Any]) -> int:
-        from suite.timing import measure
+        from dataclasses import replace
+
+        from suite.timing import current_protocol, measure
 
         candidates = [v for v in self.variants if self.runs is None or self.runs(v, key)]
         if not candidates:
             self.best[key], self.times[key] = 0, {}
             return 0
         medians: dict[int, list[float]] = {v: [] for v in candidates}
+        protocol = replace(current_protocol(), **TUNE_LIMITS)
         for p in range(TUNE_PASSES):
             for v in (candidates if p % 2 == 0 else candidates[::-1]):
-                medians[v].append(measure([lambda v=v: call(v)], "cuda", "events", **TUNE_LIMITS).median)
+                medians[v].append(measure([lambda v=v: call(v)], "cuda", "events", protocol=protocol).median)
         times = {v: sum(m) / len(m) for v, m in medians.items()}
         best = self._pick(times)
         self.best[key], self.times[key] = best, times
