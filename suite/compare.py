@@ -7,7 +7,8 @@ U test on the raw samples).  A status change from ok to incorrect or error is a
 regression whatever the times.  Across different GPUs the verdict is taken on
 SOL, each run against its own measured ceilings, because raw time mostly
 measures the hardware there.  Rows timed under different protocols (timer or
-L2 mode) are listed as not comparable, never compared.
+``l2``, how L2 was evicted before each sample) are listed as not comparable,
+never compared.
 
 Exit codes: 0 nothing regressed, 1 a regression (or, with
 ``--fail-on-improvement``, an improvement), 2 bad input.
@@ -193,7 +194,7 @@ def compare(base: Side, cand: Side, opt: Options) -> Result:
                          f"({', '.join(store.ROW_KEY)}){why}")
     skipped = [r for r in rows if r["verdict"] == "not comparable"]
     if skipped:
-        notes.append(f"{len(skipped)} case(s) not comparable (different timer or L2 mode)")
+        notes.append(f"{len(skipped)} case(s) not comparable (different timer or l2)")
     return Result(base.describe(), cand.describe(), gpus_differ, notes, rows, _rollup(rows, b, c))
 
 
@@ -351,8 +352,8 @@ def split(df: pd.DataFrame, by: str, base: str | None) -> list[tuple[Side, Side]
 
 # ---------------------------------------------------------------- baseline
 def newest_baseline(candidate: str, roots: list[str]) -> tuple[Path | None, str]:
-    """The newest run under ``roots`` on the candidate's GPU that shares a protocol (timer and L2
-    mode) with it: a run under another protocol has no case it could be compared on."""
+    """The newest run under ``roots`` on the candidate's GPU that shares a protocol (timer and
+    l2) with it: a run under another protocol has no case it could be compared on."""
     try:
         cand = store.read_file(candidate)
     except store.StoreError as exc:
@@ -385,8 +386,8 @@ def newest_baseline(candidate: str, roots: list[str]) -> tuple[Path | None, str]
 
 
 def _protocols(df: pd.DataFrame) -> set[tuple[str, str]]:
-    """The (timer, L2 mode) pairs of a run's rows ("-" where the L2 mode is missing)."""
-    return {(t, m) for t, m in zip(df["timer"], store.l2_modes(df)) if isinstance(t, str)}
+    """The (timer, l2) pairs of a run's rows ("-" where l2 is missing)."""
+    return {(t, l2) for t, l2 in zip(df["timer"], store.l2_column(df)) if isinstance(t, str)}
 
 
 def exit_code(results: list[Result], opt: Options) -> int:

@@ -286,7 +286,7 @@ def _results_tree(root, df):
     # newer, same GPU, but timed with another timer: not a baseline for an events run
     cf.write(df.assign(gpu_name="NVIDIA H200", timestamp="2025-06-01T00:00:00Z", timer="other"),
              root / "h200/20250601T000000Z-eeeeeee.parquet")
-    # newer, same GPU and timer, but another L2 mode (e.g. the written flush): not a baseline either
+    # newer, same GPU and timer, but another l2 (e.g. cold-flush): not a baseline either
     cf.write(df.assign(gpu_name="NVIDIA H200", timestamp="2025-07-01T00:00:00Z", l2="cold-other"),
              root / "h200/20250701T000000Z-fffffff.parquet")
     return root / "h200/20250301T000000Z-ccccccc.parquet"

@@ -74,6 +74,7 @@ def test_the_default_protocol_is_frozen_and_names_a_row_l2():
     p = timing.Protocol()
     assert p.l2 == "cold-clean" and p.l2 in timing.L2_CHOICES
     assert set(timing.L2_CHOICES) == {"cold-clean", "cold-flush"}
+    assert set(timing._EVICT) == set(timing.L2_CHOICES)  # flush_l2 has a way for every choice
     with pytest.raises(dataclasses.FrozenInstanceError):
         p.l2 = "cold-flush"
 
