@@ -1,6 +1,6 @@
 """Does the clock sampler change what the suite's timer measures?
 
-``PYTHONPATH=. python3 benchmarks/sampler_overhead.py`` on a GPU.  While a
+``python3 -m lab.sampler_overhead`` on a GPU.  While a
 case is timed, a thread of the runner reads the SM clock and board power
 from NVML every 2 ms (suite/clocks.py).  A Python thread beside a launcher
 whose own overhead is tens of microseconds (the Triton kernels) could delay
@@ -16,7 +16,7 @@ import statistics
 
 import torch
 
-from benchmarks._probe import spread
+from lab._probe import spread
 from suite import clocks
 from suite.timing import measure
 from suite.workload import Case, discover

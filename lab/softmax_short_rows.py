@@ -1,6 +1,6 @@
 """softmax at 1823 x 781, the full preset's unaligned short-row shape, in paired rounds.
 
-``PYTHONPATH=. python3 benchmarks/softmax_short_rows.py`` on the H200.  The
+``python3 -m lab.softmax_short_rows`` on the H200.  The
 rows (781 elements) are not 16-byte multiples, so the CUDA op runs its
 any-alignment plans (softmax.cu 15-17, 26), a warp a row.  A kernel here
 lasts about 7 us, and single suite runs have put the tuned CUDA op from
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from benchmarks._probe import check_poisoned, paired_rounds, registered_calls
+from lab._probe import check_poisoned, paired_rounds, registered_calls
 from suite.workload import Case, discover
 
 M, N = 1823, 781

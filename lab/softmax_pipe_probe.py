@@ -1,6 +1,6 @@
 """Softmax over long rows by a persistent grid: a one-off device comparison.
 
-``PYTHONPATH=. python3 benchmarks/softmax_pipe_probe.py`` on the H200 (its output
+``python3 -m lab.softmax_pipe_probe`` on the H200 (its output
 is in results/h200/diagnostics/).  The shipped Triton softmax meets the split
 kernel's programs of a row at a counter, and Nsight Compute shows them
 stalled at that barrier for 37% of the time at bf16 4096 x 131072
@@ -29,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from benchmarks._probe import fit, print_table, time_us, variant_row
+from lab._probe import fit, print_table, time_us, variant_row
 
 from implementations.gelu._triton_math import exp2
 from implementations.softmax.triton import (LOG2E, _pipe_publish, _pipe_write, _split_buffers, pipe_release,

@@ -1,6 +1,6 @@
 """What feeding the tensor pipe costs the mma.sync GEMM, step by step.
 
-    python3 -m benchmarks.mma_feed [--stages 248] [--out feed.csv]     (GPU only, sm_90)
+    python3 -m lab.mma_feed [--stages 248] [--out feed.csv]     (GPU only, sm_90)
 
 ``mma_feed.cu`` runs the consumer loop of the warp-specialised mma.sync GEMM
 (the ``cuda`` GEMM's tile 11: 128 x 256 x 64, 8 warps of 64 x 64, 4 stages)

@@ -1,6 +1,6 @@
 """residual_layernorm_gelu over 32768-wide rows: the parts kernel's forms, L2 prefetch and all, side by side.
 
-``PYTHONPATH=. python3 benchmarks/rlg_prefetch_probe.py`` on the H200.  At 4096 x 32768
+``python3 -m lab.rlg_prefetch_probe`` on the H200.  At 4096 x 32768
 one program holds a whole row and fills an SM; while it reduces, the SM has no
 loads in flight and HBM idles (ncu: 67% of DRAM peak,
 results/h200/diagnostics/ncu-rlg-triton-rows-ca4e325.txt), and holding the
@@ -33,7 +33,7 @@ import torch
 import triton
 import triton.language as tl
 
-from benchmarks._probe import print_table, rlg_shipped, variant_row
+from lab._probe import print_table, rlg_shipped, variant_row
 from implementations._l2_prefetch import prefetch_l2
 from implementations._row_tuning import device_index, sm_count
 from implementations.residual_layernorm_gelu.triton import (PARTS_FORMS, _dev, _h_part, _rlg_parts, _rlg_rows,

@@ -1,6 +1,6 @@
 """residual_layernorm_gelu over wide rows by a persistent grid: a one-off device comparison.
 
-``PYTHONPATH=. python3 benchmarks/rlg_pipe_probe.py`` on the H200 (its output
+``python3 -m lab.rlg_pipe_probe`` on the H200 (its output
 is in results/h200/diagnostics/).  At 4096 x 32768 the shipped Triton kernel
 gives a row to one program that fills an SM and idles through its
 reductions (0.76-0.80 of copy).  ``_rlg_pipe`` carries the Triton softmax's
@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from benchmarks._probe import fit, print_table, rlg_shipped, variant_row
+from lab._probe import fit, print_table, rlg_shipped, variant_row
 
 from implementations.gelu.triton import gelu_f32
 from implementations.softmax.triton import _split_buffers, pipe_release

@@ -1,6 +1,6 @@
 """SM clock and board power while a GEMM runs back to back, per implementation.
 
-    python3 -m benchmarks.gemm_clocks [--size 8192] [--dtypes bfloat16 float16] [--seconds 4]
+    python3 -m lab.gemm_clocks [--size 8192] [--dtypes bfloat16 float16] [--seconds 4]
         [--impls torch cuda cuda:wgmma triton:persistent] [--wgmma-tiles 3 4]
 
 Each implementation runs its square GEMM continuously for ``--seconds`` while

@@ -1,6 +1,6 @@
 """gelu at 16M elements, where every implementation is furthest below the copy ceiling: paired rounds.
 
-``PYTHONPATH=. python3 benchmarks/gelu_midsize.py`` on the H200.  At 2^24 + 43
+``python3 -m lab.gelu_midsize`` on the H200.  At 2^24 + 43
 elements (the full preset's middle shape) the suite's runs put torch, the
 Triton and the CUDA kernels within 1% of each other in float32, all at about
 0.86 of the copy ceiling, whose 2 GiB copy runs at full speed.  A single
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from benchmarks._probe import check_poisoned, paired_rounds, registered_calls
+from lab._probe import check_poisoned, paired_rounds, registered_calls
 from suite.workload import Case, discover
 
 N = (1 << 24) + 43

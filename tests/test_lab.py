@@ -21,8 +21,8 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("module,words,option", [
-    ("benchmarks.gemm_clocks", "SM clock and board power", "--seconds"),
-    ("benchmarks.mma_feed", "consumer loop", "--stages"),
+    ("lab.gemm_clocks", "SM clock and board power", "--seconds"),
+    ("lab.mma_feed", "consumer loop", "--stages"),
 ])
 def test_script_help(module, words, option):
     proc = _run(module, "--help")
@@ -31,13 +31,13 @@ def test_script_help(module, words, option):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the no-GPU message")
-@pytest.mark.parametrize("args", [("benchmarks.gemm_clocks", "--seconds", "1"), ("benchmarks.mma_feed",),
-                                  ("benchmarks.softmax_pipe_probe",), ("benchmarks.rlg_pipe_probe",),
-                                  ("benchmarks.rlg_smem_probe",), ("benchmarks.rlg_prefetch_probe",),
-                                  ("benchmarks.gelu_midsize",), ("benchmarks.sampler_overhead",),
-                                  ("benchmarks.gemm_order",), ("benchmarks.gemm_ksweep",),
-                                  ("benchmarks.l2_flush_probe",), ("benchmarks.rlg_placement",),
-                                  ("benchmarks.softmax_short_rows",)])
+@pytest.mark.parametrize("args", [("lab.gemm_clocks", "--seconds", "1"), ("lab.mma_feed",),
+                                  ("lab.softmax_pipe_probe",), ("lab.rlg_pipe_probe",),
+                                  ("lab.rlg_smem_probe",), ("lab.rlg_prefetch_probe",),
+                                  ("lab.gelu_midsize",), ("lab.sampler_overhead",),
+                                  ("lab.gemm_order",), ("lab.gemm_ksweep",),
+                                  ("lab.l2_flush_probe",), ("lab.rlg_placement",),
+                                  ("lab.softmax_short_rows",)])
 def test_script_without_a_gpu(args):
     proc = _run(*args)
     assert proc.returncode != 0
@@ -48,7 +48,7 @@ def _script(name: str) -> subprocess.CompletedProcess:
     """A script run as a file, compiled for sm_90 rather than interpreted."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT)
-    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / name)], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, str(ROOT / "lab" / name)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -81,7 +81,7 @@ def test_softmax_pipe_probe_kernel_on_the_cpu(dtype, pairs, n, static, early):
     interpreter: one program takes every ticket, so rows of at most two
     32-column chunks (ragged last chunk included) keep each of its waits on
     chunks it has itself published; the output starts as NaN."""
-    from benchmarks.softmax_pipe_probe import pipe
+    from lab.softmax_pipe_probe import pipe
 
     x = torch.randn(5, n, dtype=dtype) * 3
     out = torch.full_like(x, float("nan"))
@@ -98,7 +98,7 @@ def test_rlg_pipe_probe_kernel_on_the_cpu(dtype, n, early):
     """The persistent residual_layernorm_gelu that rlg_pipe_probe times, under
     the interpreter (one program, rows of at most two 32-column chunks, a
     ragged last one included), against the workload's float64 reference."""
-    from benchmarks.rlg_pipe_probe import pipe
+    from lab.rlg_pipe_probe import pipe
     from suite.workload import Case, discover
 
     wl = discover().workloads["residual_layernorm_gelu"]
@@ -118,7 +118,7 @@ def test_rlg_prefetch_probe_rotating_kernel_on_the_cpu(m, n, programs, eager):
     """The persistent kernel rlg_prefetch_probe times, under the interpreter
     (two programs walking 5 rows, a ragged row, a program with no row), against
     the workload's float64 reference, into a NaN-filled output."""
-    from benchmarks.rlg_prefetch_probe import rot
+    from lab.rlg_prefetch_probe import rot
     from suite.workload import Case, discover
 
     wl = discover().workloads["residual_layernorm_gelu"]
@@ -131,7 +131,7 @@ def test_rlg_prefetch_probe_rotating_kernel_on_the_cpu(m, n, programs, eager):
 
 
 def test_mma_feed_rejects_a_bad_stage_count():
-    proc = _run("benchmarks.mma_feed", "--stages", "0")
+    proc = _run("lab.mma_feed", "--stages", "0")
     assert proc.returncode == 2 and "--stages must be at least 1" in proc.stderr
 
 
@@ -139,7 +139,7 @@ def test_mma_feed_rejects_a_bad_stage_count():
 def test_mma_feed_source_compiles():
     """mma_feed.cu includes the GEMM's own headers (warp_tile.cuh, hopper.cuh):
     a change there that breaks it fails here, not on the device."""
-    cuda_build.nvcc_compile_check(ROOT / "benchmarks" / "mma_feed.cu",
+    cuda_build.nvcc_compile_check(ROOT / "lab" / "mma_feed.cu",
                                   include_dirs=[ROOT / "implementations" / "gemm" / "cuda"])
 
 
@@ -154,7 +154,7 @@ def test_rlg_smem_probe_kernels_compile_for_sm90(call, smem):
     spills, 16-byte global accesses (the interpreter runs no Gluon)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.run([sys.executable, "-c", "from benchmarks.rlg_smem_probe import sm90_resources as f; "
+    proc = subprocess.run([sys.executable, "-c", "from lab.rlg_smem_probe import sm90_resources as f; "
                            f"print(*f({call}))"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     if proc.returncode != 0 and "no ptxas" in proc.stderr:
         pytest.skip(proc.stderr.strip().splitlines()[-1])

@@ -1,6 +1,6 @@
 """Eviction hints of the x/r loads in a residual_layernorm_gelu Triton kernel, against Inductor.
 
-A one-off device sweep (run as ``PYTHONPATH=. python3 benchmarks/rlg_eviction.py`` on the
+A one-off device sweep (run as ``python3 -m lab.rlg_eviction`` on the
 H200 at 62ad320; its output is results/h200/diagnostics/rlg-eviction-62ad320.txt): one row a
 program held in registers, with and without evict_first on the x and r loads (and with a
 streaming store), and an Inductor-like two-pass kernel, each checked against float64 and timed
@@ -63,46 +63,54 @@ def two_pass_k(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, R: tl.constexpr, E1: t
 def us(fn):
     return measure([fn], "cuda", "events", budget_ms=60).median * 1e3
 
-for dt in (torch.float32, torch.bfloat16):
-    for m, n in ((65536, 1024), (32768, 4096), (16384, 8192)):
-        torch._dynamo.reset()
-        comp = torch.compile(residual_layernorm_gelu_eager, dynamic=False)
-        x = torch.randn(m, n, device="cuda", dtype=dt) + 0.5; r = torch.randn_like(x)
-        w = (torch.randn(n, device="cuda") * 0.2 + 1).to(dt); b = (torch.randn(n, device="cuda") * 0.2).to(dt)
-        ref = residual_layernorm_gelu_eager(x.double(), r.double(), w.double(), b.double(), 1e-5)
-        byt = 3 * m * n * x.element_size()
-        rows = [("compile (static)", us(lambda: comp(x, r, w, b, 1e-5)))]
-        try:
-            from torch._inductor.codecache import PyCodeCache
-            for mod in list(PyCodeCache.modules):
-                for k, v in vars(mod).items():
-                    if k.startswith("triton_") and hasattr(v, "launchers") and v.launchers:
-                        c = v.launchers[0].config
-                        print("   inductor", k, c.kwargs, "warps", c.num_warps, "stages", c.num_stages)
-        except Exception as e:
-            print("   (inductor config unavailable:", e, ")")
-        y = torch.empty_like(x)
-        cfgs = []
-        if n <= 8192:
-            for wp in (4, 8, 16):
-                for ev in ("evict_first", ""):
-                    for se in ((False, True) if ev == "" else (False,)):
-                        cfgs.append((f"rows w{wp} {ev or 'none'} {'cs' if se else ''}",
-                                     lambda wp=wp, ev=ev, se=se: rows_k[(m,)](x, r, w, b, y, n, 1e-5, BLOCK_N=n, EVICT=ev, SEVICT=se, num_warps=wp)))
-        for R in (1024, 2048):
-            for wp in (4, 8):
-                for e1, e2 in (("evict_last", "evict_first"), ("", "")):
-                    if R // (32 * wp) < 1: continue
-                    cfgs.append((f"2pass R{R} w{wp} {e1 or 'none'}/{e2 or 'none'}",
-                                 lambda R=R, wp=wp, e1=e1, e2=e2: two_pass_k[(m,)](x, r, w, b, y, n, 1e-5, R=R, E1=e1, E2=e2, num_warps=wp)))
-        for name, f in cfgs:
-            y.fill_(float("nan")); f()
-            err = (y.double() - ref).abs().max().item()
-            if not err < (1e-4 if dt == torch.float32 else 3e-2):
-                rows.append((name + f" BAD {err:.1e}", float("inf"))); continue
-            rows.append((name, us(f)))
-        rows.append(("compile again", us(lambda: comp(x, r, w, b, 1e-5))))
-        print(f"rlg {m}x{n} {dt}")
-        best = sorted(rows[1:-1], key=lambda t: t[1])[:8]
-        for name, t in [rows[0]] + best + [rows[-1]]:
-            print(f"  {name:40s} {t:8.1f} us {byt/t/1e3:7.0f} GB/s x{rows[0][1]/t:.3f} compile", flush=True)
+
+def bench() -> None:
+    if not torch.cuda.is_available():
+        raise SystemExit("rlg_eviction needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
+    for dt in (torch.float32, torch.bfloat16):
+        for m, n in ((65536, 1024), (32768, 4096), (16384, 8192)):
+            torch._dynamo.reset()
+            comp = torch.compile(residual_layernorm_gelu_eager, dynamic=False)
+            x = torch.randn(m, n, device="cuda", dtype=dt) + 0.5; r = torch.randn_like(x)
+            w = (torch.randn(n, device="cuda") * 0.2 + 1).to(dt); b = (torch.randn(n, device="cuda") * 0.2).to(dt)
+            ref = residual_layernorm_gelu_eager(x.double(), r.double(), w.double(), b.double(), 1e-5)
+            byt = 3 * m * n * x.element_size()
+            rows = [("compile (static)", us(lambda: comp(x, r, w, b, 1e-5)))]
+            try:
+                from torch._inductor.codecache import PyCodeCache
+                for mod in list(PyCodeCache.modules):
+                    for k, v in vars(mod).items():
+                        if k.startswith("triton_") and hasattr(v, "launchers") and v.launchers:
+                            c = v.launchers[0].config
+                            print("   inductor", k, c.kwargs, "warps", c.num_warps, "stages", c.num_stages)
+            except Exception as e:
+                print("   (inductor config unavailable:", e, ")")
+            y = torch.empty_like(x)
+            cfgs = []
+            if n <= 8192:
+                for wp in (4, 8, 16):
+                    for ev in ("evict_first", ""):
+                        for se in ((False, True) if ev == "" else (False,)):
+                            cfgs.append((f"rows w{wp} {ev or 'none'} {'cs' if se else ''}",
+                                         lambda wp=wp, ev=ev, se=se: rows_k[(m,)](x, r, w, b, y, n, 1e-5, BLOCK_N=n, EVICT=ev, SEVICT=se, num_warps=wp)))
+            for R in (1024, 2048):
+                for wp in (4, 8):
+                    for e1, e2 in (("evict_last", "evict_first"), ("", "")):
+                        if R // (32 * wp) < 1: continue
+                        cfgs.append((f"2pass R{R} w{wp} {e1 or 'none'}/{e2 or 'none'}",
+                                     lambda R=R, wp=wp, e1=e1, e2=e2: two_pass_k[(m,)](x, r, w, b, y, n, 1e-5, R=R, E1=e1, E2=e2, num_warps=wp)))
+            for name, f in cfgs:
+                y.fill_(float("nan")); f()
+                err = (y.double() - ref).abs().max().item()
+                if not err < (1e-4 if dt == torch.float32 else 3e-2):
+                    rows.append((name + f" BAD {err:.1e}", float("inf"))); continue
+                rows.append((name, us(f)))
+            rows.append(("compile again", us(lambda: comp(x, r, w, b, 1e-5))))
+            print(f"rlg {m}x{n} {dt}")
+            best = sorted(rows[1:-1], key=lambda t: t[1])[:8]
+            for name, t in [rows[0]] + best + [rows[-1]]:
+                print(f"  {name:40s} {t:8.1f} us {byt/t/1e3:7.0f} GB/s x{rows[0][1]/t:.3f} compile", flush=True)
+
+
+if __name__ == "__main__":
+    bench()

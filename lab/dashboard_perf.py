@@ -1,6 +1,6 @@
 """How fast the dashboard answers on a large results folder (a script, not a test).
 
-    python benchmarks/dashboard_perf.py [--runs 200] [--rows 2000] [--dir FOLDER]
+    python3 -m lab.dashboard_perf [--runs 200] [--rows 2000] [--dir FOLDER]
 
 Writes ``runs`` synthetic result files of ``rows`` rows each (two GPUs, many
 commits; tests/fixtures_dashboard.py), then, in this fresh process, times

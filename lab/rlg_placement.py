@@ -1,6 +1,6 @@
 """Does where the tensors land in memory move the float32 residual_layernorm_gelu at 4096 x 32768?
 
-``PYTHONPATH=. python3 benchmarks/rlg_placement.py`` on a GPU.  The shipped
+``python3 -m lab.rlg_placement`` on a GPU.  The shipped
 Triton kernel times 418-421 us there in fresh processes (the suite's runs,
 sampler_overhead-034c9be.txt) and 402 us in the prefetch probe, whose
 process had allocated its bf16 cases first; the config is the same.  This
@@ -14,7 +14,7 @@ import random
 
 import torch
 
-from benchmarks._probe import time_us
+from lab._probe import time_us
 from suite.workload import Case, discover
 
 PADS_MIB = (0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 96)

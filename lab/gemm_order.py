@@ -1,6 +1,6 @@
 """Does the order the suite times GEMMs in move their ratios to cuBLAS?
 
-``PYTHONPATH=. python3 benchmarks/gemm_order.py`` on a GPU.  A power-capped
+``python3 -m lab.gemm_order`` on a GPU.  A power-capped
 card (an H200 holds 700 W) slows its clock a while into a heavy GEMM and
 speeds it up again a while after.  The runner times a case's implementations
 one after another, each for about 150 ms, so one that follows a heavy
@@ -27,7 +27,7 @@ import time
 
 import torch
 
-from benchmarks._probe import spread
+from lab._probe import spread
 from suite import clocks
 from suite.timing import measure
 from suite.workload import Case, discover

@@ -1,6 +1,6 @@
 """residual_layernorm_gelu over wide rows with h held in shared memory (Gluon): a one-off device comparison.
 
-``PYTHONPATH=. python3 benchmarks/rlg_smem_probe.py`` on the H200 (its output is
+``python3 -m lab.rlg_smem_probe`` on the H200 (its output is
 results/h200/diagnostics/rlg_smem-79f1595.txt).  At 4096 x 32768 the shipped
 Triton kernel gives a row to one program that fills an SM and idles through
 its reductions, and the persistent forms that hold chunks in registers ran out
@@ -296,7 +296,7 @@ def sm90_resources(dtype: str, chunk: int, warps: int, h16: bool, n: int = 32768
 def bench():
     if not torch.cuda.is_available():
         raise SystemExit("rlg_smem_probe needs a CUDA GPU (it times kernels)")
-    from benchmarks._probe import print_table, rlg_shipped, variant_row
+    from lab._probe import print_table, rlg_shipped, variant_row
 
     rows = []
     plans = {"bfloat16": [(4096, 16, 8, True), (8192, 16, 4, True), (4096, 16, 4, False), (4096, 16, 4, True),

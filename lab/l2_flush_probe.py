@@ -1,6 +1,6 @@
 """Does the suite's L2 flush leave work behind for the call it times?
 
-``PYTHONPATH=. python3 benchmarks/l2_flush_probe.py`` on a GPU.  Before each
+``python3 -m lab.l2_flush_probe`` on a GPU.  Before each
 sample the events timer evicts the L2 by writing a buffer of four L2s
 (suite/timing.py).  The L2 writes back lazily, so the last L2's worth of
 that buffer may still be dirty when the timed call starts, and the call's

@@ -2,7 +2,7 @@
 
     ncu --clock-control none --kernel-name regex:KERNEL --launch-skip 2 --launch-count 1 \\
         --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats \\
-        python3 -m benchmarks.ncu_rows softmax-cuda-19 4096 131072 bfloat16
+        python3 -m lab.ncu_rows softmax-cuda-19 4096 131072 bfloat16
 
 Targets: ``softmax-cuda-V`` / ``rlg-cuda-V`` (the CUDA op's plan V),
 ``softmax-triton-split`` (the PAIRS split kernel, 16384-wide chunks on 8

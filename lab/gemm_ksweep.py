@@ -1,6 +1,6 @@
 """How much of the mma.sync GEMM's time does not scale with K: the cost of each output tile's start and epilogue.
 
-``PYTHONPATH=. python3 benchmarks/gemm_ksweep.py`` on a GPU.  The tuned
+``python3 -m lab.gemm_ksweep`` on a GPU.  The tuned
 cuda tile (warp-specialised, persistent) and cuBLAS are timed at M = N =
 4096 for K from 1024 to 16384 in paired rounds (suite events timer, 8
 samples, order reversed every other round).  A line t(K) = a + b K fitted
@@ -15,7 +15,7 @@ import statistics
 
 import torch
 
-from benchmarks._probe import round_times, spread
+from lab._probe import round_times, spread
 
 KS = (1024, 2048, 4096, 8192, 16384)
 ROUNDS = 7

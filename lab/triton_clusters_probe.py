@@ -1,6 +1,6 @@
 """Does Triton compile a row reduction across a cluster of CTAs (``num_ctas`` > 1) for sm_90?
 
-    python benchmarks/triton_clusters_probe.py
+    python3 -m lab.triton_clusters_probe
 
 Compiles (no GPU needed) a one-row LayerNorm-like kernel, two reductions over
 a 32768-wide bfloat16 row held as 1 x 32768, 2 x 16384 or 8 x 4096, for sm_90

@@ -1,6 +1,6 @@
 """Ceiling of the warp-level tensor-core instruction the cuda GEMM uses.
 
-``python -m benchmarks.mma_peak`` (GPU only) builds ``mma_peak.cu`` and times a
+``python3 -m lab.mma_peak`` (GPU only) builds ``mma_peak.cu`` and times a
 kernel that does nothing but issue ``mma.sync.m16n8k16`` (bf16 and fp16 in,
 fp32 accumulate) from registers, over a grid of chain counts, warps per block
 and blocks per SM, and puts its best rate beside cuBLAS (``torch.matmul``) at

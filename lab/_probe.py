@@ -1,4 +1,4 @@
-"""What the one-off probes under benchmarks/ share: how many programs an SM holds, the suite's
+"""What the one-off probes under lab/ share: how many programs an SM holds, the suite's
 timer, the spread of paired rounds, a residual_layernorm_gelu case beside the shipped kernel,
 the copy rate, and the table."""
 from __future__ import annotations
