@@ -15,7 +15,7 @@ only those eight threads take.  Written in Triton around the asm instead, it
 ran in every thread: about 100 of the parts kernel's ~1080 instructions a
 thread for sm_90, in a kernel whose 16-bit form is bound by instruction
 issue.  At bf16 4096 x 32768 the prefetching quarters went from 220.4 us
-(results/h200/diagnostics/rlg_prefetch-39790a2.txt) to 208.2 us
+(lab/findings/rlg_prefetch-39790a2.txt) to 208.2 us
 (rlg_prefetch-51185fa.txt), against 223.6 us without the prefetch, and the
 suite's Triton kernel from 0.861 to 0.923 of copy
 (results/h200/20261130T091938Z-8c8dd76, 20261130T100522Z-89fc8c1).

@@ -53,7 +53,7 @@ def _forms(x, ref, tol) -> dict:
 
 def bench() -> None:
     if not torch.cuda.is_available():
-        raise SystemExit("gelu_midsize needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
+        raise SystemExit("gelu_midsize needs a CUDA GPU (it times kernels; see lab/findings)")
     wl = discover().workloads["gelu"]
     for dtype in ("float32", "bfloat16"):
         case = Case.make("gelu", dtype, N=N)

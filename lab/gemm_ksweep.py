@@ -24,7 +24,7 @@ TILES = (12, 13)
 
 def bench() -> None:
     if not torch.cuda.is_available():
-        raise SystemExit("gemm_ksweep needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
+        raise SystemExit("gemm_ksweep needs a CUDA GPU (it times kernels; see lab/findings)")
     from implementations.gemm.cuda import TILES as NAMES, gemm_tile
 
     n = 4096

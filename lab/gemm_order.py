@@ -83,7 +83,7 @@ def visit(call) -> tuple[float, float | None]:
 
 def bench() -> None:
     if not torch.cuda.is_available():
-        raise SystemExit("gemm_order needs a CUDA GPU (it times GEMMs; see results/h200/diagnostics)")
+        raise SystemExit("gemm_order needs a CUDA GPU (it times GEMMs; see lab/findings)")
     reg = discover()
     wl = reg.workloads["gemm"]
     nv = clocks.nvml_for(torch.cuda.current_device())

@@ -40,7 +40,7 @@ SAMPLES = 20
 
 def bench() -> None:
     if not torch.cuda.is_available():
-        raise SystemExit("l2_flush_probe needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
+        raise SystemExit("l2_flush_probe needs a CUDA GPU (it times kernels; see lab/findings)")
     l2 = timing.l2_bytes("cuda")
     clean2 = torch.rand(2 * l2 // 4, device="cuda")
     sink = torch.empty((), device="cuda")

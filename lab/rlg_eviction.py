@@ -1,7 +1,7 @@
 """Eviction hints of the x/r loads in a residual_layernorm_gelu Triton kernel, against Inductor.
 
 A one-off device sweep (run as ``python3 -m lab.rlg_eviction`` on the
-H200 at 62ad320; its output is results/h200/diagnostics/rlg-eviction-62ad320.txt): one row a
+H200 at 62ad320; its output is lab/findings/rlg-eviction-62ad320.txt): one row a
 program held in registers, with and without evict_first on the x and r loads (and with a
 streaming store), and an Inductor-like two-pass kernel, each checked against float64 and timed
 with the suite's events timer beside a static torch.compile of the eager chain.  The kernels here
@@ -66,7 +66,7 @@ def us(fn):
 
 def bench() -> None:
     if not torch.cuda.is_available():
-        raise SystemExit("rlg_eviction needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
+        raise SystemExit("rlg_eviction needs a CUDA GPU (it times kernels; see lab/findings)")
     for dt in (torch.float32, torch.bfloat16):
         for m, n in ((65536, 1024), (32768, 4096), (16384, 8192)):
             torch._dynamo.reset()

@@ -1,7 +1,7 @@
 """residual_layernorm_gelu over wide rows by a persistent grid: a one-off device comparison.
 
 ``python3 -m lab.rlg_pipe_probe`` on the H200 (its output
-is in results/h200/diagnostics/).  At 4096 x 32768 the shipped Triton kernel
+is in lab/findings/).  At 4096 x 32768 the shipped Triton kernel
 gives a row to one program that fills an SM and idles through its
 reductions (0.76-0.80 of copy).  ``_rlg_pipe`` carries the Triton softmax's
 pipe kernel over: a persistent grid whose programs take chunks of a row from
@@ -131,7 +131,7 @@ def pipe(x, r, w, b, eps, block, warps, maxnreg=None, early=True, out=None, prog
 
 def bench():
     if not torch.cuda.is_available():
-        raise SystemExit("rlg_pipe_probe needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
+        raise SystemExit("rlg_pipe_probe needs a CUDA GPU (it times kernels; see lab/findings)")
     rows = []
     for dtype, m, n in [("bfloat16", 4096, 32768), ("float32", 4096, 32768)]:
         (x, r, w, b, eps), gb, rel, shipped = rlg_shipped(dtype, m, n, 62)

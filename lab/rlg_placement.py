@@ -22,7 +22,7 @@ PADS_MIB = (0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 96)
 
 def bench() -> None:
     if not torch.cuda.is_available():
-        raise SystemExit("rlg_placement needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
+        raise SystemExit("rlg_placement needs a CUDA GPU (it times kernels; see lab/findings)")
     from implementations.residual_layernorm_gelu.triton import residual_layernorm_gelu_triton as rlg
 
     wl = discover().workloads["residual_layernorm_gelu"]

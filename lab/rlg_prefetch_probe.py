@@ -3,7 +3,7 @@
 ``python3 -m lab.rlg_prefetch_probe`` on the H200.  At 4096 x 32768
 one program holds a whole row and fills an SM; while it reduces, the SM has no
 loads in flight and HBM idles (ncu: 67% of DRAM peak,
-results/h200/diagnostics/ncu-rlg-triton-rows-ca4e325.txt), and holding the
+lab/findings/ncu-rlg-triton-rows-ca4e325.txt), and holding the
 next row's loads in registers runs out of registers (rlg_pipe_probe).  The
 shipped ``_rlg_parts`` holds the row as two or four parts, adds the parts
 before its two block reductions, and can ask L2 for a later program's x and
@@ -18,7 +18,7 @@ Timed here, beside the shipped (raced, autotuned) kernel, in one process:
 - ``_rlg_rot``: one persistent program an SM that loads the next row part by
   part into the registers each written quarter frees.
 
-Earlier runs, with the probe's own kernels (results/h200/diagnostics/
+Earlier runs, with the probe's own kernels (lab/findings/
 rlg_prefetch-5e0a70d.txt, -f79fef0.txt, -943a684.txt): a per-line
 ``prefetch.global.L2`` from every thread lost to the bulk form (0.816 of copy
 at best against 0.831); the prefetch issued before the program's own loads
@@ -137,7 +137,7 @@ def rot(x, r, w, b, eps, distp, eager, out=None, programs=None):
 
 def bench():
     if not torch.cuda.is_available():
-        raise SystemExit("rlg_prefetch_probe needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
+        raise SystemExit("rlg_prefetch_probe needs a CUDA GPU (it times kernels; see lab/findings)")
     rows = []
     res = lambda k: f"{k.n_regs} regs {k.n_spills} spills"  # noqa: E731
     for dtype, m, n in [("bfloat16", 4096, 32768), ("float32", 4096, 32768), ("bfloat16", 300, 30000),

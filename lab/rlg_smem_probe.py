@@ -1,7 +1,7 @@
 """residual_layernorm_gelu over wide rows with h held in shared memory (Gluon): a one-off device comparison.
 
 ``python3 -m lab.rlg_smem_probe`` on the H200 (its output is
-results/h200/diagnostics/rlg_smem-79f1595.txt).  At 4096 x 32768 the shipped
+lab/findings/rlg_smem-79f1595.txt).  At 4096 x 32768 the shipped
 Triton kernel gives a row to one program that fills an SM and idles through
 its reductions, and the persistent forms that hold chunks in registers ran out
 of registers (rlg_pipe_probe).  ``_rlg_smem`` keeps the row's h in shared
@@ -24,7 +24,7 @@ three 8192-column chunks are not one.
 ``_rlg_ring`` (what ``bench`` now times) takes the registers out of the
 loads in flight: x and r arrive by cp.async into a ring of chunk slots in
 shared memory, up to seven chunks (112 KB) ahead.  It lost by more
-(results/h200/diagnostics/rlg_ring-e5317bf.txt, copy 4193 GB/s): at
+(lab/findings/rlg_ring-e5317bf.txt, copy 4193 GB/s): at
 4096 x 32768, 0.648 of copy at best in bf16 against the shipped 0.782, and
 0.555 in float32 against 0.801; more slots ran slower, not faster (0.514 at
 eight 4096-column slots against 0.648 at four 8192-column ones).  The

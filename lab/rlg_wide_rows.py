@@ -1,7 +1,7 @@
 """A whole 32768-wide residual_layernorm_gelu row on one program, held as four quarters.
 
 A one-off device comparison (``python3 -m lab.rlg_wide_rows`` on the
-H200; its output is in results/h200/diagnostics/): the shipped Triton kernel at
+H200; its output is in lab/findings/): the shipped Triton kernel at
 4096 x 32768 (raced as the suite calls it: the whole-row kernel in bf16, the split
 kernel in float32) beside ``_rlg_quarters``, which holds the row as four 8192-wide
 quarters, each loaded and added on its own, so that the float32 row fits 32 warps

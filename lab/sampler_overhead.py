@@ -30,7 +30,7 @@ ROUNDS = 6
 
 def bench() -> None:
     if not torch.cuda.is_available():
-        raise SystemExit("sampler_overhead needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
+        raise SystemExit("sampler_overhead needs a CUDA GPU (it times kernels; see lab/findings)")
     reg = discover()
     for wl_name, dtype, dims, impl_names in CASES:
         wl = reg.workloads[wl_name]

@@ -1,10 +1,10 @@
 """Softmax over long rows by a persistent grid: a one-off device comparison.
 
 ``python3 -m lab.softmax_pipe_probe`` on the H200 (its output
-is in results/h200/diagnostics/).  The shipped Triton softmax meets the split
+is in lab/findings/).  The shipped Triton softmax meets the split
 kernel's programs of a row at a counter, and Nsight Compute shows them
 stalled at that barrier for 37% of the time at bf16 4096 x 131072
-(results/h200/diagnostics/ncu-softmax-triton-split-ca4e325.txt).
+(lab/findings/ncu-softmax-triton-split-ca4e325.txt).
 ``_softmax_pipe`` asks whether hiding that wait pays: a persistent grid
 whose programs take chunks from a ticket counter and, before waiting for
 the row of the chunk they hold, load the next chunk and publish its
@@ -171,7 +171,7 @@ def pipe(x, block, warps, progs_per_sm, pairs, maxnreg=None, out=None, programs=
 
 def bench():
     if not torch.cuda.is_available():
-        raise SystemExit("softmax_pipe_probe needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
+        raise SystemExit("softmax_pipe_probe needs a CUDA GPU (it times kernels; see lab/findings)")
     from implementations.softmax.triton import _CHOSEN, softmax_triton
 
     torch.manual_seed(0)

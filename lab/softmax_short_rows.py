@@ -9,7 +9,7 @@ implementations and each of those plans in rounds of 8 samples (suite events
 timer, L2 flushed before each), the order reversed every other round, and
 gives each one's time as a ratio to torch.compile's within the round.
 (At 0bcf19f it also timed plans 34 and 35, 17 and 15 on one-warp blocks
-instead of four-row ones: no faster, and removed; diagnostics/
+instead of four-row ones: no faster, and removed; lab/findings/
 softmax_short_rows-0bcf19f.txt.)
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ PLANS = (15, 16, 17, 26)
 
 def bench() -> None:
     if not torch.cuda.is_available():
-        raise SystemExit("softmax_short_rows needs a CUDA GPU (it times kernels; see results/h200/diagnostics)")
+        raise SystemExit("softmax_short_rows needs a CUDA GPU (it times kernels; see lab/findings)")
     from implementations.softmax.cuda import _runs, ops
 
     wl = discover().workloads["softmax"]

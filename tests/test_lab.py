@@ -1,6 +1,6 @@
 """The GPU-only measurement scripts under benchmarks/ explain themselves and
 refuse a machine without a GPU with a clear message (their measurements run
-on the device; see results/h200/diagnostics)."""
+on the device; see lab/findings)."""
 from __future__ import annotations
 
 import os

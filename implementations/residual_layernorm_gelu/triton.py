@@ -37,7 +37,7 @@ stays well under the SM's limit.
   (20261130T091938Z-8c8dd76), then 0.923 and 0.912 once the prefetch's
   address arithmetic ran in its eight threads only, not in all 1024
   (20261130T100522Z-89fc8c1; see implementations/_l2_prefetch.py).  In one
-  probe process (results/h200/diagnostics/rlg_prefetch-39790a2.txt), against the whole
+  probe process (lab/findings/rlg_prefetch-39790a2.txt), against the whole
   16-bit row as one block that the race used before (254.1 us): quarters
   without the prefetch 224.5 us, with it 221.6; through L1 instead of .cg,
   231.1.  In float32, quarters 415.6 us through L2 only, 433.9 through L1.
@@ -56,35 +56,35 @@ stays well under the SM's limit.
   rows' loads in flight across the wait), 444-466 us in bf16 and 662-794 in
   float32.  Where the persistent form loses its time was not profiled.
   A whole float32 row held by one 32-warp program as four quarters (64
-  registers, no spills; benchmarks/rlg_wide_rows.py) ties the split kernel
-  (473 against 480 us, results/h200/diagnostics/rlg_wide_rows-8415c0d.txt)
+  registers, no spills; lab/rlg_wide_rows.py) ties the split kernel
+  (473 against 480 us, lab/findings/rlg_wide_rows-8415c0d.txt)
   when each quarter is reduced on its own (eight block reductions, not two).
   Nor did two programs an SM pay in bf16: h held as bf16
   pairs (the softmax PAIRS form), 32 words a thread on 16 warps, ran 1.035-
   1.041 of the whole-row kernel's time at 64 registers (ptxas hoists most of
   x and r's loads and spills 32-48 bytes) and doubled the float64 error
-  (results/h200/diagnostics/rlg_bf16_pairs-2d247d6.txt).  Nor did the
+  (lab/findings/rlg_bf16_pairs-2d247d6.txt).  Nor did the
   Triton softmax's pipe kernel (a persistent grid, two chunks held a
   program, the older one written while the newer one loads; 0.917 of copy
   there against 0.85): carried over with h = x + r held in float32
-  (benchmarks/rlg_pipe_probe.py), the next chunk's x and r in flight beside
+  (lab/rlg_pipe_probe.py), the next chunk's x and r in flight beside
   the held h and GELU's temporaries take 128-160 registers at 32 values a
   thread, or spill under a cap, and it reached 0.680 of copy in bf16 and
   0.711 in float32 against the shipped 0.756 and 0.804 in the same run
-  (results/h200/diagnostics/rlg_pipe-088f9be.txt).  Nor did h held in
+  (lab/findings/rlg_pipe-088f9be.txt).  Nor did h held in
   shared memory, which plain Triton cannot allocate but its Gluon dialect
-  can (benchmarks/rlg_smem_probe.py: one persistent program an SM writing
+  can (lab/rlg_smem_probe.py: one persistent program an SM writing
   row i from shared memory while row i + P's x and r arrive in its place):
   303.8 us at best in bf16 against 252.3, 584.3 in float32 against 480.3,
   with one chunk of loads in flight a program
-  (results/h200/diagnostics/rlg_smem-79f1595.txt); with x and r staged
+  (lab/findings/rlg_smem-79f1595.txt); with x and r staged
   through a cp.async ring instead, up to 112 KB in flight, 0.648 and 0.555
   of copy against 0.782 and 0.801 (rlg_ring-e5317bf.txt).  The CUDA kernels
   get past it by splitting a row over a cluster of CTAs; a Triton reduction
   over a cluster (num_ctas > 1) does not compile for sm_90 in triton 3.6,
   nor does a Gluon reduction over a layout split across a cluster's CTAs
-  (benchmarks/triton_clusters_probe.py).  Nor, with the L2 prefetch
-  (benchmarks/rlg_prefetch_probe.py), did one persistent program an SM
+  (lab/triton_clusters_probe.py).  Nor, with the L2 prefetch
+  (lab/rlg_prefetch_probe.py), did one persistent program an SM
   that loads the next row a quarter at a time into the registers each
   written quarter frees: 225.0 us in bf16 and 528.5 in float32 (spills) at
   best, against 220.4 and 412.7 for the shipped kernel; nor issuing the
@@ -313,7 +313,7 @@ def parts_raced(n: int) -> bool:
 
 # (PARTS, PF_AT, PF_DIV) tried for rows of parts_raced, by dtype size: halves and
 # quarters, without the L2 prefetch and with it some of the SMs ahead, issued
-# where it paid on the H200 (benchmarks/rlg_prefetch_probe.py): after the last
+# where it paid on the H200 (lab/rlg_prefetch_probe.py): after the last
 # part's loads and a half or a quarter of the SMs ahead in 16 bits; after the
 # first to third quarter's loads and mostly a quarter of the SMs ahead in
 # float32.  An eighth lost there by 18-20% in the suite's own tuning

@@ -71,7 +71,7 @@ def pipe_fits(n: int, dtype_bytes: int, sms: int) -> bool:
 def pipe_candidates() -> list[dict]:
     """The pipe kernel's candidates on the GPU (bf16 4096 x 131072 on the H200:
     0.924 of copy for the first two, 0.904 for the third, against the split
-    kernel's 0.857; results/h200/diagnostics/softmax_pipe-9434379.txt)."""
+    kernel's 0.857; lab/findings/softmax_pipe-9434379.txt)."""
     return [pipe_config(*d) for d in PIPE_DESIGNS]
 
 

@@ -48,7 +48,7 @@ each, 60 MB L2, ~4.2 TB/s): the fused kernel moves 2*M*N*b bytes.
   split kernel at the first call.  It hides the split kernel's wait at the
   row counter (Nsight: barrier stalls 37%) on a persistent grid whose
   programs hold two chunks, the older one written while the newer one's
-  loads are in flight.  What made it pay (benchmarks/softmax_pipe_probe.py,
+  loads are in flight.  What made it pay (lab/softmax_pipe_probe.py,
   bf16 4096 x 131072, each ratio against copy in one run, beside the split
   kernel's 0.85): carrying index tensors from chunk to chunk doubled the
   registers, 0.745 at best (34e5f4e); carrying only the chunk index, 0.878
@@ -56,7 +56,7 @@ each, 60 MB L2, ~4.2 TB/s): the fused kernel moves 2*M*N*b bytes.
   (d841d65); writing the held chunk before publishing the next one when
   its row is already complete, 0.924 (9434379).  float32 stays with the
   split kernel (0.935 against its 0.942 at 9434379).  The probe files are in
-  results/h200/diagnostics/softmax_pipe-*.txt.
+  lab/findings/softmax_pipe-*.txt.
 
 The plans and the autotuner's candidates for each shape (``plan``,
 ``candidates``, ``split_candidates``; pure Python) are in _triton_plan.py.
@@ -452,7 +452,7 @@ def _softmax_pipe(x_ptr, y_ptr, stats_ptr, count_ptr, M, N, M_BUCKET, BLOCK: tl.
     statistics; if not, it publishes first, then waits for the row and
     writes.  Only the chunk index and the held pairs go from one chunk to the
     next; indices and masks are recomputed, since carried index tensors
-    doubled the registers (benchmarks/softmax_pipe_probe.py).
+    doubled the registers (lab/softmax_pipe_probe.py).
     No deadlock: a program waits only with all its chunks published, and
     tickets are taken in order, so only the newest row can be incomplete; for
     every resident program to wait on it, each would hold two of its chunks,

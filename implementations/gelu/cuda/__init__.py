@@ -39,7 +39,7 @@ def _config(case) -> str:
 
 # gelu.cu's designs (gelu_v); 3 (libdevice erff) is there to show what the
 # math costs, not a candidate; 9 and 10 (L2 evict_first loads) lost 4% at 16M
-# float32 elements in benchmarks/gelu_midsize (diagnostics/gelu_midsize-eeede61)
+# float32 elements in lab/gelu_midsize (lab/findings/gelu_midsize-eeede61)
 # and are kept out of tuning
 _TUNER = VariantTuner((1, 2, 4, 5, 6, 7, 8), {
     1: "tiles of 256 x 4 packs (1 pack a thread below 4 waves), grid = tiles",

@@ -31,7 +31,7 @@
 //    output's.
 // 10 variant 8 with the same L2 evict_first loads.
 //    Both were 4% slower than 7 and 8 at 16M float32 elements on the H200
-//    (benchmarks/gelu_midsize, diagnostics/gelu_midsize-eeede61) and equal in
+//    (lab/gelu_midsize, lab/findings/gelu_midsize-eeede61) and equal in
 //    bf16; they stay out of tuning and show what the hint does.
 // Indices inside a tile are 32-bit; only the tile base is 64-bit.
 #include <ATen/Dispatch.h>

@@ -47,7 +47,7 @@
 // sums of a cut tile through an fp32 workspace, finished by the CTA that ran
 // its k = 0 part).  At 4096^3 the wave is 116 of 132 tiles, so the split
 // saves ~3% of SM time on paper; measured in paired rounds it was 2-3%
-// slower there and within +-1% at 8192^3 (results/h200/diagnostics/
+// slower there and within +-1% at 8192^3 (lab/findings/
 // gemm_stream_k-08a7768.txt): the partial sums' write and read sit on every
 // cut tile's critical path.
 #pragma once

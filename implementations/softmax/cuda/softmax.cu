@@ -59,7 +59,7 @@
 //    a 16-byte boundary, so x must too: a view of x that does not runs auto).
 //    A warp's rows go four to a block; one-warp blocks, which spread 1823
 //    rows evenly where four-row blocks give some SMs 16 rows and others 12,
-//    were no faster (benchmarks/softmax_short_rows, float32 1823 x 781:
+//    were no faster (lab/softmax_short_rows, float32 1823 x 781:
 //    0.928 of torch.compile's time against 0.936 for plan 17).
 // 18 persistent cluster + TMA, slice in registers, 512 threads x 4 packs  } plans
 // 19 persistent cluster + TMA, slice in registers, 256 threads x 8 packs  } 8-10
