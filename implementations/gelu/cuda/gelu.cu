@@ -14,7 +14,7 @@
 // (THREADS x UNROLL packs) before any math; at UNROLL 4 a resident SM has
 // 2048 x 64 B = 128 KB in flight (Little: ~4.2 TB/s x ~1 us / 132 SMs ~ 32 KB
 // needed).  Variants (gelu_v's `variant`, 0 = auto), all tuned by the
-// registered op (implementations/gelu/cuda/__init__.py); 3, 9 and 10 are unused:
+// registered op (implementations/gelu/cuda/__init__.py); 3 names no design:
 //  1 tiles of 256 threads x 4 packs, one tile a block, grid = tiles (the
 //    copy kernel's shape).
 //  2 persistent: the same tiles, grid = resident blocks (occupancy API) x SMs,
