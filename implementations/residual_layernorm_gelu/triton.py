@@ -2,24 +2,21 @@
 
 Napkin math (H200: 132 SMs, 64K registers each, 60 MB L2, ~4.2 TB/s): the
 fused kernel moves (3*M*N + 2*N)*b bytes; 32768 x 4096 bf16 is 768 MiB, about
-190 us at the copy rate.  The erf GELU costs ~20 float32 FLOPs an element,
-about 13 TFLOP/s at 0.63 T elements/s (bf16 at copy speed); the erf is the
-branch-free one of gelu_f32 for 16-bit outputs, so that instruction issue
-stays well under the SM's limit.
+190 us at the copy rate.  The GELU costs ~20 float32 FLOPs an element, ~13
+TFLOP/s at 0.63 T elements/s (bf16 at copy speed); 16-bit outputs take
+gelu_f32's branch-free erf, so that instruction issue stays under the limit.
 
 - ``_rlg_rows`` (next_pow2(N) <= 16384): ROWS x BLOCK_N of h in registers
-  (about 16 float32 a thread), mean and variance by two reductions of the
-  held values (exact two-pass variance, no second read), then normalise,
-  scale, shift and GELU, one store.  Short rows (N=1024) are packed several
-  to a program.
+  (about 16 float32 a thread), exact two-pass mean and variance over the
+  held values (no second read), then normalise, scale, shift and GELU, one
+  store.  Short rows (N=1024) are packed several to a program.
 - ``_rlg_split`` (wider rows, any N): one row a program, in BLOCK-wide
   chunks.  Chunk 0's h stays in registers; its mean K is the shift for
   per-lane sums of (h - K) and (h - K)^2 over the rest of the row, which keeps
   the one-read variance free of cancellation.  The output walk writes chunk 0
-  from registers and re-reads the other chunks backwards, newest first, so the
-  re-read comes from L2 rather than HBM: 32768 float32 columns are 256 KB of
-  x and r a row, ~264 rows in flight re-read at most 3/4 of that, and the
-  backwards walk shortens the reuse distance further.
+  from registers and re-reads the others backwards, newest first, from L2
+  rather than HBM: 32768 float32 columns are 256 KB of x and r a row, and
+  ~264 rows in flight re-read at most 3/4 of that.
 - Rows of 16385..32768 in any dtype (parts_raced): ``_rlg_parts`` holds the
   whole row in one 32-warp program as two or four parts, each loaded, and
   later normalised and stored, on its own: float32 fits 64 registers (one

@@ -27,10 +27,10 @@ _triton_math); at 1 T elements/s (bf16 at copy speed) MUFU has room for ~4.
 - 16-bit rows with N % 16 == 0 (PAIRS): rows or chunks held as 32-bit words
   of two elements, half the registers, exp computed twice (bf16 4096 x 32768:
   0.93 of copy, two 16-warp programs an SM).  Long ones also race
-  ``_softmax_pipe``, a persistent grid whose programs hold two chunks and
-  write the older while the newer one's loads are in flight, which hides the
-  split kernel's wait at the row counter (bf16 4096 x 131072: 0.92 of copy
-  against 0.86).  The plans and candidates are in _triton_plan.py.
+  ``_softmax_pipe``: persistent programs hold two chunks and write the older
+  while the newer one loads, hiding the split kernel's wait at the row
+  counter (bf16 4096 x 131072: 0.92 of copy against 0.86).  Plans and
+  candidates: _triton_plan.py.
 """
 from __future__ import annotations
 

@@ -23,15 +23,11 @@
 //  12     plan 10 as one CTA an SM, the next two rows in flight, w and b in shared memory
 //  13     plan 8 at 512 threads x 8 packs;  14-17: plans 13, 8, 12 and 10 with
 //         one-round statistics (16, 17: one cluster exchange a row, not two)
-// Plans 8-17 take 16-byte packs only.  At bf16 4096 x 32768 on the H200 plan
-// 16 takes 206-208 us, plans 8, 12 and 15 223-226: plan 12's second cluster
-// exchange a row is the cost.
+// Plans 8-17 take 16-byte packs only.  At bf16 4096 x 32768 on the H200 plan 16
+// takes 206-208 us, 8, 12 and 15 223-226: plan 12's second exchange is the cost.
 // Auto: registers (float32 at 2 packs first) while the row fits 1024 threads,
 // else the cluster, else one block a row.  A plan that cannot run a shape runs auto's.
-//
-// This file holds the plan table above, the launchers and the op; the
-// kernels are in rlg_rows.cuh (plans 1-7) and rlg_tma.cuh (8-17), over the
-// helpers of rlg_common.cuh.
+// Kernels: rlg_rows.cuh (plans 1-7), rlg_tma.cuh (8-17), over rlg_common.cuh.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAException.h>
