@@ -249,7 +249,7 @@ def parts_raced(n: int) -> bool:
 
 # (PARTS, PF_AT, PF_DIV) tried for rows of parts_raced, by dtype size: halves and
 # quarters, without the L2 prefetch and with it some of the SMs ahead, issued
-# where it pays on the H200 (benchmarks/rlg_prefetch_probe.py): after the last
+# where it pays on the H200 (lab/rlg_prefetch_probe.py): after the last
 # part's loads and a half or a quarter of the SMs ahead in 16 bits; after the
 # first to third quarter's loads and mostly a quarter of the SMs ahead in
 # float32.  An eighth of the SMs ahead is 18-20% slower.  float32 quarters
