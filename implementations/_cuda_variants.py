@@ -31,9 +31,8 @@ TUNE_LIMITS = dict(min_samples=3, max_samples=25, budget_ms=10.0)
 # GEMM at 8192^3): the later variants meet a hotter, slower-clocked card.
 # Over a forward and a reverse pass every variant's mean position is the
 # same, so a drift linear in time cancels; the second pair halves what is
-# left of the card's swings there (two passes still picked a tile that 15
-# paired rounds found 3-5% slower: results/h200/diagnostics/
-# wgmma_staged_epilogue-b697562.txt against the b697562 run).
+# left of the card's swings there (two passes can still pick a GEMM tile that
+# paired rounds find 3-5% slower; implementations/gemm/NOTES.md).
 TUNE_PASSES = 4
 # The tuning passes are short bursts with the L2 flushed between calls: the
 # card is cooler and faster-clocked than under sustained load.  Where a

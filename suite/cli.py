@@ -20,6 +20,8 @@ VERBS = {
     "list": ("suite.listing", "configure", "main",
              "the workloads x implementations matrix, with availability and reasons"),
     "show": ("suite.summary", "configure", "main", "print the summary table of existing runs"),
+    "report": ("suite.report", "configure", "main",
+               "print Markdown tables of runs (the results documents under docs/ are its output)"),
     "ceilings": ("suite.ceilings", "configure", "main",
                  "measure (or show cached) copy bandwidth and matmul rate of this device"),
     "compare": ("suite.compare_cli", "configure", "main",
