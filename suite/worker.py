@@ -75,6 +75,7 @@ def base_row(wl: Workload, case: Case, impl_name: str, opts: Options, math_mode:
         "bound_ms": roofline.bound_ms(flops, nbytes, opts.peaks_gbps, peak_tf),
         "bound": roofline.limiter(flops, nbytes, opts.peaks_gbps, peak_tf),
         "status": None, "error": None, "correct": None, "device": opts.device,
+        "shape_source": case.source or None,
     }
     for k, v in case.shape:
         row[f"shape_{k}"] = v

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -42,11 +42,17 @@ def itemsize(dtype: str) -> int:
 
 @dataclass(frozen=True, order=True)
 class Case:
-    """One point of a sweep: a workload at one shape and dtype."""
+    """One point of a sweep: a workload at one shape and dtype.
+
+    ``source`` says where the shape came from (``preset:quick``, ``cli``,
+    ``file:PATH``) and is stored as the rows' ``shape_source``; it takes no
+    part in equality or ordering, so a shape asked for twice is one case.
+    """
 
     workload: str
     dtype: str
     shape: tuple[tuple[str, int], ...]
+    source: str = field(default="", compare=False)
 
     @classmethod
     def make(cls, workload: str, dtype: str, **dims: int) -> "Case":
@@ -85,15 +91,18 @@ class Workload:
     tolerances: ClassVar[dict[str, float]] = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
     presets: ClassVar[dict[str, list[dict[str, int]]]] = {}
     # dtypes a preset sweeps when none are asked for: quick keeps float32 and
-    # bfloat16 (the targets' dtypes); full and cpu sweep all three
-    preset_dtypes: ClassVar[dict[str, tuple[str, ...]]] = {"quick": ("float32", "bfloat16")}
+    # bfloat16 (the targets' dtypes), llm the models' bfloat16; full and cpu
+    # sweep all three
+    preset_dtypes: ClassVar[dict[str, tuple[str, ...]]] = {"quick": ("float32", "bfloat16"),
+                                                          "llm": ("bfloat16",)}
 
     def cases(self, preset: str, dtypes: Iterable[str] | None = None) -> list[Case]:
         if preset not in self.presets:
             raise KeyError(preset)
         default = self.preset_dtypes.get(preset, self.dtypes)
         chosen = [d for d in (dtypes or default) if d in self.dtypes]
-        return [Case.make(self.name, d, **shape) for shape in self.presets[preset] for d in chosen]
+        return [replace(Case.make(self.name, d, **shape), source=f"preset:{preset}")
+                for shape in self.presets[preset] for d in chosen]
 
     def flops(self, case: Case) -> float:
         raise NotImplementedError
@@ -103,6 +112,14 @@ class Workload:
 
     def eager_bytes(self, case: Case) -> float:
         raise NotImplementedError
+
+    def memory_bytes(self, case: Case) -> float:
+        """Bytes one case holds at once, estimated before anything is allocated
+        (a user's shape that would not fit is refused up front): the inputs and
+        the output in the case's dtype, which is ``min_bytes``, plus the float64
+        copies of both that the reference computes with.  A workload whose
+        reference needs more working space overrides it."""
+        return self.min_bytes(case) * (1.0 + 8.0 / itemsize(case.dtype))
 
     def size(self, case: Case) -> int:
         """Problem size for plots: the number of output elements by default."""
