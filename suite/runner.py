@@ -22,8 +22,8 @@ from suite.store import RunFile, default_path
 from suite.timing import L2_CHOICES, TIMERS, Protocol
 from suite.workload import DTYPES, Case, Implementation, discover
 
-PRESETS = ("cpu", "quick", "full")
-GPU_PRESETS = ("quick", "full")
+PRESETS = ("cpu", "quick", "full", "llm")
+GPU_PRESETS = ("quick", "full", "llm")
 DEFAULT = Protocol()
 
 
@@ -41,11 +41,21 @@ def configure(p: argparse.ArgumentParser) -> None:
         "  python -m suite run                                  # quick preset on the GPU\n"
         "  python -m suite run --device cpu --preset cpu --out /tmp/cpu.parquet\n"
         "  python -m suite run --workloads softmax --backends torch,triton --dtypes bfloat16\n"
+        "  python -m suite run --workloads softmax --shape M=3000,N=5000 --dtypes bfloat16\n"
+        "  python -m suite run --shapes examples/shapes.toml  # shapes and dtypes from a TOML file\n"
+        "  python -m suite run --preset llm                     # shapes of open LLMs' configs\n"
         "  python -m suite run --preset full --shard 2/4        # a quarter of the sweep\n"
         "  python -m suite run --resume results/h200/20261129T101500Z-abc1234.parquet")
     p.add_argument("--device", choices=("cuda", "cpu"), help="default: cuda when a GPU is visible, else cpu")
     p.add_argument("--preset", choices=PRESETS,
-                   help="shape preset: cpu (tiny, irregular), quick or full (GPU); default quick on a GPU, cpu on the CPU")
+                   help="shape preset: cpu (tiny, irregular), quick, full or llm (open models' shapes; GPU); "
+                        "default quick on a GPU, cpu on the CPU, none when --shape or --shapes is given")
+    p.add_argument("--shape", action="append", default=[], metavar="K=V,...",
+                   help="a shape of your own, e.g. M=3000,N=5000 (repeatable; attention takes causal=0/1): "
+                        "for the --workloads given, else every workload whose keys are exactly these")
+    p.add_argument("--shapes", type=Path, metavar="FILE",
+                   help="a TOML file of shapes and dtypes per workload, lists swept as a product "
+                        "(see examples/shapes.toml)")
     p.add_argument("--workloads", help="comma-separated workload names (default: all)")
     p.add_argument("--impls", help="comma-separated implementation names, e.g. torch,triton,compile:dynamic; "
                    "compile:max-autotune (15-60 s of autotuning per shape) runs only when named here")
@@ -78,7 +88,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 @dataclass
 class Plan:
     device: str
-    preset: str
+    preset: str | None  # None: only the user's shapes (--shape, --shapes) run
     timers: tuple[str, ...]
     cases: list[tuple[Case, list[Implementation]]]
 
@@ -89,7 +99,8 @@ def make_plan(args, registry) -> Plan:
     if args.device == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda: no CUDA GPU is visible; use --device cpu --preset cpu")
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    preset = args.preset or ("quick" if device == "cuda" else "cpu")
+    user_shapes = bool(args.shape or args.shapes)
+    preset = args.preset or (None if user_shapes else "quick" if device == "cuda" else "cpu")
     if device == "cpu" and preset in GPU_PRESETS:
         raise UsageError(f"preset {preset!r} is sized for a GPU and this run is on the CPU; "
                          f"use --preset cpu (presets: {', '.join(PRESETS)})")
@@ -98,8 +109,10 @@ def make_plan(args, registry) -> Plan:
     if device == "cpu" and set(timers) - {"wall"}:
         raise UsageError(f"timer {','.join(timers)} needs a GPU; on the CPU use --timer wall")
     names = sorted(registry.workloads)
-    workloads = choose(csv_list(args.workloads), names, "workload") or names
+    named = choose(csv_list(args.workloads), names, "workload")
+    workloads = named or names
     dtypes = choose(csv_list(args.dtypes), list(DTYPES), "dtype")
+    chosen = chosen_cases(args, registry, preset, named, workloads, dtypes, device)
     all_impls = sorted({name for (_, name) in registry.impls})
     impl_filter = choose(csv_list(args.impls), all_impls, "implementation")
     backends = sorted({i.backend for i in registry.impls.values()})
@@ -112,13 +125,28 @@ def make_plan(args, registry) -> Plan:
                  and (backend_filter is None or i.backend in backend_filter)]
         if not impls:
             continue
-        for case in registry.workloads[w].cases(preset, dtypes):
-            cases.append((case, impls))
+        cases += [(case, impls) for case in chosen if case.workload == w]
     if args.shard:
         cases = shard(cases, args.shard)
     if not cases:
         raise UsageError("nothing to run: the filters leave no (case, implementation) pair")
     return Plan(device, preset, timers, cases)
+
+
+def chosen_cases(args, registry, preset, named, workloads, dtypes, device) -> list[Case]:
+    """The preset's cases, then those of --shape and --shapes (checked to fit
+    in memory), each once, in that order."""
+    from suite import shapes
+
+    cases = [c for w in workloads for c in registry.workloads[w].cases(preset, dtypes)] if preset else []
+    user = shapes.cli_cases(args.shape, registry.workloads, named, dtypes)
+    if args.shapes:
+        user += shapes.file_cases(args.shapes, registry.workloads, named, dtypes)
+    shapes.check_fits(user, registry.workloads, device)
+    once: dict = {}
+    for case in cases + user:
+        once.setdefault(case.key, case)
+    return list(once.values())
 
 
 def shard(items: list, spec: str) -> list:
