@@ -13,6 +13,7 @@ import math
 
 import torch
 
+from implementations._models import GPT2, GPT2_CONTEXT, LLAMA3_8B, MISTRAL_7B, PHI3_MINI, QWEN25_7B
 from suite.workload import Case, Workload, itemsize, register_workload, torch_dtype
 
 
@@ -48,7 +49,23 @@ class Attention(Workload):
                  {"B": 2, "H": 16, "S": 8192, "D": 128, "causal": 1},
                  {"B": 1, "H": 16, "S": 16384, "D": 64, "causal": 0},
                  {"B": 1, "H": 16, "S": 16384, "D": 128, "causal": 1}],
+        # causal prefill at the query heads and head dims of
+        # implementations/_models.py (K and V carry H heads here: grouped KV
+        # heads are expanded); Phi-3's D = 96 is left to the library ops
+        "llm": [{"B": 1, "H": LLAMA3_8B.heads, "S": 8192, "D": LLAMA3_8B.head_dim, "causal": 1},
+                {"B": 4, "H": LLAMA3_8B.heads, "S": 2048, "D": LLAMA3_8B.head_dim, "causal": 1},
+                {"B": 1, "H": QWEN25_7B.heads, "S": 16384, "D": QWEN25_7B.head_dim, "causal": 1},
+                {"B": 2, "H": MISTRAL_7B.heads, "S": 4096, "D": MISTRAL_7B.head_dim, "causal": 1},
+                {"B": 2, "H": PHI3_MINI.heads, "S": 4096, "D": PHI3_MINI.head_dim, "causal": 1},
+                {"B": 16, "H": GPT2.heads, "S": GPT2_CONTEXT, "D": GPT2.head_dim, "causal": 1}],
     }
+
+    def memory_bytes(self, case: Case) -> float:
+        # the base estimate plus reference()'s float64 scores for one chunk of
+        # queries (scores, mask and softmax: about three of them at once)
+        bhs = case["B"] * case["H"] * case["S"]
+        chunk = min(bhs * case["S"], max(2**27, bhs))
+        return super().memory_bytes(case) + 3.0 * 8 * chunk
 
     def size(self, case: Case) -> int:
         return case["B"] * case["H"] * case["S"] * case["D"]

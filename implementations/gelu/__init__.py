@@ -10,6 +10,7 @@ import math
 
 import torch
 
+from implementations._models import DECODE, GPT2, GPT2_CONTEXT, LLAMA3_8B, PHI3_MINI, PREFILL, QWEN25_7B
 from suite.workload import Case, Workload, itemsize, register_workload, torch_dtype
 
 
@@ -26,6 +27,12 @@ class Gelu(Workload):
         "quick": [{"N": 65536}, {"N": 3_000_017}, {"N": 1 << 28}],
         "full": [{"N": 65536}, {"N": 1_000_003}, {"N": 3_000_017}, {"N": 16_777_259},
                  {"N": 100_000_007}, {"N": 1 << 28}],
+        # the FFN activation, tokens x intermediate size (implementations/_models.py;
+        # Llama, Qwen and Phi-3 gate it with SiLU, GPT-2 applies GELU: same size)
+        "llm": [{"N": PREFILL * LLAMA3_8B.intermediate}, {"N": DECODE[2] * LLAMA3_8B.intermediate},
+                {"N": PREFILL * QWEN25_7B.intermediate}, {"N": DECODE[0] * QWEN25_7B.intermediate},
+                {"N": PREFILL * PHI3_MINI.intermediate},
+                {"N": 8 * GPT2_CONTEXT * GPT2.intermediate}, {"N": DECODE[1] * GPT2.intermediate}],
     }
 
     def flops(self, case: Case) -> float:

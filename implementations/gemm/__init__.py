@@ -11,7 +11,26 @@ from __future__ import annotations
 
 import torch
 
+from implementations._models import DECODE, GPT2, GPT2_CONTEXT, LLAMA3_8B, PREFILL, QWEN25_7B
 from suite.workload import Case, Workload, itemsize, register_workload, torch_dtype
+
+
+def _llm_gemms() -> list[dict[str, int]]:
+    """Projections of implementations/_models.py as M = tokens, K = in features,
+    N = out features: FFN up (hidden -> intermediate) and down, the fused QKV
+    projection ((heads + 2 kv_heads) x head_dim wide), and the LM head (hidden
+    -> vocab), at prefill and at decode (M <= 16: skinny, memory bound)."""
+    llama, qwen = LLAMA3_8B, QWEN25_7B
+    qkv = lambda m: (m.heads + 2 * m.kv_heads) * m.head_dim  # noqa: E731
+    return [{"M": PREFILL, "N": llama.intermediate, "K": llama.hidden},
+            {"M": PREFILL, "N": llama.hidden, "K": llama.intermediate},
+            {"M": PREFILL, "N": qkv(llama), "K": llama.hidden},
+            {"M": DECODE[0], "N": llama.intermediate, "K": llama.hidden},
+            {"M": DECODE[2], "N": llama.hidden, "K": llama.intermediate},
+            {"M": DECODE[1], "N": llama.vocab, "K": llama.hidden},
+            {"M": PREFILL, "N": qwen.intermediate, "K": qwen.hidden},
+            {"M": DECODE[2], "N": qkv(qwen), "K": qwen.hidden},
+            {"M": 8 * GPT2_CONTEXT, "N": GPT2.intermediate, "K": GPT2.hidden}]
 
 
 @register_workload
@@ -31,6 +50,7 @@ class Gemm(Workload):
                  {"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192},
                  {"M": 1, "N": 8192, "K": 8192}, {"M": 16, "N": 8192, "K": 8192},
                  {"M": 128, "N": 8192, "K": 8192}],
+        "llm": _llm_gemms(),
     }
 
     def size(self, case: Case) -> int:

@@ -10,6 +10,7 @@ import math
 
 import torch
 
+from implementations._models import DECODE, GPT2, GPT2_CONTEXT, LLAMA3_8B, PHI3_MINI, PREFILL, QWEN25_7B
 from suite.workload import Case, Workload, itemsize, register_workload, torch_dtype
 
 EPS = 1e-5
@@ -30,6 +31,11 @@ class ResidualLayerNormGelu(Workload):
         "full": [{"M": 64, "N": 1024}, {"M": 1823, "N": 781}, {"M": 4096, "N": 1000},
                  {"M": 8192, "N": 2048}, {"M": 65536, "N": 1024}, {"M": 32768, "N": 4096},
                  {"M": 16384, "N": 8192}, {"M": 4096, "N": 32768}],
+        # hidden states, tokens x hidden size (implementations/_models.py)
+        "llm": [{"M": PREFILL, "N": LLAMA3_8B.hidden}, {"M": DECODE[2], "N": LLAMA3_8B.hidden},
+                {"M": PREFILL, "N": QWEN25_7B.hidden}, {"M": DECODE[0], "N": QWEN25_7B.hidden},
+                {"M": PREFILL, "N": PHI3_MINI.hidden},
+                {"M": 8 * GPT2_CONTEXT, "N": GPT2.hidden}, {"M": DECODE[1], "N": GPT2.hidden}],
     }
 
     def size(self, case: Case) -> int:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from implementations._models import (DECODE, GPT2, GPT2_CONTEXT, LLAMA3_8B, MISTRAL_7B, PHI3_MINI,
+                                     PREFILL, QWEN25_7B)
 from suite.workload import Case, Workload, itemsize, register_workload, torch_dtype
 
 
@@ -27,6 +29,14 @@ class Softmax(Workload):
         "full": [{"M": 512, "N": 128}, {"M": 1823, "N": 781}, {"M": 4096, "N": 4096},
                  {"M": 32768, "N": 4096}, {"M": 16384, "N": 8192}, {"M": 4096, "N": 32768},
                  {"M": 4096, "N": 131072}, {"M": 2_097_152, "N": 128}, {"M": 65521, "N": 2053}],
+        # over the vocabulary (tokens x vocab_size: a scored prompt, decode
+        # batches), then attention rows (heads x queries rows of keys columns);
+        # sizes from implementations/_models.py
+        "llm": [{"M": PREFILL, "N": LLAMA3_8B.vocab}, {"M": DECODE[2], "N": LLAMA3_8B.vocab},
+                {"M": DECODE[0], "N": QWEN25_7B.vocab}, {"M": 64, "N": MISTRAL_7B.vocab},
+                {"M": DECODE[2], "N": PHI3_MINI.vocab}, {"M": 8 * GPT2_CONTEXT, "N": GPT2.vocab},
+                {"M": LLAMA3_8B.heads * PREFILL, "N": PREFILL},
+                {"M": GPT2.heads * GPT2_CONTEXT, "N": GPT2_CONTEXT}],
     }
 
     def size(self, case: Case) -> int:
