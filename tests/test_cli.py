@@ -72,7 +72,8 @@ def test_help_explains_the_verbs_and_run_options():
     assert r.returncode == 0 and "run" in r.stdout and "compare" in r.stdout
     r = suite("run", "--help")
     assert r.returncode == 0
-    for word in ("--preset", "--resume", "--shard", "--timer", "--l2-flush", "cold-clean", "float64"):
+    for word in ("--preset", "--resume", "--shard", "--timer", "--l2-flush", "cold-clean", "float64",
+                 "--shape K=V", "--shapes FILE", "llm"):
         assert word in r.stdout
 
 
