@@ -202,6 +202,9 @@ def check_fits(cases: Iterable[Case], workloads: dict[str, Workload], device: st
                free: int | None = None) -> None:
     """UsageError naming the first case whose inputs, output and float64
     reference would not fit in the free memory (checked before allocating)."""
+    cases = list(cases)
+    if not cases:
+        return
     free = free_memory(device) if free is None else free
     if free is None:
         return
