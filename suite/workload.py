@@ -213,6 +213,9 @@ _discovered = False
 def discover(plugins: Iterable[str] = ()) -> Registry:
     """Import every workload package under ``implementations`` and its modules.
 
+    Packages and modules whose names start with ``_`` are helpers, not
+    workloads or backends, and are left to be imported by what uses them.
+
     ``plugins`` names extra modules to import (tests use this to register
     fault-injecting implementations that worker processes must also see).
     """
@@ -222,7 +225,7 @@ def discover(plugins: Iterable[str] = ()) -> Registry:
         import implementations
 
         for pkg in sorted(pkgutil.iter_modules(implementations.__path__), key=lambda m: m.name):
-            if not pkg.ispkg:
+            if not pkg.ispkg or pkg.name.startswith("_"):
                 continue
             name = f"implementations.{pkg.name}"
             try:

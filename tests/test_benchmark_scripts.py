@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from implementations._shared import cuda_ext
 from suite import cuda_build, verify
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,8 +140,8 @@ def test_mma_feed_rejects_a_bad_stage_count():
 def test_mma_feed_source_compiles():
     """mma_feed.cu includes the GEMM's own headers (warp_tile.cuh, hopper.cuh):
     a change there that breaks it fails here, not on the device."""
-    cuda_build.nvcc_compile_check(ROOT / "benchmarks" / "mma_feed.cu",
-                                  include_dirs=[ROOT / "implementations" / "gemm" / "cuda"])
+    cuda_ext.compile_check(ROOT / "benchmarks" / "mma_feed.cu",
+                           include_dirs=[ROOT / "implementations" / "gemm" / "cuda"])
 
 
 @pytest.mark.parametrize("call,smem", [

@@ -2,7 +2,7 @@
 
 The kernel is implementations/gemm/cuda/gemm_wgmma.cu (PTX wrappers in
 wgmma_ptx.cuh and hopper.cuh, tensor maps in tma_map.h, beside it), built for
-sm_90a by suite.cuda_build and called as
+sm_90a by implementations._shared.cuda_ext and called as
 ``torch.ops.kernel_suite.gemm_wgmma(a, b, tile=-1)``.  One CTA per SM walks
 output tiles persistently: a producer warpgroup issues TMA loads into a ring of
 128-byte-swizzled shared-memory stages, two consumer warpgroups run
@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from implementations._cuda_variants import VariantTuner
-from suite import cuda_build
+from implementations._shared import cuda_ext
 from suite.backends import needs_hopper
 from suite.workload import Case, register
 
@@ -48,7 +48,7 @@ def _fakes() -> None:
 
 
 def ops():
-    return cuda_build.load("gemm_wgmma", SOURCES, hopper=True, fakes=_fakes)
+    return cuda_ext.load("gemm_wgmma", SOURCES, hopper=True, fakes=_fakes)
 
 
 def auto_tile(m: int, n: int, sms: int) -> int:
@@ -73,7 +73,7 @@ def _available(device: str) -> str | None:
     err = needs_hopper(device)
     if err:
         return err if "Hopper" in err else f"needs a Hopper GPU (sm_90: TMA, wgmma): {err}"
-    return cuda_build.cuda_available(device)
+    return cuda_ext.cuda_available(device)
 
 
 def _supports(case: Case) -> str | None:

@@ -42,6 +42,7 @@
 #include <torch/library.h>
 
 #include "ksuite/common.cuh"
+#include "ksuite/gelu.cuh"
 
 namespace {
 

@@ -1,6 +1,6 @@
 """Hand-written CUDA residual + LayerNorm + GELU: one read of x and r, one write.
 
-Built by suite.cuda_build on first use; called as
+Built by implementations._shared.cuda_ext on first use; called as
 torch.ops.kernel_suite.residual_layernorm_gelu; ``residual_layernorm_gelu_v(...,
 variant)`` runs one plan by number (see the .cu; 0 = auto), for device
 benchmarks that compare them.
@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from implementations._cuda_variants import VariantTuner
+from implementations._shared import cuda_ext
 from suite import cuda_build
 from suite.backends import dtype_in
 from suite.workload import itemsize, register
@@ -30,7 +31,7 @@ def _fakes() -> None:
 
 
 def ops():
-    return cuda_build.load("residual_layernorm_gelu", SOURCES, fakes=_fakes)
+    return cuda_ext.load("residual_layernorm_gelu", SOURCES, fakes=_fakes)
 
 
 # the .cu's plans (residual_layernorm_gelu_v); one that cannot run a shape runs auto's
@@ -96,7 +97,7 @@ def _config(case) -> str:
     return _TUNER.config(_key(case["M"], case["N"], case.dtype)) or _auto_plan(case)
 
 
-@register("residual_layernorm_gelu", "cuda", available=cuda_build.cuda_available,
+@register("residual_layernorm_gelu", "cuda", available=cuda_ext.cuda_available,
           supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
           description="CUDA: row in registers (two-pass mean and variance), TMA-fed persistent CTAs or "
                       "clusters for long rows (one exchange of merged statistics a row), two reads beyond; "

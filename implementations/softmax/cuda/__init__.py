@@ -8,13 +8,14 @@ rows longer than that.
 ``softmax_v(x, variant)`` runs one plan by number (see softmax.cu; 0 = auto,
 what ``softmax`` runs), for device benchmarks that compare them.
 
-Built by suite.cuda_build on first use; called as torch.ops.kernel_suite.softmax.
+Built by implementations._shared.cuda_ext on first use; called as torch.ops.kernel_suite.softmax.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from implementations._cuda_variants import VariantTuner
+from implementations._shared import cuda_ext
 from suite import cuda_build
 from suite.backends import dtype_in
 from suite.workload import itemsize, register
@@ -30,7 +31,7 @@ def _fakes() -> None:
 
 
 def ops():
-    return cuda_build.load("softmax", SOURCES, fakes=_fakes)
+    return cuda_ext.load("softmax", SOURCES, fakes=_fakes)
 
 
 def _plan(n: int, size: int) -> str:
@@ -138,7 +139,7 @@ def _config(case) -> str:
             or _plan(case["N"], itemsize(case.dtype)) + " (auto plan)")
 
 
-@register("softmax", "cuda", available=cuda_build.cuda_available,
+@register("softmax", "cuda", available=cuda_ext.cuda_available,
           supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
           description="CUDA: rows in registers (one (max, sum) reduction), TMA cluster shared memory for "
                       "long rows, online beyond; plan autotuned among softmax.cu's variants")
