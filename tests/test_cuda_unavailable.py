@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from implementations._shared import cuda_ext
+from implementations._shared import cuda_ext, row_plans
 from suite import cuda_build
 from suite.workload import discover
 
@@ -109,4 +109,4 @@ def test_workload_builds_put_the_shared_headers_on_the_include_path(monkeypatch)
     (32768, 2, 4, "registers: block of 1024"), (131072, 4, 4, "cluster of 8 "),
     (600_000, 4, 4, "two reads")])
 def test_row_plan_picks_the_plan_by_row_width(n, size, staged, plan):
-    assert cuda_build.row_plan(n, size, staged).startswith(plan)
+    assert row_plans.row_plan(n, size, staged).startswith(plan)
