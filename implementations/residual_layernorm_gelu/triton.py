@@ -104,7 +104,7 @@ from implementations._l2_prefetch import prefetch_l2
 from implementations._row_tuning import Raced, device_index, neighbours, rows_plan, sm_count, tuned
 from implementations._row_tuning import time_ms as _time_ms
 
-from implementations.gelu.triton import gelu_f32
+from implementations._shared.gelu_math import gelu_f32
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 

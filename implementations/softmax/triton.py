@@ -62,7 +62,7 @@ The plans and the autotuner's candidates for each shape (``plan``,
 ``candidates``, ``split_candidates``; pure Python) are in _triton_plan.py.
 
 exp is exp2 of a pre-scaled argument (one FMA and one MUFU op an element, the .ftz
-form: see _triton_math): at 1 T elements/s (bf16 at copy speed) MUFU has room for about four.
+form: see _shared/triton_math): at 1 T elements/s (bf16 at copy speed) MUFU has room for about four.
 """
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ from implementations._row_tuning import device_index as _device_index
 from implementations._row_tuning import sm_count as _sm_count
 from implementations._row_tuning import time_ms as _time_ms
 
-from implementations.gelu._triton_math import PTX, exp2
+from implementations._shared.triton_math import PTX, exp2
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 from implementations._autotune import autotune
