@@ -24,7 +24,7 @@ from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 
 from implementations._shared.gelu_math import gelu_f32
-from implementations._autotune import autotune
+from implementations._shared.autotune import autotune
 
 
 # N_BUCKET (next_pow2(n)) is only an autotuning key; never specialised.

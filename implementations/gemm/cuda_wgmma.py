@@ -9,7 +9,7 @@ output tiles persistently: a producer warpgroup issues TMA loads into a ring of
 m64nNk16 wgmma on them straight from shared memory and write the 16-bit
 result, from registers (tiles 0-2) or through shared memory in 16-byte
 stores (tiles 3-5, the same shapes).  The tile is timed at the first call of
-each shape and the fastest kept (implementations/_cuda_variants).  float16
+each shape and the fastest kept (implementations/_shared/cuda_variants).  float16
 and bfloat16 only; N and K must be multiples of 8 (TMA needs 16-byte row
 strides).
 """
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from implementations._cuda_variants import VariantTuner
 from implementations._shared import cuda_ext
+from implementations._shared.cuda_variants import VariantTuner
 from suite.backends import needs_hopper
 from suite.workload import Case, register
 
@@ -82,7 +82,7 @@ def _supports(case: Case) -> str | None:
     return alignment_problem(case["N"], case["K"])
 
 
-# At a tie (_cuda_variants.TIE) the wider tile is kept, staged epilogue first:
+# At a tie (cuda_variants.TIE) the wider tile is kept, staged epilogue first:
 # 128x256 streams 3/4 of 128x128's bytes from L2 a FLOP, and at 8192^3, where
 # every fast GEMM holds the card at its power cap, that is clock.  In the
 # 3d4a26b run tile 4 tied tile 3 within 0.3% in tuning and then ran at

@@ -26,7 +26,7 @@ stays well under the SM's limit.
   fits 64 registers without spills (one 32768-wide block spills), and the
   first parts' stores drain while the later ones compute.  The parts are
   added before the two block reductions.  Candidates may also prefetch a
-  later program's x and r into L2 (implementations/_l2_prefetch.py), so that
+  later program's x and r into L2 (implementations/_shared/l2_prefetch.py), so that
   HBM streams on while this program reduces.  The first call races the tuned
   parts kernel against the tuned split kernel and keeps the faster (one read
   against two; one program an SM that idles through its reductions against
@@ -36,7 +36,7 @@ stays well under the SM's limit.
   float32 halves without the prefetch were tried too
   (20261130T091938Z-8c8dd76), then 0.923 and 0.912 once the prefetch's
   address arithmetic ran in its eight threads only, not in all 1024
-  (20261130T100522Z-89fc8c1; see implementations/_l2_prefetch.py).  In one
+  (20261130T100522Z-89fc8c1; see implementations/_shared/l2_prefetch.py).  In one
   probe process (results/h200/diagnostics/rlg_prefetch-39790a2.txt), against the whole
   16-bit row as one block that the race used before (254.1 us): quarters
   without the prefetch 224.5 us, with it 221.6; through L1 instead of .cg,
@@ -100,9 +100,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from implementations._l2_prefetch import prefetch_l2
-from implementations._row_tuning import Raced, device_index, neighbours, rows_plan, sm_count, tuned
-from implementations._row_tuning import time_ms as _time_ms
+from implementations._shared.l2_prefetch import prefetch_l2
+from implementations._shared.row_tuning import Raced, device_index, neighbours, rows_plan, sm_count, tuned
+from implementations._shared.row_tuning import time_ms as _time_ms
 
 from implementations._shared.gelu_math import gelu_f32
 from suite.backends import dtype_in, interpreting, needs_triton
@@ -257,7 +257,7 @@ def _rlg_parts(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET, NUM_SMS, 
     them a row does not push w and b, which every row reads, out of L1
     (rlg_prefetch_probe times both).  PF_AT > 0:
     after loading part PF_AT (1-based), the x and r of the program NUM_SMS /
-    PF_DIV ahead are prefetched into L2 (see implementations/_l2_prefetch.py).
+    PF_DIV ahead are prefetched into L2 (see implementations/_shared/l2_prefetch.py).
     """
     n = (N // ALIGN) * ALIGN  # == N; see _rlg_rows
     base = tl.program_id(0).to(tl.int64) * n

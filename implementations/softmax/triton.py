@@ -69,15 +69,15 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from implementations._row_tuning import PLACEHOLDERS, Raced, tuned
-from implementations._row_tuning import device_index as _device_index
-from implementations._row_tuning import sm_count as _sm_count
-from implementations._row_tuning import time_ms as _time_ms
+from implementations._shared.row_tuning import PLACEHOLDERS, Raced, tuned
+from implementations._shared.row_tuning import device_index as _device_index
+from implementations._shared.row_tuning import sm_count as _sm_count
+from implementations._shared.row_tuning import time_ms as _time_ms
 
 from implementations._shared.triton_math import PTX, exp2
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
-from implementations._autotune import autotune
+from implementations._shared.autotune import autotune
 
 # which kernel and launch parameters a shape gets, and the autotuner's candidates
 from implementations.softmax._triton_plan import (MAX_FUSED, SPLIT_MIN_CHUNK, candidates, pipe_candidates, pipe_fits,

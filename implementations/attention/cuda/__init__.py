@@ -19,8 +19,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from implementations._cuda_variants import VariantTuner
 from implementations._shared import cuda_ext
+from implementations._shared.cuda_variants import VariantTuner
 from suite.workload import Case, register
 
 _HERE = Path(__file__).parent
@@ -93,7 +93,7 @@ def _supports(case: Case) -> str | None:
 
 
 # Without KSUITE_ATTN_VARIANT the tiling is timed at the first call of each
-# (dtype, D, causal, S bucket) and the fastest kept (implementations/_cuda_variants).
+# (dtype, D, causal, S bucket) and the fastest kept (implementations/_shared/cuda_variants).
 _TUNERS = {d: VariantTuner(tuple(range(len(VARIANTS[d]))), {i: describe(d, i) for i in range(len(VARIANTS[d]))})
            for d in VARIANTS}
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from implementations._cuda_variants import VariantTuner
 from implementations._shared import cuda_ext
+from implementations._shared.cuda_variants import VariantTuner
 from suite.backends import dtype_in
 from suite.workload import itemsize, register
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from implementations._cuda_variants import VariantTuner
 from implementations._shared import cuda_ext
+from implementations._shared.cuda_variants import VariantTuner
 from suite.backends import dtype_in
 from suite.workload import Case, register
 
@@ -104,7 +104,7 @@ def _tile(case: Case) -> str:
 
 
 # The tile is timed at the first call of each shape and the fastest kept
-# (implementations/_cuda_variants); shapes with K or N not a multiple of 8
+# (implementations/_shared/cuda_variants); shapes with K or N not a multiple of 8
 # have one (guarded) tile.
 _TUNER = VariantTuner(tuple(TILES), TILES, runs=lambda tile, _key: tile < WS_FIRST or _hopper())
 
