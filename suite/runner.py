@@ -36,7 +36,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "examples:\n"
         "  python -m suite run                                  # quick preset on the GPU\n"
         "  python -m suite run --device cpu --preset cpu --out /tmp/cpu.parquet\n"
-        "  python -m suite run --workloads softmax --backends torch,triton --dtypes bfloat16\n"
+        "  python -m suite run --workloads NAME --backends torch,triton --dtypes bfloat16\n"
         "  python -m suite run --preset full --shard 2/4        # a quarter of the sweep\n"
         "  python -m suite run --resume results/h200/20261129T101500Z-abc1234.parquet")
     p.add_argument("--device", choices=("cuda", "cpu"), help="default: cuda when a GPU is visible, else cpu")

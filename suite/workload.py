@@ -198,7 +198,7 @@ def register_workload(cls: type[Workload]) -> type[Workload]:
 
 
 def register(workload: str, name: str, **options: Any) -> Callable[[Callable], Callable]:
-    """Decorator: ``@register("gelu", "triton", available=..., supports=...)``."""
+    """Decorator: ``@register("my_workload", "triton", available=..., supports=...)``."""
 
     def deco(fn: Callable) -> Callable:
         REGISTRY.add(Implementation(workload=workload, name=name, fn=fn, **options))
