@@ -14,16 +14,18 @@ import pytest
 import torch
 
 from suite import roofline, verify
-from suite.timing import FLUSHES
+from suite.timing import Protocol
 
 # As in `python -m suite run`: these run only when asked for.
 OPT_IN = ("compile:max-autotune",)
+# The runner's default L2 eviction, and the l2 these results carry on a GPU.
+L2 = Protocol().l2
 
 
 def _flush_l2(device: str) -> None:
     from suite.timing import flush_l2
 
-    flush_l2(device)
+    flush_l2(device, L2)
 
 
 def _sync(device: str) -> None:
@@ -84,7 +86,7 @@ def test_kernel(benchmark, kernel, device, env, peaks):
     sol = roofline.sol(bound, ms) if bound else None
     benchmark.extra_info.update(
         workload=wl.name, impl=impl.name, dtype=case.dtype, shape=case.label,
-        device=device, gpu_name=env["gpu_name"], l2=FLUSHES["clean"] if device == "cuda" else "n/a",
+        device=device, gpu_name=env["gpu_name"], l2=L2 if device == "cuda" else "n/a",
         flops=flops, min_bytes=nbytes, eager_bytes=wl.eager_bytes(case),
         gbps=roofline.gbps(nbytes, ms), tflops=roofline.tflops(flops, ms),
         bound_ms=bound, sol=sol if sol is None or math.isfinite(sol) else None,

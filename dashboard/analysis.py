@@ -309,7 +309,7 @@ class Comparison:
     failed: pd.DataFrame     # matched cases not ok on one side or both
     only_base: int
     only_cand: int
-    other_l2: pd.DataFrame | None = None  # matched cases timed under different L2 modes: not compared
+    other_l2: pd.DataFrame | None = None  # matched cases whose l2 differs: not compared
 
 
 def compare(base: pd.DataFrame, cand: pd.DataFrame, key: list[str], metric: str = "time",
@@ -324,8 +324,8 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, key: list[str], metric: str 
     keep = key + ["size", "ms_median", "sol", "status"]
     b = latest_per_key(base, key)
     c = latest_per_key(cand, key)
-    b = b[[c_ for c_ in keep + ["timestamp"] if c_ in b.columns]].assign(l2=store.l2_modes(b))
-    c = c[[c_ for c_ in keep + ["timestamp"] if c_ in c.columns]].assign(l2=store.l2_modes(c))
+    b = b[[c_ for c_ in keep + ["timestamp"] if c_ in b.columns]].assign(l2=store.l2_column(b))
+    c = c[[c_ for c_ in keep + ["timestamp"] if c_ in c.columns]].assign(l2=store.l2_column(c))
     m = b.merge(c, on=key, how="inner", suffixes=("_base", "_cand"))
     # a case timed with the L2 evicted one way on one side and another way on the
     # other measures the protocol as much as the kernel (suite.timing.flush_l2)
@@ -352,7 +352,7 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, key: list[str], metric: str 
 def default_pair(frame: pd.DataFrame, column: str, options: list[str], key: list[str],
                  limit: int = 12) -> tuple[int, int]:
     """(candidate, base) positions in ``options`` (newest first) for Compare's first view:
-    the newest option that shares an ok case (timed under the same L2 mode) with an older
+    the newest option that shares an ok case (timed under the same l2) with an older
     one, against the newest such.
 
     Runs of different presets, or the two commits of a resumed run, may share no
@@ -363,8 +363,8 @@ def default_pair(frame: pd.DataFrame, column: str, options: list[str], key: list
     cols = list(dict.fromkeys(key + [column, "status", "ms_median"]
                               + (["l2"] if "l2" in frame.columns else [])))
     good = ok(frame.loc[frame[column].isin(head).to_numpy(), cols])
-    # a case shared under another L2 mode is not compared (compare), so it does not pair runs
-    good = good.assign(_l2=store.l2_modes(good))
+    # a case shared under another l2 is not compared (compare), so it does not pair runs
+    good = good.assign(_l2=store.l2_column(good))
     cases = {opt: set(g[key + ["_l2"]].itertuples(index=False, name=None))
              for opt, g in good.groupby(column, sort=False)}
     for i, cand in enumerate(head):
@@ -391,17 +391,17 @@ def geomean(x: pd.Series) -> float:
 
 
 def history(df: pd.DataFrame, case: dict, metric: str) -> pd.DataFrame:
-    """One case over commits, per GPU and L2 mode: commit, first time seen, order, metric, status.
+    """One case over commits, per GPU and l2: commit, first time seen, order, metric, status.
 
     A change of how L2 is evicted before each sample moves mid-size times by
-    up to a tenth, so each mode is its own series rather than a step in one."""
+    up to a tenth, so each l2 is its own series rather than a step in one."""
     d = df
     for k, v in case.items():
         d = d[d[k] == v]
     if d.empty:
         return pd.DataFrame(columns=["gpu", "l2", "commit", "time", "order", metric, "status", "run_id"])
     d = d.assign(time=pd.to_datetime(d["timestamp"], utc=True, errors="coerce", format="mixed"),
-                 l2=store.l2_modes(d))
+                 l2=store.l2_column(d))
     d = d.sort_values("time", kind="stable")
     order = {c: i for i, c in enumerate(d.drop_duplicates("commit")["commit"])}
     d = d.drop_duplicates(["gpu", "l2", "commit"], keep="last")

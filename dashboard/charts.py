@@ -232,13 +232,13 @@ def compare_scatter(table: pd.DataFrame, threshold: float, label: str = "speedup
 
 
 def history_chart(h: pd.DataFrame, metric: str, by_date: bool = False, title: str = "") -> go.Figure:
-    """``metric`` over commits, one line per GPU (and per L2 mode where ``h`` holds
-    more than one, named "gpu · mode"); failed runs leave a gap."""
+    """``metric`` over commits, one line per GPU (and per ``l2`` where ``h`` holds
+    more than one, named "gpu · l2"); failed runs leave a gap."""
     fig = go.Figure()
-    modes = h["l2"] if "l2" in h.columns else pd.Series("-", index=h.index)
-    several = modes.nunique() > 1
-    for (gpu, mode), g in h.assign(_mode=modes).groupby(["gpu", "_mode"], sort=True):
-        name = f"{gpu} · {mode}" if several else str(gpu)
+    l2s = h["l2"] if "l2" in h.columns else pd.Series("-", index=h.index)
+    several = l2s.nunique() > 1
+    for (gpu, l2), g in h.assign(_l2=l2s).groupby(["gpu", "_l2"], sort=True):
+        name = f"{gpu} · {l2}" if several else str(gpu)
         fig.add_trace(go.Scatter(
             x=g["time"] if by_date else g["order"], y=g[metric], mode="lines+markers", name=name,
             customdata=np.stack([g["commit"], g["status"]], axis=-1),

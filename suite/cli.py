@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from suite.args import UsageError
+
 # verb -> (module, configure attr, main attr, one-line help)
 VERBS = {
     "run": ("suite.runner", "configure", "main",
@@ -18,9 +20,11 @@ VERBS = {
     "list": ("suite.listing", "configure", "main",
              "the workloads x implementations matrix, with availability and reasons"),
     "show": ("suite.summary", "configure", "main", "print the summary table of existing runs"),
+    "report": ("suite.report", "configure", "main",
+               "print Markdown tables of runs (the results documents under docs/ are its output)"),
     "ceilings": ("suite.ceilings", "configure", "main",
                  "measure (or show cached) copy bandwidth and matmul rate of this device"),
-    "compare": ("suite.compare", "configure", "main",
+    "compare": ("suite.compare_cli", "configure", "main",
                 "compare runs (commit vs commit, GPU vs GPU); exit 1 on regression"),
     "dashboard": ("dashboard.launch", "configure", "main", "serve the Streamlit dashboard on localhost"),
     "import-pytest-benchmark": ("suite.interop", "configure_import", "main_import",
@@ -28,25 +32,6 @@ VERBS = {
     "export": ("suite.interop", "configure_export", "main_export",
                "export runs for github-action-benchmark or bencher"),
 }
-
-
-class UsageError(Exception):
-    """Bad input from the user: printed as one line, exit code 2."""
-
-
-def csv_list(text: str | None) -> list[str] | None:
-    """A comma-separated option as its non-empty items, or None when not given."""
-    return [t.strip() for t in text.split(",") if t.strip()] if text else None
-
-
-def choose(given: list[str] | None, valid: list[str], what: str) -> list[str] | None:
-    """``given`` unchanged when every item is in ``valid``, else UsageError naming the choices."""
-    if given is None:
-        return None
-    bad = [g for g in given if g not in valid]
-    if bad:
-        raise UsageError(f"unknown {what} {', '.join(map(repr, bad))}; choose from {', '.join(valid)}")
-    return given
 
 
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:

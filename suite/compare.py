@@ -7,7 +7,8 @@ U test on the raw samples).  A status change from ok to incorrect or error is a
 regression whatever the times.  Across different GPUs the verdict is taken on
 SOL, each run against its own measured ceilings, because raw time mostly
 measures the hardware there.  Rows timed under different protocols (timer or
-L2 mode) are listed as not comparable, never compared.
+``l2``, how L2 was evicted before each sample) are listed as not comparable,
+never compared.
 
 Exit codes: 0 nothing regressed, 1 a regression (or, with
 ``--fail-on-improvement``, an improvement), 2 bad input.
@@ -23,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from suite import store
-from suite.cli import UsageError
+from suite.args import UsageError
 
 BAD_STATUS = ("incorrect", "error")
 # Which status wins when one key appears in several pooled runs.
@@ -193,7 +194,7 @@ def compare(base: Side, cand: Side, opt: Options) -> Result:
                          f"({', '.join(store.ROW_KEY)}){why}")
     skipped = [r for r in rows if r["verdict"] == "not comparable"]
     if skipped:
-        notes.append(f"{len(skipped)} case(s) not comparable (different timer or L2 mode)")
+        notes.append(f"{len(skipped)} case(s) not comparable (different timer or l2)")
     return Result(base.describe(), cand.describe(), gpus_differ, notes, rows, _rollup(rows, b, c))
 
 
@@ -351,8 +352,8 @@ def split(df: pd.DataFrame, by: str, base: str | None) -> list[tuple[Side, Side]
 
 # ---------------------------------------------------------------- baseline
 def newest_baseline(candidate: str, roots: list[str]) -> tuple[Path | None, str]:
-    """The newest run under ``roots`` on the candidate's GPU that shares a protocol (timer and L2
-    mode) with it: a run under another protocol has no case it could be compared on."""
+    """The newest run under ``roots`` on the candidate's GPU that shares a protocol (timer and
+    l2) with it: a run under another protocol has no case it could be compared on."""
     try:
         cand = store.read_file(candidate)
     except store.StoreError as exc:
@@ -385,83 +386,8 @@ def newest_baseline(candidate: str, roots: list[str]) -> tuple[Path | None, str]
 
 
 def _protocols(df: pd.DataFrame) -> set[tuple[str, str]]:
-    """The (timer, L2 mode) pairs of a run's rows ("-" where the L2 mode is missing)."""
-    return {(t, m) for t, m in zip(df["timer"], store.l2_modes(df)) if isinstance(t, str)}
-
-
-# ---------------------------------------------------------------- CLI
-TEST_HELP = ("A change counts only when |ratio of medians - 1| exceeds --threshold, the absolute "
-             "change exceeds --floor-us, and a two-sided Mann-Whitney U test on the raw samples "
-             "(scipy.stats.mannwhitneyu when scipy is installed, else a built-in normal "
-             "approximation with tie correction) gives p < --alpha. Rows with fewer than 3 "
-             "samples fall back to requiring disjoint p20-p80 ranges, and rows with neither to "
-             "the threshold alone. ok -> incorrect/error is a regression whatever the times. "
-             "When the GPUs differ the verdict is taken on SOL (time over each run's own "
-             "roofline bound). Cases timed with a different timer or L2 mode are listed as not "
-             "comparable. Exit 0: no regression; 1: a regression; 2: bad input.")
-
-
-def configure(p) -> None:
-    p.description = (p.description or "") + ". " + TEST_HELP
-    p.add_argument("paths", nargs="*", metavar="PATH",
-                   help="BASE CANDIDATE (files, folders or quoted globs); or one set with --by")
-    p.add_argument("--by", choices=("gpu", "commit"),
-                   help="compare the groups of one set of runs against the first (or --base) group")
-    p.add_argument("--base", help="with --by: the group to compare against (GPU name or commit)")
-    p.add_argument("--threshold", default="5%",
-                   help="smallest change that counts, as 5%% or 0.05 (default 5%%)")
-    p.add_argument("--floor-us", type=float, default=1.0,
-                   help="smallest absolute change that counts, in microseconds (default 1)")
-    p.add_argument("--alpha", type=float, default=0.01,
-                   help="significance level of the U test (default 0.01)")
-    p.add_argument("--format", choices=("table", "markdown", "json"), default="table")
-    p.add_argument("--all", action="store_true", help="table: list unchanged cases too")
-    p.add_argument("--fail-on-improvement", action="store_true",
-                   help="exit 1 on a significant improvement too (to force a baseline refresh)")
-    p.add_argument("--baseline-for", metavar="RUN",
-                   help="print the newest run under PATHS (default results/) on RUN's GPU and "
-                        "timer, or nothing with a notice on stderr when there is none; exit 0")
-
-
-def parse_threshold(text: str) -> float:
-    t = str(text).strip()
-    try:
-        v = float(t.rstrip("%"))
-    except ValueError:
-        raise UsageError(f"--threshold {text!r}: give a percentage such as 5% or a fraction such as 0.05")
-    v = v / 100.0 if t.endswith("%") or v >= 1.0 else v
-    if not 0 <= v < 10:
-        raise UsageError(f"--threshold {text!r} is out of range")
-    return v
-
-
-def main(args) -> int:
-    if args.baseline_for:
-        found, what = newest_baseline(args.baseline_for, args.paths or ["results"])
-        if found is None:
-            print(f"notice: no baseline run for {what} under {', '.join(args.paths or ['results'])}",
-                  file=sys.stderr)
-        else:
-            print(found)
-        return 0
-    opt = Options(parse_threshold(args.threshold), args.floor_us, args.alpha,
-                  args.fail_on_improvement)
-    if args.by:
-        if not args.paths:
-            raise UsageError("--by needs a set of runs (files, folders or globs)")
-        pairs = split(load(args.paths, "runs"), args.by, args.base)
-    else:
-        if len(args.paths) != 2:
-            raise UsageError(f"give BASE and CANDIDATE (got {len(args.paths)} paths; quote globs), "
-                             "or one set with --by gpu|commit")
-        pairs = [(Side("base", load([args.paths[0]], "BASE")),
-                  Side("candidate", load([args.paths[1]], "CANDIDATE")))]
-    results = [compare(b, c, opt) for b, c in pairs]
-    code = exit_code(results, opt)
-    from suite import compare_render
-
-    compare_render.emit(results, opt, args.format, code, show_all=args.all)
-    return code
+    """The (timer, l2) pairs of a run's rows ("-" where l2 is missing)."""
+    return {(t, l2) for t, l2 in zip(df["timer"], store.l2_column(df)) if isinstance(t, str)}
 
 
 def exit_code(results: list[Result], opt: Options) -> int:

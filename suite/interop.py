@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from suite import store
-from suite.cli import UsageError
+from suite.args import UsageError
 
 TIMER = "pytest-benchmark"
 # extra_info keys our benchmarks/ write that map straight onto columns.

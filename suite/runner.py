@@ -17,13 +17,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite.cli import UsageError, choose, csv_list
+from suite.args import UsageError, choose, csv_list
 from suite.store import RunFile, default_path
-from suite.timing import TIMERS
+from suite.timing import L2_CHOICES, TIMERS, Protocol
 from suite.workload import DTYPES, Case, Implementation, discover
 
 PRESETS = ("cpu", "quick", "full")
 GPU_PRESETS = ("quick", "full")
+DEFAULT = Protocol()
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -32,7 +33,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         "Every output is checked against a float64 reference before it is timed; an\n"
         "implementation that fails the check is stored as 'incorrect' and not timed.\n"
         "Timers: 'events' (CUDA events, L2 evicted before each call), 'graph' (CUDA\n"
-        "graph replays over rotating input sets larger than L2), 'wall' (CPU).\n\n"
+        "graph replays over rotating input sets larger than L2; l2=cold-rotate), 'wall'\n"
+        "(host clock; l2=n/a on the CPU).  --l2-flush, how the events timer evicts L2\n"
+        "before each sample, is stored as the rows' l2:\n"
+        + "".join(f"  {name:11s} {text}\n" for name, text in L2_CHOICES.items()) + "\n"
         "examples:\n"
         "  python -m suite run                                  # quick preset on the GPU\n"
         "  python -m suite run --device cpu --preset cpu --out /tmp/cpu.parquet\n"
@@ -57,14 +61,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=600.0,
                    help="seconds one implementation may take on one case, compilation included (default 600)")
     p.add_argument("--seed", type=int, help="base seed for the random inputs (default: fresh each run)")
-    p.add_argument("--l2-flush", choices=("clean", "write"), default="clean",
-                   help="how the events timer evicts L2 before each sample: 'clean' reads a buffer of 4 L2s "
-                        "(l2=cold-clean); 'write' fills one (l2=cold-flush, the suite's protocol before "
-                        "cold-clean), which leaves dirty lines whose write-back the timed call pays for "
-                        "(default clean)")
-    p.add_argument("--samples", default="10,100", metavar="MIN,MAX", help="timed samples per measurement (default 10,100)")
-    p.add_argument("--budget-ms", type=float, default=150.0,
-                   help="target time spent in timed samples per measurement (default 150)")
+    p.add_argument("--l2-flush", choices=tuple(L2_CHOICES), default=DEFAULT.l2,
+                   help=f"how the events timer evicts L2 before each sample, stored as the rows' l2 "
+                        f"(each choice is explained below; default {DEFAULT.l2})")
+    p.add_argument("--samples", default=f"{DEFAULT.min_samples},{DEFAULT.max_samples}", metavar="MIN,MAX",
+                   help=f"timed samples per measurement (default {DEFAULT.min_samples},{DEFAULT.max_samples})")
+    p.add_argument("--budget-ms", type=float, default=DEFAULT.budget_ms,
+                   help=f"target time spent in timed samples per measurement (default {DEFAULT.budget_ms:g})")
     p.add_argument("--repeat", action="store_true", help="time every implementation twice, to show run-to-run noise")
     p.add_argument("--reuse-ceilings", action="store_true", help="use this device's cached ceilings instead of measuring")
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
@@ -128,17 +131,26 @@ def shard(items: list, spec: str) -> list:
     return [item for i, item in enumerate(items) if i % n == k - 1]
 
 
+def make_protocol(args) -> Protocol:
+    """The run's timing protocol from --l2-flush, --samples and --budget-ms."""
+    try:
+        lo, hi = (int(x) for x in args.samples.split(","))
+    except ValueError:
+        raise UsageError(f"--samples {args.samples!r}: expected MIN,MAX, e.g. 10,200") from None
+    try:
+        return Protocol(l2=args.l2_flush, min_samples=lo, max_samples=hi, budget_ms=args.budget_ms)
+    except ValueError as exc:
+        raise UsageError(f"--samples {args.samples} --budget-ms {args.budget_ms:g}: {exc}") from None
+
+
 def main(args) -> int:
     from suite import ceilings, environment
     from suite.summary import print_summary
     from suite.sweep import Sweep, start_builds
 
+    protocol = make_protocol(args)  # checked before anything slow runs
     registry = discover(args.plugin)
     plan = make_plan(args, registry)
-    try:
-        lo, hi = (int(x) for x in args.samples.split(","))
-    except ValueError:
-        raise UsageError(f"--samples {args.samples!r}: expected MIN,MAX, e.g. 10,200") from None
 
     env = environment.collect(plan.device)
     env["clocks_start"] = environment.clocks() if plan.device == "cuda" else {}
@@ -178,8 +190,7 @@ def main(args) -> int:
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     sweep = Sweep(plan=plan, registry=registry, out=run, env=env, ceil=ceil, run_id=run_id,
                   timestamp=timestamp, seed=seed, timeout=args.timeout, plugins=tuple(args.plugin),
-                  limits={"min_samples": lo, "max_samples": hi, "budget_ms": args.budget_ms,
-                          "flush": args.l2_flush},
+                  protocol=protocol,
                   repeat=args.repeat, shard=args.shard, progress=not args.no_progress,
                   builds=builds)
     interrupted = sweep.run()

@@ -57,8 +57,8 @@ class StoreError(Exception):
     """A results file that cannot be read, with a message naming it."""
 
 
-def l2_modes(df: pd.DataFrame) -> pd.Series:
-    """Each row's L2 mode (``l2``), "-" where it is missing or the file predates the column."""
+def l2_column(df: pd.DataFrame) -> pd.Series:
+    """Each row's ``l2``, "-" where it is missing or the file predates the column."""
     if "l2" not in df.columns:
         return pd.Series("-", index=df.index, dtype=object)
     return df["l2"].astype(object).where(df["l2"].notna(), "-")

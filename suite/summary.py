@@ -141,7 +141,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args) -> int:
-    from suite.cli import UsageError
+    from suite.args import UsageError
     from suite.store import read_runs
 
     df, problems = read_runs(args.paths)
@@ -162,7 +162,7 @@ def main(args) -> int:
 def _narrow(run: pd.DataFrame, every: pd.DataFrame, args) -> pd.DataFrame:
     """The run's rows matching --workloads/--impls/--dtypes; a name that no given file
     has is a UsageError listing the ones they do."""
-    from suite.cli import choose, csv_list
+    from suite.args import choose, csv_list
 
     for col, text, what in (("workload", args.workloads, "workload"), ("impl", args.impls, "implementation"),
                             ("dtype", args.dtypes, "dtype")):

@@ -10,6 +10,7 @@ from typing import Any
 from suite import environment
 from suite.ceilings import Ceilings
 from suite.store import RunFile
+from suite.timing import Protocol
 from suite.worker import Options, base_row, worker_main
 
 START_TIMEOUT = 300.0  # seconds for a worker to import torch and the implementations
@@ -89,7 +90,7 @@ class Sweep:
     seed: int
     timeout: float
     plugins: tuple[str, ...] = ()
-    limits: dict = field(default_factory=dict)
+    protocol: Protocol = field(default_factory=Protocol)
     repeat: bool = False
     shard: str | None = None
     progress: bool = True
@@ -105,7 +106,7 @@ class Sweep:
         return Options(device=self.plan.device, timers=self.plan.timers, preset=self.plan.preset,
                        seed=self.seed, peaks_gbps=self.ceil.copy_gbps,
                        peaks_tflops=self.ceil.roofs(), plugins=self.plugins,
-                       limits=self.limits, repeat=self.repeat)
+                       protocol=self.protocol, repeat=self.repeat)
 
     def stamp(self, row: dict) -> dict:
         """Add what the worker does not know: run identity and environment."""

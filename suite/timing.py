@@ -19,25 +19,76 @@ Three timers share one interface, ``measure(calls, ...) -> Timing``, where
 
 Warm-up (compilation, autotuning, extension builds) is the caller's first
 call and is never among the samples.
+
+How a run times is one ``Protocol``: the events timer's L2 eviction (``l2``,
+the rows' ``l2`` column) and the sample limits of every timer.  It is checked
+when it is made and trusted after.  A worker process sets its run's protocol
+once (``use_protocol``), so that what times a kernel on the side, the
+autotuners of implementations/, does so under the run's ``l2``
+(``current_protocol``) with its own shorter sample limits.
 """
 from __future__ import annotations
 
 import math
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 TIMERS = ("events", "graph", "wall")
 FLUSH_FACTOR = 4  # the flush buffer is this many L2s
-_flush_buffers: dict[tuple[str, str], tuple] = {}
+_flush_buffers: dict[str, tuple] = {}
+
+# How the events timer evicts the L2 before each sample (see flush_l2), by the
+# ``l2`` its rows carry; the graph timer's rows say "cold-rotate", the wall
+# timer's "n/a" on the CPU.
+L2_CHOICES = {
+    "cold-clean": f"reads a buffer of {FLUSH_FACTOR} L2s that is never written: the L2 holds clean lines only",
+    "cold-flush": f"writes a buffer of {FLUSH_FACTOR} L2s: the timed call pays for writing its dirty lines back",
+}
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How a run times: the events timer's ``l2`` and every timer's sample limits
+    (at least ``min_samples``, at most ``max_samples``, about ``budget_ms`` of them)."""
+
+    l2: str = "cold-clean"
+    min_samples: int = 10
+    max_samples: int = 100
+    budget_ms: float = 150.0
+
+    def __post_init__(self):
+        if self.l2 not in L2_CHOICES:
+            raise ValueError(f"unknown l2 {self.l2!r}; choose from {', '.join(L2_CHOICES)}")
+        if not isinstance(self.min_samples, int) or self.min_samples < 1:
+            raise ValueError(f"min_samples must be a whole number of at least 1, not {self.min_samples!r}")
+        if not isinstance(self.max_samples, int) or self.max_samples < self.min_samples:
+            raise ValueError(f"max_samples must be a whole number of at least min_samples "
+                             f"({self.min_samples}), not {self.max_samples!r}")
+        if not (isinstance(self.budget_ms, (int, float)) and 0 < self.budget_ms < math.inf):
+            raise ValueError(f"budget_ms must be a positive number of milliseconds, not {self.budget_ms!r}")
+
+
+_current = Protocol()
+
+
+def use_protocol(protocol: Protocol) -> None:
+    """Make ``protocol`` this process's current one (a worker does, once, for its run)."""
+    global _current
+    _current = protocol
+
+
+def current_protocol() -> Protocol:
+    """The protocol of the run this process times for (the default one outside a run)."""
+    return _current
 
 
 @dataclass
 class Timing:
     samples_ms: list[float]
     timer: str
-    l2: str  # "cold-clean", "cold-flush", "cold-rotate", or "n/a" on the CPU
+    l2: str  # a key of L2_CHOICES, "cold-rotate" (graph), or "n/a" / "warm" (wall on the CPU / a GPU)
     calls_per_sample: int = 1
     notes: list[str] = field(default_factory=list)
 
@@ -79,41 +130,44 @@ def l2_bytes(device: str) -> int:
     return int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
 
 
-# How the events timer evicts the L2, and the ``l2`` label its rows carry.
-FLUSHES = {"clean": "cold-clean", "write": "cold-flush"}
+def flush_l2(device: str, l2: str = "cold-clean") -> None:
+    """Evict the L2 through a buffer of FLUSH_FACTOR times its size, as ``l2`` says.
 
-
-def flush_l2(device: str, mode: str = "clean") -> None:
-    """Evict the L2 through a buffer of FLUSH_FACTOR times its size.
-
-    ``clean`` sums the buffer, which is written once and never again: the L2
-    is left holding clean lines only.  ``write`` fills it, as most GPU timers
-    do; but the L2 writes back lazily, so its last L2's worth of the buffer
-    is still dirty when the timed call starts, and the call's own traffic
-    then pays for writing it to HBM.  On the H200 that is 4 us of a 16M
-    float32 elementwise op's 37 (37.2 against 33.1 us, 0.8% at 2^28 elements:
-    results/h200/diagnostics/l2_flush-dad7d39.txt).  With ``clean``
+    ``cold-clean`` sums the buffer, which is written once and never again: the
+    L2 is left holding clean lines only.  ``cold-flush`` fills it, as most GPU
+    timers do; but the L2 writes back lazily, so its last L2's worth of the
+    buffer is still dirty when the timed call starts, and the call's own
+    traffic then pays for writing it to HBM.  On the H200 that is 4 us of a
+    16M float32 elementwise op's 37 (37.2 against 33.1 us, 0.8% at 2^28 elements:
+    lab/findings/l2_flush-dad7d39.txt).  With ``cold-clean``
     whatever the previous sample left dirty is written back during the
     flush, outside the timed interval.
     """
-    if mode not in FLUSHES:
-        raise ValueError(f"unknown L2 flush {mode!r}; choose from {', '.join(FLUSHES)}")
-    if device != "cuda":
-        return
+    if device == "cuda":
+        _EVICT[l2](device)
+
+
+def _evict_by_reading(device: str) -> None:
     import torch
 
-    key = (device, mode)
-    bufs = _flush_buffers.get(key)
+    bufs = _flush_buffers.get("cold-clean")
     if bufs is None:
         n = FLUSH_FACTOR * l2_bytes(device) // 4
-        if mode == "clean":
-            bufs = _flush_buffers[key] = (torch.ones(n, device=device), torch.empty((), device=device))
-        else:
-            bufs = _flush_buffers[key] = (torch.empty(n, dtype=torch.int32, device=device),)
-    if mode == "clean":
-        torch.sum(bufs[0], dim=0, out=bufs[1])
-    else:
-        bufs[0].fill_(0x5A5A5A5A)
+        bufs = _flush_buffers["cold-clean"] = (torch.ones(n, device=device), torch.empty((), device=device))
+    torch.sum(bufs[0], dim=0, out=bufs[1])
+
+
+def _evict_by_writing(device: str) -> None:
+    import torch
+
+    bufs = _flush_buffers.get("cold-flush")
+    if bufs is None:
+        n = FLUSH_FACTOR * l2_bytes(device) // 4
+        bufs = _flush_buffers["cold-flush"] = (torch.empty(n, dtype=torch.int32, device=device),)
+    bufs[0].fill_(0x5A5A5A5A)
+
+
+_EVICT = {"cold-clean": _evict_by_reading, "cold-flush": _evict_by_writing}
 
 
 def sample_count(estimate_ms: float, budget_ms: float, min_samples: int, max_samples: int) -> int:
@@ -171,13 +225,13 @@ def launch_us(fn: Callable[[], Any], device: str, n: int = 5) -> float:
 
 
 def _time_events(fn: Callable[[], Any], device: str, n: int, hold_cycles: int = 0,
-                 flush: str = "clean") -> list[float]:
+                 l2: str = "cold-clean") -> list[float]:
     import torch
 
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
     for i in range(n):
-        flush_l2(device, flush)
+        flush_l2(device, l2)
         if hold_cycles:
             torch.cuda._sleep(hold_cycles)
         starts[i].record()
@@ -187,19 +241,20 @@ def _time_events(fn: Callable[[], Any], device: str, n: int, hold_cycles: int = 
     return [s.elapsed_time(e) for s, e in zip(starts, ends)]
 
 
-def measure_events(calls: Sequence[Callable[[], Any]], device: str, *, min_samples: int = 10,
-                   max_samples: int = 200, budget_ms: float = 400.0, flush: str = "clean") -> Timing:
+def _count(estimate_ms: float, p: Protocol) -> int:
+    return sample_count(estimate_ms, p.budget_ms, p.min_samples, p.max_samples)
+
+
+def measure_events(calls: Sequence[Callable[[], Any]], device: str, p: Protocol) -> Timing:
     fn = calls[0]
     issue_us = launch_us(fn, device)
     hold = hold_us(issue_us)
     cycles = int(hold * _spin_rate(device))
-    estimate = statistics.median(_time_events(fn, device, 3, cycles, flush))
-    n = sample_count(estimate, budget_ms, min_samples, max_samples)
-    return Timing(_time_events(fn, device, n, cycles, flush), "events", FLUSHES[flush])
+    estimate = statistics.median(_time_events(fn, device, 3, cycles, p.l2))
+    return Timing(_time_events(fn, device, _count(estimate, p), cycles, p.l2), "events", p.l2)
 
 
-def measure_graph(calls: Sequence[Callable[[], Any]], device: str, *, min_samples: int = 10,
-                  max_samples: int = 200, budget_ms: float = 400.0) -> Timing:
+def measure_graph(calls: Sequence[Callable[[], Any]], device: str, p: Protocol) -> Timing:
     import torch
 
     # Inputs are cold by rotation: each call's set was last touched len(calls)
@@ -231,14 +286,12 @@ def measure_graph(calls: Sequence[Callable[[], Any]], device: str, *, min_sample
         return [s.elapsed_time(e) / len(calls) for s, e in zip(starts, ends)]
 
     estimate = statistics.median(replay_times(2)) * len(calls)
-    n = sample_count(estimate, budget_ms, min_samples, max_samples)
-    timing = Timing(replay_times(n), "graph", "cold-rotate", calls_per_sample=len(calls))
+    timing = Timing(replay_times(_count(estimate, p)), "graph", "cold-rotate", calls_per_sample=len(calls))
     del graph
     return timing
 
 
-def measure_wall(calls: Sequence[Callable[[], Any]], device: str, *, min_samples: int = 5,
-                 max_samples: int = 50, budget_ms: float = 200.0) -> Timing:
+def measure_wall(calls: Sequence[Callable[[], Any]], device: str, p: Protocol) -> Timing:
     fn = calls[0]
     sync = _synchronizer(device)
 
@@ -250,8 +303,7 @@ def measure_wall(calls: Sequence[Callable[[], Any]], device: str, *, min_samples
         return (time.perf_counter() - t0) * 1e3
 
     estimate = once()
-    n = sample_count(estimate, budget_ms, min_samples, max_samples)
-    return Timing([once() for _ in range(n)], "wall", "n/a" if device == "cpu" else "warm")
+    return Timing([once() for _ in range(_count(estimate, p))], "wall", "n/a" if device == "cpu" else "warm")
 
 
 def _synchronizer(device: str) -> Callable[[], None]:
@@ -265,15 +317,13 @@ def _synchronizer(device: str) -> Callable[[], None]:
 MEASURE = {"events": measure_events, "graph": measure_graph, "wall": measure_wall}
 
 
-def measure(calls: Sequence[Callable[[], Any]], device: str, timer: str, flush: str = "clean",
-            **limits: Any) -> Timing:
-    """Time ``calls`` with ``timer``; ``flush`` (see flush_l2) applies to the events timer."""
+def measure(calls: Sequence[Callable[[], Any]], device: str, timer: str,
+            protocol: Protocol | None = None, **limits: Any) -> Timing:
+    """Time ``calls`` with ``timer`` under ``protocol`` (default: the current one);
+    ``limits`` (min_samples, max_samples, budget_ms) replace its sample limits."""
     if timer not in MEASURE:
         raise ValueError(f"unknown timer {timer!r}; choose from {', '.join(TIMERS)}")
-    if flush not in FLUSHES:
-        raise ValueError(f"unknown L2 flush {flush!r}; choose from {', '.join(FLUSHES)}")
     if timer in ("events", "graph") and device != "cuda":
         raise ValueError(f"the {timer} timer needs a CUDA device; use --timer wall on the CPU")
-    if timer == "events":
-        limits["flush"] = flush
-    return MEASURE[timer](calls, device, **limits)
+    p = protocol if protocol is not None else current_protocol()
+    return MEASURE[timer](calls, device, replace(p, **limits) if limits else p)

@@ -16,11 +16,11 @@ import time
 import traceback
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from suite import clocks, roofline, verify
 from suite.store import SCHEMA_VERSION
-from suite.timing import l2_bytes, measure, rotation_sets
+from suite.timing import Protocol, l2_bytes, measure, rotation_sets, use_protocol
 from suite.workload import Case, Implementation, Workload, discover, itemsize
 
 # Messages after which the CUDA context cannot be trusted any more.
@@ -38,7 +38,7 @@ class Options:
     peaks_gbps: float
     peaks_tflops: dict[str, float]
     plugins: tuple[str, ...] = ()
-    limits: dict[str, Any] = field(default_factory=dict)
+    protocol: Protocol = field(default_factory=Protocol)
     repeat: bool = False  # time every implementation a second time (noise check)
 
 
@@ -141,10 +141,10 @@ def run_impl(wl: Workload, case: Case, impl: Implementation, inputs: dict, ref, 
         else:
             calls = [call]
         with clocks.sampler(opts.device) as card:
-            timing = measure(calls, opts.device, timer, **opts.limits)
+            timing = measure(calls, opts.device, timer, opts.protocol)
         row = _timed_fields(dict(template, status="ok", **card.fields()), timing)
         if opts.repeat:
-            again = measure(calls, opts.device, timer, **opts.limits)
+            again = measure(calls, opts.device, timer, opts.protocol)
             row.update(ms_median_repeat=again.median, ms_p20_repeat=again.p20, ms_p80_repeat=again.p80)
         if timer == "graph":
             row["graph_sets"] = len(calls)
@@ -223,6 +223,7 @@ def _tidy(device: str) -> None:
 def worker_main(conn, opts: Options) -> None:
     """Entry point of the worker process: serve cases until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    use_protocol(opts.protocol)  # the autotuners time under it too
     registry = discover(opts.plugins)
     if opts.device == "cuda":
         import torch

@@ -23,10 +23,40 @@ def test_bad_input_is_one_line_and_exit_2(args, needle):
     assert len([ln for ln in r.stderr.splitlines() if ln.startswith("error:")]) == 1
 
 
-def test_an_unknown_l2_flush_names_the_choices():
-    r = suite("run", "--device", "cpu", "--preset", "cpu", "--l2-flush", "zero", timeout=120)
+def test_l2_flush_takes_the_row_l2_names_only():
+    r = suite("run", "--device", "cpu", "--preset", "cpu", "--l2-flush", "clean", timeout=120)
     assert r.returncode == 2
-    assert "--l2-flush: invalid choice: 'zero' (choose from 'clean', 'write')" in r.stderr
+    assert "--l2-flush: invalid choice: 'clean' (choose from 'cold-clean', 'cold-flush')" in r.stderr
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--samples", "20,10"], "--samples 20,10 --budget-ms 150: max_samples must be a whole number of at least "
+                             "min_samples (20), not 10"),
+    (["--samples", "0,10"], "min_samples must be a whole number of at least 1, not 0"),
+    (["--samples", "ten"], "--samples 'ten': expected MIN,MAX"),
+    (["--budget-ms", "0"], "budget_ms must be a positive number of milliseconds"),
+])
+def test_a_bad_timing_protocol_is_one_line_and_exit_2(args, needle):
+    r = suite("run", "--device", "cpu", "--preset", "cpu", *args, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert needle in r.stderr
+
+
+def test_a_cold_flush_run_carries_its_protocol_to_the_worker(tmp_path):
+    """On the CPU the wall timer stores l2=n/a whatever --l2-flush says; the sample
+    limits of the same protocol show that it reached the worker."""
+    from suite import store
+
+    out = tmp_path / "run.parquet"
+    r = suite("run", "--device", "cpu", "--preset", "cpu", "--workloads", "gelu", "--impls", "eager",
+              "--dtypes", "float32", "--l2-flush", "cold-flush", "--samples", "3,3", "--out", str(out),
+              "--no-progress", "--reuse-ceilings", timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    df = store.read_file(out)
+    assert len(df) and (df["status"] == "ok").all()
+    assert (df["l2"] == "n/a").all() and (df["timer"] == "wall").all()
+    assert (df["n_samples"] == 3).all()
 
 
 def test_list_shows_the_matrix_with_reasons():

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 import compare_fixtures as cf
-from suite import cli, compare, store
+from suite import cli, compare, compare_cli, store
 
 
 @pytest.fixture(scope="session")
@@ -256,9 +256,9 @@ def test_bad_inputs_exit_2_with_one_clear_line(real, tmp_path, capsys):
 
 
 def test_threshold_parsing():
-    assert compare.parse_threshold("5%") == pytest.approx(0.05)
-    assert compare.parse_threshold("0.05") == pytest.approx(0.05)
-    assert compare.parse_threshold("10") == pytest.approx(0.10)
+    assert compare_cli.parse_threshold("5%") == pytest.approx(0.05)
+    assert compare_cli.parse_threshold("0.05") == pytest.approx(0.05)
+    assert compare_cli.parse_threshold("10") == pytest.approx(0.10)
 
 
 def test_mann_whitney_fallback_matches_scipy_and_hand_value():
@@ -286,7 +286,7 @@ def _results_tree(root, df):
     # newer, same GPU, but timed with another timer: not a baseline for an events run
     cf.write(df.assign(gpu_name="NVIDIA H200", timestamp="2025-06-01T00:00:00Z", timer="other"),
              root / "h200/20250601T000000Z-eeeeeee.parquet")
-    # newer, same GPU and timer, but another L2 mode (e.g. the written flush): not a baseline either
+    # newer, same GPU and timer, but another l2 (e.g. cold-flush): not a baseline either
     cf.write(df.assign(gpu_name="NVIDIA H200", timestamp="2025-07-01T00:00:00Z", l2="cold-other"),
              root / "h200/20250701T000000Z-fffffff.parquet")
     return root / "h200/20250301T000000Z-ccccccc.parquet"

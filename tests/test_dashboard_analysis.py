@@ -169,18 +169,18 @@ def test_compare_takes_the_newest_row_per_case():
     assert analysis.compare(base, cand, analysis.ROW_KEY).table["speedup"].iloc[0] == pytest.approx(2.0)
 
 
-def test_compare_leaves_out_cases_timed_under_another_l2_mode():
+def test_compare_leaves_out_cases_timed_under_another_l2():
     base = frame(case("a", "s", 1, 1.0, l2="cold-flush"), case("b", "s", 1, 1.0, l2="cold-flush"),
                  case("c", "s", 1, 1.0))
     cand = frame(case("a", "s", 1, 0.9, l2="cold-clean"), case("b", "s", 1, 0.5, l2="cold-flush"),
                  case("c", "s", 1, 0.5))
     cmp = analysis.compare(base, cand, analysis.ROW_KEY)
-    assert list(cmp.table["impl"]) == ["b", "c"]  # c: no L2 mode on either side, as in old files
+    assert list(cmp.table["impl"]) == ["b", "c"]  # c: no l2 on either side, as in old files
     assert cmp.other_l2[["impl", "l2_base", "l2_cand"]].values.tolist() == [["a", "cold-flush", "cold-clean"]]
     assert (cmp.only_base, cmp.only_cand) == (0, 0)
 
 
-def test_history_keeps_l2_modes_apart():
+def test_history_keeps_each_l2_apart():
     df = frame(case("t", "s", 1, 2.0, commit="c1", timestamp="2025-01-01T00:00:00Z", l2="cold-flush"),
                case("t", "s", 1, 1.8, commit="c2", timestamp="2025-02-01T00:00:00Z", run_id="2", l2="cold-clean"),
                case("t", "s", 1, 1.9, commit="c2", timestamp="2025-02-01T00:00:01Z", run_id="3", l2="cold-flush"))
@@ -227,9 +227,9 @@ def test_default_pair_skips_options_with_no_case_in_common():
                case("eager", "x", 1, 1.0, run_id="a", status="error"))
     assert analysis.default_pair(df, "run_id", ["c", "b", "a"], store.ROW_KEY) == (1, 2)
     assert analysis.default_pair(df, "run_id", ["c", "z"], store.ROW_KEY) == (0, 1)
-    # "n" shares case y with "b" and "a", but timed with another L2 mode: b against a first
-    modes = pd.concat([df, frame(case("eager", "y", 1, 1.0, run_id="n", l2="cold-clean"))])
-    assert analysis.default_pair(modes, "run_id", ["n", "c", "b", "a"], store.ROW_KEY) == (2, 3)
+    # "n" shares case y with "b" and "a", but timed with another l2: b against a first
+    l2s = pd.concat([df, frame(case("eager", "y", 1, 1.0, run_id="n", l2="cold-clean"))])
+    assert analysis.default_pair(l2s, "run_id", ["n", "c", "b", "a"], store.ROW_KEY) == (2, 3)
 
 
 def test_richest_case_counts_commits_with_ok_rows():

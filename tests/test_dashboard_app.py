@@ -124,7 +124,7 @@ def test_compare_modes(monkeypatch, tree, mode):
     assert len(figs) == 1 and figs[0]["layout"]["yaxis"]["type"] == "log"
 
 
-def test_compare_warns_about_runs_timed_under_another_l2_mode(monkeypatch, tree, tmp_path):
+def test_compare_warns_about_runs_timed_under_another_l2(monkeypatch, tree, tmp_path):
     import pandas as pd
 
     from suite import store

@@ -121,8 +121,8 @@ def test_history_chart_one_line_per_gpu_with_commit_ticks():
     assert list(fig.layout.xaxis.ticktext) == ["aaaaaaa", "bbbbbbb"]
     by_date = charts.history_chart(h, "sol", by_date=True)
     assert by_date.layout.xaxis.tickmode is None
-    modes = charts.history_chart(h.assign(l2=["cold-flush", "cold-clean", "cold-clean"]), "sol")
-    assert [t.name for t in modes.data] == ["h100 · cold-clean", "h200 · cold-clean", "h200 · cold-flush"]
+    per_l2 = charts.history_chart(h.assign(l2=["cold-flush", "cold-clean", "cold-clean"]), "sol")
+    assert [t.name for t in per_l2.data] == ["h100 · cold-clean", "h200 · cold-clean", "h200 · cold-flush"]
 
 
 def test_colors_are_stable_per_backend():

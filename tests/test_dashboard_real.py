@@ -1,10 +1,9 @@
 """Every page over the committed GPU runs under results/, through AppTest.
 
 The fixtures are synthetic; these files are what the runner really writes:
-list-typed samples, all-null columns typed differently from file to file, a
-stale ``source`` column in a resumed run, a run whose rows carry two commits,
-and harness workloads (``copy``) beyond the five.  Skipped only when results/
-holds no Parquet file.
+list-typed samples, all-null columns typed differently from file to file, and
+a resumed run whose rows carry two commits (the reference runs listed in
+results/MANIFEST.md).  Skipped only when results/ holds no Parquet file.
 """
 from pathlib import Path
 

@@ -1,4 +1,6 @@
-"""The timers' arithmetic on the CPU, and on a GPU that launch time is not kernel time."""
+"""The timers' arithmetic and protocol on the CPU, and on a GPU that launch time is not kernel time."""
+import dataclasses
+import re
 import time
 
 import pytest
@@ -51,30 +53,65 @@ def test_gpu_timers_refuse_the_cpu():
         timing.measure([lambda: None], "cpu", "stopwatch")
 
 
-def test_unknown_l2_flush_is_refused_and_the_cpu_timer_ignores_the_flush():
-    with pytest.raises(ValueError, match="unknown L2 flush 'zero'; choose from clean, write"):
-        timing.measure([lambda: None], "cpu", "wall", flush="zero")
-    with pytest.raises(ValueError, match="unknown L2 flush"):
-        timing.flush_l2("cpu", "zero")
-    t = timing.measure([lambda: None], "cpu", "wall", flush="write", min_samples=2, max_samples=2)
+@pytest.mark.parametrize("fields,needle", [
+    (dict(l2="clean"), "unknown l2 'clean'; choose from cold-clean, cold-flush"),
+    (dict(l2="cold-rotate"), "unknown l2 'cold-rotate'"),  # the graph timer's label, not a choice
+    (dict(min_samples=0), "min_samples must be a whole number of at least 1, not 0"),
+    (dict(min_samples=2.5), "min_samples must be a whole number"),
+    (dict(min_samples=20, max_samples=10), "max_samples must be a whole number of at least min_samples (20), not 10"),
+    (dict(budget_ms=0), "budget_ms must be a positive number of milliseconds, not 0"),
+    (dict(budget_ms=-5.0), "budget_ms must be a positive"),
+    (dict(budget_ms=float("nan")), "budget_ms must be a positive"),
+])
+def test_a_protocol_with_a_bad_field_is_refused_when_made(fields, needle):
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        timing.Protocol(**fields)
+    with pytest.raises(ValueError, match=re.escape(needle)):  # replace() makes a new one, checked alike
+        dataclasses.replace(timing.Protocol(), **fields)
+
+
+def test_the_default_protocol_is_frozen_and_names_a_row_l2():
+    p = timing.Protocol()
+    assert p.l2 == "cold-clean" and p.l2 in timing.L2_CHOICES
+    assert set(timing.L2_CHOICES) == {"cold-clean", "cold-flush"}
+    assert set(timing._EVICT) == set(timing.L2_CHOICES)  # flush_l2 has a way for every choice
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.l2 = "cold-flush"
+
+
+def test_measure_takes_the_protocol_its_limits_override_and_the_cpu_timer_ignores_l2():
+    p = timing.Protocol(l2="cold-flush", min_samples=2, max_samples=2)
+    t = timing.measure([lambda: None], "cpu", "wall", p)
     assert (t.timer, t.l2, t.n) == ("wall", "n/a", 2)
-    assert timing.FLUSHES == {"clean": "cold-clean", "write": "cold-flush"}
+    t = timing.measure([lambda: None], "cpu", "wall", p, min_samples=4, max_samples=4)
+    assert t.n == 4
+    with pytest.raises(ValueError, match="max_samples"):
+        timing.measure([lambda: None], "cpu", "wall", p, max_samples=1)
+    with pytest.raises(TypeError):  # the old keyword is no protocol field
+        timing.measure([lambda: None], "cpu", "wall", flush="write")
+
+
+def test_without_a_protocol_measure_uses_the_current_one(monkeypatch):
+    monkeypatch.setattr(timing, "_current", timing.current_protocol())
+    timing.use_protocol(timing.Protocol(l2="cold-flush", min_samples=3, max_samples=3))
+    assert timing.current_protocol().l2 == "cold-flush"
+    assert timing.measure([lambda: None], "cpu", "wall").n == 3
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("flush", ["clean", "write"])
-def test_both_flushes_evict_the_l2(flush):
+@pytest.mark.parametrize("l2", ["cold-clean", "cold-flush"])
+def test_both_flushes_evict_the_l2(l2):
     """A copy of an eighth of the L2 is at least 1.15x slower after either flush than when its
     operands are still in L2 (each warm sample after a long spin hold, so no launch gap is timed).
-    On the H200 (60 MiB L2): 7.4-7.8 us cold after the clean flush, 8.4-8.6 after the written one,
+    On the H200 (60 MiB L2): 7.4-7.8 us cold under cold-clean, 8.4-8.6 under cold-flush,
     5.4-6.1 warm; a flush that left the operands in L2 would give about 1.0."""
     import torch
 
     x = torch.randn(timing.l2_bytes("cuda") // 32, device="cuda")
     y = torch.empty_like(x)
     copy = lambda: y.copy_(x)  # noqa: E731
-    cold = timing.measure([copy], "cuda", "events", flush=flush, min_samples=20, max_samples=20)
-    assert cold.l2 == timing.FLUSHES[flush]
+    cold = timing.measure([copy], "cuda", "events", timing.Protocol(l2=l2, min_samples=20, max_samples=20))
+    assert cold.l2 == l2
     # 200 us of spin, far more than the host needs to queue the next few calls: the GPU must
     # never catch up with the host inside a warm sample (a launch gap would be timed)
     hold = int(200 * timing._spin_rate("cuda"))
@@ -89,8 +126,8 @@ def test_both_flushes_evict_the_l2(flush):
     torch.cuda.synchronize()
     warm = [s.elapsed_time(e) for s, e in zip(starts, ends)]
     warm_ms = sorted(warm)[10]
-    print(f"{flush}: cold {cold.median * 1e3:.1f} us, warm {warm_ms * 1e3:.1f} us")
-    assert cold.median > 1.15 * warm_ms, f"{flush}: cold {cold.median * 1e3:.1f} us, warm {warm_ms * 1e3:.1f} us"
+    print(f"{l2}: cold {cold.median * 1e3:.1f} us, warm {warm_ms * 1e3:.1f} us")
+    assert cold.median > 1.15 * warm_ms, f"{l2}: cold {cold.median * 1e3:.1f} us, warm {warm_ms * 1e3:.1f} us"
 
 
 @pytest.mark.gpu

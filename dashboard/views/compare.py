@@ -58,9 +58,9 @@ if cmp.only_base or cmp.only_cand:
 other = cmp.other_l2
 if other is not None and len(other):
     pairs = ", ".join(sorted({f"{b_} vs {c_}" for b_, c_ in zip(other["l2_base"], other["l2_cand"])}))
-    st.warning(f"{len(other)} case(s) not compared: L2 was evicted differently before their samples "
-               f"({pairs}), which moves mid-size times by up to a tenth. Runs made with the same "
-               "`--l2-flush` compare.")
+    st.warning(f"{len(other)} case(s) not compared: their `l2` differs ({pairs}), that is, L2 was "
+               "evicted differently before their samples, which moves mid-size times by up to a tenth. "
+               "Runs made with the same `--l2-flush` compare.")
 if t.empty:
     st.info("No case was measured correctly on both sides under the same protocol: pick another "
             "base or candidate.")

@@ -28,14 +28,17 @@ from triton.runtime.autotuner import Autotuner
 
 from suite.backends import interpreting
 
-# per candidate: a few samples inside a 20 ms budget (suite.timing.measure)
+# per candidate: a few samples inside a 20 ms budget, under the run's l2
+# (suite.timing.current_protocol)
 BENCH_LIMITS = dict(min_samples=5, max_samples=50, budget_ms=20.0)
 
 
 def _bench(fn, quantiles=None):
-    from suite.timing import measure
+    from dataclasses import replace
 
-    t = measure([fn], "cuda", "events", **BENCH_LIMITS)
+    from suite.timing import current_protocol, measure
+
+    t = measure([fn], "cuda", "events", protocol=replace(current_protocol(), **BENCH_LIMITS))
     if quantiles is None:
         return t.median
     by_q = {0.5: t.median, 0.2: t.p20, 0.8: t.p80}

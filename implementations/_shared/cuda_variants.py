@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable
 
-# per variant and pass: a few samples inside a 10 ms budget; four passes give
-# each variant 40 ms, enough to rank designs that differ by a few percent on
-# kernels of 10 us to 1 ms
+# per variant and pass: a few samples inside a 10 ms budget, under the run's
+# l2 (suite.timing.current_protocol); four passes give each variant 40 ms,
+# enough to rank designs that differ by a few percent on kernels of 10 us to 1 ms
 TUNE_LIMITS = dict(min_samples=3, max_samples=25, budget_ms=10.0)
 # The variants are timed in order, then in reverse, twice, and each one's
 # time is the mean of its pass medians.  One pass in a fixed order lets the
@@ -31,9 +31,8 @@ TUNE_LIMITS = dict(min_samples=3, max_samples=25, budget_ms=10.0)
 # GEMM at 8192^3): the later variants meet a hotter, slower-clocked card.
 # Over a forward and a reverse pass every variant's mean position is the
 # same, so a drift linear in time cancels; the second pair halves what is
-# left of the card's swings there (two passes still picked a tile that 15
-# paired rounds found 3-5% slower: results/h200/diagnostics/
-# wgmma_staged_epilogue-b697562.txt against the b697562 run).
+# left of the card's swings there (two passes can still pick a GEMM tile that
+# paired rounds find 3-5% slower; implementations/gemm/NOTES.md).
 TUNE_PASSES = 4
 # The tuning passes are short bursts with the L2 flushed between calls: the
 # card is cooler and faster-clocked than under sustained load.  Where a
@@ -69,16 +68,19 @@ class VariantTuner:
         return call(variant)
 
     def _tune(self, key: Hashable, call: Callable[[int], Any]) -> int:
-        from suite.timing import measure
+        from dataclasses import replace
+
+        from suite.timing import current_protocol, measure
 
         candidates = [v for v in self.variants if self.runs is None or self.runs(v, key)]
         if not candidates:
             self.best[key], self.times[key] = 0, {}
             return 0
         medians: dict[int, list[float]] = {v: [] for v in candidates}
+        protocol = replace(current_protocol(), **TUNE_LIMITS)
         for p in range(TUNE_PASSES):
             for v in (candidates if p % 2 == 0 else candidates[::-1]):
-                medians[v].append(measure([lambda v=v: call(v)], "cuda", "events", **TUNE_LIMITS).median)
+                medians[v].append(measure([lambda v=v: call(v)], "cuda", "events", protocol=protocol).median)
         times = {v: sum(m) / len(m) for v, m in medians.items()}
         best = self._pick(times)
         self.best[key], self.times[key] = best, times

@@ -11,14 +11,11 @@ so each range is shrunk to the 16-byte words inside it (nothing outside the
 tensor is touched).  Under TRITON_INTERPRET it does nothing.
 
 All of that address arithmetic runs inside the asm, behind a branch that
-only those eight threads take.  Written in Triton around the asm instead, it
-ran in every thread: about 100 of the parts kernel's ~1080 instructions a
+only those eight threads take: written in Triton around the asm, it would
+run in every thread, about 100 of the parts kernel's ~1080 instructions a
 thread for sm_90, in a kernel whose 16-bit form is bound by instruction
-issue.  At bf16 4096 x 32768 the prefetching quarters went from 220.4 us
-(results/h200/diagnostics/rlg_prefetch-39790a2.txt) to 208.2 us
-(rlg_prefetch-51185fa.txt), against 223.6 us without the prefetch, and the
-suite's Triton kernel from 0.861 to 0.923 of copy
-(results/h200/20261130T091938Z-8c8dd76, 20261130T100522Z-89fc8c1).
+issue (at bf16 4096 x 32768: 208.2 us against 220.4 that way, and 223.6
+without the prefetch; residual_layernorm_gelu/NOTES.md).
 """
 from __future__ import annotations
 

@@ -165,6 +165,8 @@ def device_index(x) -> int:
 
 def time_ms(fn) -> float:
     """Median time of ``fn`` by the timer the autotuner ranks candidates with."""
-    from suite.timing import measure
+    from dataclasses import replace
 
-    return measure([fn], "cuda", "events", **BENCH_LIMITS).median
+    from suite.timing import current_protocol, measure
+
+    return measure([fn], "cuda", "events", protocol=replace(current_protocol(), **BENCH_LIMITS)).median

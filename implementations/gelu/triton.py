@@ -57,15 +57,13 @@ def plan(n: int, dtype_bytes: int) -> tuple[int, int]:
 def candidates(dtype_bytes: int) -> list[tuple[int, int, str]]:
     """(BLOCK, num_warps, eviction policy) tried at HBM-bound sizes.
 
-    2 to 16 KB of input a program, one to four 16-byte accesses a thread
-    (4 KB on 8 warps, one access a thread, the CUDA op's tile at 1M float32,
-    took 3M float32 in the ccb50b8 run at 9.66 us against 9.82 before it):
-    the smallest (one access a thread, the most programs) won at 3M float32
-    elements on the H200, where a 12 MB kernel lasts ~11 us and the last
-    wave's tail is a visible share; 1024 float32 on 4 warps with no eviction
-    hint is what Inductor launches for a pointwise op; the 16 KB one is
-    plan().  The sm_90 compile test checks each for spills.  Inductor's block
-    with evict_first lost 4% to it at 16M float32 elements (gelu_midsize-eeede61).
+    2 to 16 KB of input a program, one to four 16-byte accesses a thread.
+    One access a thread (the most programs) suits mid sizes such as 3M
+    float32 elements on the H200, where a 12 MB kernel lasts ~11 us and the
+    last wave's tail is a visible share; 1024 float32 on 4 warps with no
+    eviction hint is what Inductor launches for a pointwise op; 4 KB on 8
+    warps is the CUDA op's tile at 1M float32; 16 KB on 8 warps with
+    evict_first is plan().  The sm_90 compile test checks each for spills.
     """
     e = 4 // dtype_bytes
     return [(512 * e, 4, ""), (1024 * e, 4, ""), (1024 * e, 8, ""), (2048 * e, 4, ""), (2048 * e, 8, ""),
@@ -78,9 +76,8 @@ TUNE_MIN = 1_000_000  # elements
 def tuned_here(n: int, dtype_bytes: int) -> bool:
     """Sizes of at least a million elements are tuned; smaller ones keep plan().
 
-    (Tuning only where plan() keeps full 16 KB blocks left 1M float32
-    elements on its 2048-element blocks with evict_first: 7.4 us against
-    6.8-7.1 us for torch and compile on the H200, 1d77f77.)
+    plan()'s fixed 2048-element evict_first blocks are too slow from there
+    up: 7.4 us at 1M float32 elements on the H200, torch 6.8-7.1 us.
     """
     return n >= TUNE_MIN
 

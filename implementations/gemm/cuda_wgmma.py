@@ -84,12 +84,10 @@ def _supports(case: Case) -> str | None:
 
 # At a tie (cuda_variants.TIE) the wider tile is kept, staged epilogue first:
 # 128x256 streams 3/4 of 128x128's bytes from L2 a FLOP, and at 8192^3, where
-# every fast GEMM holds the card at its power cap, that is clock.  In the
-# 3d4a26b run tile 4 tied tile 3 within 0.3% in tuning and then ran at
-# 1397 MHz, 0.810 x torch; back to back for 4 s (benchmarks.gemm_clocks,
-# results/h200/diagnostics/gemm_clocks-wgmma-tiles-18df0fd.txt) tiles 3 and 4
-# do the same FLOP a clock, but 4 settles 7-10% lower: 622 against 679
-# TFLOP/s in bf16, 594 against 655 in fp16.
+# every fast GEMM holds the card at its power cap, that is clock.  Tiles 3 and
+# 4 can tie in the tuner's short bursts, but back to back for 4 s
+# (lab/gemm_clocks.py) they do the same FLOP a clock and 4 settles
+# 7-10% lower: 622 against 679 TFLOP/s in bf16, 594 against 655 in fp16.
 _PREFER = (3, 0, 4, 1, 5, 2)
 _TUNER = VariantTuner(tuple(TILES), {t: d for t, (_, _, d) in TILES.items()}, prefer=_PREFER)
 

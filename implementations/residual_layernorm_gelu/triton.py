@@ -2,98 +2,34 @@
 
 Napkin math (H200: 132 SMs, 64K registers each, 60 MB L2, ~4.2 TB/s): the
 fused kernel moves (3*M*N + 2*N)*b bytes; 32768 x 4096 bf16 is 768 MiB, about
-190 us at the copy rate.  The erf GELU costs ~20 float32 FLOPs an element,
-about 13 TFLOP/s at 0.63 T elements/s (bf16 at copy speed); the erf is the
-branch-free one of gelu_f32 for 16-bit outputs, so that instruction issue
-stays well under the SM's limit.
+190 us at the copy rate.  The GELU costs ~20 float32 FLOPs an element, ~13
+TFLOP/s at 0.63 T elements/s (bf16 at copy speed); 16-bit outputs take
+gelu_f32's branch-free erf, so that instruction issue stays under the limit.
 
 - ``_rlg_rows`` (next_pow2(N) <= 16384): ROWS x BLOCK_N of h in registers
-  (about 16 float32 a thread), mean and variance by two reductions of the
-  held values (exact two-pass variance, no second read), then normalise,
-  scale, shift and GELU, one store.  Short rows (N=1024) are packed several
-  to a program.
+  (about 16 float32 a thread), exact two-pass mean and variance over the
+  held values (no second read), then normalise, scale, shift and GELU, one
+  store.  Short rows (N=1024) are packed several to a program.
 - ``_rlg_split`` (wider rows, any N): one row a program, in BLOCK-wide
   chunks.  Chunk 0's h stays in registers; its mean K is the shift for
   per-lane sums of (h - K) and (h - K)^2 over the rest of the row, which keeps
   the one-read variance free of cancellation.  The output walk writes chunk 0
-  from registers and re-reads the other chunks backwards, newest first, so the
-  re-read comes from L2 rather than HBM: 32768 float32 columns are 256 KB of
-  x and r a row, ~264 rows in flight re-read at most 3/4 of that, and the
-  backwards walk shortens the reuse distance further.
+  from registers and re-reads the others backwards, newest first, from L2
+  rather than HBM: 32768 float32 columns are 256 KB of x and r a row, and
+  ~264 rows in flight re-read at most 3/4 of that.
 - Rows of 16385..32768 in any dtype (parts_raced): ``_rlg_parts`` holds the
-  whole row, one program of 32 warps (32 values a thread), as two or four
-  parts, each loaded, and later normalised and stored, on its own: float32
-  fits 64 registers without spills (one 32768-wide block spills), and the
-  first parts' stores drain while the later ones compute.  The parts are
-  added before the two block reductions.  Candidates may also prefetch a
-  later program's x and r into L2 (implementations/_shared/l2_prefetch.py), so that
-  HBM streams on while this program reduces.  The first call races the tuned
-  parts kernel against the tuned split kernel and keeps the faster (one read
-  against two; one program an SM that idles through its reductions against
-  several).  At 4096 x 32768 on the H200 it took the Triton kernel from 0.757
-  (bf16) and 0.800 (float32) of copy (results/h200/20261130T050414Z-5f0ac38)
-  to 0.867 and 0.896 (20261130T090338Z-39790a2), and 0.861 and 0.909 once
-  float32 halves without the prefetch were tried too
-  (20261130T091938Z-8c8dd76), then 0.923 and 0.912 once the prefetch's
-  address arithmetic ran in its eight threads only, not in all 1024
-  (20261130T100522Z-89fc8c1; see implementations/_shared/l2_prefetch.py).  In one
-  probe process (results/h200/diagnostics/rlg_prefetch-39790a2.txt), against the whole
-  16-bit row as one block that the race used before (254.1 us): quarters
-  without the prefetch 224.5 us, with it 221.6; through L1 instead of .cg,
-  231.1.  In float32, quarters 415.6 us through L2 only, 433.9 through L1.
-  What the autotuner ranks first varies by process in float32: in that
-  probe a quarter of the SMs ahead beat half (414.9 against 435.3 us); in
-  the suite runs half won by 1-3%.  Halves without the prefetch ran fastest
-  of all there (402.7 us) although they spill 8 bytes for sm_90 (SPILL_OK).
-- Tried and dropped for rows wider than 16384 (4096 x 32768 on the H200,
-  head-to-head times of results/h200/20261130T010610Z-151bb03 to
-  20261130T011853Z-60e5972; the code is in those commits): a program a chunk
-  held in registers, the chunks' sums and squared deviations merged once the
-  row's programs meet at a counter in global memory (x and r read once, as in
-  softmax's split kernel), 274-278 us in bf16 against the whole-row kernel's
-  251-254 and 479-487 us in float32 against the split kernel's 475-482; made
-  persistent (one program an SM walking its chunk down the rows, the next
-  rows' loads in flight across the wait), 444-466 us in bf16 and 662-794 in
-  float32.  Where the persistent form loses its time was not profiled.
-  A whole float32 row held by one 32-warp program as four quarters (64
-  registers, no spills; benchmarks/rlg_wide_rows.py) ties the split kernel
-  (473 against 480 us, results/h200/diagnostics/rlg_wide_rows-8415c0d.txt)
-  when each quarter is reduced on its own (eight block reductions, not two).
-  Nor did two programs an SM pay in bf16: h held as bf16
-  pairs (the softmax PAIRS form), 32 words a thread on 16 warps, ran 1.035-
-  1.041 of the whole-row kernel's time at 64 registers (ptxas hoists most of
-  x and r's loads and spills 32-48 bytes) and doubled the float64 error
-  (results/h200/diagnostics/rlg_bf16_pairs-2d247d6.txt).  Nor did the
-  Triton softmax's pipe kernel (a persistent grid, two chunks held a
-  program, the older one written while the newer one loads; 0.917 of copy
-  there against 0.85): carried over with h = x + r held in float32
-  (benchmarks/rlg_pipe_probe.py), the next chunk's x and r in flight beside
-  the held h and GELU's temporaries take 128-160 registers at 32 values a
-  thread, or spill under a cap, and it reached 0.680 of copy in bf16 and
-  0.711 in float32 against the shipped 0.756 and 0.804 in the same run
-  (results/h200/diagnostics/rlg_pipe-088f9be.txt).  Nor did h held in
-  shared memory, which plain Triton cannot allocate but its Gluon dialect
-  can (benchmarks/rlg_smem_probe.py: one persistent program an SM writing
-  row i from shared memory while row i + P's x and r arrive in its place):
-  303.8 us at best in bf16 against 252.3, 584.3 in float32 against 480.3,
-  with one chunk of loads in flight a program
-  (results/h200/diagnostics/rlg_smem-79f1595.txt); with x and r staged
-  through a cp.async ring instead, up to 112 KB in flight, 0.648 and 0.555
-  of copy against 0.782 and 0.801 (rlg_ring-e5317bf.txt).  The CUDA kernels
-  get past it by splitting a row over a cluster of CTAs; a Triton reduction
-  over a cluster (num_ctas > 1) does not compile for sm_90 in triton 3.6,
-  nor does a Gluon reduction over a layout split across a cluster's CTAs
-  (benchmarks/triton_clusters_probe.py).  Nor, with the L2 prefetch
-  (benchmarks/rlg_prefetch_probe.py), did one persistent program an SM
-  that loads the next row a quarter at a time into the registers each
-  written quarter frees: 225.0 us in bf16 and 528.5 in float32 (spills) at
-  best, against 220.4 and 412.7 for the shipped kernel; nor issuing the
-  prefetch before the program's own loads, or from every thread a line at a
-  time (rlg_prefetch-5e0a70d.txt).  Nor 16-bit rows read as 32-bit words
-  split into even and odd columns, one bit move a value instead of one or
-  two (64 fewer instructions a thread for sm_90): 217.9 against 223.6 us
-  without the prefetch, but 215.0 against 208.2 with it
-  (rlg_prefetch-51185fa.txt; the code is in 51185fa).
+  whole row in one 32-warp program as two or four parts, each loaded, and
+  later normalised and stored, on its own: float32 fits 64 registers (one
+  32768-wide block spills), and the first parts' stores drain while the
+  later ones compute.  Candidates may also prefetch a later program's x and
+  r into L2 (implementations/_shared/l2_prefetch.py), so that HBM streams on
+  while this program reduces.  The first call races the tuned parts kernel against
+  the tuned split kernel (one read against two; one program an SM that idles
+  through its reductions against several) and keeps the faster: at 4096 x
+  32768 on the H200, 0.92 (bf16) and 0.91 (float32) of copy.
+- One read of wider rows needs programs that meet at a counter, or a cluster
+  of CTAs as in the CUDA kernels (a Triton reduction over a cluster does not
+  compile for sm_90 in triton 3.6); NOTES.md has what such forms measured.
 """
 from __future__ import annotations
 
@@ -313,17 +249,13 @@ def parts_raced(n: int) -> bool:
 
 # (PARTS, PF_AT, PF_DIV) tried for rows of parts_raced, by dtype size: halves and
 # quarters, without the L2 prefetch and with it some of the SMs ahead, issued
-# where it paid on the H200 (benchmarks/rlg_prefetch_probe.py): after the last
+# where it pays on the H200 (lab/rlg_prefetch_probe.py): after the last
 # part's loads and a half or a quarter of the SMs ahead in 16 bits; after the
 # first to third quarter's loads and mostly a quarter of the SMs ahead in
-# float32.  An eighth lost there by 18-20% in the suite's own tuning
-# (results/h200/20261130T085428Z-018fe94).  float32 quarters with it after
-# the last part spill for sm_90, and so do halves with it after either half
-# (after the first: 16 bytes, and 449.6 against 401.9 us for halves without
-# it, rlg_prefetch-51185fa.txt).  float32 halves without it are tried
-# although they spill (see SPILL_OK): they ran fastest of every float32 form
-# in four probe processes (0.943-0.958 of copy; rlg_prefetch-f4bd952.txt,
-# -39790a2.txt, -51185fa.txt).
+# float32.  An eighth of the SMs ahead is 18-20% slower.  float32 quarters
+# with it after the last part spill for sm_90, and so do halves with it after
+# either half.  float32 halves without it are tried although they spill (see
+# SPILL_OK): they are the fastest float32 form in the probe (0.943-0.958 of copy).
 PARTS_FORMS = {2: ((4, 0, 0), (4, 4, 2), (4, 4, 4), (2, 0, 0), (2, 2, 2), (2, 2, 4)),
                4: ((4, 0, 0), (4, 2, 4), (4, 2, 2), (4, 1, 4), (4, 3, 4), (2, 0, 0))}
 # (dtype bytes, PARTS, PF_AT, PF_DIV) -> spill bytes allowed for sm_90 (the compile
@@ -365,8 +297,8 @@ def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     not a whole number of 16-byte vectors; Inductor's
     persistent reduction runs one row on one warp, whose reductions are
     shuffles only, no barrier), then the plan's ROWS and half of it at 16 or
-    8 values a thread.  Packed rows at 32 warps never won on the H200
-    (16e3943) and are no longer tried.  Wider rows: ROWS kept, halved and
+    8 values a thread (packed rows at 32 warps are slower on the H200).
+    Wider rows: ROWS kept, halved and
     doubled, 16 or 8 values a thread, 32 for one row (includes Inductor's one
     row of 16 warps at 4096 and 8192).  Split kernel: chunks of 2048 to 8192
     with 8 or 16 values a thread.  At most 8 designs, the first four in both
@@ -431,11 +363,11 @@ def _hints(dtype_bytes: int) -> tuple[str, str]:
 def _with_hints(out: list[dict], dtype_bytes: int, limit: int) -> list[dict]:
     """Rows configs in both eviction hints for x and r, the dtype's first.
 
-    On the H200 (a one-off sweep at 2c161da's kernel), float32 rows of 1024
-    to 8192 ran 3-8% faster with no hint than with evict_first (4255 against
-    4071 GB/s at 65536 x 1024, 4338 against 3929 at 32768 x 4096) and beat
-    Inductor's kernel, which they had trailed by 3-6%; for 16-bit rows the
-    hint was 0-1.5% ahead.  The first ``limit`` configs get both.
+    On the H200 (a one-off sweep), float32 rows of 1024 to 8192 run 3-8%
+    faster with no hint than with evict_first (4255 against 4071 GB/s at
+    65536 x 1024, 4338 against 3929 at 32768 x 4096), enough to beat
+    Inductor's kernel; for 16-bit rows the hint is 0-1.5% ahead.  The first
+    ``limit`` configs get both.
     """
     first, second = _hints(dtype_bytes)
     rows = []

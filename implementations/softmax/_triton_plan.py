@@ -71,7 +71,7 @@ def pipe_fits(n: int, dtype_bytes: int, sms: int) -> bool:
 def pipe_candidates() -> list[dict]:
     """The pipe kernel's candidates on the GPU (bf16 4096 x 131072 on the H200:
     0.924 of copy for the first two, 0.904 for the third, against the split
-    kernel's 0.857; results/h200/diagnostics/softmax_pipe-9434379.txt)."""
+    kernel's 0.857)."""
     return [pipe_config(*d) for d in PIPE_DESIGNS]
 
 
@@ -89,8 +89,8 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     where pipe_fits).  ``sub`` < ``block`` makes
     the split kernel stream its chunk and re-read it (see _softmax_split).
     ``granules`` picks the rows kernel's 16-byte granule form (GRANULES); the
-    plan of an unaligned width (see unaligned) names GRANULES=False, the form
-    measured before, and the autotuner also tries the granule form.
+    plan of an unaligned width (see unaligned) names GRANULES=False (the
+    element-masked form), and the autotuner also tries the granule form.
     ``pairs`` picks the rows kernel's PAIRS form (16-bit rows with N % 16 == 0;
     see pairs_fit).
     """
@@ -142,8 +142,7 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
 
 def _short_row_candidates(base: dict, m: int) -> list[dict]:
     """Rows of at most 256: the plan, its doubled and halved ROWS (16 values a
-    thread, evict_first, the only shapes tried before; 16/4 and 128/32 won on
-    the H200 at 16e3943), then the plan and small programs without the
+    thread, evict_first), then the plan and small programs without the
     eviction hint: 8 rows of 4 warps (ATen's 128-thread, 8-row blocks),
     8 rows of 2 warps (Inductor's persistent reduction at XBLOCK 8), 16 of 4
     and 4 rows on one warp."""
@@ -172,8 +171,8 @@ def _rows_shape(rows: int, bn: int, ept: int) -> dict | None:
 
 def _granule_candidates(base: dict, m: int, n: int, dtype_bytes: int) -> list[dict]:
     """Unaligned widths wider than 256: three element-masked designs (the plan,
-    half its rows at 16 values a thread, one row at 32: among them the
-    winners at 65521 x 2053 and 1823 x 781 on the H200 at bb91865), then five
+    half its rows at 16 values a thread, one row at 32: among them the H200's
+    winners at 65521 x 2053 and 1823 x 781), then five
     of the granule form over its own, often halved, block (one row at 16
     values a thread, its rows_plan, half that plan's rows at 16, one row at
     32 and at 8), topped up from the plans' neighbours."""
@@ -202,8 +201,8 @@ def candidates(m: int, n: int, dtype_bytes: int, long_rows: str | None = None) -
     the autotuner times it (the split kernel is raced against it, see
     split_tried); rows of at most 256 see _short_row_candidates, unaligned
     rows _granule_candidates.  Split kernel: the chunk
-    in registers at 4096 to 8192 (32 values a thread; 16384 on 16 warps only
-    fits two programs an SM and lost on the H200), the plan also loaded
+    in registers at 4096 to 8192 (32 values a thread; 16384 on 16 warps fits
+    only two programs an SM and is slower on the H200), the plan also loaded
     without the evict_first hint (which cost float32 rows 3-8% in
     residual_layernorm_gelu's kernel), and 32 or 64 KB chunks
     re-read from L2, streamed in 16 KB (8 warps) or 8 KB (4 warps) steps:
@@ -224,11 +223,11 @@ def candidates(m: int, n: int, dtype_bytes: int, long_rows: str | None = None) -
         if pairs_fit(n, dtype_bytes):
             # PAIRS, 32 words a thread: 16384 on 8 warps (the float32 plan's
             # bytes and registers) and 8192 on 4, in place of the two streamed
-            # candidates that did worst at bf16 131072 (16384/4096 and
-            # 32768/4096 on 4 warps: 769 and 799 us against 636 us, 1d77f77)
+            # candidates slowest at bf16 131072 (16384/4096 and 32768/4096 on
+            # 4 warps: 769 and 799 us against 636 us)
             out = [c for c in out if not (c["num_warps"] == 4 and c["SUB"] < c["BLOCK"])]
-            # and of the two that did worst at 1ab8a3a (8192 on 16 warps, 752 us;
-            # 32768 streamed 8192 at a time, 731), 32768 and 16384 on 16 warps:
+            # and of the next two slowest (8192 on 16 warps, 752 us; 32768
+            # streamed 8192 at a time, 731), 32768 and 16384 on 16 warps:
             # 4 or 8 programs a row, 2 or 3 an SM (the rows kernel's 32768 on 16
             # warps reached 0.93 of copy)
             out = [c for c in out if c["num_warps"] != 16 and c["BLOCK"] != 32768]

@@ -1,68 +1,36 @@
-"""Row-wise softmax in Triton, two kernels picked by row length.
+"""Row-wise softmax in Triton: rows, split and pipe kernels, picked by row length.
 
 Napkin math (H200: 132 SMs, 64K 32-bit registers and 228 KB shared memory
-each, 60 MB L2, ~4.2 TB/s): the fused kernel moves 2*M*N*b bytes.
+each, 60 MB L2, ~4.2 TB/s): the fused kernel moves 2*M*N*b bytes.  exp is exp2
+of a pre-scaled argument (one FMA and one MUFU op, the .ftz form: see
+_shared/triton_math.py); at 1 T elements/s (bf16 at copy speed) MUFU has room for ~4.
 
 - Rows that fit on chip (next_pow2(N) <= 32768): ``_softmax_rows`` holds
-  ROWS x BLOCK_N values in registers, 16 to 32 float32 a thread, and reads
-  and writes each element once.  Short rows are packed several to a program
-  (N=128 bf16: 64 rows, 16 KB a program) so that a program still moves enough
-  bytes to amortise its launch and reductions.
-- Unaligned rows (N % 16 != 0, so Triton cannot prove a row start 16-byte
-  aligned): the element-masked block compiles to one 2- or 4-byte access an
-  element (65521 x 2053 bf16: 32 ld.b16 and 32 st.b16 a thread at one row on
-  4 warps, half of them masked off, since BLOCK_N = 4096 for 2053 columns;
-  measured 195.7 us = 0.65 of copy, where 538 MB at 4.2 TB/s is 127 us and
-  0.90 of copy is 141 us).  The GRANULES form addresses a row as whole
-  16-byte granules between its first and last 16-byte boundary, masked a
-  granule at a time, plus fewer than 2 * VEC head and tail elements: the body
-  compiles to ld/st.global.v4.b32 (sm_90 PTX, checked by the tests), and its
-  block is N // VEC * VEC at most (2048 for 2053 bf16: 40 registers against
-  72, no masked-off half).  The autotuner times both forms; figures for the
-  granule form are to be measured.
-- Rows of 8192 < N <= 32768: one 32-warp program a row (32768 columns) fills
-  an SM, which then idles through the row's reductions (4096 x 32768 bf16:
-  174.2 us = 0.73 of copy, against 127 us at copy speed).  The first call at
-  such a width also tunes ``_softmax_split`` (below) at 4096 or 8192 columns a
-  program, 2 to 8 programs a row and several an SM, so one program's loads
-  cover another's reductions and wait, times each kernel's winner as called
-  (split: its counter reset included) and keeps the faster: to be measured.
-- Longer rows (131072 float32 is 512 KB, more than an SM holds):
-  ``_softmax_split`` gives each row to P = N/8192 programs that each hold
-  their chunk in registers (32 float32 a thread, 8 warps, four programs an
-  SM).  Each publishes its chunk's max and sum of exp, the P programs meet at
-  a per-row counter, and each scales and writes its chunk: one read and one
-  write, as for short rows.  (One program a row walking its row twice,
-  ``_softmax_online``, re-reads it from HBM: with ~132 rows of 256-512 KB in
-  flight the re-read misses L2, measured 0.63-0.66 of copy speed = 2/3.)
-- 16-bit rows with N % 16 == 0 (PAIRS, a candidate of the rows kernel at
-  8192 < N <= 32768 and of the split kernel): the row or chunk is held as
-  32-bit words of two elements, half the registers of its floats, and exp
-  is computed twice.  bf16 4096 x 32768: 16 warps, two programs an SM, 135 us
-  (0.93 of copy) against 165 us for one 32-warp program of floats;
-  4096 x 131072: split chunks of 16384 on 8 warps, 600 us (0.84) against
-  636 us (H200, d1cb8ad); with the row max on raw pairs (_pair_max), 596 us
-  (0.85, 40089bc): the split kernel is not bound by instructions as the CUDA
-  one was (568 -> 540 us from the same step).
-- 16-bit long rows (pipe_fits): ``_softmax_pipe`` is raced against the
-  split kernel at the first call.  It hides the split kernel's wait at the
-  row counter (Nsight: barrier stalls 37%) on a persistent grid whose
-  programs hold two chunks, the older one written while the newer one's
-  loads are in flight.  What made it pay (benchmarks/softmax_pipe_probe.py,
-  bf16 4096 x 131072, each ratio against copy in one run, beside the split
-  kernel's 0.85): carrying index tensors from chunk to chunk doubled the
-  registers, 0.745 at best (34e5f4e); carrying only the chunk index, 0.878
-  (a458c59); capping registers at 80 for six programs an SM, 0.894
-  (d841d65); writing the held chunk before publishing the next one when
-  its row is already complete, 0.924 (9434379).  float32 stays with the
-  split kernel (0.935 against its 0.942 at 9434379).  The probe files are in
-  results/h200/diagnostics/softmax_pipe-*.txt.
-
-The plans and the autotuner's candidates for each shape (``plan``,
-``candidates``, ``split_candidates``; pure Python) are in _triton_plan.py.
-
-exp is exp2 of a pre-scaled argument (one FMA and one MUFU op an element, the .ftz
-form: see _shared/triton_math): at 1 T elements/s (bf16 at copy speed) MUFU has room for about four.
+  ROWS x BLOCK_N values in registers, 16 to 32 float32 a thread: one read, one
+  write.  Short rows go several to a program (N=128 bf16: 64 rows, 16 KB), so
+  a program moves enough bytes to amortise its launch and reductions.
+- Unaligned rows (N % 16 != 0: Triton cannot prove a row start 16-byte
+  aligned): the element-masked block is one 2- or 4-byte access an element
+  (65521 x 2053 bf16: 0.65 of copy).  The GRANULES form addresses a row as
+  the whole 16-byte granules between its first and last boundary plus fewer
+  than 2 * VEC head and tail elements: ld/st.global.v4 (the tests check the
+  PTX) on a block of at most N // VEC * VEC.  The autotuner times both forms.
+- 8192 < N <= 32768: a one-row program of up to 32 warps fills an SM that
+  then idles through the row's reductions (4096 x 32768 bf16: 0.73 of copy),
+  so the first call also tunes ``_softmax_split`` (2 to 8 programs a row,
+  several an SM) and keeps the faster kernel.
+- Longer rows: ``_softmax_split`` gives a row to P = N / BLOCK programs that
+  hold their chunks in registers, publish (max, sum of exp), meet at a
+  per-row counter, then scale and write: one read, one write.  Rows too long
+  for that take ``_softmax_online``, one program walking its row twice (the
+  re-read misses L2: ~2/3 of copy).
+- 16-bit rows with N % 16 == 0 (PAIRS): rows or chunks held as 32-bit words
+  of two elements, half the registers, exp computed twice (bf16 4096 x 32768:
+  0.93 of copy, two 16-warp programs an SM).  Long ones also race
+  ``_softmax_pipe``: persistent programs hold two chunks and write the older
+  while the newer one loads, hiding the split kernel's wait at the row
+  counter (bf16 4096 x 131072: 0.92 of copy against 0.86).  Plans and
+  candidates: _triton_plan.py.
 """
 from __future__ import annotations
 
@@ -133,7 +101,7 @@ def _pair_max(v, BF16: tl.constexpr, AXIS: tl.constexpr):
     float32.  On the GPU the words are reduced as they are, two elements an
     instruction (max.bf16x2 / max.f16x2), and only the last word is widened:
     half the instructions of widening every element (sm_90 SASS of the bf16
-    split chunk: 864 instructions a thread, was 960)."""
+    split chunk: 864 instructions a thread against 960)."""
     if PTX:
         if BF16:
             w = tl.reduce(v, AXIS, _max_bf16x2)
@@ -452,7 +420,7 @@ def _softmax_pipe(x_ptr, y_ptr, stats_ptr, count_ptr, M, N, M_BUCKET, BLOCK: tl.
     statistics; if not, it publishes first, then waits for the row and
     writes.  Only the chunk index and the held pairs go from one chunk to the
     next; indices and masks are recomputed, since carried index tensors
-    doubled the registers (benchmarks/softmax_pipe_probe.py).
+    double the registers (benchmarks/softmax_pipe_probe.py).
     No deadlock: a program waits only with all its chunks published, and
     tickets are taken in order, so only the newest row can be incomplete; for
     every resident program to wait on it, each would hold two of its chunks,

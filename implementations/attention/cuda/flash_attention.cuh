@@ -1,21 +1,18 @@
 // The attention forward kernel as a template over its tiling, shared by the
 // translation units that instantiate it (flash_attention_*.cu) and described
-// by flash_attention.cu, which defines the op.
-//
-// O = softmax(Q K^T / sqrt(D)) V, FlashAttention-2 style on tensor cores
-// (mma.sync m16n8k16, fp32 accumulation); q, k, v, o are (B, H, S, D)
-// contiguous, float16 or bfloat16.
+// by flash_attention.cu, which defines the op.  O = softmax(Q K^T / sqrt(D)) V,
+// FlashAttention-2 style on tensor cores (mma.sync m16n8k16, fp32
+// accumulation); q, k, v, o are (B, H, S, D) contiguous, float16 or bfloat16.
 //
 // Tiling (template Cfg): a CTA takes BM = WARPS * 16 * MT queries of one
 // (batch, head); each warp owns 16 * MT consecutive query rows end to end
 // (MT m16 tiles), so the softmax statistics of a row never leave the four
 // threads of a quad that hold it.  With MT = 2 every K or V fragment a warp
-// reads from shared memory feeds two MMAs, which halves the shared-memory
-// traffic per FLOP against MT = 1: at D = 128 the MT = 1 design reads 32 KB
-// through ldmatrix per 0.5 MFLOP of a warp, more than the 128 B/clk of an SM
-// can feed the tensor cores.  Q is either kept in registers (QREG) or, where
-// the registers do not allow it (D = 128 with MT = 2: O alone takes 128), read
-// again from shared memory for every K tile.
+// reads from shared memory feeds two MMAs, half the shared-memory traffic per
+// FLOP of MT = 1, which at D = 128 reads 32 KB through ldmatrix per 0.5 MFLOP
+// of a warp: more than the 128 B/clk of an SM can feed the tensor cores.  Q is
+// kept in registers (QREG) or, where they do not allow it (D = 128 with
+// MT = 2: O alone takes 128), read again from shared memory for every K tile.
 //
 // K and V stream through shared memory in tiles of BN keys, double buffered
 // with cp.async and one barrier per tile: at the top of tile j the copy of
@@ -24,13 +21,12 @@
 //
 // Per tile: S = Q K^T in accumulator registers; causal and ragged masks only
 // on the tiles that need them (a warp skips tiles wholly above its rows);
-// online softmax with the running max and sum in fp32, exponentials as ex2 of
-// one FFMA (log2(e) / sqrt(D) folded in); P rounded to 16 bits in registers
-// and used straight as the A operand of P V (the m16n8 accumulator layout of
-// two n8 tiles is the m16k16 A layout); O rescaled by exp2(m_old - m_new).
-// Causal CTAs start with the heaviest query blocks.  Shared rows are padded
-// by 8 elements (16 bytes), which makes every ldmatrix phase and the O
-// staging stores conflict-free.
+// online softmax in fp32, exponentials as ex2 of one FFMA (log2(e) / sqrt(D)
+// folded in); P rounded to 16 bits in registers and used straight as the A
+// operand of P V (two n8 accumulator tiles are the m16k16 A layout); O
+// rescaled by exp2(m_old - m_new).  Causal CTAs start with the heaviest query
+// blocks.  Shared rows are padded by 8 elements (16 bytes): every ldmatrix
+// phase and the O staging stores are conflict-free.
 #pragma once
 
 #include <ATen/ATen.h>

@@ -37,12 +37,9 @@ def _config(case) -> str:
     return f"16B vectors, {unroll} in flight/thread, one {256 * unroll}-pack tile a block, fast erfc GELU"
 
 
-# gelu.cu's designs (gelu_v); 3 (libdevice erff) is there to show what the
-# math costs, not a candidate; 9 and 10 (L2 evict_first loads) lost 4% at 16M
-# float32 elements in benchmarks/gelu_midsize (diagnostics/gelu_midsize-eeede61)
-# and are kept out of tuning
+# gelu.cu's designs (gelu_v), every one a candidate
 _TUNER = VariantTuner((1, 2, 4, 5, 6, 7, 8), {
-    1: "tiles of 256 x 4 packs (1 pack a thread below 4 waves), grid = tiles",
+    1: "tiles of 256 x 4 packs, grid = tiles",
     2: "persistent grid-stride over the tiles, grid = resident blocks",
     4: "tiles, 8 packs of 16 B in flight a thread",
     5: "tiles, 2 packs of 16 B in flight a thread",

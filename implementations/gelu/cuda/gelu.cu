@@ -3,37 +3,30 @@
 // Napkin math (H200, copy ceiling ~4.2 TB/s): bf16 N = 2^28 moves 1 GiB, 0.25 ms
 // at the ceiling.  The issue rate is the other limit: 132 SMs x 4 schedulers x
 // 1.98 GHz issue ~1.0e12 warp instructions/s, ~2.6e8 in 0.25 ms, i.e. ~31
-// instructions per element at 100% issue.  erff + the bf16 conversions +
-// 64-bit loop arithmetic cost ~30, so bf16 was issue bound (0.79 of copy).
-// ksuite::gelu_fast is ~16 (rcp + ex2 on the MUFU pipe, 10 FMAs; gelu_as, for
-// 16-bit outputs, 5 FMAs), and bf16 is
-// converted two elements per instruction: ~17 a bf16 element, half the issue
-// time of the memory time.  fp32 has twice the time per element.
+// instructions per element at 100% issue.  erff (libdevice) with one-element
+// conversions and 64-bit index math would take ~30 of them; ksuite::gelu_fast
+// is ~16 (rcp + ex2 on the MUFU pipe, 10 FMAs; gelu_as, for 16-bit outputs,
+// 5 FMAs), bf16 is converted two elements per instruction and indices inside
+// a tile are 32-bit (only the tile base is 64-bit): ~17 a bf16 element, half
+// the memory time.  float32 has twice the time per element.
 //
 // Memory side: each thread loads UNROLL 16-byte packs of one contiguous tile
-// (256 x UNROLL packs) before any math, so a resident SM has 2048 x 64 B =
-// 128 KB in flight (Little: ~4.2 TB/s x ~1 us / 132 SMs ~ 32 KB needed).
-// Variants (gelu_v's `variant`, 0 = auto):
-//  1 tiles: one tile a block, grid = tiles (the copy kernel's shape);
-//    UNROLL 4, or 1 when there are too few tiles to fill the GPU four times.
+// (THREADS x UNROLL packs) before any math; at UNROLL 4 a resident SM has
+// 2048 x 64 B = 128 KB in flight (Little: ~4.2 TB/s x ~1 us / 132 SMs ~ 32 KB
+// needed).  Variants (gelu_v's `variant`, 0 = auto), all tuned by the
+// registered op (implementations/gelu/cuda/__init__.py); 3 names no design:
+//  1 tiles of 256 threads x 4 packs, one tile a block, grid = tiles (the
+//    copy kernel's shape).
 //  2 persistent: the same tiles, grid = resident blocks (occupancy API) x SMs,
 //    grid-stride over tiles.
-//  3 tiles with erff (libdevice), to show what the math costs.
 //  4 tiles, UNROLL 8 (128 B a thread in flight).
 //  5 tiles, UNROLL 2.
 //  6 tiles, UNROLL 1 (auto's choice below 4 waves of UNROLL-4 tiles).
 //  7 tiles of 128 threads x 2 packs with plain ld.global (no .nc, no L1
-//    no_allocate hint): the shape of the Triton kernel that reached the copy
-//    ceiling at 2^28 float32 (1024 elements on 4 warps, no eviction hint).
+//    no_allocate hint): the shape of a Triton pointwise kernel (1024 float32
+//    elements on 4 warps, no eviction hint), which meets the copy ceiling at
+//    2^28 float32.
 //  8 tiles of 256 threads x 1 pack with plain ld.global.
-//  9 variant 7 with loads that skip L1 and mark their line L2 evict_first,
-//    so that the L2 gives up input lines, never read again, before the
-//    output's.
-// 10 variant 8 with the same L2 evict_first loads.
-//    Both were 4% slower than 7 and 8 at 16M float32 elements on the H200
-//    (benchmarks/gelu_midsize, diagnostics/gelu_midsize-eeede61) and equal in
-//    bf16; they stay out of tuning and show what the hint does.
-// Indices inside a tile are 32-bit; only the tile base is 64-bit.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
@@ -58,8 +51,8 @@ __device__ __forceinline__ float gelu1(float v) {
 }
 
 // PATH: how x is read (ksuite::LoadPath): the read-only no-allocate path by
-// default, plain ld.global, or with an L2 evict_first policy.
-template <typename T, int UNROLL, bool FAST, int THREADS = kThreads, int PATH = ksuite::kNcStream>
+// default, or plain ld.global.
+template <typename T, int UNROLL, int THREADS = kThreads, int PATH = ksuite::kNcStream>
 __global__ void __launch_bounds__(THREADS)
 gelu_tile_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t packs, int64_t n, int64_t tiles) {
   constexpr int VEC = ksuite::vec16<T>();
@@ -78,7 +71,7 @@ gelu_tile_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t packs, int6
         float f[VEC];
         ksuite::raw_to_floats<T>(raw[u], f);
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) f[k] = gelu1<T, FAST>(f[k]);
+        for (int k = 0; k < VEC; ++k) f[k] = ksuite::gelu_out<T>(f[k]);
         ksuite::st16(yt + (u * THREADS + threadIdx.x) * VEC, ksuite::floats_to_raw<T>(f));
       }
     } else {
@@ -95,7 +88,7 @@ gelu_tile_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t packs, int6
           float f[VEC];
           ksuite::raw_to_floats<T>(raw[u], f);
 #pragma unroll
-          for (int k = 0; k < VEC; ++k) f[k] = gelu1<T, FAST>(f[k]);
+          for (int k = 0; k < VEC; ++k) f[k] = ksuite::gelu_out<T>(f[k]);
           ksuite::st16(yt + i * VEC, ksuite::floats_to_raw<T>(f));
         }
       }
@@ -104,7 +97,7 @@ gelu_tile_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t packs, int6
   // The n % VEC elements after the last pack.
   if (blockIdx.x == 0) {
     const int64_t i = packs * VEC + threadIdx.x;
-    if (i < n) y[i] = ksuite::from_float<T>(gelu1<T, FAST>(ksuite::to_float(x[i])));
+    if (i < n) y[i] = ksuite::from_float<T>(ksuite::gelu_out<T>(ksuite::to_float(x[i])));
   }
 }
 
@@ -125,9 +118,12 @@ void check_input(const at::Tensor& x, const char* op) {
   KSUITE_CHECK(x.is_contiguous(), op, ": x must be contiguous (call .contiguous() first)");
 }
 
-constexpr int kVariants = 10;
+constexpr int kVariants = 8;
 
-template <typename T, int UNROLL, bool FAST, int THREADS = kThreads, int PATH = ksuite::kNcStream>
+// 3 names no design: the other numbers stay those that benchmarks and NOTES.md use.
+bool valid_variant(int64_t v) { return v >= 0 && v <= kVariants && v != 3; }
+
+template <typename T, int UNROLL, int THREADS = kThreads, int PATH = ksuite::kNcStream>
 void launch_tiles(const T* x, T* y, int64_t n, bool persistent, cudaStream_t stream) {
   constexpr int VEC = ksuite::vec16<T>();
   const int64_t packs = n / VEC;
@@ -137,13 +133,13 @@ void launch_tiles(const T* x, T* y, int64_t n, bool persistent, cudaStream_t str
     static int per_sm = 0;  // per instantiation; the same on every H200
     if (per_sm == 0) {
       C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &per_sm, gelu_tile_kernel<T, UNROLL, FAST, THREADS, PATH>, THREADS, 0));
+          &per_sm, gelu_tile_kernel<T, UNROLL, THREADS, PATH>, THREADS, 0));
       per_sm = std::max(per_sm, 1);
     }
     grid = std::min<int64_t>(grid, int64_t(per_sm) * ksuite::sm_count());
   }
   grid = std::min<int64_t>(grid, 0x7fffffff);
-  gelu_tile_kernel<T, UNROLL, FAST, THREADS, PATH><<<static_cast<unsigned>(grid), THREADS, 0, stream>>>(
+  gelu_tile_kernel<T, UNROLL, THREADS, PATH><<<static_cast<unsigned>(grid), THREADS, 0, stream>>>(
       x, y, packs, n, tiles);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -151,8 +147,8 @@ void launch_tiles(const T* x, T* y, int64_t n, bool persistent, cudaStream_t str
 // Variant 0 (auto): for 16-bit types, tiles of 4 packs a thread once there
 // are >= 4 waves of them (2048 threads an SM), else tiles of 1 pack, so a
 // small N still spreads over every SM.  float32 always takes 1 pack a thread,
-// which was the faster of the two in a variant sweep on the H200 at 2^28
-// elements (gelu_v's variants 1 and 6 let a suite run check it again).
+// the faster of the two in a variant sweep on the H200 at 2^28 elements
+// (gelu_v's variants 1 and 6 let a suite run check it again).
 int auto_variant(int64_t n, int vec) {
   if (vec == 4) return 6;
   const int64_t tiles4 = n / vec / (kThreads * 4);
@@ -162,7 +158,7 @@ int auto_variant(int64_t n, int vec) {
 
 at::Tensor gelu_run(const at::Tensor& x, int64_t variant, const char* op) {
   check_input(x, op);
-  KSUITE_CHECK(variant >= 0 && variant <= kVariants, op, ": variant must be 0 (auto) .. ", kVariants,
+  KSUITE_CHECK(valid_variant(variant), op, ": variant must be 0 (auto), 1, 2 or 4 .. ", kVariants,
                ", got ", variant);
   const c10::cuda::CUDAGuard guard(x.device());
   at::Tensor y = at::empty_like(x);
@@ -181,16 +177,13 @@ at::Tensor gelu_run(const at::Tensor& x, int64_t variant, const char* op) {
     }
     const int v = variant == 0 ? auto_variant(n, ksuite::vec16<scalar_t>()) : static_cast<int>(variant);
     switch (v) {
-      case 1: launch_tiles<scalar_t, 4, true>(xp, yp, n, false, stream); break;
-      case 2: launch_tiles<scalar_t, 4, true>(xp, yp, n, true, stream); break;
-      case 3: launch_tiles<scalar_t, 4, false>(xp, yp, n, false, stream); break;
-      case 4: launch_tiles<scalar_t, 8, true>(xp, yp, n, false, stream); break;
-      case 5: launch_tiles<scalar_t, 2, true>(xp, yp, n, false, stream); break;
-      case 7: launch_tiles<scalar_t, 2, true, 128, ksuite::kPlain>(xp, yp, n, false, stream); break;
-      case 8: launch_tiles<scalar_t, 1, true, 256, ksuite::kPlain>(xp, yp, n, false, stream); break;
-      case 9: launch_tiles<scalar_t, 2, true, 128, ksuite::kEvictFirst>(xp, yp, n, false, stream); break;
-      case 10: launch_tiles<scalar_t, 1, true, 256, ksuite::kEvictFirst>(xp, yp, n, false, stream); break;
-      default: launch_tiles<scalar_t, 1, true>(xp, yp, n, false, stream); break;
+      case 1: launch_tiles<scalar_t, 4>(xp, yp, n, false, stream); break;
+      case 2: launch_tiles<scalar_t, 4>(xp, yp, n, true, stream); break;
+      case 4: launch_tiles<scalar_t, 8>(xp, yp, n, false, stream); break;
+      case 5: launch_tiles<scalar_t, 2>(xp, yp, n, false, stream); break;
+      case 7: launch_tiles<scalar_t, 2, 128, ksuite::kPlain>(xp, yp, n, false, stream); break;
+      case 8: launch_tiles<scalar_t, 1, 256, ksuite::kPlain>(xp, yp, n, false, stream); break;
+      default: launch_tiles<scalar_t, 1>(xp, yp, n, false, stream); break;  // 6
     }
   });
   return y;

@@ -1,37 +1,32 @@
-// The tensor-core GEMM kernel of gemm_mma.cu, kept free of torch headers so
-// that it can be compiled alone for register and SASS inspection.
+// The tensor-core GEMM kernel of gemm_mma.cu, free of torch headers so that
+// it can be compiled alone for register and SASS inspection.  C = A @ B,
+// row-major, float16 or bfloat16 in, fp32 accumulation, rounded to the input dtype.
 //
-// C = A @ B, row-major A (M x K), B (K x N), C (M x N), float16 or bfloat16
-// inputs, fp32 accumulation, result rounded to the input dtype.
-//
-// Structure (per CTA: a BM x BN tile of C; per warp: a 64 x 64 sub-tile held
-// as 4 x 8 m16n8 fp32 accumulator fragments, 128 registers per thread):
+// Per CTA a BM x BN tile of C; per warp a 64 x 64 sub-tile held as 4 x 8
+// m16n8 fp32 accumulator fragments, 128 registers a thread:
 //  - K is walked BK at a time through a STAGES-deep ring of shared-memory
 //    buffers filled by cp.async (16-byte chunks, zero-filled out of range);
 //    wait_group STAGES-2 and one __syncthreads per BK step.
 //  - Shared rows are padded by 8 elements: row strides of 80/144/272/528 bytes
 //    put the eight 16-byte rows of every ldmatrix phase (and of every
 //    epilogue store phase) in eight distinct bank groups, and keep every
-//    ldmatrix address a per-thread base plus a compile-time offset, so the
-//    inner loop has no address arithmetic at all.
+//    ldmatrix address a per-thread base plus a compile-time offset: no
+//    address arithmetic in the inner loop.
 //  - The A and B fragments are double-buffered in registers: the ldmatrix of
 //    k16 slice kk+1 is issued before the 32 mma of slice kk, so its latency
 //    hides behind them.  The barrier for the next BK step sits just before
 //    the last slice's mma, whose fragments are already loaded, and the
 //    cp.async of the tile STAGES-1 ahead is issued right after it.
-//  - Global addresses are one pointer per operand advanced by BK per step;
-//    the M/N bounds are per-thread bit masks computed once, the K bound one
-//    compare per chunk; an invalid chunk reads from the matrix base with
-//    src-size 0 (nothing read, 16 zero bytes written).
+//  - One global pointer per operand, advanced by BK a step; M/N bounds are
+//    per-thread bit masks computed once, the K bound one compare a chunk; an
+//    invalid chunk reads the matrix base with src-size 0 (16 zero bytes).
 //  - CTAs run in groups of GROUP_M row tiles down each column band, so the
-//    concurrently resident CTAs share their A rows and B columns in L2.
-//  - Epilogue: accumulators are rounded, staged through (padded) shared
-//    memory and written as coalesced 16-byte rows.
-//
-// ALIGNED=false (K or N not a multiple of 8, or a base pointer not 16-byte
-// aligned): shared memory is filled with guarded 2-byte loads instead
-// (synchronous; the edge path, not the fast one) and C is stored element by
-// element from shared memory.
+//    resident CTAs share their A rows and B columns in L2.
+//  - Epilogue: accumulators rounded, staged through (padded) shared memory
+//    and written as coalesced 16-byte rows.
+// ALIGNED=false (K or N not a multiple of 8, or a base not 16-byte aligned):
+// guarded, synchronous 2-byte loads fill shared memory (the edge path, not the
+// fast one) and C is stored element by element from shared memory.
 #pragma once
 
 #include <cstdint>

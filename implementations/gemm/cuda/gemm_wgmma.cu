@@ -1,41 +1,31 @@
 // Hopper GEMM: C = A @ B, A (M x K), B (K x N), C (M x N), all row-major,
 // float16 or bfloat16 in and out, fp32 accumulation.  Needs sm_90a.
 //
-// Design (one CTA per SM, persistent over output tiles):
-//   * 3 warpgroups: warpgroup 0 is the producer (one thread issues TMA loads;
-//     setmaxnreg.dec to 40 registers), warpgroups 1 and 2 are consumers
-//     (setmaxnreg.inc to 232), each owning 64 rows of the 128-row CTA tile and
-//     the full BN columns: a 64 x BN fp32 accumulator, BN/2 registers a thread.
-//   * K is walked 64 at a time through a ring of STAGES shared-memory stages.
-//     Each stage holds A (128 x 64, one TMA box) and B (64 x BN, BN/64 TMA
-//     boxes of 64 x 64), all in the 128-byte swizzle.  Two mbarriers a stage:
-//     `full` (producer's arrive.expect_tx + the TMA bytes) and `empty` (one
-//     arrival from each of the 8 consumer warps once its wgmmas that read the
-//     stage have completed).
-//   * Consumers issue 4 wgmma.mma_async m64nBNk16 per stage, commit them as one
-//     group, and wait with wait_group 1: the group of stage s is still running
-//     on the tensor cores while the warp waits for stage s+1's data, and stage
-//     s-1 is released as soon as its group is known complete.
-//   * Tiles are visited in groups of 8 tile-rows (grouped rasterisation) so the
-//     ~132 tiles in flight share A and B panels in L2.  Because the producer
-//     runs ahead across tile boundaries, the next tile's loads overlap this
+// Design (one CTA per SM, persistent over output tiles in groups of 8
+// tile-rows, so that the ~132 tiles in flight share A and B panels in L2):
+//   * Warpgroup 0 is the producer (one thread issues TMA loads; setmaxnreg.dec
+//     to 40 registers); warpgroups 1 and 2 consume (setmaxnreg.inc to 232),
+//     each owning 64 rows of the 128-row tile and all BN columns: a 64 x BN
+//     fp32 accumulator, BN/2 registers a thread.
+//   * K is walked 64 at a time through a ring of STAGES shared-memory stages:
+//     A (128 x 64, one TMA box) and B (BN/64 boxes of 64 x 64), 128-byte
+//     swizzle.  Two mbarriers a stage: `full` (expect_tx + the TMA bytes) and
+//     `empty` (an arrival from each of the 8 consumer warps once its wgmmas
+//     that read the stage have completed).
+//   * Consumers issue 4 wgmma.mma_async m64nBNk16 a stage as one group and
+//     wait_group 1: stage s runs on the tensor cores while the warp waits for
+//     stage s+1's data, and s-1 is released once its group is complete.  The
+//     producer runs ahead across tiles: the next tile's loads overlap this
 //     tile's epilogue.
-//   * Epilogue: fp32 -> 16-bit, rows and columns masked against M and N.
-//     Tiles 0-2 store straight from the accumulator registers, two adjacent
-//     columns (4 bytes) a store, so a warp store writes 16 bytes into each of
-//     8 rows.  Tiles 3-5 (STAGED, the same tiles otherwise) pass each warp's
-//     16 x 64 blocks of C through 2 KB of shared memory, XOR-swizzled (no
-//     bank conflicts either way), and store whole 128-byte row segments, 16
-//     bytes a lane: the epilogue of the mma.sync GEMM's tiles 12 and 13,
-//     whose accumulator layout is the same.  Out-of-range rows/columns/k of
-//     the loaded boxes are zero-filled by TMA, so ragged M, N and K need no
-//     other care.
+//   * Epilogue: fp32 -> 16-bit, masked against M and N.  Tiles 0-2 store from
+//     the accumulators (4 bytes a store: a warp store writes 16 bytes into each
+//     of 8 rows); tiles 3-5 pass each warp's 16 x 64 blocks through 2 KB of
+//     swizzled shared memory and store 128-byte row segments (staged_epilogue.cuh).
+//     TMA zero-fills out-of-range boxes, so ragged M, N and K need no other care.
 //
-// Shapes: TMA needs every row stride to be a multiple of 16 bytes, so K and N
-// must be multiples of 8, and both base pointers 16-byte aligned.
-//
-// Tiles (op argument `tile`; -1 picks by a wave-count model, mirrored in
-// implementations/gemm/cuda_wgmma.py):
+// TMA needs 16-byte row strides: K and N multiples of 8, both base pointers
+// 16-byte aligned.  Tiles (`tile`; -1 picks by a wave-count model, mirrored
+// in implementations/gemm/cuda_wgmma.py):
 //   0: 128 x 256 x 64, 4 stages (48 KB each), wgmma m64n256k16
 //   1: 128 x 128 x 64, 6 stages (32 KB each), wgmma m64n128k16
 //   2: 128 x  64 x 64, 8 stages (24 KB each), wgmma m64n64k16 (skinny M: more CTAs)

@@ -1,55 +1,35 @@
 // The warp-specialised mma.sync GEMM of gemm_ws.cu (sm_90a): the same
 // mma.sync m16n8k16 math as gemm_mma_kernel.cuh, fed by TMA instead of
-// cp.async.
-//
-// C = A @ B, row-major A (M x K), B (K x N), C (M x N), float16 or bfloat16,
-// fp32 accumulation; K and N multiples of 8, 16-byte aligned bases (TMA).
+// cp.async.  C = A @ B, row-major, float16 or bfloat16, fp32 accumulation;
+// K and N multiples of 8, 16-byte aligned bases (TMA).
 //
 // Why: in gemm_mma_kernel.cuh the 8 warps that run the mma also issue every
 // cp.async (with its address and bound arithmetic) and meet at a CTA barrier
 // each k-tile, so one slow warp stalls all and 2 warps a scheduler have
 // little else to issue while the tensor pipe waits.  Here:
 //  - One thread of a producer warpgroup issues the TMA loads of a ring of
-//    STAGES shared-memory stages: A as one box of 64 k (128 bytes) x BM
-//    rows, B as BN/64 boxes of 64 n x 64 k-rows, all in the 128-byte
-//    swizzle.  Two mbarriers a stage: `full` (expect_tx + the TMA bytes),
-//    `empty` (one arrival from each consumer warp once it has read the stage).
+//    STAGES stages: A as one box of 64 k (128 bytes) x BM rows, B as BN/64
+//    boxes of 64 n x 64 k-rows, 128-byte swizzle.  Mbarriers a stage: `full`
+//    (expect_tx + the TMA bytes), `empty` (one arrival a consumer warp).
 //  - 8 consumer warps, 64 x 64 of C each (4 x 8 m16n8 fp32 fragments), only
 //    wait on mbarriers, ldmatrix and mma: no CTA barrier in the main loop.
-//    Fragments are double-buffered in registers across k16 slices and across
-//    stages (the next stage's first slice is loaded before the last slice's
-//    mma).  A stage is released after the mma that consumes its last
-//    fragments has issued, so every ldmatrix from it has completed.
-//  - Registers: a warp's registers come from its SM sub-partition's quarter
-//    of the file, so 9 warps (3 on one sub-partition) would cap every thread
-//    at 168 and spill the 128 accumulators and 64 fragment registers.  With
-//    a whole producer warpgroup, setmaxnreg moves registers from it (40) to
-//    the consumers (232): no spills.
+//    Fragments are double-buffered in registers across k16 slices and
+//    stages; a stage is released once the mma that consumes its last
+//    fragments has issued (every ldmatrix from it has completed).
+//  - Registers come from a warp's SM sub-partition's quarter of the file:
+//    9 warps (3 on one sub-partition) would cap every thread at 168 and spill
+//    the 128 accumulators and 64 fragment registers.  With a whole producer
+//    warpgroup, setmaxnreg moves registers from it (40) to the consumers (232).
 //  - Persistent grid (one CTA an SM) over output tiles in groups of 8 tile
-//    rows; the producer runs ahead across tile boundaries, so the next
-//    tile's loads overlap this tile's epilogue: straight from registers,
-//    4-byte stores masked by M and N (each warp store writes 16 bytes into
-//    each of 8 rows), or with STAGED through 2 KB of shared memory a warp,
-//    16-byte stores that write whole 128-byte row segments.
-//  - ldmatrix from the swizzled layout: the 16-byte chunk c of 128-byte row
-//    r sits at chunk c ^ (r % 8).  A lane's row is fixed, so its chunk for
-//    k16 slice kk is (2 kk + hi) ^ (r % 8) = 2 kk ^ (hi ^ r % 8): one XOR of
-//    a per-lane base with kk << 5.  The eight rows of every ldmatrix phase
-//    hit eight different chunks: no bank conflicts.
-// Tried and dropped: clusters of two vertically adjacent tiles, each CTA
-// loading half of their common B and multicasting it to both (B crosses L2
-// once a pair).  On the H200 that was slower (384-413 TFLOP/s against
-// 434-461 at 4096^3 and 8192^3 with the tune script): the pair's lockstep
-// (a stage is refilled only once both CTAs freed it) cost more than the
-// L2 traffic it saved.
-// Also tried and dropped: stream-K over the last partial wave (the k-tiles
-// of the tiles past the full waves cut into one equal range a SM, partial
-// sums of a cut tile through an fp32 workspace, finished by the CTA that ran
-// its k = 0 part).  At 4096^3 the wave is 116 of 132 tiles, so the split
-// saves ~3% of SM time on paper; measured in paired rounds it was 2-3%
-// slower there and within +-1% at 8192^3 (results/h200/diagnostics/
-// gemm_stream_k-08a7768.txt): the partial sums' write and read sit on every
-// cut tile's critical path.
+//    rows; the producer runs ahead across tiles, so the next tile's loads
+//    overlap this tile's epilogue (4-byte stores from registers, or with
+//    STAGED 16-byte stores of whole 128-byte row segments; staged_epilogue.cuh).
+//  - ldmatrix from the swizzled layout: chunk c of 128-byte row r sits at
+//    c ^ (r % 8); a lane's row is fixed, so its chunk for k16 slice kk is
+//    (2 kk + hi) ^ (r % 8) = 2 kk ^ (hi ^ r % 8): one XOR of a per-lane base
+//    with kk << 5.  The eight rows of every ldmatrix phase hit eight
+//    different chunks: no bank conflicts.
+// B multicast over 2-CTA clusters and stream-K were slower (gemm/NOTES.md).
 #pragma once
 
 #include <cuda.h>

@@ -4,72 +4,30 @@
 // Napkin math: (3*M*N + 2*N) * sizeof(T) bytes compulsory (x and r read once,
 // y written once, w and b once per SM from L2).  bf16 at 0.9 x 4.2 TB/s is
 // ~0.63e12 elements/s, ~0.6 an element per scheduler-clock: a budget of ~50
-// instructions an element.  The old kernel spent ~25 on erff alone plus
-// 64-bit index math, block barriers and one-element conversions; now
-// ksuite::gelu_fast (~16; gelu_as, ~13, for 16-bit outputs), packed bf16
-// conversions, 32-bit in-row indices.
+// instructions an element.  erff alone would take ~25, so the GELU is
+// ksuite::gelu_fast (~16; gelu_as, ~13, for 16-bit outputs), with packed bf16
+// conversions and 32-bit in-row indices.  Statistics are exact: two passes
+// over h held on chip (row sum, then squared deviations from the mean), or
+// one reduction of each thread's own two-pass pair merged by Chan's formula.
 //
-// Plans (residual_layernorm_gelu_v's `variant`; 0 = auto):
-//  1 registers, 4 packs a thread of x and of r (2 x 64 B in flight a thread)
-//  2 registers, 2 packs a thread
-//  3 registers, 1 pack a thread
-//    h = x + r stays in registers (ksuite::plan_regs: lanes of a warp, several
-//    rows a block, or a whole block a row).  Every x/r load of a thread is
-//    issued first (predicated, no per-pack branch), then exact two-pass
-//    statistics: the row sum, then the sum of squared deviations from the
-//    row mean, one reduction (one barrier when a block holds the row) each.
-//  4 cluster (sm_90): rows too long for registers split over 2..8 CTAs, each
-//    holding its slice of h as float in shared memory; (count, mean, M2)
-//    merged through distributed shared memory.
-//  5 two reads: shifted sums, then a backwards output pass whose re-reads
-//    mostly hit L2 (rows longer than the cluster holds).
-//  6 plan 1 with x and r read by plain ld.global (L1-allocating, coherent)
-//    instead of ld.global.nc.L1::no_allocate
-//  7 plan 3 with plain loads, likewise.  (The Triton kernel's float32 rows
-//    ran 3-8% faster on the H200 without a load cache hint.)
-//  8 persistent TMA (sm_90): one 1024-thread CTA an SM walks rows; the raw x
-//    and r of a row (<= 1024 x 4 16-byte packs of each: bf16/fp16 32768,
-//    float32 16384; 128 KB) sit in shared memory, filled by cp.async.bulk;
-//    each thread copies its 4 packs to registers as h = x + r, and the bulk
-//    copy of the CTA's next row starts at once, so that its loads overlap
-//    this row's statistics, GELU and stores (plan 1 at 32768 columns: one
-//    CTA an SM alternates loading and computing).
-//  9 plan 8 over a cluster of 2, 4 or 8 CTAs a row, each holding a slice
-//    (float32 32768: 2 x 64 KB of x and of r), partial sums exchanged by
-//    st.async.  Plans 8-12: 16-byte packs only (n % (16 / itemsize) == 0,
-//    aligned pointers).
-// 10 plan 9 with 512-thread CTAs, two an SM (slices of <= 512 x 4 packs)
-// 11 plan 9 with 256-thread CTAs, four an SM (slices of <= 256 x 4 packs)
-// 12 plan 10 as one CTA an SM with two slices of x and r in flight (the
-//    next two rows) and the CTA's slice of w and b held in shared memory:
-//    6 slices of <= 512 x 4 packs, <= 192 KB.  (Tried on the H200 at
-//    4096 x 32768 and dropped: 1024-thread CTAs at 2 packs, one an SM;
-//    512-thread CTAs at 2 packs, two an SM; 256-thread CTAs at 8 packs: all
-//    slower than plan 12 in float32 and in bf16.)
-// 13 plan 8 with 512-thread CTAs and 8 packs a thread (one an SM): half the
-//    per-row work of a thread (barriers, reductions, addresses) an element
-// 14 plan 13 with one-round statistics: each thread's own two-pass sum and
-//    squared deviations over its packs, merged for the row in one reduction
-//    by Chan's formula for equal groups (merge_row_stats): exact like the
-//    two-pass statistics, one shuffle tree and one barrier instead of two.
-//    Rows that do not fill every thread's packs take the two-pass path.
-// 15 plan 8 with plan 14's one-round statistics (1024 x 4).
-// 16 plan 12 with one-round statistics: one cluster exchange a row, of
-//    (sum, squared deviations) pairs (cluster_merge), instead of two.
-// 17 plan 10 with one-round statistics, likewise.
-//    On the H200 at bf16 4096 x 32768, plan 16 takes 206-208 us where plans
-//    8, 12 and 15 take 223-226 and 17 230: the second cluster exchange of
-//    plan 12 was the cost, one barrier more inside a CTA (8 against 15) is
-//    not.  Plans 13 and 14 lost to plan 8: 250-251 and 242 us (half the
-//    warps); a 256-thread, 16-pack form of 14, 304 us, was dropped.  In
-//    float32 plan 16 (clusters of 4) takes 403-407 us against plan 12's
-//    389-390.
-// Auto: 1 while the row fits 1024 threads, else 4, else 5.  A variant that
-// cannot run a shape runs auto's plan.
-//
-// This file holds the plan table above, the launchers and the op; the
-// kernels are in rlg_rows.cuh (plans 1-7) and rlg_tma.cuh (8-17), over the
-// helpers of rlg_common.cuh.
+// Plans (residual_layernorm_gelu_v's `variant`; 0 = auto), all candidates of
+// the registered op's tuner (cuda/__init__.py names each one):
+//  1-3    row in registers, 4 / 2 / 1 packs of x and of r a thread, all loads
+//         issued first; a warp or a block a row (ksuite::plan_regs)
+//  4      cluster of 2..8 CTAs a row, h as float in shared memory (sm_90)
+//  5      two reads: shifted sums, then a backwards output pass (L2 re-reads)
+//  6, 7   plans 1 and 3 with plain ld.global loads
+//  8      persistent 1024-thread CTA an SM, a row's raw x and r (<= 128 KB) in
+//         shared memory by TMA, the next row's copy in flight during this one's math
+//  9-11   plan 8 over a cluster of 2-8 CTAs a row, of 1024, 512 or 256 threads
+//  12     plan 10 as one CTA an SM, the next two rows in flight, w and b in shared memory
+//  13     plan 8 at 512 threads x 8 packs;  14-17: plans 13, 8, 12 and 10 with
+//         one-round statistics (16, 17: one cluster exchange a row, not two)
+// Plans 8-17 take 16-byte packs only.  At bf16 4096 x 32768 on the H200 plan 16
+// takes 206-208 us, 8, 12 and 15 223-226: plan 12's second exchange is the cost.
+// Auto: registers (float32 at 2 packs first) while the row fits 1024 threads,
+// else the cluster, else one block a row.  A plan that cannot run a shape runs auto's.
+// Kernels: rlg_rows.cuh (plans 1-7), rlg_tma.cuh (8-17), over rlg_common.cuh.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAException.h>

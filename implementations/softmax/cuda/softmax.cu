@@ -3,103 +3,33 @@
 // Napkin math: 2*M*N*sizeof(T) bytes compulsory, ~5 FLOPs an element: memory
 // bound.  At the H200's ~4.2 TB/s an SM must keep ~32 KB of loads in flight
 // (Little: bandwidth x ~1 us / 132 SMs).  A row kernel only has loads in
-// flight between a row's first load and its first reduction, so the bytes a
-// resident SM holds must be well above that.
+// flight between a row's first load and its first reduction, so every plan
+// issues all loads of its row (or slice) first, and each thread keeps a
+// running (max, sum of exp) over its own elements: one pair reduction a row.
+// bf16 131072 columns at copy speed are ~1 T elements/s, where instructions
+// rather than bytes are the limit: plans 29-33 take the row max on raw pairs
+// (max.bf16x2 / max.f16x2; plan 30: 568 -> 540 us, 0.89 -> 0.94 of copy).
 //
-// Plans (softmax_v's `variant`; 0 = auto, which softmax uses):
-//  1 registers, 4 packs (64 B) a thread  } the row in registers, all its loads
-//  2 registers, 2 packs a thread         } issued at once; tpr threads a row
-//  3 registers, 8 packs a thread         } (ksuite::plan_regs): lanes of a
-//    warp (several rows a 256-thread block, shuffles only) or a whole block
-//    (one shared-memory exchange).  Each thread keeps a running (max, sum of
-//    exp) over its own elements, so one (max, sum) pair reduction finishes
-//    the row: one block barrier a row, not four.  With 4 packs a thread, a
-//    resident SM holds 1024-2048 threads x 64 B = 64-128 KB in flight.
-//  4 cluster + TMA, slices <= 32 KB  } rows too long for registers (auto
-//  5 cluster + TMA, slices <= 64 KB  } beyond 4 x 16 B x 1024 threads): a
-//    cluster of 2..8 CTAs holds the row in shared memory in the input dtype,
-//    each CTA one slice, loaded by cp.async.bulk (the copy engine: the
-//    whole slice in flight from one instruction, no registers), then
-//    (max, sum) swapped through distributed shared memory: one read and one
-//    write of the row.  bf16 131072 columns = 256 KB a row: 8 x 32 KB (v4,
-//    up to 7 CTAs an SM, so one CTA's load overlaps the others' math) or
-//    4 x 64 KB (v5, 3 an SM).
-//  6 cluster, register loads (the row as the input dtype in shared memory,
-//    any alignment; slices <= 64 KB): 4 predicated 16-byte loads a thread
-//    issued back to back, then stored to shared memory.
-//  7 streaming: online (max, sum) pass, then an output pass walking the row
-//    backwards so its re-reads hit L2; for rows longer than 8 x 227 KB.
-//  8 persistent cluster + TMA, 2 x slices <= 64 KB, 512 threads  } plans
-//  9 persistent cluster + TMA, 2 x slices <= 32 KB, 256 threads  } 4/5 kept
-// 10 persistent cluster + TMA, 3 x slices <= 64 KB, 512 threads  } resident:
-//    one cluster walks rows cluster_id, + clusters, ...; each CTA keeps 2
-//    or 3 slice buffers, so the next rows' bulk copies are in flight while
-//    it reduces and writes the current one (plans 4/5 load, reduce, swap
-//    and write back to back, and the SM's loads stop while it computes).
-//    bf16 131072: 4 CTAs x 2 x 64 KB (one CTA an SM, 33 clusters) or
-//    8 x 2 x 32 KB (three CTAs an SM); (max, sum) swapped by st.async into
-//    every CTA of the cluster, counted by an mbarrier (no cluster barrier).
-// 11 short rows, 2 packs a lane, 4-warp blocks      } rows of <= 128
-// 12 short rows, 1 pack a lane, 4-warp blocks       } packs (float32 512,
-// 13 short rows, 4 packs a lane, 1-warp blocks      } 16-bit 1024): a lane
-// 14 as 11 with ld.global.nc loads                  } group owns R rows
-//    (R * packs a row a lane = the plan's packs a lane), issues all its
-//    16-byte loads of the R rows first, then R interleaved shuffle trees
-//    (max, then sum); no shared memory.  Loads without a cache hint
-//    (ld.global; 14: ld.global.nc), where plans 1-3 use
-//    ld.global.nc.L1::no_allocate.  11 and 12 are the shapes of Triton's
-//    winners at 2097152 x 128 (4 warps, 8 or 16 rows); 13 its float32 one
-//    (4 rows on one warp).
-// 15 any alignment, 4 packs a thread  } a row not on a 16-byte boundary
-// 16 any alignment, 2 packs a thread  } (n not a multiple of the pack):
-// 17 any alignment, 8 packs a thread  } scalar head up to the boundary,
-//    16-byte body, scalar tail; a warp a row up to 32 threads' worth, else
-//    a block.  Any n that fits K packs x 1024 (256 at 64 values a thread)
-//    threads; x and y rows equally misaligned (y = empty_like(x) starts on
-//    a 16-byte boundary, so x must too: a view of x that does not runs auto).
-//    A warp's rows go four to a block; one-warp blocks, which spread 1823
-//    rows evenly where four-row blocks give some SMs 16 rows and others 12,
-//    were no faster (benchmarks/softmax_short_rows, float32 1823 x 781:
-//    0.928 of torch.compile's time against 0.936 for plan 17).
-// 18 persistent cluster + TMA, slice in registers, 512 threads x 4 packs  } plans
-// 19 persistent cluster + TMA, slice in registers, 256 threads x 8 packs  } 8-10
-// 20 persistent cluster + TMA, slice in registers, 1024 threads x 4 packs } with
-//    the slice copied once from its buffer to registers as float
-//    exp(v - the thread's max): the buffer goes back to the copy engine
-//    before the reductions (row i + 2 loads while row i is reduced, swapped
-//    and written) and the output pass is one multiply an element, one exp
-//    an element in all (plans 8-10: two, and the buffer is held to the end).
-//    Slices of <= threads x packs x 16 B (18, 19: 32 KB, two CTAs an SM;
-//    20: 64 KB, one), 2 buffers a CTA.
-// 21 as 19 with 3 buffers a CTA (rows i + 1 and i + 2 in flight)
-// 22 as 18 with 3 buffers a CTA
-// 23 row (a cluster of 2-8 CTAs: a slice) in registers as raw packs, 512 x 8   } exp twice,
-// 24 the same at 256 threads x 8 packs a CTA, four CTAs an SM                 } twice the
-// 25 the same at 1024 threads x 8 packs, one CTA an SM                        } bytes held
-// 26 as 15 (any alignment, 4 packs a thread) with the packs kept raw, exp twice
-// 27 as 23 with plain ld.global loads (no cache hint)
-// 28 as 27 with each pack's exps kept in its registers as half2: one exp an
-//    element (16-bit types only)
-// 29 as 19 with the exps kept as half2 (16-bit types only), three CTAs an SM
-// 30 as 29 at 512 threads x 8 packs (64 KB slices: bf16 131072 on clusters of
-//    4, not 8), one CTA an SM (80 registers).  Clusters of 8 CTAs two an SM
-//    leave SMs idle: the H200's GPCs hold 30 of them (240 of 264 CTA slots;
-//    Nsight Compute, plan 19 at bf16 4096 x 131072).
-// 31 as 30 with one buffer: refilled as soon as the slice is in registers
-// 32 as 31 at 512 threads x 16 packs (128 KB slices: bf16 131072 on clusters
-//    of 2, which fill more of each GPC than clusters of 4 one an SM)
-// 33 as 32 at 1024 threads x 8 packs (<= 64 registers)
-//    Plans 29-33 take the row max on raw pairs (max.bf16x2 / max.f16x2):
-//    bf16 131072 is bound by instructions, not by bytes, at ~1 T elements/s;
-//    that step took plan 30 from 568 to 540 us (0.89 -> 0.94 of copy), while
-//    32 and 33 stayed at 565 us (H200, 7e3e9cb).
-// A variant that cannot run a shape (too long a row for registers, a
-// misaligned row for TMA or plans 1-14) runs auto's plan instead.
+// Plans (softmax_v's `variant`; 0 = auto, which softmax runs), all candidates
+// of the registered op's tuner (cuda/__init__.py names each one):
+//  1-3        row in registers, 4 / 2 / 8 packs of 16 B a thread; a warp or a block a row
+//  4, 5       cluster of 2..8 CTAs, the row's slices in shared memory by TMA (<= 32 / 64 KB)
+//  6          cluster, register loads into shared memory (any alignment)
+//  7          streaming: online (max, sum) pass, then a backwards output pass (L2 re-reads)
+//  8-10       persistent clusters, TMA into 2 or 3 slice buffers: the next rows in flight
+//  11-14      short rows (<= 128 packs): lane groups of several rows, shuffles only
+//  15-17, 26  any alignment: scalar head and tail, 16-byte body (26: packs kept raw)
+//  18-22      as 8-10 with the slice copied to registers once and its buffer refilled early
+//  23-25, 27  row (on a cluster: a slice) in registers as raw 16-byte packs, exp twice
+//  28-33      16-bit only, exps kept as half2: 28 as 27, 29-33 as 19 at other shapes
+// Auto: registers at 2 packs a thread (float32, and 16-bit rows <= 1024), else
+// 4; longer rows on a cluster (float32: register loads, 16-bit: 64 KB TMA
+// slices); longer still, streaming.  A plan that cannot run a shape (too long
+// a row for registers, a misaligned row for TMA or plans 1-14) runs auto's.
 //
-// This file holds the plan table above, the launchers and the op; the
-// kernels are in softmax_rows.cuh (plans 1-3, 11-17, 23-28), softmax_tma.cuh
-// (4, 5, 8-10, 18-22, 29-33) and softmax_cluster_stream.cuh (6, 7), over the
-// helpers of softmax_common.cuh.
+// This file holds the plan table above, the launchers and the op; the kernels
+// are in softmax_rows.cuh (plans 1-3, 11-17, 23-28), softmax_tma.cuh (4, 5,
+// 8-10, 18-22, 29-33) and softmax_cluster_stream.cuh (6, 7), over softmax_common.cuh.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
@@ -200,7 +130,7 @@ inline int fewest_ctas(int64_t packs, int64_t per_cta) {
   return 0;
 }
 
-// Plans 18-22, 29: persistent clusters of the fewest CTAs whose THREADS x KP
+// Plans 18-22, 29-33: persistent clusters of the fewest CTAs whose THREADS x KP
 // packs hold the row; STAGES buffers a CTA.
 template <typename T, int STAGES, int THREADS, int KP, int MIN_BLOCKS, bool HALF_E = false>
 bool launch_tma_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
@@ -279,7 +209,7 @@ bool launch_warp_rows(const T* x, T* y, int64_t m, int64_t n, int warps, cudaStr
   return launch_warp_rows_k<T, 4, R4, PATH>(x, y, m, n, warps, 5, stream);
 }
 
-// Plans 15-17: any n (K packs a thread, threads a row as plan_regs), when
+// Plans 15-17 and 26: any n (K packs a thread, threads a row as plan_regs), when
 // x and y rows are equally misaligned.
 template <typename T, int K, bool RAW = false>
 bool launch_unaligned(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {

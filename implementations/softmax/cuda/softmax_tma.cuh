@@ -16,7 +16,11 @@ constexpr int kTmaThreads = 256;
 
 
 // CTA `rank` of the cluster owns packs [rank * chunk, (rank + 1) * chunk) of
-// its row and keeps them in dynamic shared memory as loaded.
+// its row and keeps them in dynamic shared memory as loaded: one read and one
+// write of the row, the whole slice in flight from one bulk copy and no
+// registers.  bf16 131072 columns (256 KB a row): 8 x 32 KB slices (plan 4,
+// up to 7 CTAs an SM, so one CTA's load overlaps the others' math) or
+// 4 x 64 KB (plan 5, 3 an SM).
 template <typename T>
 __global__ void __launch_bounds__(kTmaThreads)
 softmax_tma_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk) {
@@ -315,9 +319,11 @@ softmax_tma_persistent_kernel(const T* __restrict__ x, T* __restrict__ y, int64_
 // copy; the thread keeps exp(v - its max) and scales it by
 // exp(its max - row max) / row sum for the output.
 //
-// HALF_E (16-bit T, plan 29): each pack's exps are kept as 4 words of half2
-// instead of 8 floats (relative error 2^-11, a quarter of a bf16 rounding),
-// so a CTA of 256 threads x 8 packs fits 3 an SM.
+// HALF_E (16-bit T, plans 29-33): each pack's exps are kept as 4 words of
+// half2 instead of 8 floats (relative error 2^-11, a quarter of a bf16
+// rounding), so a CTA of 256 threads x 8 packs fits 3 an SM.  Clusters of 8
+// CTAs two an SM fill only 240 of the H200's 264 CTA slots (a GPC holds 30),
+// hence plans 30-33: bf16 131072 on clusters of 4 (30, 31) or 2 (32, 33).
 template <typename T, int STAGES, int THREADS, int KP, int MIN_BLOCKS, bool HALF_E = false>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 softmax_tma_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int n, int chunk) {

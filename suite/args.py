@@ -1,0 +1,25 @@
+"""What the verbs share for reading their arguments: the usage error and list parsing.
+
+A verb's module imports these from here, never from suite.cli, which imports
+the verbs' modules by name: the CLI depends on the verbs and not the reverse.
+"""
+from __future__ import annotations
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
+def csv_list(text: str | None) -> list[str] | None:
+    """A comma-separated option as its non-empty items, or None when not given."""
+    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+
+def choose(given: list[str] | None, valid: list[str], what: str) -> list[str] | None:
+    """``given`` unchanged when every item is in ``valid``, else UsageError naming the choices."""
+    if given is None:
+        return None
+    bad = [g for g in given if g not in valid]
+    if bad:
+        raise UsageError(f"unknown {what} {', '.join(map(repr, bad))}; choose from {', '.join(valid)}")
+    return given

@@ -1,0 +1,173 @@
+"""Smoke tests of the probes under lab/ (their measurements run on a GPU; their
+outputs are in lab/findings): each one parses its arguments and refuses a
+machine without a GPU with a clear message, the shared helpers compute what
+they say, the pipe probes' kernels are right under the interpreter, and
+nothing outside lab/ imports it.  Everything here runs in-process, a few
+seconds at most each."""
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from suite import verify
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Each probe that times on the GPU, and the arguments its entry point takes
+# (None: a ``bench()`` without arguments).
+GPU_PROBES = {
+    "gelu_midsize": None, "gemm_clocks": ["--seconds", "1"], "gemm_ksweep": None, "gemm_order": None,
+    "l2_flush_probe": None, "mma_feed": [], "mma_peak": [], "rlg_eviction": None, "rlg_pipe_probe": None,
+    "rlg_placement": None, "rlg_prefetch_probe": None, "rlg_smem_probe": None, "sampler_overhead": None,
+    "softmax_pipe_probe": None, "softmax_short_rows": None,
+}
+
+
+def test_every_gpu_probe_is_listed_here():
+    """A probe added to lab/ without a smoke test here fails this."""
+    others = {"__init__", "_probe", "dashboard_perf", "ncu_rows", "rlg_wide_rows", "triton_clusters_probe"}
+    assert {p.stem for p in (ROOT / "lab").glob("*.py")} - others == set(GPU_PROBES)
+
+
+@pytest.mark.parametrize("module,words,option", [
+    ("gemm_clocks", "SM clock and board power", "--seconds"),
+    ("mma_feed", "consumer loop", "--stages"),
+    ("mma_peak", "mma.sync", "--out"),
+    ("dashboard_perf", "How fast the dashboard answers", "--runs"),
+])
+def test_probe_help(module, words, option, capsys):
+    mod = importlib.import_module(f"lab.{module}")
+    with pytest.raises(SystemExit) as exc:
+        mod.main(["--help"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0 and words in out and option in out
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the no-GPU message")
+@pytest.mark.parametrize("module", sorted(GPU_PROBES))
+def test_probe_without_a_gpu(module, capsys):
+    mod = importlib.import_module(f"lab.{module}")
+    args = GPU_PROBES[module]
+    try:
+        code = mod.bench() if args is None else mod.main(args)
+        said = capsys.readouterr().err
+    except SystemExit as exc:
+        code, said = exc.code, str(exc.code)
+    assert code not in (0, None) and "needs a CUDA GPU" in said, (code, said)
+
+
+def test_mma_feed_rejects_a_bad_stage_count(capsys):
+    from lab import mma_feed
+
+    with pytest.raises(SystemExit) as exc:
+        mma_feed.main(["--stages", "0"])
+    assert exc.value.code == 2 and "--stages must be at least 1" in capsys.readouterr().err
+
+
+def test_ncu_rows_explains_itself_without_its_four_arguments(capsys):
+    from lab import ncu_rows
+
+    assert ncu_rows.main(["softmax-cuda-19"]) == 2
+    assert "softmax-triton-split" in capsys.readouterr().err
+
+
+def test_spread_is_median_and_nearest_rank_quantiles():
+    from lab._probe import spread
+
+    assert spread([5.0, 1.0, 4.0, 2.0, 3.0]) == "3.000 [2.000, 5.000]"
+    assert spread([1.0, 2.0, 3.0, 4.0], ".1f") == "2.5 [1.0, 4.0]"
+
+
+@pytest.mark.parametrize("regs,warps,want", [(64, 4, 8), (255, 4, 2), (40, 16, 3), (24, 16, 4), (32, 1, 32)])
+def test_fit_counts_programs_an_sm_holds(regs, warps, want):
+    from lab._probe import fit
+
+    kernel = SimpleNamespace(n_regs=regs, _init_handles=lambda: None)
+    assert fit(kernel, warps) == want
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter form")
+@pytest.mark.parametrize("dtype,pairs,n,static,early", [
+    (torch.float32, False, 50, False, False),  # a ragged last chunk, tickets
+    (torch.bfloat16, True, 48, True, False),  # 16-bit pairs, a static grid
+    (torch.bfloat16, False, 33, False, True),  # early writes
+], ids=["tickets", "static", "early"])
+def test_softmax_pipe_probe_kernel_on_the_cpu(dtype, pairs, n, static, early):
+    """The persistent softmax that softmax_pipe_probe times, under the
+    interpreter: one program takes every ticket, so rows of at most two
+    32-column chunks keep each of its waits on chunks it has itself
+    published; the output starts as NaN."""
+    from lab.softmax_pipe_probe import pipe
+
+    x = torch.randn(5, n, dtype=dtype) * 3
+    out = torch.full_like(x, float("nan"))
+    y, _ = pipe(x, 32, 4, 1, pairs, out=out, programs=1, static=static, early=early)
+    assert y is out
+    tol = {torch.float32: 1e-5, torch.bfloat16: 1.6e-2}[dtype]  # the softmax workload's tolerances
+    assert verify.check(y, torch.softmax(x.double(), -1), tol).correct
+
+
+def _rlg_inputs(dtype: str, m: int, n: int):
+    from suite.workload import Case, discover
+
+    wl = discover().workloads["residual_layernorm_gelu"]
+    case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
+    inp = wl.make_inputs(case, "cpu", m * n)
+    return inp, wl.reference(case, inp), wl.tolerance(case)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter form")
+@pytest.mark.parametrize("dtype,n,early", [("float32", 50, False), ("bfloat16", 64, True)])
+def test_rlg_pipe_probe_kernel_on_the_cpu(dtype, n, early):
+    """The persistent residual_layernorm_gelu that rlg_pipe_probe times, under
+    the interpreter (one program, rows of at most two 32-column chunks, a
+    ragged last one included), against the workload's float64 reference."""
+    from lab.rlg_pipe_probe import pipe
+
+    inp, ref, tol = _rlg_inputs(dtype, 5, n)
+    out = torch.full_like(inp["x"], float("nan"))
+    y, _ = pipe(inp["x"], inp["r"], inp["weight"], inp["bias"], inp["eps"], 32, 4, early=early, out=out,
+                programs=1)
+    assert y is out
+    assert verify.check(y, ref, tol).correct
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter form")
+@pytest.mark.parametrize("m,n,eager", [(5, 64, True), (3, 50, False), (1, 64, False)])
+def test_rlg_prefetch_probe_rotating_kernel_on_the_cpu(m, n, eager):
+    """The persistent kernel rlg_prefetch_probe times, under the interpreter
+    (two programs walking the rows, a ragged row, a program with no row), against the workload's
+    float64 reference, into a NaN-filled output."""
+    from lab.rlg_prefetch_probe import rot
+
+    inp, ref, tol = _rlg_inputs("bfloat16", m, n)
+    out = torch.full_like(inp["x"], float("nan"))
+    y, _ = rot(inp["x"], inp["r"], inp["weight"], inp["bias"], inp["eps"], 1, eager, out=out, programs=2)
+    assert y is out
+    assert verify.check(y, ref, tol).correct
+
+
+# ---------------------------------------------------------------- nothing imports lab
+IMPORTS_LAB = re.compile(r"^\s*(from\s+lab(\.\w+)*\s+import\b|import\s+lab(\.\w+)*\s*(,|$|\bas\b))", re.M)
+OUTSIDE = ("suite", "implementations", "dashboard", "benchmarks")
+
+
+def test_the_import_pattern_finds_what_it_should():
+    for line in ("from lab import _probe", "from lab._probe import spread", "import lab",
+                 "    import lab.gelu_midsize as g", "import lab, os"):
+        assert IMPORTS_LAB.search(line), line
+    for line in ("from label import x", "import labels", "# see lab/findings", "from suite import lab_x"):
+        assert not IMPORTS_LAB.search(line), line
+
+
+def test_nothing_outside_lab_imports_it():
+    files = [p for d in OUTSIDE for p in (ROOT / d).rglob("*.py")]
+    assert len(files) > 20
+    found = [f"{p.relative_to(ROOT)}: {m.group(0).strip()}" for p in files
+             for m in IMPORTS_LAB.finditer(p.read_text(encoding="utf-8"))]
+    assert found == []

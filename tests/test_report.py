@@ -1,0 +1,79 @@
+"""`suite report`: Markdown tables whose every figure comes from the rows given."""
+import re
+
+import pandas as pd
+
+from suite import store
+from suite.report import render
+from tests.compare_fixtures import synthetic_rows
+from tests.helpers import suite
+
+
+def _run(tmp_path, rows):
+    path = tmp_path / "run.parquet"
+    store.write_atomic(store.to_frame(rows), path)
+    return path
+
+
+def test_cells_are_the_rows_rates_and_sol(tmp_path):
+    rows = synthetic_rows()
+    # one of our own implementations, twice as fast as the library op
+    extra = []
+    for r in rows:
+        if r["impl"] == "torch":
+            extra.append({**r, "impl": "triton", "backend": "triton", "ms_median": r["ms_median"] / 2,
+                          "gbps": r["gbps"] * 2, "sol": r["sol"] * 2})
+    df = store.read_file(_run(tmp_path, rows + extra))
+    text = render(df, "T")
+    assert text.startswith("# T\n")
+    # every GB/s printed for the largest float32 softmax shape is one of its rows' rates
+    wl = df[(df["workload"] == "softmax") & (df["dtype"] == "float32")]
+    largest = wl.loc[wl["min_bytes"].idxmax(), "shape"]
+    sm_line = next(l for l in text.split("### softmax")[1].splitlines() if f"| {largest} |" in l
+                   and l.startswith("| float32"))
+    printed = [int(x) for x in re.findall(r"\| (\d+) \(", sm_line)]
+    expected = sorted(round(g) for g in wl[wl["shape"] == largest]["gbps"])
+    assert sorted(printed) == expected
+    assert sm_line.rstrip(" |").endswith("2.00")  # ours (triton) vs peer (torch): twice as fast
+
+
+def test_failed_rows_show_their_status_not_a_rate(tmp_path):
+    rows = synthetic_rows()
+    for r in rows:
+        if r["impl"] == "torch":
+            r.update(status="incorrect", ms_median=float("nan"), gbps=float("nan"), sol=float("nan"))
+    text = render(store.read_file(_run(tmp_path, rows)), "T")
+    assert "incorrect" in text
+    assert "nan" not in text.lower()
+
+
+def test_cli_report_and_bad_input(tmp_path):
+    path = _run(tmp_path, synthetic_rows())
+    r = suite("report", str(path), "--title", "Results here")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("# Results here")
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"not parquet")
+    r = suite("report", str(bad))
+    assert r.returncode == 2 and r.stderr.startswith("error:") and len(r.stderr.splitlines()) == 1
+    r = suite("report", str(path), "--largest", "0")
+    assert r.returncode == 2
+
+
+def test_committed_results_document_is_the_reports_output():
+    """docs/results-h200.md is printed by `suite report` from the files it names."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    doc = root / "docs" / "results-h200.md"
+    text = doc.read_text()
+    names = re.findall(r"^## `([^`]+\.parquet)`", text, flags=re.M)
+    assert names, "the document names no run"
+    files = [str(p) for n in names for p in root.glob(f"results/*/{n}")]
+    assert len(files) == len(names), "every run the document names is committed under results/"
+    title = text.splitlines()[0][2:]
+    df, problems = store.read_runs(files)
+    assert not problems
+    assert render(df, title) == text
+    assert len(text.splitlines()) <= 150
+    assert isinstance(df, pd.DataFrame)

@@ -1,0 +1,74 @@
+"""A run's timing protocol reaches its worker, and the autotuners time under its l2
+with their own short sample limits."""
+from types import SimpleNamespace
+
+import pytest
+
+import suite.timing
+from suite import worker
+from suite.timing import Protocol
+
+RUN = Protocol(l2="cold-flush", min_samples=7, max_samples=70, budget_ms=99.0)
+
+
+@pytest.fixture
+def received(monkeypatch):
+    """Every protocol measure() is given, with the run's protocol made current."""
+    got = []
+
+    def fake_measure(calls, device, timer, protocol=None, **limits):
+        assert (device, timer, limits) == ("cuda", "events", {})
+        got.append(protocol)
+        return SimpleNamespace(median=1.0, p20=0.9, p80=1.1)
+
+    monkeypatch.setattr(suite.timing, "measure", fake_measure)
+    monkeypatch.setattr(suite.timing, "_current", RUN)
+    return got
+
+
+def test_the_triton_autotuner_times_under_the_current_l2(received):
+    from implementations import _autotune
+
+    assert _autotune._bench(lambda: None) == 1.0
+    assert _autotune._bench(lambda: None, quantiles=[0.5, 0.2]) == [1.0, 0.9]
+    assert received == [Protocol(l2="cold-flush", **_autotune.BENCH_LIMITS)] * 2
+
+
+def test_the_row_tuner_times_under_the_current_l2(received):
+    from implementations import _autotune, _row_tuning
+
+    assert _row_tuning.time_ms(lambda: None) == 1.0
+    assert received == [Protocol(l2="cold-flush", **_autotune.BENCH_LIMITS)]
+
+
+def test_the_cuda_variant_tuner_times_under_the_current_l2(received):
+    from implementations import _cuda_variants
+
+    tuner = _cuda_variants.VariantTuner((1, 2), {1: "one", 2: "two"})
+    tuner.run("k", lambda v: v)
+    want = Protocol(l2="cold-flush", **_cuda_variants.TUNE_LIMITS)
+    assert received == [want] * (2 * _cuda_variants.TUNE_PASSES)
+
+
+class _Conn:
+    """The worker's end of the pipe, told to stop at once."""
+
+    def __init__(self):
+        self.sent = []
+
+    def send(self, msg):
+        self.sent.append(msg)
+
+    def recv(self):
+        return ("stop",)
+
+
+def test_the_worker_makes_its_options_protocol_current(monkeypatch):
+    monkeypatch.setattr(suite.timing, "_current", Protocol())
+    monkeypatch.setattr(worker.signal, "signal", lambda *a: None)  # keep this process's Ctrl-C
+    opts = worker.Options(device="cpu", timers=("wall",), preset="cpu", seed=1, peaks_gbps=1.0,
+                          peaks_tflops={}, protocol=RUN)
+    conn = _Conn()
+    worker.worker_main(conn, opts)
+    assert conn.sent == [("ready",)]
+    assert suite.timing.current_protocol() is RUN
