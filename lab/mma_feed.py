@@ -37,6 +37,7 @@ STEPS = {3: "mma, one A and B fragment for all", 0: "mma on register fragments",
 def _build():
     from torch.utils.cpp_extension import load
 
+    from implementations._shared import cuda_ext
     from suite import cuda_build
 
     cuda_flags, cxx_flags = cuda_build.build_flags(hopper=True)
@@ -44,7 +45,7 @@ def _build():
     build.mkdir(parents=True, exist_ok=True)
     return load(name="ksuite_mma_feed", sources=[str(Path(__file__).with_suffix(".cu"))],
                 extra_cuda_cflags=cuda_flags, extra_cflags=cxx_flags,
-                extra_include_paths=[str(cuda_build.INCLUDE_DIR), str(ROOT / "implementations/gemm/cuda")],
+                extra_include_paths=[str(cuda_ext.INCLUDE_DIR), str(ROOT / "implementations/gemm/cuda")],
                 build_directory=str(build), verbose=False)
 
 

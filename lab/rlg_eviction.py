@@ -11,7 +11,7 @@ import torch, triton, triton.language as tl
 import torch._dynamo
 from suite.timing import measure
 from implementations.residual_layernorm_gelu.eager import residual_layernorm_gelu_eager
-from implementations.gelu._triton_math import gelu_f32
+from implementations._shared.gelu_math import gelu_f32
 
 @triton.jit
 def rows_k(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, BLOCK_N: tl.constexpr, EVICT: tl.constexpr, SEVICT: tl.constexpr):

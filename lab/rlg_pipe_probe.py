@@ -23,7 +23,7 @@ import triton.language as tl
 
 from lab._probe import fit, print_table, rlg_shipped, variant_row
 
-from implementations.gelu.triton import gelu_f32
+from implementations._shared.gelu_math import gelu_f32
 from implementations.softmax.triton import _split_buffers, pipe_release
 
 

@@ -7,7 +7,7 @@ lab/findings/ncu-rlg-triton-rows-ca4e325.txt), and holding the
 next row's loads in registers runs out of registers (rlg_pipe_probe).  The
 shipped ``_rlg_parts`` holds the row as two or four parts, adds the parts
 before its two block reductions, and can ask L2 for a later program's x and
-r (implementations/_l2_prefetch.py: a bulk prefetch, no registers held).
+r (implementations/_shared/l2_prefetch.py: a bulk prefetch, no registers held).
 
 Timed here, beside the shipped (raced, autotuned) kernel, in one process:
 - every (PARTS, PF_AT, PF_DIV) form of ``_rlg_parts`` the autotuner tries,
@@ -34,8 +34,8 @@ import triton
 import triton.language as tl
 
 from lab._probe import print_table, rlg_shipped, variant_row
-from implementations._l2_prefetch import prefetch_l2
-from implementations._row_tuning import device_index, sm_count
+from implementations._shared.l2_prefetch import prefetch_l2
+from implementations._shared.row_tuning import device_index, sm_count
 from implementations.residual_layernorm_gelu.triton import (PARTS_FORMS, _dev, _h_part, _rlg_parts, _rlg_rows,
                                                             _y_part, row_align)
 

@@ -38,7 +38,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
-from implementations.gelu.triton import gelu_f32
+from implementations._shared.gelu_math import gelu_f32
 
 
 @gluon.jit

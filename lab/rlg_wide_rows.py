@@ -20,7 +20,7 @@ import tempfile
 import triton
 import triton.language as tl
 
-from implementations.gelu.triton import gelu_f32
+from implementations._shared.gelu_math import gelu_f32
 
 
 @triton.jit

@@ -31,7 +31,7 @@ import triton.language as tl
 
 from lab._probe import fit, print_table, time_us, variant_row
 
-from implementations.gelu._triton_math import exp2
+from implementations._shared.triton_math import exp2
 from implementations.softmax.triton import (LOG2E, _pipe_publish, _pipe_write, _split_buffers, pipe_release,
                                              pipe_row_log2sum)
 

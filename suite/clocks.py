@@ -1,7 +1,7 @@
 """The SM clock, board power and clock limits while a case is timed.
 
 A time alone cannot say whether a kernel was slow or the card was slowed.  On
-a power-capped GPU (an H200 holds 700 W through a long 8192^3 GEMM) two
+a power-capped GPU (an H200 holds 700 W through a long 8192^3 matmul) two
 kernels that do the same work can run at clocks 10% apart, and which one
 meets the hotter card depends on the order they ran in.  So every timed row
 carries what the card did during its samples:

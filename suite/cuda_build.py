@@ -3,12 +3,14 @@
 Every ``implementations/<workload>/cuda/*.cu`` is built here, with the flags
 defined once below, by ``torch.utils.cpp_extension.load`` into a per-user cache
 (``~/.cache/kernel-suite/cuda/<name>-<hash>``).  The hash covers the sources,
-the headers beside them, the flags, the device's architecture and the torch and
-CUDA versions, so a second run finds the build and compiles nothing, while any
-change gets a fresh directory.  The shared library is loaded with
+the headers beside them, the headers under the include folders the caller
+names, the flags, the device's architecture and the torch and CUDA versions,
+so a second run finds the build and compiles nothing, while any change gets a
+fresh directory.  The shared library is loaded with
 ``torch.ops.load_library``: each ``.cu`` registers its ops into the
 ``kernel_suite`` namespace (``TORCH_LIBRARY_FRAGMENT``), and they are called as
-``torch.ops.kernel_suite.<op>``.  See implementations/CUDA.md.
+``torch.ops.kernel_suite.<op>``.  The harness holds no kernel code and no
+include folder of its own: the implementations pass theirs.  See docs/cuda.md.
 
 Nothing builds at import time, and :func:`cuda_available` never builds: on a
 machine without a GPU the backend is simply unavailable.
@@ -28,13 +30,13 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 NAMESPACE = "kernel_suite"
-# Shared device helpers ("ksuite/common.cuh"), on every extension's include path.
-INCLUDE_DIR = Path(__file__).resolve().parent / "cuda_include"
+HEADER_SUFFIXES = (".h", ".cuh", ".hpp")
 
-# Not --use_fast_math: these kernels are memory bound with tens of spare FLOPs
-# per byte, so approximate erf/exp/division buy no time, while fast math's
-# flush-to-zero and approximate division change tiny softmax probabilities and
-# GELU tails.  -lineinfo keeps Nsight Compute's source view at no run-time cost.
+# Not --use_fast_math: the memory-bound kernels have tens of spare FLOPs per
+# byte, so approximate erf/exp/division buy no time, while fast math's
+# flush-to-zero and approximate division change tiny probabilities and the
+# tails of activation functions.  -lineinfo keeps Nsight Compute's source
+# view at no run-time cost.
 COMMON_CUDA_FLAGS = ["-O3", "-lineinfo", "-std=c++17", "--expt-relaxed-constexpr"]
 COMMON_CXX_FLAGS = ["-O3", "-std=c++17"]
 # KSUITE_CUDA_DEBUG=1: device debug info, no optimisation (cuda-gdb, compute-sanitizer).
@@ -108,14 +110,17 @@ def build_flags(hopper: bool = False) -> tuple[list[str], list[str]]:
     return cuda + arch_flags(hopper), cxx
 
 
-def _fingerprint(sources: list[Path], flags: list[str]) -> str:
+def _fingerprint(sources: list[Path], flags: list[str], include_dirs: Sequence[Path] = ()) -> str:
     import torch
 
     h = hashlib.sha256()
-    # Headers next to the sources count too: a change to a shared .cuh rebuilds.
+    # Headers next to the sources and under the include folders count too: a
+    # change to a shared .cuh rebuilds.
     dirs = sorted({p.parent for p in sources})
-    headers = sorted(q for d in dirs for q in d.iterdir() if q.suffix in (".h", ".cuh", ".hpp"))
-    headers += sorted(q for q in INCLUDE_DIR.rglob("*") if q.is_file())
+    headers = sorted(q for d in dirs for q in d.iterdir() if q.suffix in HEADER_SUFFIXES)
+    for d in include_dirs:
+        d = Path(d)
+        headers += sorted(q for q in d.rglob("*") if q.is_file() and q.suffix in HEADER_SUFFIXES)
     for p in list(sources) + headers:
         h.update(str(p.name).encode())
         h.update(p.read_bytes())
@@ -125,12 +130,14 @@ def _fingerprint(sources: list[Path], flags: list[str]) -> str:
 
 
 def load(name: str, sources: list[Path], hopper: bool = False,
-         fakes: Callable[[], None] | None = None) -> Any:
+         fakes: Callable[[], None] | None = None, include_dirs: Sequence[Path] = ()) -> Any:
     """Build (once, cached on disk) and load an extension; return ``torch.ops.kernel_suite``.
 
     Safe to call on every use: after the first call in a process it is a dict
-    lookup.  ``fakes`` runs once, right after loading, to register the ops'
-    fake (meta) implementations, which need the schemas the library defines.
+    lookup.  ``include_dirs`` go on the include path, and every header under
+    them into the build's hash.  ``fakes`` runs once, right after loading, to
+    register the ops' fake (meta) implementations, which need the schemas the
+    library defines.
     The wall time of the first call (a real build, or only a load from the
     disk cache) is kept for :func:`last_build_seconds`.
     """
@@ -143,14 +150,15 @@ def load(name: str, sources: list[Path], hopper: bool = False,
         from torch.utils.cpp_extension import load as _load
 
         sources = [Path(s).resolve() for s in sources]
+        include_dirs = [Path(d).resolve() for d in include_dirs]
         cuda_flags, cxx_flags = build_flags(hopper)
-        tag = _fingerprint(sources, cuda_flags + cxx_flags)
+        tag = _fingerprint(sources, cuda_flags + cxx_flags, include_dirs)
         build_dir = cache_root() / f"{name}-{tag}"
         build_dir.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
         _load(name=f"ksuite_{name}_{tag}", sources=[str(s) for s in sources],
               extra_cflags=cxx_flags, extra_cuda_cflags=cuda_flags,
-              extra_include_paths=[str(INCLUDE_DIR)],
+              extra_include_paths=[str(d) for d in include_dirs],
               build_directory=str(build_dir), is_python_module=False,
               verbose=os.environ.get("KSUITE_CUDA_VERBOSE", "0") not in ("", "0"))
         _build_seconds[name] = time.perf_counter() - start
@@ -258,82 +266,6 @@ def is_loaded(name: str) -> bool:
     return name in _loaded
 
 
-SMEM_OPTIN_H200 = 232448  # opt-in shared memory a block on sm_90
-
-
-def regs_fit(n: int, vec: int, packs: int, max_threads: int) -> bool:
-    """Whether ksuite::plan_regs (common.cuh) keeps an n-wide row in registers."""
-    t = -(-(-(-n // vec)) // packs)
-    return t <= 32 or -(-t // 32) * 32 <= max_threads
-
-
-def cluster_ctas(packs: int, pack_bytes: int, smem_optin: int = SMEM_OPTIN_H200) -> int:
-    """Mirror of ksuite::cluster_ctas: CTAs (<= 8) a row's slices need, 0 when none fit."""
-    for c in (1, 2, 4, 8):
-        if -(-packs // c) * pack_bytes <= 64 * 1024:
-            return c
-    return 8 if -(-packs // 8) * pack_bytes + 1024 <= smem_optin else 0
-
-
-def tma_ctas(packs16: int, target: int, smem_optin: int = SMEM_OPTIN_H200, stages: int = 1) -> int:
-    """Mirror of softmax.cu's tma_ctas (stages=1) and persistent_ctas: CTAs
-    (<= 8) for 16-byte-pack slices of <= target bytes, else 8 while `stages`
-    slices a CTA fit its shared memory; 0 when they do not."""
-    for c in (1, 2, 4, 8):
-        if -(-packs16 // c) * 16 <= target:
-            return c
-    return 8 if -(-packs16 // 8) * 16 * stages + 2048 <= smem_optin else 0
-
-
-def row_plan(n: int, size: int, staged_bytes: int, smem_optin: int = SMEM_OPTIN_H200, *,
-             packs: int = 4, long_rows: str = "tma", tma_slice: int = 32 * 1024) -> str:
-    """Python mirror of the row kernels' automatic launch choice on sm_90, for
-    the `config` column: ksuite::plan_regs (ksuite/common.cuh) with ``packs``
-    16-byte packs a thread (8 elements a thread on the unvectorised path),
-    then for longer rows the cluster of the kernel's kind.
-
-    ``size`` is the element size in bytes, ``staged_bytes`` what one column
-    takes in a cluster CTA's shared memory (the element for softmax, a float
-    for layer norm); ``long_rows`` is "tma" (softmax: cp.async.bulk into
-    slices of <= ``tma_slice`` bytes, softmax.cu's tma_ctas) or "cluster" (register loads,
-    slices of <= 64 KB, ksuite::cluster_ctas); ``smem_optin`` defaults to the
-    H200's 227 KB of opt-in shared memory a block.
-    """
-    vec = 16 // size if n % (16 // size) == 0 else 1
-    per_thread = packs if vec > 1 else 8
-    elems = per_thread * vec
-    max_threads = 1024 if elems <= 32 else 256
-    row_packs = -(-n // vec)
-    t = -(-row_packs // per_thread)
-    if t <= 32:
-        lanes = 1
-        while lanes < t:
-            lanes *= 2
-        return (f"registers: {lanes} lanes/row, {min(256, max_threads) // lanes} rows/block, "
-                f"{per_thread} x {vec} elems/thread")
-    tpr = -(-t // 32) * 32
-    if tpr <= max_threads:
-        return f"registers: block of {tpr}/row, {per_thread} x {vec} elems/thread"
-    if long_rows == "tma" and vec > 1:
-        ctas = tma_ctas(n // vec, tma_slice, smem_optin)
-        if ctas:
-            return f"cluster of {ctas} x 256 threads, TMA slices of the row in shared memory, vec {vec}"
-    ctas = cluster_ctas(n // vec, vec * staged_bytes, smem_optin)
-    if ctas:
-        return f"cluster of {ctas} x 512 threads, row in shared memory, vec {vec}"
-    return f"two reads a row (online stats), grid = SMs, vec {vec}"
-
-
-def row_plan_first_fit(n: int, size: int, staged_bytes: int, packs: tuple[int, ...], **kw) -> str:
-    """row_plan for a kernel that tries several pack counts in turn: the first
-    that keeps the row in registers, else the last one's long-row plan."""
-    for p in packs[:-1]:
-        plan = row_plan(n, size, staged_bytes, packs=p, **kw)
-        if plan.startswith("registers"):
-            return plan
-    return row_plan(n, size, staged_bytes, packs=packs[-1], **kw)
-
-
 # ---------------------------------------------------------------- CI compile check
 
 def _check_flags(arch: str) -> list[str]:
@@ -341,7 +273,7 @@ def _check_flags(arch: str) -> list[str]:
     from torch.utils.cpp_extension import COMMON_NVCC_FLAGS, include_paths
 
     number = arch.removeprefix("sm_")
-    includes = [str(INCLUDE_DIR)] + include_paths() + [sysconfig.get_paths()["include"]]
+    includes = include_paths() + [sysconfig.get_paths()["include"]]
     abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
     # The same defines torch's extension build passes, so that what compiles
     # here compiles there (no implicit half <-> float conversions, for one).
@@ -372,15 +304,15 @@ def _stub_missing_headers(tmp: str) -> list[str]:
 def nvcc_compile_check(source: Path, arch: str = "sm_90a", include_dirs: Sequence[Path] = ()) -> None:
     """Compile one .cu to an object file for ``arch`` (no GPU needed); raise with nvcc's output.
 
-    ``include_dirs`` are searched too, after suite/cuda_include."""
+    ``include_dirs`` are searched first, then torch's and Python's headers."""
     nvcc = nvcc_path()
     if nvcc is None:
         raise FileNotFoundError("nvcc not found")
     source = Path(source)
     with tempfile.TemporaryDirectory(prefix="ksuite-nvcc-") as tmp:
         cmd = ([nvcc, "-c", str(source), "-o", os.path.join(tmp, source.stem + ".o")]
-               + _check_flags(arch) + _stub_missing_headers(tmp)
-               + [f"-I{d}" for d in include_dirs])
+               + [f"-I{d}" for d in include_dirs]
+               + _check_flags(arch) + _stub_missing_headers(tmp))
         proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"nvcc failed on {source} (exit {proc.returncode}):\n"

@@ -40,10 +40,14 @@ def configure(p: argparse.ArgumentParser) -> None:
         "examples:\n"
         "  python -m suite run                                  # quick preset on the GPU\n"
         "  python -m suite run --device cpu --preset cpu --out /tmp/cpu.parquet\n"
-        "  python -m suite run --workloads softmax --backends torch,triton --dtypes bfloat16\n"
-        "  python -m suite run --workloads softmax --shape M=3000,N=5000 --dtypes bfloat16\n"
-        "  python -m suite run --shapes examples/shapes.toml  # shapes and dtypes from a TOML file\n"
-        "  python -m suite run --preset llm                     # shapes of open LLMs' configs\n"
+        "  python -m suite run --workloads NAME --backends torch,triton --dtypes bfloat16
+"
+        "  python -m suite run --workloads NAME --shape M=3000,N=5000 --dtypes bfloat16
+"
+        "  python -m suite run --shapes examples/shapes.toml  # shapes and dtypes from a TOML file
+"
+        "  python -m suite run --preset llm                     # shapes of open LLMs' configs
+"
         "  python -m suite run --preset full --shard 2/4        # a quarter of the sweep\n"
         "  python -m suite run --resume results/h200/20261129T101500Z-abc1234.parquet")
     p.add_argument("--device", choices=("cuda", "cpu"), help="default: cuda when a GPU is visible, else cpu")

@@ -215,7 +215,7 @@ def register_workload(cls: type[Workload]) -> type[Workload]:
 
 
 def register(workload: str, name: str, **options: Any) -> Callable[[Callable], Callable]:
-    """Decorator: ``@register("gelu", "triton", available=..., supports=...)``."""
+    """Decorator: ``@register("my_workload", "triton", available=..., supports=...)``."""
 
     def deco(fn: Callable) -> Callable:
         REGISTRY.add(Implementation(workload=workload, name=name, fn=fn, **options))
@@ -230,6 +230,9 @@ _discovered = False
 def discover(plugins: Iterable[str] = ()) -> Registry:
     """Import every workload package under ``implementations`` and its modules.
 
+    Packages and modules whose names start with ``_`` are helpers, not
+    workloads or backends, and are left to be imported by what uses them.
+
     ``plugins`` names extra modules to import (tests use this to register
     fault-injecting implementations that worker processes must also see).
     """
@@ -239,7 +242,7 @@ def discover(plugins: Iterable[str] = ()) -> Registry:
         import implementations
 
         for pkg in sorted(pkgutil.iter_modules(implementations.__path__), key=lambda m: m.name):
-            if not pkg.ispkg:
+            if not pkg.ispkg or pkg.name.startswith("_"):
                 continue
             name = f"implementations.{pkg.name}"
             try:

@@ -2,7 +2,9 @@
 
 nvcc builds each file to an object for sm_90a with torch's headers and the
 same defines the real extension build uses, so a syntax or type error in any
-kernel (including ones added later: the list is a glob) fails here.
+kernel (including ones added later: the list is a glob) fails here.  The
+shared headers (implementations/_shared/cuda) are on the include path, as
+in the real build.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from implementations._shared import cuda_ext
 from suite import cuda_build
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,7 +26,7 @@ needs_nvcc = pytest.mark.skipif(cuda_build.nvcc_path() is None, reason="nvcc not
 def _compile(source: Path) -> tuple[Path, str | None, float]:
     start = time.perf_counter()
     try:
-        cuda_build.nvcc_compile_check(source, arch="sm_90a")
+        cuda_ext.compile_check(source, arch="sm_90a")
         err = None
     except Exception as exc:
         err = str(exc)

@@ -1,9 +1,12 @@
 """Without a GPU the CUDA backend says so and never tries to build."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
+from implementations._shared import cuda_ext, row_plans
 from suite import cuda_build
 from suite.workload import discover
 
@@ -71,6 +74,34 @@ def test_cache_key_follows_sources_and_flags(tmp_path):
     assert cuda_build._fingerprint([src], ["-O3"]) != with_header
 
 
+def test_cache_key_follows_headers_under_include_dirs(tmp_path):
+    src = tmp_path / "src" / "k.cu"
+    src.parent.mkdir()
+    src.write_text("// v1\n")
+    inc = tmp_path / "include"
+    (inc / "lib").mkdir(parents=True)
+    header = inc / "lib" / "helpers.cuh"
+    header.write_text("// v1\n")
+    key = cuda_build._fingerprint([src], ["-O3"], [inc])
+    assert key != cuda_build._fingerprint([src], ["-O3"])
+    header.write_text("// v2\n")
+    assert cuda_build._fingerprint([src], ["-O3"], [inc]) != key
+
+
+def test_workload_builds_put_the_shared_headers_on_the_include_path(monkeypatch):
+    seen = {}
+
+    def fake_load(name, sources, hopper=False, fakes=None, include_dirs=()):
+        seen[name] = list(include_dirs)
+        return "ops"
+
+    monkeypatch.setattr(cuda_build, "load", fake_load)
+    extra = Path("/somewhere/else")
+    assert cuda_ext.load("k", [], include_dirs=[extra]) == "ops"
+    assert seen["k"] == [cuda_ext.INCLUDE_DIR, extra]
+    assert (cuda_ext.INCLUDE_DIR / "ksuite" / "common.cuh").is_file()
+
+
 @pytest.mark.parametrize("n,size,staged,plan", [
     (1, 4, 4, "registers: 1 lanes"), (781, 4, 4, "registers: block of 128"),
     (128, 2, 2, "registers: 4 lanes"), (8195, 4, 4, "cluster of 1 "),
@@ -78,4 +109,4 @@ def test_cache_key_follows_sources_and_flags(tmp_path):
     (32768, 2, 4, "registers: block of 1024"), (131072, 4, 4, "cluster of 8 "),
     (600_000, 4, 4, "two reads")])
 def test_row_plan_picks_the_plan_by_row_width(n, size, staged, plan):
-    assert cuda_build.row_plan(n, size, staged).startswith(plan)
+    assert row_plans.row_plan(n, size, staged).startswith(plan)

@@ -1,7 +1,7 @@
 """The CUDA ops' run-time variant choice: fastest kept per key, tuned once, shown in config."""
 from types import SimpleNamespace
 
-from implementations._cuda_variants import VariantTuner
+from implementations._shared.cuda_variants import VariantTuner
 
 
 def test_tuner_keeps_the_fastest_variant_per_key_and_tunes_once(monkeypatch):
@@ -137,14 +137,14 @@ def test_variant_zero_is_a_real_choice_where_it_is_one(monkeypatch):
 def test_a_preferred_variant_wins_a_tie_but_not_a_real_gap(monkeypatch):
     """prefer=(3, 4): 3 is kept when it is within TIE of the fastest, not when it is further off."""
     import suite.timing
-    from implementations import _cuda_variants
+    from implementations._shared import cuda_variants
 
     cost = {}
     monkeypatch.setattr(suite.timing, "measure", lambda calls, *a, **k: SimpleNamespace(median=cost[calls[0]()]))
     tuner = VariantTuner((3, 4, 5), {3: "big", 4: "small", 5: "tiny"}, prefer=(3, 4, 5))
-    cost.update({3: 1.0 + _cuda_variants.TIE / 2, 4: 1.0, 5: 1.5})
+    cost.update({3: 1.0 + cuda_variants.TIE / 2, 4: 1.0, 5: 1.5})
     assert tuner.run("tie", lambda v: v) == 3
-    cost.update({3: 1.0 + 2 * _cuda_variants.TIE, 4: 1.0, 5: 1.5})
+    cost.update({3: 1.0 + 2 * cuda_variants.TIE, 4: 1.0, 5: 1.5})
     assert tuner.run("gap", lambda v: v) == 4
     # the fastest is kept when no preferred variant before it ties
     cost.update({3: 1.2, 4: 1.1, 5: 1.0})

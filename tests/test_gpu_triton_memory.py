@@ -115,7 +115,7 @@ def test_rlg_parts_candidates(m, n, offset, dtype):
     and r or not), launched directly into a poisoned output; inputs also ``offset`` elements off a
     16-byte boundary (the prefetch then covers only the whole 16-byte words inside each range), and
     programs whose prefetch target lies past the last row."""
-    from implementations._row_tuning import sm_count
+    from implementations._shared.row_tuning import sm_count
     from implementations.residual_layernorm_gelu import triton as rlg
 
     case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)

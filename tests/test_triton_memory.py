@@ -420,7 +420,7 @@ def test_launch_plans_compile_for_sm90_without_spills():
 def test_chosen_config_lists_every_candidate_timing():
     import triton
 
-    from implementations._row_tuning import Chosen
+    from implementations._shared.row_tuning import Chosen
 
     chosen = Chosen(lambda m, n, b: dict(kernel="rows", ROWS=1, BLOCK_N=128, num_warps=1))
     a = triton.Config({"ROWS": 1, "BLOCK_N": 128}, num_warps=1)
@@ -437,7 +437,7 @@ def test_chosen_config_lists_every_candidate_timing():
 def test_chosen_config_names_the_register_cap():
     import triton
 
-    from implementations._row_tuning import Chosen
+    from implementations._shared.row_tuning import Chosen
 
     chosen = Chosen(lambda m, n, b: dict(kernel="pipe", BLOCK=8192, PER_SM=6, num_warps=4, maxnreg=80))
     a = triton.Config({"BLOCK": 8192, "PER_SM": 6}, num_warps=4, maxnreg=80)
@@ -462,7 +462,7 @@ def test_forced_online_rows_get_online_candidates():
 
 
 def test_rlg_races_whole_wide_rows_against_split():
-    from implementations._row_tuning import Raced
+    from implementations._shared.row_tuning import Raced
     from implementations.residual_layernorm_gelu import triton as rlg
 
     assert [rlg.parts_raced(n) for n in (16384, 16392, 30002, 32768, 32776)] == [False, True, True, True, False]

@@ -7,9 +7,10 @@ program covers 16 KB of input (4096 float32 or 8192 16-bit elements) with 8
 warps: each thread issues four 16-byte loads back to back, and with eight
 such programs resident per SM there is ~128 KB in flight, well past the need.
 The arithmetic is done in float32 whatever the storage type; see gelu_f32
-(_triton_math.py) for why 16-bit outputs use a branch-free erf.  From a
-million elements up the block, warps and eviction hint are autotuned over a
-short list that includes what Inductor launches (see candidates()).
+(implementations/_shared/gelu_math.py) for why 16-bit outputs use a
+branch-free erf.  From a million elements up the block, warps and eviction
+hint are autotuned over a short list that includes what Inductor launches
+(see candidates()).
 
 Full blocks take an unmasked path so the loads stay 16 bytes wide whatever N
 is; only the one ragged block at the end is masked.
@@ -22,8 +23,8 @@ import triton.language as tl
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 
-from implementations.gelu._triton_math import gelu_f32  # noqa: F401  (re-exported)
-from implementations._autotune import autotune
+from implementations._shared.gelu_math import gelu_f32
+from implementations._shared.autotune import autotune
 
 
 # N_BUCKET (next_pow2(n)) is only an autotuning key; never specialised.

@@ -18,7 +18,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from implementations.gemm._triton_tiled import LARGE_MN, SKINNY_M, describe, tile_coords
 from suite.backends import interpreting
-from implementations._autotune import autotune
+from implementations._shared.autotune import autotune
 
 
 @triton.jit

@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 
 from suite.backends import interpreting
-from implementations._autotune import autotune
+from implementations._shared.autotune import autotune
 
 
 @triton.jit

@@ -2,14 +2,14 @@
 
 The kernel is implementations/gemm/cuda/gemm_wgmma.cu (PTX wrappers in
 wgmma_ptx.cuh and hopper.cuh, tensor maps in tma_map.h, beside it), built for
-sm_90a by suite.cuda_build and called as
+sm_90a by implementations._shared.cuda_ext and called as
 ``torch.ops.kernel_suite.gemm_wgmma(a, b, tile=-1)``.  One CTA per SM walks
 output tiles persistently: a producer warpgroup issues TMA loads into a ring of
 128-byte-swizzled shared-memory stages, two consumer warpgroups run
 m64nNk16 wgmma on them straight from shared memory and write the 16-bit
 result, from registers (tiles 0-2) or through shared memory in 16-byte
 stores (tiles 3-5, the same shapes).  The tile is timed at the first call of
-each shape and the fastest kept (implementations/_cuda_variants).  float16
+each shape and the fastest kept (implementations/_shared/cuda_variants).  float16
 and bfloat16 only; N and K must be multiples of 8 (TMA needs 16-byte row
 strides).
 """
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from implementations._cuda_variants import VariantTuner
-from suite import cuda_build
+from implementations._shared import cuda_ext
+from implementations._shared.cuda_variants import VariantTuner
 from suite.backends import needs_hopper
 from suite.workload import Case, register
 
@@ -48,7 +48,7 @@ def _fakes() -> None:
 
 
 def ops():
-    return cuda_build.load("gemm_wgmma", SOURCES, hopper=True, fakes=_fakes)
+    return cuda_ext.load("gemm_wgmma", SOURCES, hopper=True, fakes=_fakes)
 
 
 def auto_tile(m: int, n: int, sms: int) -> int:
@@ -73,7 +73,7 @@ def _available(device: str) -> str | None:
     err = needs_hopper(device)
     if err:
         return err if "Hopper" in err else f"needs a Hopper GPU (sm_90: TMA, wgmma): {err}"
-    return cuda_build.cuda_available(device)
+    return cuda_ext.cuda_available(device)
 
 
 def _supports(case: Case) -> str | None:
@@ -82,7 +82,7 @@ def _supports(case: Case) -> str | None:
     return alignment_problem(case["N"], case["K"])
 
 
-# At a tie (_cuda_variants.TIE) the wider tile is kept, staged epilogue first:
+# At a tie (cuda_variants.TIE) the wider tile is kept, staged epilogue first:
 # 128x256 streams 3/4 of 128x128's bytes from L2 a FLOP, and at 8192^3, where
 # every fast GEMM holds the card at its power cap, that is clock.  Tiles 3 and
 # 4 can tie in the tuner's short bursts, but back to back for 4 s

@@ -22,8 +22,8 @@ gelu_f32's branch-free erf, so that instruction issue stays under the limit.
   later normalised and stored, on its own: float32 fits 64 registers (one
   32768-wide block spills), and the first parts' stores drain while the
   later ones compute.  Candidates may also prefetch a later program's x and
-  r into L2 (implementations/_l2_prefetch.py), so that HBM streams on while
-  this program reduces.  The first call races the tuned parts kernel against
+  r into L2 (implementations/_shared/l2_prefetch.py), so that HBM streams on
+  while this program reduces.  The first call races the tuned parts kernel against
   the tuned split kernel (one read against two; one program an SM that idles
   through its reductions against several) and keeps the faster: at 4096 x
   32768 on the H200, 0.92 (bf16) and 0.91 (float32) of copy.
@@ -36,11 +36,11 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from implementations._l2_prefetch import prefetch_l2
-from implementations._row_tuning import Raced, device_index, neighbours, rows_plan, sm_count, tuned
-from implementations._row_tuning import time_ms as _time_ms
+from implementations._shared.l2_prefetch import prefetch_l2
+from implementations._shared.row_tuning import Raced, device_index, neighbours, rows_plan, sm_count, tuned
+from implementations._shared.row_tuning import time_ms as _time_ms
 
-from implementations.gelu.triton import gelu_f32
+from implementations._shared.gelu_math import gelu_f32
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 
@@ -193,7 +193,7 @@ def _rlg_parts(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET, NUM_SMS, 
     them a row does not push w and b, which every row reads, out of L1
     (rlg_prefetch_probe times both).  PF_AT > 0:
     after loading part PF_AT (1-based), the x and r of the program NUM_SMS /
-    PF_DIV ahead are prefetched into L2 (see implementations/_l2_prefetch.py).
+    PF_DIV ahead are prefetched into L2 (see implementations/_shared/l2_prefetch.py).
     """
     n = (N // ALIGN) * ALIGN  # == N; see _rlg_rows
     base = tl.program_id(0).to(tl.int64) * n

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import triton
 
-from implementations._row_tuning import neighbours, rows_plan
+from implementations._shared.row_tuning import neighbours, rows_plan
 from suite.backends import interpreting
 
 MAX_FUSED = 32768  # longest row (power of two) kept whole in registers

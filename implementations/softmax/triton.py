@@ -3,7 +3,7 @@
 Napkin math (H200: 132 SMs, 64K 32-bit registers and 228 KB shared memory
 each, 60 MB L2, ~4.2 TB/s): the fused kernel moves 2*M*N*b bytes.  exp is exp2
 of a pre-scaled argument (one FMA and one MUFU op, the .ftz form: see
-_triton_math); at 1 T elements/s (bf16 at copy speed) MUFU has room for ~4.
+_shared/triton_math.py); at 1 T elements/s (bf16 at copy speed) MUFU has room for ~4.
 
 - Rows that fit on chip (next_pow2(N) <= 32768): ``_softmax_rows`` holds
   ROWS x BLOCK_N values in registers, 16 to 32 float32 a thread: one read, one
@@ -37,15 +37,15 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from implementations._row_tuning import PLACEHOLDERS, Raced, tuned
-from implementations._row_tuning import device_index as _device_index
-from implementations._row_tuning import sm_count as _sm_count
-from implementations._row_tuning import time_ms as _time_ms
+from implementations._shared.row_tuning import PLACEHOLDERS, Raced, tuned
+from implementations._shared.row_tuning import device_index as _device_index
+from implementations._shared.row_tuning import sm_count as _sm_count
+from implementations._shared.row_tuning import time_ms as _time_ms
 
-from implementations.gelu._triton_math import PTX, exp2
+from implementations._shared.triton_math import PTX, exp2
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
-from implementations._autotune import autotune
+from implementations._shared.autotune import autotune
 
 # which kernel and launch parameters a shape gets, and the autotuner's candidates
 from implementations.softmax._triton_plan import (MAX_FUSED, SPLIT_MIN_CHUNK, candidates, pipe_candidates, pipe_fits,

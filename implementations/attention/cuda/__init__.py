@@ -19,8 +19,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from implementations._cuda_variants import VariantTuner
-from suite import cuda_build
+from implementations._shared import cuda_ext
+from implementations._shared.cuda_variants import VariantTuner
 from suite.workload import Case, register
 
 _HERE = Path(__file__).parent
@@ -59,7 +59,7 @@ def _fakes() -> None:
 
 
 def ops():
-    return cuda_build.load("attention", SOURCES, fakes=_fakes)
+    return cuda_ext.load("attention", SOURCES, fakes=_fakes)
 
 
 def variant_for(d: int) -> int:
@@ -93,7 +93,7 @@ def _supports(case: Case) -> str | None:
 
 
 # Without KSUITE_ATTN_VARIANT the tiling is timed at the first call of each
-# (dtype, D, causal, S bucket) and the fastest kept (implementations/_cuda_variants).
+# (dtype, D, causal, S bucket) and the fastest kept (implementations/_shared/cuda_variants).
 _TUNERS = {d: VariantTuner(tuple(range(len(VARIANTS[d]))), {i: describe(d, i) for i in range(len(VARIANTS[d]))})
            for d in VARIANTS}
 
@@ -110,7 +110,7 @@ def _config(case: Case) -> str:
     return describe(case["D"], variant_for(case["D"]))
 
 
-@register("attention", "cuda", available=cuda_build.cuda_available, supports=_supports,
+@register("attention", "cuda", available=cuda_ext.cuda_available, supports=_supports,
           config=_config,
           description="CUDA: FlashAttention-2-style forward, mma.sync, online softmax, "
                       "cp.async double-buffered K/V; tiling autotuned")

@@ -1,15 +1,15 @@
 """Hand-written CUDA GELU: ``cuda`` (16-byte vectors, one tile a block, cheap
 exact-form GELU) and ``cuda:scalar`` (one element a thread, erff).
 
-Built by suite.cuda_build on first use; called as torch.ops.kernel_suite.gelu;
+Built by implementations._shared.cuda_ext on first use; called as torch.ops.kernel_suite.gelu;
 ``gelu_v(x, variant)`` runs one design by number (see gelu.cu; 0 = auto).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from implementations._cuda_variants import VariantTuner
-from suite import cuda_build
+from implementations._shared import cuda_ext
+from implementations._shared.cuda_variants import VariantTuner
 from suite.backends import dtype_in
 from suite.workload import itemsize, register
 
@@ -26,7 +26,7 @@ def _fakes() -> None:
 
 
 def ops():
-    return cuda_build.load("gelu", SOURCES, fakes=_fakes)
+    return cuda_ext.load("gelu", SOURCES, fakes=_fakes)
 
 
 def _config(case) -> str:
@@ -57,7 +57,7 @@ def _tuned_config(case) -> str:
     return _TUNER.config(_key(case["N"], case.dtype)) or _config(case)
 
 
-@register("gelu", "cuda", available=cuda_build.cuda_available, supports=_supports, config=_tuned_config,
+@register("gelu", "cuda", available=cuda_ext.cuda_available, supports=_supports, config=_tuned_config,
           description="CUDA: 16-byte vector loads, one tile a block, packed bf16 conversions, cheap "
                       "exact-form GELU; tile shape autotuned among gelu.cu's variants")
 def gelu_cuda(x):
@@ -65,7 +65,7 @@ def gelu_cuda(x):
     return _TUNER.run(key, lambda v: ops().gelu_v(x, v))
 
 
-@register("gelu", "cuda:scalar", available=cuda_build.cuda_available, supports=_supports,
+@register("gelu", "cuda:scalar", available=cuda_ext.cuda_available, supports=_supports,
           config=lambda case: "1 element/thread, 256-thread blocks",
           description="CUDA: one element per thread, no vector loads (what vectorising buys)")
 def gelu_cuda_scalar(x):

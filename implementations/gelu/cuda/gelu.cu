@@ -35,6 +35,7 @@
 #include <torch/library.h>
 
 #include "ksuite/common.cuh"
+#include "ksuite/gelu.cuh"
 
 namespace {
 

@@ -12,7 +12,7 @@ stages, 8 mma warps wait only on mbarriers, the grid is persistent; 12 and
 13 store C through shared memory in 16-byte pieces rather than 4-byte ones.
 ``cuda:naive`` is gemm_naive.cu: one thread per element of C, no tiling, all
 three dtypes; the pair shows what tiling and tensor cores buy.  Built by
-suite.cuda_build on first use; called as torch.ops.kernel_suite.gemm_mma /
+implementations._shared.cuda_ext on first use; called as torch.ops.kernel_suite.gemm_mma /
 gemm_mma_ws / gemm_naive.
 """
 from __future__ import annotations
@@ -20,8 +20,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from implementations._cuda_variants import VariantTuner
-from suite import cuda_build
+from implementations._shared import cuda_ext
+from implementations._shared.cuda_variants import VariantTuner
 from suite.backends import dtype_in
 from suite.workload import Case, register
 
@@ -61,9 +61,9 @@ def _hopper() -> bool:
 
 def ops():
     """Build (once) and load gemm_mma and gemm_naive, and on Hopper gemm_mma_ws."""
-    lib = cuda_build.load("gemm", SOURCES, fakes=_fakes)
+    lib = cuda_ext.load("gemm", SOURCES, fakes=_fakes)
     if _hopper():
-        cuda_build.load("gemm_ws", WS_SOURCES, hopper=True, fakes=_ws_fakes)
+        cuda_ext.load("gemm_ws", WS_SOURCES, hopper=True, fakes=_ws_fakes)
     return lib
 
 
@@ -104,7 +104,7 @@ def _tile(case: Case) -> str:
 
 
 # The tile is timed at the first call of each shape and the fastest kept
-# (implementations/_cuda_variants); shapes with K or N not a multiple of 8
+# (implementations/_shared/cuda_variants); shapes with K or N not a multiple of 8
 # have one (guarded) tile.
 _TUNER = VariantTuner(tuple(TILES), TILES, runs=lambda tile, _key: tile < WS_FIRST or _hopper())
 
@@ -121,7 +121,7 @@ def _config(case: Case) -> str:
     return _tile(case)
 
 
-@register("gemm", "cuda", available=cuda_build.cuda_available,
+@register("gemm", "cuda", available=cuda_ext.cuda_available,
           supports=dtype_in("float16", "bfloat16"), config=_config,
           description="CUDA: mma.sync tensor cores, ldmatrix from padded shared memory, "
                       "multi-stage cp.async pipeline, register double-buffered fragments; on Hopper also "
@@ -142,7 +142,7 @@ def gemm_tile(a, b, tile: int):
     return lib.gemm_mma(a, b, tile)
 
 
-@register("gemm", "cuda:naive", available=cuda_build.cuda_available,
+@register("gemm", "cuda:naive", available=cuda_ext.cuda_available,
           supports=dtype_in("float32", "float16", "bfloat16"),
           config=lambda case: "one thread per output, 32x8 blocks, fp32 FMA",
           description="CUDA: one thread per output element, no tiling, no tensor cores")

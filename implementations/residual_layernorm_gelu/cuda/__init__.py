@@ -1,6 +1,6 @@
 """Hand-written CUDA residual + LayerNorm + GELU: one read of x and r, one write.
 
-Built by suite.cuda_build on first use; called as
+Built by implementations._shared.cuda_ext on first use; called as
 torch.ops.kernel_suite.residual_layernorm_gelu; ``residual_layernorm_gelu_v(...,
 variant)`` runs one plan by number (see the .cu; 0 = auto), for device
 benchmarks that compare them.
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from implementations._cuda_variants import VariantTuner
-from suite import cuda_build
+from implementations._shared import cuda_ext, row_plans
+from implementations._shared.cuda_variants import VariantTuner
 from suite.backends import dtype_in
 from suite.workload import itemsize, register
 
@@ -30,7 +30,7 @@ def _fakes() -> None:
 
 
 def ops():
-    return cuda_build.load("residual_layernorm_gelu", SOURCES, fakes=_fakes)
+    return cuda_ext.load("residual_layernorm_gelu", SOURCES, fakes=_fakes)
 
 
 # the .cu's plans (residual_layernorm_gelu_v); one that cannot run a shape runs auto's
@@ -64,9 +64,9 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
         vec = 1
     if variant in (1, 2, 3, 6, 7):
         packs = {1: 4, 2: 2, 3: 1, 6: 4, 7: 1}[variant] * (2 if vec == 1 else 1)
-        return cuda_build.regs_fit(n, vec, packs, 1024 if vec * packs <= 32 else 256)
+        return row_plans.regs_fit(n, vec, packs, 1024 if vec * packs <= 32 else 256)
     if variant == 4:
-        return cuda_build.cluster_ctas(n // vec, vec * 4) > 0
+        return row_plans.cluster_ctas(n // vec, vec * 4) > 0
     if 8 <= variant <= 17:
         # launch_tma: 16-byte packs, <= threads x packs-a-thread of them a CTA (4096 for 8 and 13-15),
         # one CTA a row (8, 13-15) or 2..8 (9-12, 16, 17); 12 and 16 hold six such slices (<= 192 KB):
@@ -87,7 +87,7 @@ def _key(m: int, n: int, dtype: str) -> tuple:
 
 
 def _auto_plan(case) -> str:
-    return cuda_build.row_plan_first_fit(
+    return row_plans.row_plan_first_fit(
         case["N"], itemsize(case.dtype), 4, (2, 4) if itemsize(case.dtype) == 4 else (4,),
         long_rows="cluster") + " (auto plan)"
 
@@ -96,7 +96,7 @@ def _config(case) -> str:
     return _TUNER.config(_key(case["M"], case["N"], case.dtype)) or _auto_plan(case)
 
 
-@register("residual_layernorm_gelu", "cuda", available=cuda_build.cuda_available,
+@register("residual_layernorm_gelu", "cuda", available=cuda_ext.cuda_available,
           supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
           description="CUDA: row in registers (two-pass mean and variance), TMA-fed persistent CTAs or "
                       "clusters for long rows (one exchange of merged statistics a row), two reads beyond; "

@@ -5,6 +5,8 @@
 
 #include "ksuite/bulk.cuh"
 #include "ksuite/common.cuh"
+#include "ksuite/gelu.cuh"
+#include "ksuite/rows.cuh"
 
 namespace {
 

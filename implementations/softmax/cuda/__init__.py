@@ -8,14 +8,14 @@ rows longer than that.
 ``softmax_v(x, variant)`` runs one plan by number (see softmax.cu; 0 = auto,
 what ``softmax`` runs), for device benchmarks that compare them.
 
-Built by suite.cuda_build on first use; called as torch.ops.kernel_suite.softmax.
+Built by implementations._shared.cuda_ext on first use; called as torch.ops.kernel_suite.softmax.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from implementations._cuda_variants import VariantTuner
-from suite import cuda_build
+from implementations._shared import cuda_ext, row_plans
+from implementations._shared.cuda_variants import VariantTuner
 from suite.backends import dtype_in
 from suite.workload import itemsize, register
 
@@ -30,7 +30,7 @@ def _fakes() -> None:
 
 
 def ops():
-    return cuda_build.load("softmax", SOURCES, fakes=_fakes)
+    return cuda_ext.load("softmax", SOURCES, fakes=_fakes)
 
 
 def _plan(n: int, size: int) -> str:
@@ -39,7 +39,7 @@ def _plan(n: int, size: int) -> str:
     (float32) or TMA slices of <= 64 KB (16-bit)."""
     packs = (2, 4) if size == 4 or n <= 1024 else (4,)
     long_rows = "cluster" if size == 4 else "tma"
-    return cuda_build.row_plan_first_fit(n, size, size, packs, long_rows=long_rows, tma_slice=64 * 1024)
+    return row_plans.row_plan_first_fit(n, size, size, packs, long_rows=long_rows, tma_slice=64 * 1024)
 
 
 # softmax.cu's plans (softmax_v); one that cannot run a shape runs auto's.
@@ -103,24 +103,24 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
     if variant in _UNALIGNED_PACKS:  # any n whose row fits K packs a thread
         packs = _UNALIGNED_PACKS[variant]  # threads for the body's n // vec packs
         bound = 256 if variant in _UNALIGNED_RAW or vec * packs > 32 else 1024
-        return cuda_build.regs_fit(n // vec * vec, vec, packs, bound)
+        return row_plans.regs_fit(n // vec * vec, vec, packs, bound)
     if n % vec:
         return variant == 0  # unaligned rows: plans 1-14 are not used, auto runs
     if variant == 0:
         return False  # auto runs one of plans 1-7 here
     if variant in (1, 2, 3):
         packs = {1: 4, 2: 2, 3: 8}[variant]
-        return cuda_build.regs_fit(n, vec, packs, 1024 if vec * packs <= 32 else 256)
+        return row_plans.regs_fit(n, vec, packs, 1024 if vec * packs <= 32 else 256)
     if variant in (11, 12, 13, 14):
         return 1 <= n // vec <= _SHORT_MAX_PACKS
     # (the launchers also refuse rows of more than 2^31 - 1 elements, which no case has)
     if variant in (4, 5):
-        return cuda_build.tma_ctas(n // vec, 32 * 1024 if variant == 4 else 64 * 1024) > 0
+        return row_plans.tma_ctas(n // vec, 32 * 1024 if variant == 4 else 64 * 1024) > 0
     if variant == 6:
-        return cuda_build.cluster_ctas(n // vec, 16) > 0
+        return row_plans.cluster_ctas(n // vec, 16) > 0
     if variant in _PERSISTENT:
         target, stages = _PERSISTENT[variant]
-        return cuda_build.tma_ctas(n // vec, target, stages=stages) > 0
+        return row_plans.tma_ctas(n // vec, target, stages=stages) > 0
     if variant in (28, 29, 30, 31, 32, 33) and size != 2:
         return False  # half2 exps: 16-bit rows only
     if variant in _IN_REGISTERS or variant in _RAW:  # at most 8 CTAs of threads x packs packs
@@ -138,7 +138,7 @@ def _config(case) -> str:
             or _plan(case["N"], itemsize(case.dtype)) + " (auto plan)")
 
 
-@register("softmax", "cuda", available=cuda_build.cuda_available,
+@register("softmax", "cuda", available=cuda_ext.cuda_available,
           supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
           description="CUDA: rows in registers (one (max, sum) reduction), TMA cluster shared memory for "
                       "long rows, online beyond; plan autotuned among softmax.cu's variants")

@@ -39,6 +39,7 @@
 
 #include "ksuite/bulk.cuh"
 #include "ksuite/common.cuh"
+#include "ksuite/rows.cuh"
 #include "softmax_common.cuh"
 #include "softmax_tma.cuh"
 #include "softmax_cluster_stream.cuh"

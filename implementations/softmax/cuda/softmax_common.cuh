@@ -6,6 +6,7 @@
 
 #include "ksuite/bulk.cuh"
 #include "ksuite/common.cuh"
+#include "ksuite/rows.cuh"
 
 namespace {
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from implementations.gelu._triton_math import PTX
+from implementations._shared.triton_math import PTX
 
 # One range's prefetch, thread t's slice of it: the range from byte address
 # {src}, n bytes long, shrunk to the 16-byte words inside it; its bytes

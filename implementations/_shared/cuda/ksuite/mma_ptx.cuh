@@ -2,7 +2,7 @@
 // attention) use: cp.async (global -> shared without a register round trip,
 // zero-filled when out of range), ldmatrix (shared -> the exact register
 // layout mma expects), and mma.sync m16n8k16 with fp32 accumulators.
-// Shared from here so the build hash (which covers suite/cuda_include) sees it.
+// Shared from here so the build hash (which covers implementations/_shared/cuda) sees it.
 #pragma once
 
 #include <cstdint>

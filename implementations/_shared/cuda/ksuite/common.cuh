@@ -1,6 +1,10 @@
-// Small device helpers shared by the kernel-suite CUDA extensions.
-// Included as "ksuite/common.cuh"; suite/cuda_build.py puts this folder on the
-// include path (and in the build hash) of every extension and of the CI check.
+// Small device helpers shared by the kernel-suite CUDA extensions: packs and
+// their conversions, cached loads and stores, warp and block reductions,
+// device attributes, check messages, cluster launches.
+// Included as "ksuite/common.cuh"; implementations/_shared/cuda_ext.py puts
+// implementations/_shared/cuda on the include path (and in the build hash) of
+// every extension and of the CI compile check.  GELU math is in ksuite/gelu.cuh,
+// the row kernels' thread mapping in ksuite/rows.cuh.
 #pragma once
 
 #include <algorithm>
@@ -47,11 +51,6 @@ __device__ __forceinline__ float to_float(c10::BFloat16 x) { return static_cast<
 template <typename T>
 __device__ __forceinline__ T from_float(float x) { return static_cast<T>(x); }
 
-// Exact GELU: erff, not the tanh approximation (the reference is the erf form).
-__device__ __forceinline__ float gelu_erf(float v) {
-  return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
-}
-
 // ---- Cheap, accurate math for the memory-bound kernels -----------------------
 // ex2.approx / rcp.approx (one MUFU instruction each, relative error ~2^-22);
 // .ftz: results below 2^-126 flush to zero, which no output here can tell.
@@ -74,63 +73,8 @@ __device__ __forceinline__ float lg2_approx(float x) {
   return y;
 }
 
-// exp(x) for x <= 0 (softmax): 2^(x log2 e), relative error ~2e-7.
+// exp(x) for x <= 0 (e.g. exp(v - max)): 2^(x log2 e), relative error ~2e-7.
 __device__ __forceinline__ float exp_approx(float x) { return ex2_approx(x * 1.4426950408889634f); }
-
-// Exact-form GELU, x * Phi(x), in ~16 instructions and two MUFU operations
-// (erff costs ~25 with its coefficient selects).  h = Phi(-|x|) =
-// erfc(z) / 2 with z = |x| / sqrt 2, from erfc(z) = t exp(-z^2 + P(t)),
-// t = 1 / (1 + z / 2), P a degree-9 Chebyshev fit (fractional error of erfc
-// < 1.2e-7 for all z >= 0; Numerical Recipes' erfcc).  log2(e) and the 1/2 are
-// folded into P's coefficients.  Then GELU = max(x, 0) - |x| h (x >= 0:
-// x (1 - h); x < 0: x h).  Checked against float64 over [-12, 12]: abs error
-// < 2.4e-7 (half an ulp of the largest outputs), relative error < 1e-6 where
-// |GELU| > 1e-20.  |x| is clamped so that +inf gives +inf, not inf * 0.
-__device__ __forceinline__ float gelu_fast(float x) {
-  const float ax = fminf(fabsf(x), 1.0e30f);
-  const float t = rcp_approx(fmaf(ax, 0.35355339059327376f, 1.0f));
-  float q = 0.24651730f;
-  q = fmaf(q, t, -1.18611495f);
-  q = fmaf(q, t, 2.14747446f);
-  q = fmaf(q, t, -1.63775315f);
-  q = fmaf(q, t, 0.40232158f);
-  q = fmaf(q, t, -0.26875686f);
-  q = fmaf(q, t, 0.13963006f);
-  q = fmaf(q, t, 0.53970062f);
-  q = fmaf(q, t, 1.44272920f);
-  q = fmaf(q, t, -2.82574822f);
-  const float h = t * ex2_approx(fmaf(x * -0.72134752044448170f, x, q));
-  return fmaf(-ax, h, fmaxf(x, 0.0f));
-}
-
-// GELU for outputs rounded to 16 bits (ulp >= 2^-9 of the value): erfc(z)
-// from Abramowitz & Stegun 7.1.26, erfc(z) = t P5(t) exp(-z^2) with
-// t = 1 / (1 + p z), |error| < 1.5e-7; the halves and log2(e) are folded
-// into the coefficients.  Checked in float32 against float64 over [-12, 12]:
-// |error| < 3.4e-7 and < 2.5e-7 |x|, far below a bf16 or fp16 rounding.
-// Five FMAs for P where gelu_fast has ten: ~13 instructions an element
-// against ~18.
-__device__ __forceinline__ float gelu_as(float x) {
-  const float ax = fminf(fabsf(x), 1.0e30f);
-  const float t = rcp_approx(fmaf(ax, 0.3275911f * 0.70710678118654752f, 1.0f));
-  float q = 0.5307027145f;  // A&S's a5 .. a1, halved
-  q = fmaf(q, t, -0.7265760135f);
-  q = fmaf(q, t, 0.7107068705f);
-  q = fmaf(q, t, -0.142248368f);
-  q = fmaf(q, t, 0.127414796f);
-  const float h = t * q * ex2_approx(x * x * -0.72134752044448170f);  // 0.5 erfc(|x| / sqrt 2)
-  return fmaf(-ax, h, fmaxf(x, 0.0f));
-}
-
-// The GELU for an output of type T: gelu_as for 16-bit types, gelu_fast for float.
-template <typename T>
-__device__ __forceinline__ float gelu_out(float x) {
-  if constexpr (sizeof(T) == 2) {
-    return gelu_as(x);
-  } else {
-    return gelu_fast(x);
-  }
-}
 
 // ---- 16-byte packs as raw words, converted two elements at a time ----------
 // bf16 -> float is a shift (or a mask) of the 32-bit word; float -> bf16/fp16
@@ -388,22 +332,6 @@ __device__ __forceinline__ float block_max(float v, float* smem) {
   return warp_max(lane < warps ? smem[lane] : -INFINITY);
 }
 
-// Reductions over the `tpr` threads that share one row: a power-of-two group
-// of lanes inside a warp (tpr <= 32; xor offsets below tpr stay in the group),
-// or the whole block (tpr == blockDim.x > 32).  Every lane of the warp must
-// call these, including lanes whose row is past the end.
-__device__ __forceinline__ float row_sum(float v, int tpr, float* smem) {
-  if (tpr > 32) return block_sum(v, smem);
-  for (int off = tpr >> 1; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
-
-__device__ __forceinline__ float row_max(float v, int tpr, float* smem) {
-  if (tpr > 32) return block_max(v, smem);
-  for (int off = tpr >> 1; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
-  return v;
-}
-
 inline bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
 
 // Device attributes of the current device, cached per device (launchers call
@@ -467,69 +395,7 @@ inline std::string msg(const A&... pieces) {
 
 namespace ksuite {
 
-// How the row kernels (softmax, residual_layernorm_gelu) map rows of n
-// columns to threads when a row fits in registers: each thread owns `packs`
-// packs of `vec` elements (16 bytes when vec > 1) of one row, every load of
-// the row issued before the first reduction.  tpr threads share a row:
-//  - tpr <= 32: a power-of-two group of lanes, 256-thread blocks holding
-//    256 / tpr rows, reductions by shuffles only;
-//  - tpr > 32: a multiple of 32, the whole block (blockDim == tpr) one row,
-//    one shared-memory exchange per reduction.
-// tpr == 0: the row needs more than max_threads (<= 1024) threads at
-// `packs` a thread.
-struct RegPlan {
-  int tpr;
-  int threads;
-};
-
-inline RegPlan plan_regs(int64_t n, int vec, int packs, int max_threads = 1024) {
-  const int64_t row_packs = (n + vec - 1) / vec;
-  const int64_t t = (row_packs + packs - 1) / packs;
-  if (t <= 32) {
-    int lanes = 1;
-    while (lanes < t) lanes <<= 1;
-    return {lanes, std::min(256, max_threads)};
-  }
-  const int64_t tpr = (t + 31) / 32 * 32;
-  if (tpr <= max_threads) return {static_cast<int>(tpr), static_cast<int>(tpr)};
-  return {0, 0};
-}
-
-// Reductions over the tpr threads of one row (RegPlan above).  Every thread
-// of the block calls them (threads past the last row too).  `red` is shared
-// scratch of >= 32 entries, used only when tpr > 32; the leading barrier
-// lets a block reuse it.
-template <typename F, typename V>
-__device__ __forceinline__ V group_reduce(V v, int tpr, V* red, const V& identity, F combine) {
-  const int width = tpr < 32 ? tpr : 32;
-  for (int off = width >> 1; off > 0; off >>= 1) v = combine(v, shfl_xor(v, off));
-  if (tpr <= 32) return v;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  __syncthreads();
-  if (lane == 0) red[warp] = v;
-  __syncthreads();
-  v = lane < warps ? red[lane] : identity;
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v = combine(v, shfl_xor(v, off));
-  return v;
-}
-
-}  // namespace ksuite
-
-namespace ksuite {
-
-// Thread-block clusters (sm_90+): a row too long for one CTA's shared memory
-// is split over `ctas` CTAs of one cluster, which swap partial statistics
-// through distributed shared memory.  Slices of <= 64 KB let three CTAs share
-// an SM, so one CTA's loads overlap another's reductions.
-constexpr int64_t kClusterSliceBytes = 64 * 1024;
-
-// CTAs a cluster needs to hold `packs` packs of `pack_bytes` (0: more than 8).
-inline int cluster_ctas(int64_t packs, int64_t pack_bytes, int smem_limit) {
-  for (int c = 1; c <= 8; c *= 2)
-    if ((packs + c - 1) / c * pack_bytes <= kClusterSliceBytes) return c;
-  return (packs + 7) / 8 * pack_bytes + 1024 <= smem_limit ? 8 : 0;
-}
+// Thread-block clusters (sm_90+), launched along x.
 
 // A launch configuration of `grid` CTAs in clusters of `ctas` along x, with
 // `smem` bytes of dynamic shared memory (opted in for `kernel`); `attr` is

@@ -10,7 +10,7 @@ import functools
 from typing import Callable
 
 import triton
-from implementations._autotune import BENCH_LIMITS, autotune
+from implementations._shared.autotune import BENCH_LIMITS, autotune
 
 # The real candidates depend on the problem and come from the prune hook; the
 # two placeholders only make the list long enough for the autotuner to tune.

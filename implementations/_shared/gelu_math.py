@@ -1,19 +1,14 @@
-"""Float32 building blocks shared by the Triton gelu, residual_layernorm_gelu and softmax kernels.
-
-On the GPU ``exp2`` and ``rcp`` are one MUFU instruction each (the ``.ftz``
-forms: no denormal scaling around them, which Triton's own exp2 and division
-add, four to six more instructions an element).  The results differ only
-where an input or output is below 2^-126.  Under TRITON_INTERPRET they fall
-back to tl.exp2 and a division (the interpreter has no inline PTX).
+"""GELU, x * Phi(x), in float32 for the Triton kernels that apply it (gelu,
+residual_layernorm_gelu): libdevice erf, or a branch-free erfc for 16-bit
+outputs built on triton_math's one-MUFU exp2 and rcp.
 """
 from __future__ import annotations
 
 import triton
 import triton.language as tl
 
-from suite.backends import interpreting
+from implementations._shared.triton_math import exp2, rcp
 
-PTX = tl.constexpr(not interpreting())  # kernels may read only constexpr globals
 SQRT1_2 = tl.constexpr(0.7071067811865476)
 # Abramowitz & Stegun 7.1.26: erfc(a) ~ t*(a1 + ... + a5*t^4) * exp(-a^2),
 # t = 1/(1 + p*a), |error| < 1.5e-7; the coefficients here are halved, so the
@@ -26,24 +21,6 @@ AS_C4 = tl.constexpr(-0.7265760135)
 AS_C5 = tl.constexpr(0.5307027145)
 # exp(-a^2) = 2^(x^2 * NEG_K2) with a = |x|/sqrt2, NEG_K2 = -log2(e)/2
 NEG_K2 = tl.constexpr(-0.7213475204444817)
-
-
-@triton.jit
-def exp2(x):
-    if PTX:
-        return tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32,
-                                         is_pure=True, pack=1)
-    else:
-        return tl.exp2(x)
-
-
-@triton.jit
-def rcp(x):
-    if PTX:
-        return tl.inline_asm_elementwise("rcp.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32,
-                                         is_pure=True, pack=1)
-    else:
-        return 1.0 / x
 
 
 @triton.jit

@@ -1,7 +1,6 @@
-// Bulk copies (TMA, 1-D cp.async.bulk) into shared memory and the mbarriers
-// that count them, for the persistent row kernels (softmax plans 8-10 and
-// 18-22, residual_layernorm_gelu plans 8 and 9), and the number of clusters
-// of a kernel the device holds at once (their persistent grids).  sm_90+.
+// Bulk copies (TMA, 1-D cp.async.bulk) from global into shared memory, the
+// mbarriers that count their bytes, and the number of clusters of a kernel
+// the device holds at once (the size of a persistent, clustered grid).  sm_90+.
 #pragma once
 
 #include <cstdint>
