@@ -40,14 +40,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         "examples:\n"
         "  python -m suite run                                  # quick preset on the GPU\n"
         "  python -m suite run --device cpu --preset cpu --out /tmp/cpu.parquet\n"
-        "  python -m suite run --workloads NAME --backends torch,triton --dtypes bfloat16
-"
-        "  python -m suite run --workloads NAME --shape M=3000,N=5000 --dtypes bfloat16
-"
-        "  python -m suite run --shapes examples/shapes.toml  # shapes and dtypes from a TOML file
-"
-        "  python -m suite run --preset llm                     # shapes of open LLMs' configs
-"
+        "  python -m suite run --workloads NAME --backends torch,triton --dtypes bfloat16\n"
+        "  python -m suite run --workloads NAME --shape M=3000,N=5000 --dtypes bfloat16\n"
+        "  python -m suite run --shapes examples/shapes.toml  # shapes and dtypes from a TOML file\n"
+        "  python -m suite run --preset llm                     # shapes of open LLMs' configs\n"
         "  python -m suite run --preset full --shard 2/4        # a quarter of the sweep\n"
         "  python -m suite run --resume results/h200/20261129T101500Z-abc1234.parquet")
     p.add_argument("--device", choices=("cuda", "cpu"), help="default: cuda when a GPU is visible, else cpu")
@@ -55,7 +51,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="shape preset: cpu (tiny, irregular), quick, full or llm (open models' shapes; GPU); "
                         "default quick on a GPU, cpu on the CPU, none when --shape or --shapes is given")
     p.add_argument("--shape", action="append", default=[], metavar="K=V,...",
-                   help="a shape of your own, e.g. M=3000,N=5000 (repeatable; attention takes causal=0/1): "
+                   help="a shape of your own, e.g. M=3000,N=5000 (repeatable; a boolean key such as causal takes 0/1): "
                         "for the --workloads given, else every workload whose keys are exactly these")
     p.add_argument("--shapes", type=Path, metavar="FILE",
                    help="a TOML file of shapes and dtypes per workload, lists swept as a product "

@@ -9,11 +9,11 @@ case holds at once (``Workload.memory_bytes``) against the device's free
 memory.  Any problem is a UsageError: one line, exit code 2.
 
 A ``--shape`` without ``--workloads`` applies to every workload whose keys are
-exactly the ones given (``M=..,N=..`` is softmax and residual_layernorm_gelu).
+exactly the ones given (``M=..,N=..`` fits every workload keyed by M and N).
 The file holds one TOML table per workload, or several as an array of tables;
 a list value is swept, and a table's cases are the product of its lists::
 
-    [softmax]
+    [NAME]                    # a workload's name, as `python -m suite list` shows it
     M = [4096]
     N = [32000, 50257, 128256]
     dtypes = ["bfloat16"]     # optional; --dtypes overrides it
