@@ -5,9 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard import analysis, data
-from dashboard.analysis import Filters
-from suite import store
+pytest.importorskip("streamlit", reason="the dashboard needs streamlit (scripts/setup.sh dev)")
+
+from dashboard import analysis, data  # noqa: E402
+from dashboard.analysis import Filters  # noqa: E402
+from suite import store  # noqa: E402
 
 BASE = {"schema_version": 1, "run_id": "r1", "timestamp": "2025-06-01T00:00:00Z", "gpu_name": "NVIDIA H200",
         "gpu_slug": "h200", "commit": "aaaaaaa", "timer": "events", "dtype": "float32", "status": "ok",

@@ -4,9 +4,11 @@ import json
 import pandas as pd
 import pytest
 
-import fixtures_dashboard as fx
-from dashboard import data
-from suite import store
+pytest.importorskip("streamlit", reason="the dashboard needs streamlit (scripts/setup.sh dev)")
+
+import fixtures_dashboard as fx  # noqa: E402
+from dashboard import data  # noqa: E402
+from suite import store  # noqa: E402
 
 
 @pytest.fixture(scope="module")

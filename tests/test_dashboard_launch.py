@@ -3,8 +3,12 @@ import argparse
 import json
 import sys
 
-from dashboard import data, launch
-from suite import cli
+import pytest
+
+pytest.importorskip("streamlit", reason="the dashboard needs streamlit (scripts/setup.sh dev)")
+
+from dashboard import data, launch  # noqa: E402
+from suite import cli  # noqa: E402
 
 
 def args(*argv):
