@@ -218,6 +218,9 @@ def test_suspects_and_roofs():
                case("v", "s", 1, 1.0, sol=2.0, status="incorrect"),
                case("u", "s", 1, 1.0, dtype="bfloat16", peak_tflops=700.0))
     assert list(analysis.suspects(df)["impl"]) == ["t"]
+    # a CPU run is a smoke run: its cache-resident rows beat the copy rate and are not suspects
+    cpu = frame(case("t", "s", 1, 1.0, sol=6.28, device="cpu", run_id="c"), case("t", "s", 1, 1.0, sol=1.3))
+    assert list(analysis.suspects(cpu)["run_id"]) == ["r1"]
     bw, tf = analysis.roofs(df)
     assert bw == 4000.0 and tf == {"bfloat16": 700.0, "float32": 50.0}
 
