@@ -11,6 +11,7 @@ or a kill loses at most the case in flight, and ``--resume`` finishes it.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import secrets
 import sys
 import time
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suite.args import UsageError, choose, csv_list
-from suite.store import RunFile, default_path
+from suite.store import RUNS, RunFile, default_path
 from suite.timing import L2_CHOICES, TIMERS, Protocol
 from suite.workload import DTYPES, Case, Implementation, discover
 
@@ -42,7 +43,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "  python -m suite run --device cpu --preset cpu --out /tmp/cpu.parquet\n"
         "  python -m suite run --workloads softmax --backends torch,triton --dtypes bfloat16\n"
         "  python -m suite run --preset full --shard 2/4        # a quarter of the sweep\n"
-        "  python -m suite run --resume results/h200/20261129T101500Z-abc1234.parquet")
+        "  python -m suite run --resume runs/h200/20261129T101500Z-abc1234.parquet")
     p.add_argument("--device", choices=("cuda", "cpu"), help="default: cuda when a GPU is visible, else cpu")
     p.add_argument("--preset", choices=PRESETS,
                    help="shape preset: cpu (tiny, irregular), quick or full (GPU); default quick on a GPU, cpu on the CPU")
@@ -54,7 +55,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    "(default: all three; float32,bfloat16 for the quick preset)")
     p.add_argument("--timer", default=None,
                    help=f"comma-separated timers from {', '.join(TIMERS)} (default: events on a GPU, wall on the CPU)")
-    p.add_argument("--out", type=Path, help="output Parquet file (default: results/<gpu>/<UTC time>-<commit>.parquet)")
+    p.add_argument("--out", type=Path, help="output Parquet file (default: runs/<gpu>/<UTC time>-<commit>.parquet)")
     p.add_argument("--resume", type=Path, metavar="FILE",
                    help="complete a partial run in FILE without redoing the cases it already holds")
     p.add_argument("--shard", metavar="K/N", help="run only the K-th of N deterministic slices of the cases")
@@ -169,7 +170,7 @@ def main(args) -> int:
         run_id = str(run.rows[0]["run_id"]) if run.rows else secrets.token_hex(6)
         timestamp = str(run.rows[0]["timestamp"]) if run.rows else timestamp
     else:
-        out = args.out or default_path("results", env["gpu_name"], timestamp, env["commit"])
+        out = args.out or default_path(RUNS, env["gpu_name"], timestamp, env["commit"])
         run = RunFile(out)
         run_id = secrets.token_hex(6)
 
@@ -194,12 +195,21 @@ def main(args) -> int:
                   repeat=args.repeat, shard=args.shard, progress=not args.no_progress,
                   builds=builds)
     interrupted = sweep.run()
-    print(f"wrote {len(run.rows)} rows to {run.path}", file=sys.stderr)
     print_summary(run.rows)
+    print(f"wrote {len(run.rows)} rows to {run.path}", file=sys.stderr)
     if interrupted:
         print(f"interrupted: finish with --resume {run.path}", file=sys.stderr)
         return 130
+    print(f"open it in the dashboard: {_python()} -m suite dashboard {run.path}", file=sys.stderr)
+    if importlib.util.find_spec("streamlit") is None or importlib.util.find_spec("plotly") is None:
+        print("(the dashboard needs streamlit and plotly: `make setup-dev` installs them)", file=sys.stderr)
     return 0
 
 
-
+def _python() -> str:
+    """This interpreter as a user would type it: .venv/bin/python under make, else its name."""
+    exe = Path(sys.executable)
+    try:
+        return str(exe.relative_to(Path.cwd()))
+    except ValueError:
+        return exe.name

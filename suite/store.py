@@ -69,8 +69,14 @@ def slug(text: str) -> str:
     return s.removeprefix("nvidia-") or "unknown"
 
 
+# A user's own runs go to runs/ (ignored by git); results/ holds the reference
+# runs that results/MANIFEST.md lists.
+RUNS = "runs"
+RESULTS = "results"
+
+
 def default_path(root: str | os.PathLike, gpu_name: str, timestamp: str, commit: str) -> Path:
-    """``results/<gpu-slug>/<UTC timestamp>-<commit7>.parquet``."""
+    """``<root>/<gpu-slug>/<UTC timestamp>-<commit7>.parquet``."""
     stamp = re.sub(r"[^0-9TZ]", "", timestamp)
     return Path(root) / slug(gpu_name) / f"{stamp}-{(commit or 'nogit')[:7]}.parquet"
 
@@ -103,12 +109,19 @@ def write_atomic(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     os.close(fd)
     try:
         df.to_parquet(tmp, index=False)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; a results file is for sharing
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 class RunFile:

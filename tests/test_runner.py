@@ -151,6 +151,17 @@ def test_atomic_write_leaves_no_temp_files(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["a.parquet"]
 
 
+def test_written_files_are_readable_by_others(tmp_path):
+    """mkstemp creates 0600; a results file is written for sharing, as the umask allows."""
+    df = store.to_frame([{"workload": "gelu", "impl": "x", "status": "ok", "schema_version": 1}])
+    old = os.umask(0o022)
+    try:
+        path = store.write_atomic(df, tmp_path / "a.parquet")
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
+
+
 def test_default_path_layout():
     p = store.default_path("results", "NVIDIA H200", "2026-11-29T10:15:00Z", "abcdef0123")
     assert p.as_posix() == "results/h200/20261129T101500Z-abcdef0.parquet"
