@@ -71,8 +71,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help=f"target time spent in timed samples per measurement (default {DEFAULT.budget_ms:g})")
     p.add_argument("--repeat", action="store_true", help="time every implementation twice, to show run-to-run noise")
     p.add_argument("--reuse-ceilings", action="store_true", help="use this device's cached ceilings instead of measuring")
-    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                   help="import MODULE in the workers too (registers extra implementations)")
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE|PATH",
+                   help="import a module, or a .py file by path, that registers implementations "
+                        "(examples/my_softmax.py); the workers import it too. Repeatable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (plain log lines)")
 
 

@@ -36,6 +36,7 @@ EXTRA = [
     "peak_gbps_datasheet", "peak_tflops_datasheet", "gpu_mem_bytes", "python", "hostname",
     "sm_clock_start_mhz", "sm_clock_end_mhz", "mem_clock_start_mhz", "mem_clock_end_mhz",
     "gpu_slug", "l2_bytes", "sm_clock_mhz", "power_w", "clock_limits",
+    "impl_source",
 ]
 COLUMNS = REQUIRED[:8] + SHAPE_COLUMNS + REQUIRED[8:] + EXTRA
 

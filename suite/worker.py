@@ -21,7 +21,7 @@ from typing import Callable
 from suite import clocks, roofline, verify
 from suite.store import SCHEMA_VERSION
 from suite.timing import Protocol, l2_bytes, measure, rotation_sets, use_protocol
-from suite.workload import Case, Implementation, Workload, discover, itemsize
+from suite.workload import Case, Implementation, Workload, discover, impl_source, itemsize
 
 # Messages after which the CUDA context cannot be trusted any more.
 FATAL_MARKERS = ("illegal memory access", "device-side assert", "unspecified launch failure",
@@ -75,6 +75,7 @@ def base_row(wl: Workload, case: Case, impl_name: str, opts: Options, math_mode:
         "bound_ms": roofline.bound_ms(flops, nbytes, opts.peaks_gbps, peak_tf),
         "bound": roofline.limiter(flops, nbytes, opts.peaks_gbps, peak_tf),
         "status": None, "error": None, "correct": None, "device": opts.device,
+        "impl_source": impl_source(case.workload, impl_name),
     }
     for k, v in case.shape:
         row[f"shape_{k}"] = v

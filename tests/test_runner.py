@@ -73,6 +73,9 @@ def test_faults_are_contained_and_every_other_row_is_present(tmp_path):
     assert err["fault:hang"].str.contains("timed out after 10 s").all()
     assert err["fault:picky"].dropna().str.contains("only N < 10000").all()
     assert err["fault:absent"].str.contains("lacks").all()
+    source = df.groupby("impl")["impl_source"].agg(set)
+    assert source["torch"] == {"builtin"}
+    assert all(source[f] == {"plugin:tests.fault_impls"} for f in FAULTS)
     # incorrect rows are never timed
     assert df[df["status"] != "ok"]["ms_median"].isna().all()
 
