@@ -145,6 +145,9 @@ def make_protocol(args) -> Protocol:
         raise UsageError(f"--samples {args.samples} --budget-ms {args.budget_ms:g}: {exc}") from None
 
 
+CPU_NOTE = "CPU run: a smoke run, not scored on a roofline (its rows leave sol and bound_ms empty)"
+
+
 def main(args) -> int:
     from suite import ceilings, environment
     from suite.summary import print_summary
@@ -153,10 +156,13 @@ def main(args) -> int:
     protocol = make_protocol(args)  # checked before anything slow runs
     registry = discover(args.plugin)
     plan = make_plan(args, registry)
+    refuse_unrunnable(plan)
 
     env = environment.collect(plan.device)
     env["clocks_start"] = environment.clocks() if plan.device == "cuda" else {}
     print(f"device: {environment.describe(env)}", file=sys.stderr)
+    if plan.device == "cpu":
+        print(CPU_NOTE, file=sys.stderr)
 
     timestamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if args.resume:
@@ -187,7 +193,7 @@ def main(args) -> int:
             builds.close()
         raise
     print(f"ceilings: copy {ceil.copy_gbps:.0f} GB/s; matmul "
-          + ", ".join(f"{k} {v:.1f}" for k, v in ceil.matmul_tflops.items()) + " TFLOP/s", file=sys.stderr)
+          + ", ".join(f"{k} {v:.3g}" for k, v in ceil.matmul_tflops.items()) + " TFLOP/s", file=sys.stderr)
 
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     sweep = Sweep(plan=plan, registry=registry, out=run, env=env, ceil=ceil, run_id=run_id,
@@ -205,6 +211,18 @@ def main(args) -> int:
     if importlib.util.find_spec("streamlit") is None or importlib.util.find_spec("plotly") is None:
         print("(the dashboard needs streamlit and plotly: `make setup-dev` installs them)", file=sys.stderr)
     return 0
+
+
+def refuse_unrunnable(plan: Plan) -> None:
+    """UsageError naming every selected implementation when none can run on this device."""
+    reasons = {}
+    for _, impls in plan.cases:
+        for impl in impls:
+            reasons.setdefault(impl.name, set()).add(impl.check_available(plan.device))
+    if all(None not in why for why in reasons.values()):
+        listed = "; ".join(f"{name}: {' / '.join(sorted(why))}" for name, why in sorted(reasons.items()))
+        raise UsageError(f"nothing can run on {plan.device}: every selected implementation is "
+                         f"unavailable ({listed})")
 
 
 def _python() -> str:

@@ -114,6 +114,37 @@ def test_interrupted_run_resumes_to_the_same_rows(tmp_path):
     assert "source" not in pd.read_parquet(part).columns, "the reader's column must not be stored back"
 
 
+def test_a_run_goes_to_runs_and_a_cpu_run_is_a_smoke_run(tmp_path):
+    """Without --out a run is written under runs/ (ignored by git), readable by others, and
+    ends with the command that opens it; a CPU run says it is not scored on a roofline."""
+    r = subprocess.run([sys.executable, "-m", "suite", "run", "--device", "cpu", "--workloads", "gelu,gemm",
+                        "--impls", "torch", "--dtypes", "float32", "--samples", "3,3", "--no-progress",
+                        "--reuse-ceilings"], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)), preexec_fn=lambda: os.umask(0o022))
+    assert r.returncode == 0, r.stderr[-3000:]
+    (path,) = (tmp_path / "runs").rglob("*.parquet")
+    assert path.stat().st_mode & 0o777 == 0o644
+    rel = path.relative_to(tmp_path)
+    assert r.stderr.strip().splitlines()[-1].endswith(f"-m suite dashboard {rel}")
+    assert "CPU run: a smoke run, not scored on a roofline" in r.stderr
+    assert "CPU run: a smoke run, not scored on a roofline" in r.stdout
+    assert "SMs" not in r.stderr.splitlines()[0]
+    df = store.read_file(path)
+    assert (df["status"] == "ok").all() and set(df["workload"]) == {"gelu", "gemm"}
+    assert df["sol"].isna().all() and df["bound_ms"].isna().all()
+    assert df["peak_gbps"].gt(0).all() and df["gbps"].gt(0).all()  # measured, not scored
+
+
+def test_nothing_runnable_is_refused_before_anything_is_written(tmp_path):
+    out = tmp_path / "never.parquet"
+    r = suite("run", "--device", "cpu", "--preset", "cpu", "--workloads", "softmax", "--impls", "triton",
+              "--out", str(out), timeout=120, env={"TRITON_INTERPRET": "0"})
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stderr == ("error: nothing can run on cpu: every selected implementation is unavailable "
+                        "(triton: Triton on the CPU needs TRITON_INTERPRET=1)\n")
+    assert not out.exists()
+
+
 def test_shards_are_disjoint_and_cover_the_sweep():
     items = list(range(23))
     parts = [shard(items, f"{k}/4") for k in range(1, 5)]
