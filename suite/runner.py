@@ -57,7 +57,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help=f"comma-separated timers from {', '.join(TIMERS)} (default: events on a GPU, wall on the CPU)")
     p.add_argument("--out", type=Path, help="output Parquet file (default: runs/<gpu>/<UTC time>-<commit>.parquet)")
     p.add_argument("--resume", type=Path, metavar="FILE",
-                   help="complete a partial run in FILE without redoing the cases it already holds")
+                   help="complete a partial run in FILE without redoing the cases it already holds, "
+                        "with the options, seed and ceilings the file records")
     p.add_argument("--shard", metavar="K/N", help="run only the K-th of N deterministic slices of the cases")
     p.add_argument("--timeout", type=float, default=600.0,
                    help="seconds one implementation may take on one case, compilation included (default 600)")
@@ -149,10 +150,14 @@ CPU_NOTE = "CPU run: a smoke run, not scored on a roofline (its rows leave sol a
 
 
 def main(args) -> int:
-    from suite import ceilings, environment
+    from suite import ceilings, environment, resume
     from suite.summary import print_summary
     from suite.sweep import Sweep, start_builds
 
+    run, recorded = None, False
+    if args.resume:  # the file's options and ceilings, before anything else reads args
+        run = _open_resume(args.resume)
+        recorded = resume.apply(args, run.rows, _defaults(), args.resume)
     protocol = make_protocol(args)  # checked before anything slow runs
     registry = discover(args.plugin)
     plan = make_plan(args, registry)
@@ -165,39 +170,45 @@ def main(args) -> int:
         print(CPU_NOTE, file=sys.stderr)
 
     timestamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    if args.resume:
-        if not args.resume.exists():
-            raise UsageError(f"--resume {args.resume}: no such file")
-        from suite.store import StoreError
-
-        try:
-            run = RunFile.resume(args.resume)
-        except StoreError as exc:
-            raise UsageError(str(exc)) from None
+    ceil = None
+    if run is not None:
         run_id = str(run.rows[0]["run_id"]) if run.rows else secrets.token_hex(6)
         timestamp = str(run.rows[0]["timestamp"]) if run.rows else timestamp
+        ceil = resume.ceilings(run.rows) if recorded else None
+        if not recorded:
+            print(f"note: {run.path} records no run options (written by an older runner): the "
+                  f"command line's filters apply and the ceilings are measured again", file=sys.stderr)
+        if ceil is not None and ceil.gpu_name != env["gpu_name"]:
+            raise UsageError(f"--resume {run.path}: the run was measured on {ceil.gpu_name}, this "
+                             f"machine has {env['gpu_name']}; finish it on the same device")
     else:
         out = args.out or default_path(RUNS, env["gpu_name"], timestamp, env["commit"])
         run = RunFile(out)
         run_id = secrets.token_hex(6)
+    # what --resume reads back: the resolved device, preset, timers and seed
+    args.seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    args.device, args.preset, args.timer = plan.device, plan.preset, ",".join(plan.timers)
 
     # CUDA extensions build in the background from here on, through the
     # ceiling measurement and the cases that need no extension.
     builds = start_builds(plan.device, plan.cases)
     try:
-        print("measuring ceilings..." if not args.reuse_ceilings else "loading ceilings...",
-              file=sys.stderr)
-        ceil = ceilings.get(plan.device, env["fingerprint"], env["gpu_name"], reuse=args.reuse_ceilings)
+        if ceil is not None:
+            print(f"ceilings: the run's own, from {run.path} (measured {ceil.measured_at})", file=sys.stderr)
+        else:
+            print("measuring ceilings..." if not args.reuse_ceilings else "loading ceilings...",
+                  file=sys.stderr)
+            ceil = ceilings.get(plan.device, env["fingerprint"], env["gpu_name"], reuse=args.reuse_ceilings)
     except BaseException:
         if builds is not None:
             builds.close()
         raise
     print(f"ceilings: copy {ceil.copy_gbps:.0f} GB/s; matmul "
           + ", ".join(f"{k} {v:.3g}" for k, v in ceil.matmul_tflops.items()) + " TFLOP/s", file=sys.stderr)
+    run.fields = {"run_args": resume.record(args), "ceilings": resume.ceilings_json(ceil)}
 
-    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     sweep = Sweep(plan=plan, registry=registry, out=run, env=env, ceil=ceil, run_id=run_id,
-                  timestamp=timestamp, seed=seed, timeout=args.timeout, plugins=tuple(args.plugin),
+                  timestamp=timestamp, seed=args.seed, timeout=args.timeout, plugins=tuple(args.plugin),
                   protocol=protocol,
                   repeat=args.repeat, shard=args.shard, progress=not args.no_progress,
                   builds=builds)
@@ -211,6 +222,24 @@ def main(args) -> int:
     if importlib.util.find_spec("streamlit") is None or importlib.util.find_spec("plotly") is None:
         print("(the dashboard needs streamlit and plotly: `make setup-dev` installs them)", file=sys.stderr)
     return 0
+
+
+def _open_resume(path: Path) -> RunFile:
+    from suite.store import StoreError
+
+    if not path.exists():
+        raise UsageError(f"--resume {path}: no such file")
+    try:
+        return RunFile.resume(path)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _defaults() -> dict:
+    """Each run option's value when it is not given."""
+    p = argparse.ArgumentParser()
+    configure(p)
+    return vars(p.parse_args([]))
 
 
 def refuse_unrunnable(plan: Plan) -> None:

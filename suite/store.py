@@ -36,7 +36,7 @@ EXTRA = [
     "peak_gbps_datasheet", "peak_tflops_datasheet", "gpu_mem_bytes", "python", "hostname",
     "sm_clock_start_mhz", "sm_clock_end_mhz", "mem_clock_start_mhz", "mem_clock_end_mhz",
     "gpu_slug", "l2_bytes", "sm_clock_mhz", "power_w", "clock_limits",
-    "impl_source",
+    "impl_source", "run_args", "ceilings",
 ]
 COLUMNS = REQUIRED[:8] + SHAPE_COLUMNS + REQUIRED[8:] + EXTRA
 
@@ -131,6 +131,8 @@ class RunFile:
     def __init__(self, path: str | os.PathLike, rows: Iterable[dict] = ()):
         self.path = Path(path)
         self.rows: list[dict] = list(rows)
+        # columns every row added from now on carries (the run's options and ceilings)
+        self.fields: dict = {}
 
     @classmethod
     def resume(cls, path: str | os.PathLike) -> "RunFile":
@@ -142,7 +144,7 @@ class RunFile:
         return {tuple(r[k] for k in ROW_KEY) for r in self.rows}
 
     def add(self, rows: Iterable[dict]) -> None:
-        self.rows.extend(rows)
+        self.rows.extend(dict(r, **self.fields) for r in rows)
 
     def save(self) -> Path:
         return write_atomic(to_frame(self.rows), self.path)

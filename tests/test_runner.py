@@ -114,6 +114,31 @@ def test_interrupted_run_resumes_to_the_same_rows(tmp_path):
     assert "source" not in pd.read_parquet(part).columns, "the reader's column must not be stored back"
 
 
+def test_resume_keeps_the_runs_filters_seed_and_ceilings(tmp_path):
+    """A resumed run finishes the cases it was started with, on the same inputs, scored
+    against the ceilings it was started with; a filter that disagrees is refused."""
+    full = tmp_path / "full.parquet"
+    r = suite("run", "--device", "cpu", "--preset", "cpu", "--workloads", "gelu,softmax", "--impls", "torch",
+              "--dtypes", "float32", "--samples", "3,3", "--no-progress", "--reuse-ceilings", "--out", str(full))
+    assert r.returncode == 0, r.stderr[-3000:]
+    done = store.read_file(full)
+    assert done["run_args"].nunique() == 1 and done["ceilings"].nunique() == 1
+    # the checkpoint of a run interrupted after its gelu cases
+    part = tmp_path / "part.parquet"
+    store.write_atomic(done[done["workload"] == "gelu"].drop(columns="source"), part)
+    for conflict in (["--workloads", "gemm"], ["--impls", "eager"], ["--seed", "1"]):
+        r = suite("run", "--resume", str(part), *conflict, timeout=120)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+        assert r.stderr.startswith(f"error: --resume {part}: the run was started with {conflict[0]}")
+    r = suite("run", "--resume", str(part), "--no-progress", "--workloads", "softmax,gelu")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "measuring ceilings" not in r.stderr and "the run's own" in r.stderr
+    resumed = store.read_file(part)
+    assert _keys(resumed) == _keys(done)  # softmax torch float32 and nothing else
+    assert resumed["seed"].nunique() == 1 and resumed["seed"].iloc[0] == done["seed"].iloc[0]
+    assert resumed["ceilings"].nunique() == 1 and resumed["peak_gbps"].nunique() == 1
+
+
 def test_a_run_goes_to_runs_and_a_cpu_run_is_a_smoke_run(tmp_path):
     """Without --out a run is written under runs/ (ignored by git), readable by others, and
     ends with the command that opens it; a CPU run says it is not scored on a roofline."""
