@@ -19,6 +19,7 @@ from typing import Iterable
 
 from suite.args import UsageError
 from suite.ceilings import Ceilings
+from suite.workload import is_plugin_path
 
 # run options (argparse dests) that decide which cases run and how they are timed;
 # those a version of the runner lacks are skipped
@@ -89,7 +90,7 @@ def apply(args: argparse.Namespace, rows: list[dict], defaults: dict, path) -> b
 
 def _same(name: str, given, recorded) -> bool:
     if name == "plugin":  # a file named by another relative path is the same file
-        key = lambda p: str(Path(p).resolve()) if p.endswith(".py") or "/" in p else p  # noqa: E731
+        key = lambda p: str(Path(p).resolve()) if is_plugin_path(p) else p  # noqa: E731
         return [key(p) for p in given] == [key(p) for p in recorded]
     if name in ("workloads", "impls", "backends", "dtypes", "timer") and isinstance(given, str):
         return sorted(given.split(",")) == sorted(str(recorded).split(","))
