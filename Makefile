@@ -1,15 +1,23 @@
 # The README's two commands are `make run` and `make test`.
-PYTHON ?= python3
+# Everything installs into .venv (scripts/setup.sh creates it with
+# --system-site-packages, so packages python3 already has are used as they are);
+# `make PYTHON=python3 ...` installs into and runs that interpreter instead.
+VENV ?= .venv
+PYTHON ?= $(VENV)/bin/python
 # GPU: the quick preset on every available backend; CPU-only: the tiny cpu preset.
 RUN_ARGS ?= $(shell $(PYTHON) -c "import torch,sys; sys.stdout.write('--preset quick' if torch.cuda.is_available() else '--device cpu --preset cpu')" 2>/dev/null || echo --device cpu --preset cpu)
+SETUP = VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup.sh
 
-.PHONY: setup setup-dev run test test-gpu dashboard
+.PHONY: venv setup setup-dev run test test-gpu dashboard
+
+venv:
+	$(SETUP) venv
 
 setup:
-	PYTHON=$(PYTHON) scripts/setup.sh run
+	$(SETUP) run
 
 setup-dev:
-	PYTHON=$(PYTHON) scripts/setup.sh dev
+	$(SETUP) dev
 
 run: setup
 	$(PYTHON) -m suite run $(RUN_ARGS)
@@ -17,7 +25,7 @@ run: setup
 test: setup-dev
 	$(PYTHON) -m pytest -q -ra -m "not gpu"
 
-test-gpu:
+test-gpu: venv
 	$(PYTHON) -m pytest -q -ra -m gpu
 
 dashboard: setup-dev

@@ -28,7 +28,8 @@ from suite import store
 
 PATHS_ENV = "KERNEL_SUITE_DASHBOARD_PATHS"
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_PATHS = (str(ROOT / "results"),)
+# a user's own runs (ignored by git) and the committed reference runs
+DEFAULT_PATHS = (str(ROOT / store.RUNS), str(ROOT / store.RESULTS))
 SKIPPED = {"samples_ms"}
 # Columns the dashboard fills itself.  A file may carry one already: a resumed
 # run is checkpointed from rows that store.read_file had tagged with "source"
@@ -45,18 +46,23 @@ def _arrow_types() -> dict[str, pa.DataType]:
     return {c: kinds.get(str(t), pa.string()) for c, t in dtypes.items()}
 
 
+def default_paths() -> tuple[str, ...]:
+    """The repo's runs/ and results/, those that exist (results/ when neither does)."""
+    return tuple(p for p in DEFAULT_PATHS if Path(p).exists()) or DEFAULT_PATHS[-1:]
+
+
 def configured_paths() -> tuple[str, ...]:
-    """The launcher's paths: a JSON list in the environment, else the repo's results/."""
+    """The launcher's paths: a JSON list in the environment, else default_paths()."""
     raw = os.environ.get(PATHS_ENV)
     if not raw:
-        return DEFAULT_PATHS
+        return default_paths()
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
-        return DEFAULT_PATHS
+        return default_paths()
     if isinstance(value, str):
         value = [value]
-    return tuple(str(v) for v in value if isinstance(v, str)) or DEFAULT_PATHS
+    return tuple(str(v) for v in value if isinstance(v, str)) or default_paths()
 
 
 @dataclass

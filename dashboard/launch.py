@@ -14,14 +14,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dashboard.data import DEFAULT_PATHS, PATHS_ENV
+from dashboard.data import PATHS_ENV, default_paths
 
 APP = Path(__file__).resolve().parent / "app.py"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", metavar="PATH",
-                        help="results files, folders or globs (default: the repository's results/)")
+                        help="results files, folders or globs (default: the repository's runs/ and results/)")
     parser.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
     parser.add_argument("--address", default="127.0.0.1",
                         help="address to bind (default 127.0.0.1: this machine only)")
@@ -31,7 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def command(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
     """The streamlit command line and environment for these arguments."""
     paths = [str(Path(p).expanduser().resolve()) if not any(c in p for c in "*?[") else p
-             for p in (args.paths or DEFAULT_PATHS)]
+             for p in (args.paths or default_paths())]
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP),
            "--server.port", str(args.port), "--server.address", args.address,
            "--server.headless", "true" if args.headless else "false",

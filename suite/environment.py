@@ -92,9 +92,10 @@ def collect(device: str) -> dict:
 
 
 def describe(env: dict) -> str:
-    return (f"{env['gpu_name']} ({env['gpu_sms']} SMs), driver {env['driver']}, CUDA {env['cuda']}, "
-            f"torch {env['torch']}, triton {env['triton']}, Python {env['python']}, "
-            f"commit {str(env['commit'])[:7]}{'+dirty' if env.get('dirty') else ''}")
+    where = (env["gpu_name"] if env.get("device") == "cpu" else  # a CPU has no SMs to count
+             f"{env['gpu_name']} ({env['gpu_sms']} SMs), driver {env['driver']}")
+    return (f"{where}, CUDA {env['cuda']}, torch {env['torch']}, triton {env['triton']}, "
+            f"Python {env['python']}, commit {str(env['commit'])[:7]}{'+dirty' if env.get('dirty') else ''}")
 
 
 if __name__ == "__main__":  # pragma: no cover - a quick look from the shell

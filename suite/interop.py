@@ -99,8 +99,8 @@ def configure_import(p) -> None:
     p.add_argument("files", nargs="+", metavar="FILE.json", help="pytest-benchmark JSON files")
     p.add_argument("--out", help="one Parquet file for all inputs (default: one file per input "
                                  "under --results as <gpu>/<timestamp>-<commit>.parquet)")
-    p.add_argument("--results", default="results/pytest-benchmark",
-                   help="folder for the default output files (default results/pytest-benchmark)")
+    p.add_argument("--results", default=f"{store.RUNS}/pytest-benchmark",
+                   help=f"folder for the default output files (default {store.RUNS}/pytest-benchmark)")
 
 
 def main_import(args) -> int:
@@ -197,8 +197,9 @@ FORMATS = {"github-action-benchmark": github_action_benchmark, "bencher": benche
 
 
 def configure_export(p) -> None:
-    p.add_argument("paths", nargs="*", default=["results"], metavar="PATH",
-                   help="runs: files, folders or quoted globs (default results/)")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help=f"runs: files, folders or quoted globs (default {store.RUNS}/, your own runs, "
+                        f"or {store.RESULTS}/ where there is no {store.RUNS}/)")
     p.add_argument("--format", required=True, choices=sorted(FORMATS),
                    help="github-action-benchmark: customSmallerIsBetter JSON (ms); "
                         "bencher: BMF JSON (latency in ns, plus gbps, tflops, sol)")
@@ -207,6 +208,7 @@ def configure_export(p) -> None:
 
 
 def main_export(args) -> int:
+    args.paths = args.paths or [store.RUNS if Path(store.RUNS).is_dir() else store.RESULTS]
     df, problems = store.read_runs(args.paths)
     if problems:
         raise UsageError(problems[0])

@@ -6,6 +6,8 @@ import argparse
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", choices=("cuda", "cpu"), help="default: cuda when a GPU is visible, else cpu")
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE|PATH",
+                   help="also list the implementations this module or .py file registers (repeatable)")
 
 
 def main(args) -> int:
@@ -16,7 +18,7 @@ def main(args) -> int:
     from suite.workload import discover
 
     device = pick_device(args.device)
-    reg = discover()
+    reg = discover(args.plugin)
     console = Console(width=160)
     table = Table(title=f"workloads x implementations on {device}")
     for col in ("workload", "implementation", "status", "reason / description"):
@@ -27,6 +29,8 @@ def main(args) -> int:
             reason = impl.check_available(device)
             status = "[green]available[/]" if reason is None else "[yellow]unavailable[/]"
             note = "" if impl.in_default_sweep else " (runs only when named with --impls)"
+            if impl.source != "builtin":
+                note += f" ({impl.source})"
             table.add_row(name, impl.name, status, (reason or impl.description) + note)
         for (w, backend), reason in sorted(reg.broken.items()):
             if w == name:

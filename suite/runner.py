@@ -11,6 +11,7 @@ or a kill loses at most the case in flight, and ``--resume`` finishes it.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import secrets
 import sys
 import time
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suite.args import UsageError, choose, csv_list
-from suite.store import RunFile, default_path
+from suite.store import RUNS, RunFile, default_path
 from suite.timing import L2_CHOICES, TIMERS, Protocol
 from suite.workload import DTYPES, Case, Implementation, discover
 
@@ -45,7 +46,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "  python -m suite run --shapes examples/shapes.toml  # shapes and dtypes from a TOML file\n"
         "  python -m suite run --preset llm                     # shapes of open LLMs' configs\n"
         "  python -m suite run --preset full --shard 2/4        # a quarter of the sweep\n"
-        "  python -m suite run --resume results/h200/20261129T101500Z-abc1234.parquet")
+        "  python -m suite run --resume runs/h200/20261129T101500Z-abc1234.parquet")
     p.add_argument("--device", choices=("cuda", "cpu"), help="default: cuda when a GPU is visible, else cpu")
     p.add_argument("--preset", choices=PRESETS,
                    help="shape preset: cpu (tiny, irregular), quick, full or llm (open models' shapes; GPU); "
@@ -64,9 +65,10 @@ def configure(p: argparse.ArgumentParser) -> None:
                    "(default: all three; float32,bfloat16 for the quick preset)")
     p.add_argument("--timer", default=None,
                    help=f"comma-separated timers from {', '.join(TIMERS)} (default: events on a GPU, wall on the CPU)")
-    p.add_argument("--out", type=Path, help="output Parquet file (default: results/<gpu>/<UTC time>-<commit>.parquet)")
+    p.add_argument("--out", type=Path, help="output Parquet file (default: runs/<gpu>/<UTC time>-<commit>.parquet)")
     p.add_argument("--resume", type=Path, metavar="FILE",
-                   help="complete a partial run in FILE without redoing the cases it already holds")
+                   help="complete a partial run in FILE without redoing the cases it already holds, "
+                        "with the options, seed and ceilings the file records")
     p.add_argument("--shard", metavar="K/N", help="run only the K-th of N deterministic slices of the cases")
     p.add_argument("--timeout", type=float, default=600.0,
                    help="seconds one implementation may take on one case, compilation included (default 600)")
@@ -80,8 +82,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help=f"target time spent in timed samples per measurement (default {DEFAULT.budget_ms:g})")
     p.add_argument("--repeat", action="store_true", help="time every implementation twice, to show run-to-run noise")
     p.add_argument("--reuse-ceilings", action="store_true", help="use this device's cached ceilings instead of measuring")
-    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                   help="import MODULE in the workers too (registers extra implementations)")
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE|PATH",
+                   help="import a module, or a .py file by path, that registers implementations "
+                        "(examples/my_softmax.py); the workers import it too. Repeatable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (plain log lines)")
 
 
@@ -171,63 +174,118 @@ def make_protocol(args) -> Protocol:
         raise UsageError(f"--samples {args.samples} --budget-ms {args.budget_ms:g}: {exc}") from None
 
 
+CPU_NOTE = "CPU run: a smoke run, not scored on a roofline (its rows leave sol and bound_ms empty)"
+
+
 def main(args) -> int:
-    from suite import ceilings, environment
+    from suite import ceilings, environment, resume
     from suite.summary import print_summary
     from suite.sweep import Sweep, start_builds
 
+    run, recorded = None, False
+    if args.resume:  # the file's options and ceilings, before anything else reads args
+        run = _open_resume(args.resume)
+        recorded = resume.apply(args, run.rows, _defaults(), args.resume)
     protocol = make_protocol(args)  # checked before anything slow runs
     registry = discover(args.plugin)
     plan = make_plan(args, registry)
+    refuse_unrunnable(plan)
 
     env = environment.collect(plan.device)
     env["clocks_start"] = environment.clocks() if plan.device == "cuda" else {}
     print(f"device: {environment.describe(env)}", file=sys.stderr)
+    if plan.device == "cpu":
+        print(CPU_NOTE, file=sys.stderr)
 
     timestamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    if args.resume:
-        if not args.resume.exists():
-            raise UsageError(f"--resume {args.resume}: no such file")
-        from suite.store import StoreError
-
-        try:
-            run = RunFile.resume(args.resume)
-        except StoreError as exc:
-            raise UsageError(str(exc)) from None
+    ceil = None
+    if run is not None:
         run_id = str(run.rows[0]["run_id"]) if run.rows else secrets.token_hex(6)
         timestamp = str(run.rows[0]["timestamp"]) if run.rows else timestamp
+        ceil = resume.ceilings(run.rows) if recorded else None
+        if not recorded:
+            print(f"note: {run.path} records no run options (written by an older runner): the "
+                  f"command line's filters apply and the ceilings are measured again", file=sys.stderr)
+        if ceil is not None and ceil.gpu_name != env["gpu_name"]:
+            raise UsageError(f"--resume {run.path}: the run was measured on {ceil.gpu_name}, this "
+                             f"machine has {env['gpu_name']}; finish it on the same device")
     else:
-        out = args.out or default_path("results", env["gpu_name"], timestamp, env["commit"])
+        out = args.out or default_path(RUNS, env["gpu_name"], timestamp, env["commit"])
         run = RunFile(out)
         run_id = secrets.token_hex(6)
+    # what --resume reads back: the resolved device, preset, timers and seed
+    args.seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    args.device, args.preset, args.timer = plan.device, plan.preset, ",".join(plan.timers)
 
     # CUDA extensions build in the background from here on, through the
     # ceiling measurement and the cases that need no extension.
     builds = start_builds(plan.device, plan.cases)
     try:
-        print("measuring ceilings..." if not args.reuse_ceilings else "loading ceilings...",
-              file=sys.stderr)
-        ceil = ceilings.get(plan.device, env["fingerprint"], env["gpu_name"], reuse=args.reuse_ceilings)
+        if ceil is not None:
+            print(f"ceilings: the run's own, from {run.path} (measured {ceil.measured_at})", file=sys.stderr)
+        else:
+            print("measuring ceilings..." if not args.reuse_ceilings else "loading ceilings...",
+                  file=sys.stderr)
+            ceil = ceilings.get(plan.device, env["fingerprint"], env["gpu_name"], reuse=args.reuse_ceilings)
     except BaseException:
         if builds is not None:
             builds.close()
         raise
     print(f"ceilings: copy {ceil.copy_gbps:.0f} GB/s; matmul "
-          + ", ".join(f"{k} {v:.1f}" for k, v in ceil.matmul_tflops.items()) + " TFLOP/s", file=sys.stderr)
+          + ", ".join(f"{k} {v:.3g}" for k, v in ceil.matmul_tflops.items()) + " TFLOP/s", file=sys.stderr)
+    run.fields = {"run_args": resume.record(args), "ceilings": resume.ceilings_json(ceil)}
 
-    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     sweep = Sweep(plan=plan, registry=registry, out=run, env=env, ceil=ceil, run_id=run_id,
-                  timestamp=timestamp, seed=seed, timeout=args.timeout, plugins=tuple(args.plugin),
+                  timestamp=timestamp, seed=args.seed, timeout=args.timeout, plugins=tuple(args.plugin),
                   protocol=protocol,
                   repeat=args.repeat, shard=args.shard, progress=not args.no_progress,
                   builds=builds)
     interrupted = sweep.run()
-    print(f"wrote {len(run.rows)} rows to {run.path}", file=sys.stderr)
     print_summary(run.rows)
+    print(f"wrote {len(run.rows)} rows to {run.path}", file=sys.stderr)
     if interrupted:
         print(f"interrupted: finish with --resume {run.path}", file=sys.stderr)
         return 130
+    print(f"open it in the dashboard: {_python()} -m suite dashboard {run.path}", file=sys.stderr)
+    if importlib.util.find_spec("streamlit") is None or importlib.util.find_spec("plotly") is None:
+        print("(the dashboard needs streamlit and plotly: `make setup-dev` installs them)", file=sys.stderr)
     return 0
 
 
+def _open_resume(path: Path) -> RunFile:
+    from suite.store import StoreError
 
+    if not path.exists():
+        raise UsageError(f"--resume {path}: no such file")
+    try:
+        return RunFile.resume(path)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _defaults() -> dict:
+    """Each run option's value when it is not given."""
+    p = argparse.ArgumentParser()
+    configure(p)
+    return vars(p.parse_args([]))
+
+
+def refuse_unrunnable(plan: Plan) -> None:
+    """UsageError naming every selected implementation when none can run on this device."""
+    reasons = {}
+    for _, impls in plan.cases:
+        for impl in impls:
+            reasons.setdefault(impl.name, set()).add(impl.check_available(plan.device))
+    if all(None not in why for why in reasons.values()):
+        listed = "; ".join(f"{name}: {' / '.join(sorted(why))}" for name, why in sorted(reasons.items()))
+        raise UsageError(f"nothing can run on {plan.device}: every selected implementation is "
+                         f"unavailable ({listed})")
+
+
+def _python() -> str:
+    """This interpreter as a user would type it: .venv/bin/python under make, else its name."""
+    exe = Path(sys.executable)
+    try:
+        return str(exe.relative_to(Path.cwd()))
+    except ValueError:
+        return exe.name

@@ -36,6 +36,7 @@ EXTRA = [
     "peak_gbps_datasheet", "peak_tflops_datasheet", "gpu_mem_bytes", "python", "hostname",
     "sm_clock_start_mhz", "sm_clock_end_mhz", "mem_clock_start_mhz", "mem_clock_end_mhz",
     "gpu_slug", "l2_bytes", "sm_clock_mhz", "power_w", "clock_limits", "shape_source",
+    "impl_source", "run_args", "ceilings",
 ]
 COLUMNS = REQUIRED[:8] + SHAPE_COLUMNS + REQUIRED[8:] + EXTRA
 
@@ -69,8 +70,14 @@ def slug(text: str) -> str:
     return s.removeprefix("nvidia-") or "unknown"
 
 
+# A user's own runs go to runs/ (ignored by git); results/ holds the reference
+# runs that results/MANIFEST.md lists.
+RUNS = "runs"
+RESULTS = "results"
+
+
 def default_path(root: str | os.PathLike, gpu_name: str, timestamp: str, commit: str) -> Path:
-    """``results/<gpu-slug>/<UTC timestamp>-<commit7>.parquet``."""
+    """``<root>/<gpu-slug>/<UTC timestamp>-<commit7>.parquet``."""
     stamp = re.sub(r"[^0-9TZ]", "", timestamp)
     return Path(root) / slug(gpu_name) / f"{stamp}-{(commit or 'nogit')[:7]}.parquet"
 
@@ -103,6 +110,7 @@ def write_atomic(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     os.close(fd)
     try:
         df.to_parquet(tmp, index=False)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; a results file is for sharing
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -111,12 +119,20 @@ def write_atomic(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     return path
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 class RunFile:
     """A run's rows, checkpointed to one Parquet file after every case."""
 
     def __init__(self, path: str | os.PathLike, rows: Iterable[dict] = ()):
         self.path = Path(path)
         self.rows: list[dict] = list(rows)
+        # columns every row added from now on carries (the run's options and ceilings)
+        self.fields: dict = {}
 
     @classmethod
     def resume(cls, path: str | os.PathLike) -> "RunFile":
@@ -128,7 +144,7 @@ class RunFile:
         return {tuple(r[k] for k in ROW_KEY) for r in self.rows}
 
     def add(self, rows: Iterable[dict]) -> None:
-        self.rows.extend(rows)
+        self.rows.extend(dict(r, **self.fields) for r in rows)
 
     def save(self) -> Path:
         return write_atomic(to_frame(self.rows), self.path)

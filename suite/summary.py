@@ -4,7 +4,8 @@ At each workload's largest shape (per dtype): the fastest ``ok`` row, its
 GB/s (memory bound) or TFLOP/s (compute bound), its SOL, and its speedup over
 ``eager`` and ``torch`` at the same case and timer.  Rows with SOL above 1.05
 are listed as suspect: faster than the measured roofline means a wrong bytes
-or FLOP model, or a timing artifact.
+or FLOP model, or a timing artifact.  A CPU run is a smoke run: it is said so,
+and its rows show no SOL.
 """
 from __future__ import annotations
 
@@ -16,23 +17,28 @@ from typing import Iterable
 import pandas as pd
 
 from suite.roofline import SUSPECT_SOL
+from suite.store import normalize
+
+CPU_NOTE = "CPU run: a smoke run, not scored on a roofline"
 
 
 def best_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per (workload, dtype, timer): the fastest ok row at the largest shape."""
+    """One row per (workload, dtype, timer): the fastest ok row at the largest shape.
+
+    Rows without a size (imported from pytest-benchmark) count as one shape.
+    """
     out = []
-    ok = df[df["status"] == "ok"]
+    df = df.assign(**{c: df[c].fillna("").astype(str) for c in ("workload", "dtype", "timer", "shape")})
     for (wl, dtype, timer), g in df.groupby(["workload", "dtype", "timer"], sort=True):
-        biggest = g["size"].max()
-        at = g[g["size"] == biggest]
+        size = pd.to_numeric(g["size"], errors="coerce").astype(float).fillna(-1.0)
+        at = g[size == size.max()]
         shape = at["shape"].iloc[0]
-        good = ok[(ok["workload"] == wl) & (ok["dtype"] == dtype) & (ok["timer"] == timer)
-                  & (ok["shape"] == shape)]
+        good = g[(g["status"] == "ok") & (g["shape"] == shape) & g["ms_median"].notna()]
         entry = {"workload": wl, "dtype": dtype, "timer": timer, "shape": shape,
                  "rows": len(at), "ok": len(good)}
         if len(good):
             best = good.loc[good["ms_median"].idxmin()]
-            by_impl = good.set_index("impl")["ms_median"]
+            by_impl = good.groupby("impl")["ms_median"].min()
             entry.update(impl=best["impl"], ms=best["ms_median"], gbps=best["gbps"],
                          tflops=best["tflops"], sol=best["sol"], bound=best.get("bound"),
                          vs_eager=by_impl.get("eager", math.nan) / best["ms_median"],
@@ -42,20 +48,26 @@ def best_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _fmt(x, spec: str, unit: str = "") -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec) + unit
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if spec in (".0f", ".1f") and 0 < abs(x) < 1:  # a CPU's rates: two digits, not 0.0
+        spec = ".2g"
+    return format(x, spec) + unit
 
 
 def print_summary(rows: Iterable[dict] | pd.DataFrame, file=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    df = normalize(rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows)))
     console = Console(file=file or sys.stdout, width=140)
     if df.empty:
         console.print("no rows")
         return
-    if "size" not in df.columns:
-        df = df.assign(size=0)
+    cpu = df["device"].astype(str).eq("cpu")
+    if cpu.any():  # files from before CPU rows were left unscored carry a SOL: not shown either
+        df.loc[cpu, "sol"] = math.nan
+        console.print(CPU_NOTE if cpu.all() else "its CPU rows: " + CPU_NOTE.split(": ", 1)[1])
     table = Table(title="best correct implementation at each workload's largest shape")
     for col in ("workload", "dtype", "timer", "shape", "best", "GB/s", "TFLOP/s", "SOL",
                 "vs eager", "vs torch"):
@@ -132,6 +144,8 @@ def print_rows(df: pd.DataFrame, file=None) -> None:
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", help="result files, folders or globs")
+    p.add_argument("--newest", action="store_true",
+                   help="only the newest run of each GPU (given one GPU's folder: its newest run)")
     p.add_argument("--rows", action="store_true",
                    help="also print every row (time, GB/s, TFLOP/s, SOL, x torch, SM clock, board power "
                         "and clock limits while timed), narrowed by the filters below")
@@ -149,14 +163,40 @@ def main(args) -> int:
         print(f"warning: {p}", file=sys.stderr)
     if df.empty:
         raise UsageError("no readable results in " + ", ".join(args.paths))
-    for run_id, g in df.groupby("run_id", sort=False):
+    runs = list(df.groupby("run_id", sort=False, dropna=False))
+    if args.newest:
+        runs = newest_runs(runs)
+    filtered = args.rows and any((args.workloads, args.impls, args.dtypes))
+    skipped = 0
+    for run_id, g in runs:
+        rows = _narrow(g, df, args) if args.rows else None
+        if filtered and rows.empty:  # said once at the end, not once a run
+            skipped += 1
+            continue
         first = g.iloc[0]
         print(f"run {run_id}: {first['gpu_name']}, commit {str(first['commit'])[:7]}, "
               f"{first['timestamp']}, {len(g)} rows ({first['source']})")
         print_summary(g)
         if args.rows:
-            print_rows(_narrow(g, df, args))
+            print_rows(rows)
+    if skipped == len(runs) and skipped:
+        print(f"no rows match (in {skipped} run{'s' if skipped > 1 else ''})")
+    elif skipped:
+        print(f"{skipped} run{'s' if skipped > 1 else ''} with no matching row not shown")
     return 0
+
+
+def newest_runs(runs: list[tuple]) -> list[tuple]:
+    """Of (run_id, rows) pairs, the newest run of each GPU (by timestamp, then file name)."""
+    newest: dict[str, tuple] = {}
+    for run_id, g in runs:
+        first = g.iloc[0]
+        when = pd.to_datetime(g["timestamp"], utc=True, errors="coerce").max()
+        key = (pd.Timestamp.min.tz_localize("UTC") if pd.isna(when) else when, str(first["source"]))
+        gpu = str(first["gpu_name"])
+        if gpu not in newest or key > newest[gpu][0]:
+            newest[gpu] = (key, (run_id, g))
+    return [pair for _, pair in sorted(newest.values(), key=lambda v: v[0])]
 
 
 def _narrow(run: pd.DataFrame, every: pd.DataFrame, args) -> pd.DataFrame:

@@ -21,7 +21,7 @@ from typing import Callable
 from suite import clocks, roofline, verify
 from suite.store import SCHEMA_VERSION
 from suite.timing import Protocol, l2_bytes, measure, rotation_sets, use_protocol
-from suite.workload import Case, Implementation, Workload, discover, itemsize
+from suite.workload import Case, Implementation, Workload, discover, impl_source, itemsize
 
 # Messages after which the CUDA context cannot be trusted any more.
 FATAL_MARKERS = ("illegal memory access", "device-side assert", "unspecified launch failure",
@@ -72,10 +72,12 @@ def base_row(wl: Workload, case: Case, impl_name: str, opts: Options, math_mode:
         "flops": flops, "min_bytes": nbytes, "eager_bytes": wl.eager_bytes(case),
         "intensity": roofline.intensity(flops, nbytes), "peak_gbps": opts.peaks_gbps,
         "peak_tflops": peak_tf, "size": wl.size(case), "preset": opts.preset, "math": math_mode,
-        "bound_ms": roofline.bound_ms(flops, nbytes, opts.peaks_gbps, peak_tf),
+        # a CPU run is a smoke run: its rows are not scored on a roofline (sol stays NaN too)
+        "bound_ms": roofline.bound_ms(flops, nbytes, opts.peaks_gbps, peak_tf) if opts.device != "cpu" else math.nan,
         "bound": roofline.limiter(flops, nbytes, opts.peaks_gbps, peak_tf),
         "status": None, "error": None, "correct": None, "device": opts.device,
         "shape_source": case.source or None,
+        "impl_source": impl_source(case.workload, impl_name),
     }
     for k, v in case.shape:
         row[f"shape_{k}"] = v

@@ -11,11 +11,18 @@ backend means adding a module.  Nothing here knows any workload by name.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
 import pkgutil
+import re
+import sys
 import traceback
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable, Mapping
+
+from suite.args import UsageError
 
 DTYPES = ("float32", "float16", "bfloat16")
 BACKENDS = ("eager", "torch", "compile", "triton", "cuda")
@@ -159,10 +166,20 @@ class Implementation:
     description: str = ""
     # False: skipped by a sweep unless named with --impls (too slow to sweep)
     in_default_sweep: bool = True
+    # the module that registered it (register records it): see ``source``
+    module: str | None = None
 
     @property
     def backend(self) -> str:
         return self.name.split(":", 1)[0]
+
+    @property
+    def source(self) -> str:
+        """``builtin`` for implementations/, else ``plugin:<path or module>`` as --plugin named it."""
+        module = self.module or getattr(self.fn, "__module__", None) or "?"
+        if module.split(".")[0] == "implementations":
+            return "builtin"
+        return f"plugin:{_PLUGIN_LABELS.get(module, module)}"
 
     def check_available(self, device: str) -> str | None:
         try:
@@ -218,10 +235,17 @@ def register(workload: str, name: str, **options: Any) -> Callable[[Callable], C
     """Decorator: ``@register("my_workload", "triton", available=..., supports=...)``."""
 
     def deco(fn: Callable) -> Callable:
-        REGISTRY.add(Implementation(workload=workload, name=name, fn=fn, **options))
+        REGISTRY.add(Implementation(workload=workload, name=name, fn=fn,
+                                    module=getattr(fn, "__module__", None), **options))
         return fn
 
     return deco
+
+
+def impl_source(workload: str, name: str) -> str | None:
+    """Where the registered implementation came from (a row's ``impl_source``)."""
+    impl = REGISTRY.impls.get((workload, name))
+    return impl.source if impl is not None else None
 
 
 _discovered = False
@@ -233,8 +257,10 @@ def discover(plugins: Iterable[str] = ()) -> Registry:
     Packages and modules whose names start with ``_`` are helpers, not
     workloads or backends, and are left to be imported by what uses them.
 
-    ``plugins`` names extra modules to import (tests use this to register
-    fault-injecting implementations that worker processes must also see).
+    ``plugins`` names extra modules or ``.py`` files to import (a user's own
+    implementations; tests' fault-injecting ones); the runner hands the same
+    list to its worker processes.  One that cannot be imported is a
+    :class:`PluginError` naming it.
     """
     global _discovered
     if not _discovered:
@@ -259,8 +285,64 @@ def discover(plugins: Iterable[str] = ()) -> Registry:
                     backend = _MODULE_BACKEND.get(sub.name, sub.name)
                     REGISTRY.broken[(pkg.name, backend)] = _import_failure(f"{name}.{sub.name}")
     for plugin in plugins:
-        importlib.import_module(plugin)
+        import_plugin(plugin)
     return REGISTRY
+
+
+class PluginError(UsageError):
+    """A --plugin that cannot be imported: one line naming it, exit code 2."""
+
+
+# module name -> the --plugin text that loaded it (a path as given, or the module)
+_PLUGIN_LABELS: dict[str, str] = {}
+
+
+def is_plugin_path(plugin: str) -> bool:
+    return plugin.endswith(".py") or "/" in plugin or "\\" in plugin
+
+
+def plugin_module_name(path: str | Path) -> str:
+    """A stable module name for a plugin file: the same in the runner and its workers."""
+    resolved = Path(path).expanduser().resolve()
+    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:10]
+    return f"ksuite_plugin_{re.sub(r'[^0-9A-Za-z_]', '_', resolved.stem)}_{digest}"
+
+
+def import_plugin(plugin: str):
+    """Import a module by name, or a ``.py`` file by path under plugin_module_name()."""
+    try:
+        if not is_plugin_path(plugin):
+            _PLUGIN_LABELS[plugin] = plugin
+            return importlib.import_module(plugin)
+        path = Path(plugin).expanduser()
+        if not path.is_file():
+            raise PluginError(f"--plugin {plugin}: no such file")
+        name = plugin_module_name(path)
+        if name in sys.modules:
+            return sys.modules[name]
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise PluginError(f"--plugin {plugin}: not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        _PLUGIN_LABELS[name] = plugin
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return module
+    except PluginError:
+        raise
+    except Exception as exc:  # SyntaxError, ImportError, anything its top level raises
+        raise PluginError(f"--plugin {plugin}: {_one_line(exc)}") from None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, SyntaxError) and exc.filename:
+        text = f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
+    return text.strip().splitlines()[0][:300]
 
 
 def _import_failure(module: str) -> str:

@@ -106,3 +106,63 @@ def test_show_rows_lists_each_row_with_its_clock_and_filters(tmp_path):
     assert r.returncode == 0 and "1755" not in r.stdout  # the per-row table only with --rows
     r = suite("show", str(path), "--rows", "--workloads", "gemmm", timeout=120)
     assert r.returncode == 2 and "unknown workload 'gemmm'; choose from gemm" in r.stderr
+
+
+def _run_rows(run_id, gpu, stamp, workload="gelu", **kw):
+    from suite import store
+
+    base = {"schema_version": store.SCHEMA_VERSION, "run_id": run_id, "timestamp": stamp, "gpu_name": gpu,
+            "workload": workload, "impl": "torch", "backend": "torch", "dtype": "float32", "timer": "events",
+            "l2": "cold-clean", "status": "ok", "commit": "abc1234", "device": "cuda", "bound": "memory"}
+    return [dict(base, shape=f"N={n}", size=n, ms_median=n / 1e6, gbps=800.0, sol=0.5, **kw) for n in (1024, 4096)]
+
+
+def test_show_newest_run_of_each_gpu_and_one_line_when_no_row_matches(tmp_path):
+    from suite import store
+
+    runs = {"h200/old.parquet": _run_rows("old", "NVIDIA H200", "2026-01-01T00:00:00Z", "gemm"),
+            "h200/new.parquet": _run_rows("new", "NVIDIA H200", "2026-02-01T00:00:00Z"),
+            "h100/only.parquet": _run_rows("only", "NVIDIA H100", "2025-12-01T00:00:00Z")}
+    for name, rows in runs.items():
+        store.write_atomic(store.to_frame(rows), tmp_path / name)
+    r = suite("show", str(tmp_path), "--newest", timeout=120)
+    assert r.returncode == 0, r.stderr
+    shown = [ln.split(":")[0] for ln in r.stdout.splitlines() if ln.startswith("run ")]
+    assert shown == ["run only", "run new"]
+    r = suite("show", str(tmp_path / "h200"), "--newest", timeout=120)
+    assert [ln.split(":")[0] for ln in r.stdout.splitlines() if ln.startswith("run ")] == ["run new"]
+    # --rows narrowed to gemm: the one run that has gemm rows, and a count of the others
+    r = suite("show", str(tmp_path), "--rows", "--workloads", "gemm", timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert [ln.split(":")[0] for ln in r.stdout.splitlines() if ln.startswith("run ")] == ["run old"]
+    assert "2 runs with no matching row not shown" in r.stdout and "no rows match" not in r.stdout
+    r = suite("show", str(tmp_path), "--rows", "--workloads", "gemm", "--impls", "torch", "--dtypes",
+              "float16", timeout=120)
+    assert r.returncode == 2 and "unknown dtype 'float16'" in r.stderr  # no file has it
+    r = suite("show", str(tmp_path / "h200" / "new.parquet"), str(tmp_path / "h100"), "--rows",
+              "--workloads", "gelu", "--impls", "torch", timeout=120)
+    assert r.stdout.count("run ") == 2
+    r = suite("show", str(tmp_path), "--rows", "--workloads", "gemm", "--newest", timeout=120)
+    assert r.returncode == 0 and r.stdout.count("no rows match") == 1 and "run " not in r.stdout
+
+
+def test_summary_of_unavailable_rows_and_of_cpu_rows():
+    """Rows as the sweep builds them for an unavailable implementation carry no timing columns;
+    a CPU row (a smoke run) shows no SOL and is never a suspect."""
+    import io
+
+    from suite.summary import print_summary
+
+    unavailable = [{"workload": "softmax", "impl": "triton", "dtype": "float32", "shape": "M=5,N=3",
+                    "size": 15, "timer": "wall", "status": "unavailable", "device": "cpu",
+                    "error": "Triton on the CPU needs TRITON_INTERPRET=1"}]
+    out = io.StringIO()
+    print_summary(unavailable, file=out)
+    assert "none correct" in out.getvalue() and "unavailable 1" in out.getvalue()
+    cpu = [dict(r, device="cpu", l2="cold-clean", timer="wall", sol=6.28, workload="gemm", bound="compute",
+                tflops=0.0123) for r in _run_rows("c", "CPU x86_64", "2026-01-01T00:00:00Z")]
+    out = io.StringIO()
+    print_summary(cpu, file=out)
+    text = out.getvalue()
+    assert "CPU run: a smoke run, not scored on a roofline" in text
+    assert "6.28" not in text and "suspect" not in text and "0.012" in text

@@ -5,9 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard import analysis, data
-from dashboard.analysis import Filters
-from suite import store
+pytest.importorskip("streamlit", reason="the dashboard needs streamlit (scripts/setup.sh dev)")
+
+from dashboard import analysis, data  # noqa: E402
+from dashboard.analysis import Filters  # noqa: E402
+from suite import store  # noqa: E402
 
 BASE = {"schema_version": 1, "run_id": "r1", "timestamp": "2025-06-01T00:00:00Z", "gpu_name": "NVIDIA H200",
         "gpu_slug": "h200", "commit": "aaaaaaa", "timer": "events", "dtype": "float32", "status": "ok",
@@ -216,6 +218,9 @@ def test_suspects_and_roofs():
                case("v", "s", 1, 1.0, sol=2.0, status="incorrect"),
                case("u", "s", 1, 1.0, dtype="bfloat16", peak_tflops=700.0))
     assert list(analysis.suspects(df)["impl"]) == ["t"]
+    # a CPU run is a smoke run: its cache-resident rows beat the copy rate and are not suspects
+    cpu = frame(case("t", "s", 1, 1.0, sol=6.28, device="cpu", run_id="c"), case("t", "s", 1, 1.0, sol=1.3))
+    assert list(analysis.suspects(cpu)["run_id"]) == ["r1"]
     bw, tf = analysis.roofs(df)
     assert bw == 4000.0 and tf == {"bfloat16": 700.0, "float32": 50.0}
 

@@ -3,10 +3,14 @@ a heading, and Plotly figures whose spec can be read back."""
 import json
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-import fixtures_dashboard as fx
-from dashboard_apptest import app, figures
+pytest.importorskip("streamlit", reason="the dashboard needs streamlit (scripts/setup.sh dev)")
+pytest.importorskip("plotly", reason="the dashboard needs plotly (scripts/setup.sh dev)")
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+import fixtures_dashboard as fx  # noqa: E402
+from dashboard_apptest import app, figures  # noqa: E402
 PAGES = {"overview": "Overview", "bandwidth": "Bandwidth", "roofline": "Roofline", "fusion": "Fusion",
          "compare": "Compare", "history": "History", "data_table": "Data"}
 

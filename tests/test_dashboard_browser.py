@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-import fixtures_dashboard as fx
-from dashboard import screenshots as shots
+pytest.importorskip("streamlit", reason="the dashboard needs streamlit (scripts/setup.sh dev)")
+pytest.importorskip("plotly", reason="the dashboard needs plotly (scripts/setup.sh dev)")
+
+import fixtures_dashboard as fx  # noqa: E402
+from dashboard import screenshots as shots  # noqa: E402
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "dashboard"

@@ -3,8 +3,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard import charts
-from suite import roofline
+pytest.importorskip("plotly", reason="the dashboard needs plotly (scripts/setup.sh dev)")
+
+from dashboard import charts  # noqa: E402
+from suite import roofline  # noqa: E402
 
 
 def rows(series=("triton", "eager"), sizes=(1e3, 1e5, 1e7)):

@@ -4,9 +4,11 @@ import json
 import pandas as pd
 import pytest
 
-import fixtures_dashboard as fx
-from dashboard import data
-from suite import store
+pytest.importorskip("streamlit", reason="the dashboard needs streamlit (scripts/setup.sh dev)")
+
+import fixtures_dashboard as fx  # noqa: E402
+from dashboard import data  # noqa: E402
+from suite import store  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -76,11 +78,11 @@ def test_gpu_falls_back_to_the_name_slug(tmp_path):
 
 def test_paths_come_from_the_environment_only(monkeypatch):
     monkeypatch.delenv(data.PATHS_ENV, raising=False)
-    assert data.configured_paths() == data.DEFAULT_PATHS
+    assert data.configured_paths() == data.default_paths()
     monkeypatch.setenv(data.PATHS_ENV, json.dumps(["/a b/c", "/d"]))
     assert data.configured_paths() == ("/a b/c", "/d")
     monkeypatch.setenv(data.PATHS_ENV, "not json")
-    assert data.configured_paths() == data.DEFAULT_PATHS
+    assert data.configured_paths() == data.default_paths()
 
 
 def test_fingerprint_changes_when_a_run_is_added(tmp_path):

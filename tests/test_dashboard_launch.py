@@ -3,8 +3,12 @@ import argparse
 import json
 import sys
 
-from dashboard import data, launch
-from suite import cli
+import pytest
+
+pytest.importorskip("streamlit", reason="the dashboard needs streamlit (scripts/setup.sh dev)")
+
+from dashboard import data, launch  # noqa: E402
+from suite import cli  # noqa: E402
 
 
 def args(*argv):
@@ -23,11 +27,21 @@ def test_command_passes_paths_in_the_environment(tmp_path):
     assert json.loads(env[data.PATHS_ENV]) == [str(tmp_path.resolve()), "results/*.parquet"]
 
 
-def test_default_paths_are_the_results_folder():
+def test_default_paths_are_the_users_runs_and_the_reference_results(tmp_path, monkeypatch):
     cmd, env = launch.command(args())
-    assert json.loads(env[data.PATHS_ENV]) == list(data.DEFAULT_PATHS)
-    assert data.DEFAULT_PATHS[0].endswith("results")
+    assert json.loads(env[data.PATHS_ENV]) == list(data.default_paths())
     assert cmd[cmd.index("--server.headless") + 1] == "false"
+    # runs/ (a user's own, ignored by git) and results/ (the reference runs), those that exist
+    monkeypatch.setattr(data, "DEFAULT_PATHS", (str(tmp_path / "runs"), str(tmp_path / "results")))
+    assert data.default_paths() == (str(tmp_path / "results"),)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "results").mkdir()
+    _, env = launch.command(args())
+    assert json.loads(env[data.PATHS_ENV]) == [str(tmp_path / "runs"), str(tmp_path / "results")]
+
+
+def test_the_default_paths_are_the_repositorys_runs_and_results():
+    assert [p.rsplit("/", 1)[1] for p in data.DEFAULT_PATHS] == ["runs", "results"]
 
 
 def test_missing_packages_exit_2(monkeypatch, capsys):

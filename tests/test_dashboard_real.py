@@ -8,11 +8,15 @@ results/MANIFEST.md).  Skipped only when results/ holds no Parquet file.
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-import dashboard_apptest as apptest
-from dashboard import data
-from dashboard_apptest import figures
+pytest.importorskip("streamlit", reason="the dashboard needs streamlit (scripts/setup.sh dev)")
+pytest.importorskip("plotly", reason="the dashboard needs plotly (scripts/setup.sh dev)")
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+import dashboard_apptest as apptest  # noqa: E402
+from dashboard import data  # noqa: E402
+from dashboard_apptest import figures  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"

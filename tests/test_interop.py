@@ -171,3 +171,35 @@ def test_export_refuses_mixed_gpus_and_filters_by_gpu(runs, tmp_path, capsys):
     assert code == 0 and len(json.loads(out)) == len(rows)
     code, _, err = run(capsys, "export", tmp_path / "nothing", "--format", "bencher")
     assert code == 2 and "no such file" in err
+
+
+def test_export_defaults_to_the_users_runs_then_the_reference_results(runs, tmp_path, capsys, monkeypatch):
+    """A user's runs go to runs/: export reads them first, so results/ holding the reference
+    runs of another GPU does not make the default refuse."""
+    folder, rows, _ = runs
+    home = tmp_path / "repo"
+    (home / "results").mkdir(parents=True)
+    cf.write(store.to_frame(rows).assign(gpu_name="NVIDIA H100"), home / "results" / "h100" / "ref.parquet")
+    monkeypatch.chdir(home)
+    code, out, _ = run(capsys, "export", "--format", "bencher")
+    assert code == 0 and len(json.loads(out)) == len(rows)  # results/ alone: the reference runs
+    folder.rename(home / "runs")
+    code, out, err = run(capsys, "export", "--format", "bencher")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert len(doc) == len(rows) - 1  # the user's newer run, with its error row left out
+
+
+def test_import_goes_to_runs_and_show_reads_it(tmp_path, capsys, monkeypatch):
+    """An imported file has no sizes, no dtype for a foreign benchmark, and CPU rows: show
+    prints it (and the folder holding it) instead of failing."""
+    src = tmp_path / "0001_run.json"
+    src.write_text(json.dumps(pytest_benchmark_doc()))
+    monkeypatch.chdir(tmp_path)
+    code, stdout, _ = run(capsys, "import-pytest-benchmark", src)
+    assert code == 0
+    (written,) = sorted((tmp_path / "runs" / "pytest-benchmark").rglob("*.parquet"))
+    for target in (written, tmp_path / "runs"):
+        code, out, err = run(capsys, "show", target)
+        assert code == 0, err
+        assert "test_sort" in out and "gelu" in out and "rows by status: ok 2" in out

@@ -73,6 +73,9 @@ def test_faults_are_contained_and_every_other_row_is_present(tmp_path):
     assert err["fault:hang"].str.contains("timed out after 10 s").all()
     assert err["fault:picky"].dropna().str.contains("only N < 10000").all()
     assert err["fault:absent"].str.contains("lacks").all()
+    source = df.groupby("impl")["impl_source"].agg(set)
+    assert source["torch"] == {"builtin"}
+    assert all(source[f] == {"plugin:tests.fault_impls"} for f in FAULTS)
     # incorrect rows are never timed
     assert df[df["status"] != "ok"]["ms_median"].isna().all()
 
@@ -109,6 +112,62 @@ def test_interrupted_run_resumes_to_the_same_rows(tmp_path):
     assert len(resumed) == len(_keys(resumed)), "no case was done twice"
     assert resumed["run_id"].nunique() == 1
     assert "source" not in pd.read_parquet(part).columns, "the reader's column must not be stored back"
+
+
+def test_resume_keeps_the_runs_filters_seed_and_ceilings(tmp_path):
+    """A resumed run finishes the cases it was started with, on the same inputs, scored
+    against the ceilings it was started with; a filter that disagrees is refused."""
+    full = tmp_path / "full.parquet"
+    r = suite("run", "--device", "cpu", "--preset", "cpu", "--workloads", "gelu,softmax", "--impls", "torch",
+              "--dtypes", "float32", "--samples", "3,3", "--no-progress", "--reuse-ceilings", "--out", str(full))
+    assert r.returncode == 0, r.stderr[-3000:]
+    done = store.read_file(full)
+    assert done["run_args"].nunique() == 1 and done["ceilings"].nunique() == 1
+    # the checkpoint of a run interrupted after its gelu cases
+    part = tmp_path / "part.parquet"
+    store.write_atomic(done[done["workload"] == "gelu"].drop(columns="source"), part)
+    for conflict in (["--workloads", "gemm"], ["--impls", "eager"], ["--seed", "1"]):
+        r = suite("run", "--resume", str(part), *conflict, timeout=120)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+        assert r.stderr.startswith(f"error: --resume {part}: the run was started with {conflict[0]}")
+    r = suite("run", "--resume", str(part), "--no-progress", "--workloads", "softmax,gelu")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "measuring ceilings" not in r.stderr and "the run's own" in r.stderr
+    resumed = store.read_file(part)
+    assert _keys(resumed) == _keys(done)  # softmax torch float32 and nothing else
+    assert resumed["seed"].nunique() == 1 and resumed["seed"].iloc[0] == done["seed"].iloc[0]
+    assert resumed["ceilings"].nunique() == 1 and resumed["peak_gbps"].nunique() == 1
+
+
+def test_a_run_goes_to_runs_and_a_cpu_run_is_a_smoke_run(tmp_path):
+    """Without --out a run is written under runs/ (ignored by git), readable by others, and
+    ends with the command that opens it; a CPU run says it is not scored on a roofline."""
+    r = subprocess.run([sys.executable, "-m", "suite", "run", "--device", "cpu", "--workloads", "gelu,gemm",
+                        "--impls", "torch", "--dtypes", "float32", "--samples", "3,3", "--no-progress",
+                        "--reuse-ceilings"], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)), preexec_fn=lambda: os.umask(0o022))
+    assert r.returncode == 0, r.stderr[-3000:]
+    (path,) = (tmp_path / "runs").rglob("*.parquet")
+    assert path.stat().st_mode & 0o777 == 0o644
+    rel = path.relative_to(tmp_path)
+    assert r.stderr.strip().splitlines()[-1].endswith(f"-m suite dashboard {rel}")
+    assert "CPU run: a smoke run, not scored on a roofline" in r.stderr
+    assert "CPU run: a smoke run, not scored on a roofline" in r.stdout
+    assert "SMs" not in r.stderr.splitlines()[0]
+    df = store.read_file(path)
+    assert (df["status"] == "ok").all() and set(df["workload"]) == {"gelu", "gemm"}
+    assert df["sol"].isna().all() and df["bound_ms"].isna().all()
+    assert df["peak_gbps"].gt(0).all() and df["gbps"].gt(0).all()  # measured, not scored
+
+
+def test_nothing_runnable_is_refused_before_anything_is_written(tmp_path):
+    out = tmp_path / "never.parquet"
+    r = suite("run", "--device", "cpu", "--preset", "cpu", "--workloads", "softmax", "--impls", "triton",
+              "--out", str(out), timeout=120, env={"TRITON_INTERPRET": "0"})
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stderr == ("error: nothing can run on cpu: every selected implementation is unavailable "
+                        "(triton: Triton on the CPU needs TRITON_INTERPRET=1)\n")
+    assert not out.exists()
 
 
 def test_shards_are_disjoint_and_cover_the_sweep():
@@ -149,6 +208,17 @@ def test_atomic_write_leaves_no_temp_files(tmp_path):
     for _ in range(3):
         store.write_atomic(df, tmp_path / "a.parquet")
     assert [p.name for p in tmp_path.iterdir()] == ["a.parquet"]
+
+
+def test_written_files_are_readable_by_others(tmp_path):
+    """mkstemp creates 0600; a results file is written for sharing, as the umask allows."""
+    df = store.to_frame([{"workload": "gelu", "impl": "x", "status": "ok", "schema_version": 1}])
+    old = os.umask(0o022)
+    try:
+        path = store.write_atomic(df, tmp_path / "a.parquet")
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
 
 
 def test_default_path_layout():

@@ -1,0 +1,48 @@
+"""The Makefile and scripts/setup.sh: a virtual environment that sees python3's packages."""
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tests.helpers import ROOT
+
+
+def _make_n(*args: str) -> str:
+    if shutil.which("make") is None:
+        pytest.skip("no make on this machine")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHON", "VENV", "MAKEFLAGS")}
+    return subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True,
+                          check=True, env=env).stdout
+
+
+def test_make_installs_into_and_runs_the_venv():
+    out = _make_n("test")
+    assert "PYTHON=.venv/bin/python scripts/setup.sh dev" in out
+    assert ".venv/bin/python -m pytest" in out
+    assert ".venv/bin/python -m pytest" in _make_n("test-gpu")
+    # an explicit interpreter is used as it is
+    assert "python3 -m suite run" in _make_n("run", "PYTHON=python3", "RUN_ARGS=--preset cpu")
+
+
+def test_torch_and_triton_are_pinned_in_one_pip_command():
+    """Installing torch alone lets pip pick a triton for it past the pin."""
+    script = (ROOT / "scripts" / "setup.sh").read_text()
+    torch_lines = [ln for ln in script.splitlines() if "torch==" in ln and "pip_install" in ln]
+    assert torch_lines, "setup.sh installs torch"
+    for line in torch_lines:
+        assert re.search(r"triton==3\.6\.0", line), line
+
+
+def test_the_venv_sees_the_system_packages(tmp_path):
+    venv = tmp_path / "venv"
+    env = dict(os.environ, VENV=str(venv), PYTHON=str(venv / "bin" / "python"))
+    r = subprocess.run(["bash", "scripts/setup.sh", "venv"], cwd=ROOT, capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    # torch is not installed into the venv: it comes from python3's site-packages
+    r = subprocess.run([str(venv / "bin" / "python"), "-c", "import sys, torch; print(sys.prefix)"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == str(venv), r.stderr
+    assert not list((venv / "lib").glob("python*/site-packages/torch"))
