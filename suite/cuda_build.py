@@ -302,15 +302,20 @@ def _stub_missing_headers(tmp: str) -> list[str]:
 
 
 def nvcc_compile_check(source: Path, arch: str = "sm_90a", include_dirs: Sequence[Path] = ()) -> None:
-    """Compile one .cu to an object file for ``arch`` (no GPU needed); raise with nvcc's output.
+    """Compile one .cu for ``arch`` (no GPU needed); raise with nvcc's output.
 
-    ``include_dirs`` are searched first, then torch's and Python's headers."""
+    The device side goes all the way to SASS (front end, cicc, ptxas), and the
+    host side through nvcc's C++ front end, which type-checks it.  ``--cuda``
+    stops before the host compiler's code generation: that step re-parses
+    torch's headers with g++ and is a third of the time, without checking
+    anything the front end has not.  ``include_dirs`` are searched first,
+    then torch's and Python's headers."""
     nvcc = nvcc_path()
     if nvcc is None:
         raise FileNotFoundError("nvcc not found")
     source = Path(source)
     with tempfile.TemporaryDirectory(prefix="ksuite-nvcc-") as tmp:
-        cmd = ([nvcc, "-c", str(source), "-o", os.path.join(tmp, source.stem + ".o")]
+        cmd = ([nvcc, "--cuda", str(source), "-o", os.path.join(tmp, source.stem + ".cu.cpp.ii")]
                + [f"-I{d}" for d in include_dirs]
                + _check_flags(arch) + _stub_missing_headers(tmp))
         proc = subprocess.run(cmd, capture_output=True, text=True)

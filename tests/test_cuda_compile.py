@@ -59,3 +59,13 @@ def test_broken_source_fails(tmp_path):
     bad.write_text("__global__ void k(float* y) { int2 p = y; }\n")
     with pytest.raises(RuntimeError, match="nvcc failed"):
         cuda_build.nvcc_compile_check(bad)
+
+
+@needs_nvcc
+def test_broken_host_code_fails(tmp_path):
+    # The check stops before g++ generates host code; nvcc's front end must
+    # still reject a type error in host code.
+    bad = tmp_path / "bad_host.cu"
+    bad.write_text("void launch(float* y) { double* d = y; (void)d; }\n")
+    with pytest.raises(RuntimeError, match="nvcc failed"):
+        cuda_build.nvcc_compile_check(bad)
