@@ -6,6 +6,8 @@ VENV ?= .venv
 PYTHON ?= $(VENV)/bin/python
 # GPU: the quick preset on every available backend; CPU-only: the tiny cpu preset.
 RUN_ARGS ?= $(shell $(PYTHON) -c "import torch,sys; sys.stdout.write('--preset quick' if torch.cuda.is_available() else '--device cpu --preset cpu')" 2>/dev/null || echo --device cpu --preset cpu)
+# CPU tests run on every core (pytest-xdist); the nvcc checks add two threads of their own.
+TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 SETUP = VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup.sh
 
 .PHONY: venv setup setup-dev run test test-gpu dashboard
@@ -23,7 +25,7 @@ run: setup
 	$(PYTHON) -m suite run $(RUN_ARGS)
 
 test: setup-dev
-	$(PYTHON) -m pytest -q -ra -m "not gpu"
+	$(PYTHON) -m pytest -q -ra -m "not gpu" -n $(TEST_WORKERS)
 
 test-gpu: venv
 	$(PYTHON) -m pytest -q -ra -m gpu
