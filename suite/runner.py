@@ -84,7 +84,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reuse-ceilings", action="store_true", help="use this device's cached ceilings instead of measuring")
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE|PATH",
                    help="import a module, or a .py file by path, that registers implementations "
-                        "(examples/my_softmax.py); the workers import it too. Repeatable")
+                        "(examples/ has one); the workers import it too. Repeatable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (plain log lines)")
 
 
