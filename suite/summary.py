@@ -83,7 +83,9 @@ def print_summary(rows: Iterable[dict] | pd.DataFrame, file=None) -> None:
                       f"{r['impl']} {r['dtype']} {r['shape']} ({r['timer']}): check its bytes/FLOP model[/]")
     bad = df[df["status"].isin(["error", "incorrect"])]
     for _, r in bad.head(20).iterrows():
-        console.print(f"[red]{r['status']}[/]: {r['workload']} {r['impl']} {r['dtype']} {r['shape']}: "
+        test = r.get("check")
+        test = f" ({test})" if isinstance(test, str) and test else ""
+        console.print(f"[red]{r['status']}[/]{test}: {r['workload']} {r['impl']} {r['dtype']} {r['shape']}: "
                       f"{str(r['error'])[:160]}")
     if len(bad) > 20:
         console.print(f"... and {len(bad) - 20} more error/incorrect rows")
