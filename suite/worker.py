@@ -35,11 +35,13 @@ class Options:
     timers: tuple[str, ...]
     preset: str
     seed: int
-    peaks_gbps: float
+    peaks_gbps: float  # the copy bandwidth
     peaks_tflops: dict[str, float]
     plugins: tuple[str, ...] = ()
     limits: dict[str, Any] = field(default_factory=dict)
     repeat: bool = False  # time every implementation a second time (noise check)
+    # read fraction of the traffic -> measured GB/s (Ceilings.bandwidths); empty: copy only
+    bandwidths: dict[float, float] = field(default_factory=dict)
 
 
 def case_seed(base: int, case: Case) -> int:
@@ -64,16 +66,25 @@ def _short(exc: BaseException) -> str:
 
 
 def base_row(wl: Workload, case: Case, impl_name: str, opts: Options, math_mode: str | None = None) -> dict:
+    """The row's identity and napkin math; its roofs are those of its own traffic mix
+    (read_bytes : write_bytes) and math mode (``math``: the implementation's, else the dtype)."""
     flops, nbytes = wl.flops(case), wl.min_bytes(case)
-    peak_tf = opts.peaks_tflops.get(math_mode or case.dtype, math.nan)
+    math_mode = math_mode or case.dtype
+    peak_tf = opts.peaks_tflops.get(math_mode, math.nan)
+    written = wl.write_bytes(case)
+    read = wl.read_bytes(case)
+    peak_bw = roofline.mix_gbps(read, written, opts.bandwidths) if opts.bandwidths else opts.peaks_gbps
     row = {
         "schema_version": SCHEMA_VERSION, "workload": case.workload, "impl": impl_name,
         "backend": impl_name.split(":", 1)[0], "dtype": case.dtype, "shape": case.label,
         "flops": flops, "min_bytes": nbytes, "eager_bytes": wl.eager_bytes(case),
-        "intensity": roofline.intensity(flops, nbytes), "peak_gbps": opts.peaks_gbps,
+        "read_bytes": read, "write_bytes": written,
+        "intensity": roofline.intensity(flops, nbytes), "peak_gbps": peak_bw,
+        "copy_gbps": opts.peaks_gbps, "read_gbps": opts.bandwidths.get(1.0),
+        "write_gbps": opts.bandwidths.get(0.0), "mix21_gbps": opts.bandwidths.get(2.0 / 3.0),
         "peak_tflops": peak_tf, "size": wl.size(case), "preset": opts.preset, "math": math_mode,
-        "bound_ms": roofline.bound_ms(flops, nbytes, opts.peaks_gbps, peak_tf),
-        "bound": roofline.limiter(flops, nbytes, opts.peaks_gbps, peak_tf),
+        "bound_ms": roofline.bound_ms(flops, nbytes, peak_bw, peak_tf),
+        "bound": roofline.limiter(flops, nbytes, peak_bw, peak_tf),
         "status": None, "error": None, "correct": None, "device": opts.device,
     }
     for k, v in case.shape:
@@ -87,6 +98,12 @@ def _timed_fields(row: dict, timing) -> dict:
                ms_min=timing.min, n_samples=timing.n, samples_ms=list(timing.samples_ms),
                gbps=roofline.gbps(row["min_bytes"], ms), tflops=roofline.tflops(row["flops"], ms),
                sol=roofline.sol(row["bound_ms"], ms))
+    total = row["read_bytes"] + row["write_bytes"]
+    mix = f"for {row['read_bytes'] / total:.0%} reads" if total > 0 else ""
+    reason = roofline.suspect_reason(row["sol"], row["l2"], row.get("bound"), row["peak_gbps"],
+                                     row["peak_tflops"], mix, row.get("math"))
+    if reason:
+        row.update(status="suspect", error=reason)
     return row
 
 

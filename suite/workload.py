@@ -133,6 +133,16 @@ class Workload:
     def reduction_length(self, case: Case) -> int:
         return 1
 
+    def write_bytes(self, case: Case) -> float:
+        """Bytes a fully fused kernel writes (its outputs, once); with
+        read_bytes, the traffic mix that picks the row's bandwidth roof.  A
+        workload that does not say is held to the copy's mix (half and half)."""
+        return self.min_bytes(case) / 2.0
+
+    def read_bytes(self, case: Case) -> float:
+        """Bytes a fully fused kernel reads: by default min_bytes less write_bytes."""
+        return self.min_bytes(case) - self.write_bytes(case)
+
 
 @dataclass
 class Implementation:

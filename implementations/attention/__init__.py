@@ -63,6 +63,9 @@ class Attention(Workload):
     def min_bytes(self, case: Case) -> float:
         return 4.0 * case["B"] * case["H"] * case["S"] * case["D"] * itemsize(case.dtype)
 
+    def write_bytes(self, case: Case) -> float:
+        return float(case["B"] * case["H"] * case["S"] * case["D"] * itemsize(case.dtype))  # O: 3:1
+
     def reduction_length(self, case: Case) -> int:
         return case["S"] + case["D"]  # q.k over D, then the softmax sum and P V over S keys
 

@@ -37,6 +37,9 @@ class Gelu(Workload):
     def min_bytes(self, case: Case) -> float:
         return 2.0 * case["N"] * itemsize(case.dtype)
 
+    def write_bytes(self, case: Case) -> float:
+        return case["N"] * itemsize(case.dtype)  # 1:1, the copy's mix
+
     def eager_bytes(self, case: Case) -> float:
         # eager.py, one kernel per op, in elements of the dtype:
         #   a = 0.5 * x          read N, write N

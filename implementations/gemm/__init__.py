@@ -47,6 +47,10 @@ class Gemm(Workload):
         m, n, k, b = case["M"], case["N"], case["K"], itemsize(case.dtype)
         return float(m * k + k * n + m * n) * b
 
+    def write_bytes(self, case: Case) -> float:
+        # C only: 2:1 read:write for squares, nearly read-only when M is small
+        return float(case["M"] * case["N"] * itemsize(case.dtype))
+
     def reduction_length(self, case: Case) -> int:
         return case["K"]
 

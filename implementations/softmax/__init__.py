@@ -38,6 +38,9 @@ class Softmax(Workload):
     def min_bytes(self, case: Case) -> float:
         return 2.0 * case["M"] * case["N"] * itemsize(case.dtype)
 
+    def write_bytes(self, case: Case) -> float:
+        return case["M"] * case["N"] * itemsize(case.dtype)  # 1:1, the copy's mix
+
     def reduction_length(self, case: Case) -> int:
         return case["N"]  # the row's max and sum
 
