@@ -71,7 +71,8 @@ def env(device) -> dict:
 
 @pytest.fixture(scope="session")
 def peaks(device, env):
-    """peaks(dtype, math) -> (GB/s, TFLOP/s) from suite.ceilings, or (None, None).
+    """peaks(dtype, math, read_bytes, write_bytes) -> (GB/s of that read:write mix,
+    TFLOP/s of that math mode) from suite.ceilings, or (None, None).
 
     The ceilings are measured once per device and cached by suite.ceilings, so
     only the first benchmark session on a machine pays for them.
@@ -83,9 +84,11 @@ def peaks(device, env):
     except Exception:  # no ceilings: sol stays None rather than failing every benchmark
         c = None
 
-    def lookup(dtype: str, math_mode: str | None):
+    def lookup(dtype: str, math_mode: str | None, read_bytes: float, write_bytes: float):
         if c is None:
             return None, None
-        return c.copy_gbps, c.roofs().get(math_mode or dtype)
+        from suite.roofline import mix_gbps
+
+        return mix_gbps(read_bytes, write_bytes, c.bandwidths()), c.roofs().get(math_mode or dtype)
 
     return lookup

@@ -56,12 +56,13 @@ def test_kernel(benchmark, kernel, device, env, peaks):
         pytest.skip(reason)
 
     inputs = wl.make_inputs(case, device, seed=0)
-    tol = (impl.tolerance or {}).get(case.dtype, wl.tolerance(case))
-    verify.poison_allocator(device, int(wl.min_bytes(case)))  # unwritten outputs read as NaN
-    out = impl.fn(**inputs)
-    _sync(device)
-    check = verify.check(out, wl.reference(case, inputs), tol)
-    assert check.correct, f"{impl.name} on {case}: {check.message}"
+    # unwritten outputs read as NaN of their own dtype
+    verify.poison_allocator(device, int(wl.write_bytes(case)), getattr(torch, case.dtype))
+    with verify.poisoned_empty():
+        out = impl.fn(**inputs)
+        _sync(device)
+    check = verify.check_case(wl, case, out, wl.reference(case, inputs), impl)
+    assert check.correct, f"{impl.name} on {case}: {check.check}: {check.message}"
     del out
 
     def setup():
@@ -80,7 +81,7 @@ def test_kernel(benchmark, kernel, device, env, peaks):
 
     ms = benchmark.stats.stats.median * 1e3
     flops, nbytes = wl.flops(case), wl.min_bytes(case)
-    peak_gbps, peak_tflops = peaks(case.dtype, impl.math)
+    peak_gbps, peak_tflops = peaks(case.dtype, impl.math, wl.read_bytes(case), wl.write_bytes(case))
     bound = (roofline.bound_ms(flops, nbytes, peak_gbps, peak_tflops)
              if peak_gbps and peak_tflops else None)
     sol = roofline.sol(bound, ms) if bound else None
@@ -90,6 +91,6 @@ def test_kernel(benchmark, kernel, device, env, peaks):
         flops=flops, min_bytes=nbytes, eager_bytes=wl.eager_bytes(case),
         gbps=roofline.gbps(nbytes, ms), tflops=roofline.tflops(flops, ms),
         bound_ms=bound, sol=sol if sol is None or math.isfinite(sol) else None,
-        peak_gbps=peak_gbps, peak_tflops=peak_tflops, rel_err=check.rel_err, tol=tol,
+        peak_gbps=peak_gbps, peak_tflops=peak_tflops, rel_err=check.rel_err, tol=check.tol,
         correct=True, config=_config(impl, case), torch=torch.__version__,
     )

@@ -147,11 +147,12 @@ def not_ok(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def suspects(df: pd.DataFrame) -> pd.DataFrame:
-    """ok rows faster than the roofline allows: a timing or bytes-model bug to look at.
-    CPU rows are smoke runs, not held to a roofline (cache-resident data beats the copy rate)."""
-    good = ok(df)
-    gpu = good["device"].astype(str).ne("cpu") if "device" in good.columns else True
-    return good[(good["sol"] > roofline.SUSPECT_SOL) & gpu]
+    """Rows faster than the roofline allows: status ``suspect``, and ok rows of runs
+    older than that status above the same line.  A roof, bytes-model, check or
+    timing bug to look at.  CPU rows are smoke runs, not held to a roofline."""
+    gpu = df["device"].astype(str).ne("cpu") if "device" in df.columns else True
+    legacy = (df["status"] == "ok") & (pd.to_numeric(df["sol"], errors="coerce") > roofline.SUSPECT_SOL)
+    return df[((df["status"] == "suspect") | legacy) & gpu]
 
 
 def with_series(df: pd.DataFrame) -> pd.DataFrame:
@@ -270,10 +271,19 @@ def ceilings(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def roofs(df: pd.DataFrame) -> tuple[float, dict[str, float]]:
-    """(bandwidth GB/s, {dtype: TFLOP/s}) of these rows: the medians of what was measured."""
-    bw = float(df["peak_gbps"].median()) if len(df) else float("nan")
-    tf = df.groupby("dtype")["peak_tflops"].median().dropna()
-    return bw, {k: float(v) for k, v in tf.items()}
+    """(copy GB/s, {math mode: TFLOP/s}) of these rows: the medians of what was measured.
+
+    The math mode is the row's ``math`` (tf32 for a float32 row on TF32 tensor
+    cores), else its dtype, so each arithmetic gets its own roof; runs that
+    predate ``copy_gbps`` give their ``peak_gbps``, which was the copy figure.
+    """
+    if not len(df):
+        return float("nan"), {}
+    copy = df["copy_gbps"] if "copy_gbps" in df.columns else pd.Series(dtype=float)
+    bw = pd.to_numeric(copy, errors="coerce").fillna(df["peak_gbps"]).median()
+    mode = df["math"].where(df["math"].notna(), df["dtype"]) if "math" in df.columns else df["dtype"]
+    tf = df.assign(_mode=mode).groupby("_mode")["peak_tflops"].median().dropna()
+    return float(bw), {k: float(v) for k, v in tf.items()}
 
 
 def fusion_table(df: pd.DataFrame) -> pd.DataFrame:

@@ -22,7 +22,7 @@ EXTRA_COLORS = ["#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#bcbd22", "#393b79"
                 "#ad494a", "#6b6ecf", "#e7ba52", "#31a354", "#843c39"]
 DTYPE_SYMBOLS = {"float32": "circle", "bfloat16": "diamond", "float16": "square"}
 STATUS_COLORS = {"ok": "#2ca02c", "incorrect": "#d62728", "error": "#ff7f0e",
-                 "unsupported": "#c7c7c7", "unavailable": "#8c8c8c"}
+                 "suspect": "#9467bd", "unsupported": "#c7c7c7", "unavailable": "#8c8c8c"}
 VERDICT_COLORS = {"regression": "#d62728", "improvement": "#2ca02c", "same": "#7f7f7f"}
 METRICS = {"gbps": ("GB/s", "min_bytes"), "tflops": ("TFLOP/s", "flops")}
 
@@ -127,8 +127,8 @@ def bandwidth(df: pd.DataFrame, metric: str = "gbps", ceilings: dict[str, float]
 def roofline_chart(df: pd.DataFrame, peak_gbps: float, peak_tflops: dict[str, float],
                    title: str = "") -> go.Figure:
     """Log-log intensity vs achieved TFLOP/s: one trace per implementation (symbol
-    by dtype), then one roof per dtype (bandwidth slope, then its compute ceiling),
-    then one trace marking the ridge points."""
+    by dtype), then one roof per math mode (dtype, or tf32: bandwidth slope, then
+    its compute ceiling), then one trace marking the ridge points."""
     fig = go.Figure()
     names = list(dict.fromkeys(df["impl"])) if len(df) else []
     for name in names:

@@ -1,11 +1,15 @@
-"""The two roofs, measured on this device: copy bandwidth and matmul rate.
+"""The roofs, measured on this device: streaming bandwidth per traffic mix, matmul rate.
 
-Bandwidth is a large device-to-device copy, counting bytes read plus bytes
-written.  The matrix rate is a large torch.matmul on random data per dtype
-(float32 in true FP32, and ``tf32`` separately).  Both are medians of timed
-repetitions after warm-up, so they are statistics of the same kind as the
-kernels' own.  A datasheet table sits beside them for reference only: it is
-never used inside a formula.
+Bandwidth is measured for four mixes of HBM traffic, since reads and writes
+do not cost the same: read-only (a sum), write-only (a fill), copy (1:1) and
+two reads a write (c = a + b), each the best of its forms, counting bytes
+read plus bytes written.  A row's memory roof is the bandwidth of its own
+workload's read:write mix (suite.roofline.mix_gbps); the copy figure is kept
+beside it.  The matrix rate is a large torch.matmul on random data per dtype
+and math mode (float32 in true FP32, and ``tf32`` separately).  All are
+medians of timed repetitions after warm-up, so they are statistics of the
+same kind as the kernels' own.  A datasheet table sits beside them for
+reference only: it is never used inside a formula.
 """
 from __future__ import annotations
 
@@ -46,9 +50,17 @@ class Ceilings:
     fingerprint: str
     copy_gbps: float
     matmul_tflops: dict[str, float]
+    read_gbps: float
+    write_gbps: float
+    mix21_gbps: float  # two bytes read for each written
     measured_at: str
     seconds: float
     datasheet: dict = field(default_factory=dict)
+
+    def bandwidths(self) -> dict[float, float]:
+        """Read fraction of the traffic -> measured GB/s, for roofline.mix_gbps."""
+        return {0.0: self.write_gbps, 0.5: self.copy_gbps, 2.0 / 3.0: self.mix21_gbps,
+                1.0: self.read_gbps}
 
     def roofs(self) -> dict[str, float]:
         """The compute roof per dtype (or math mode) used in the roofline.
@@ -134,20 +146,48 @@ def _median_events_ms(fn, warmup: int, reps: int) -> float:
     return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
 
 
+def _best_gbps(forms, nbytes: float, timed) -> float:
+    """The best rate over several ways of making one traffic mix: a roof is the
+    most any kernel reached, and torch's kernels differ in how close they get."""
+    return max(nbytes / (timed(f) * 1e-3) / 1e9 for f in forms)
+
+
+def _bandwidths(device: str, timed) -> dict[str, float]:
+    import torch
+
+    gpu = device == "cuda"
+    n = (1 << 28) if gpu else (1 << 23)  # floats: 1 GiB a buffer on the GPU, 32 MiB on the CPU
+    a = torch.rand(n, device=device)
+    b = torch.rand(n, device=device)
+    c = torch.empty_like(a)
+    half = torch.empty(n // 2, device=device)
+    one = torch.empty((), device=device)
+    rows = torch.empty(n // 1024, device=device)
+    x = torch.rand(1024, device=device)
+    size = a.numel() * a.element_size()
+    # the reads' forms write 1/1024 of what they read, or less, which is left uncounted
+    out = {
+        "read_gbps": _best_gbps([lambda: torch.sum(a, dim=0, out=one),
+                                 lambda: torch.sum(a.view(-1, 1024), dim=1, out=rows),
+                                 lambda: torch.mv(a.view(-1, 1024), x, out=rows)], size, timed),
+        "write_gbps": _best_gbps([lambda: c.fill_(1.0), lambda: c.zero_()], size, timed),
+        "copy_gbps": _best_gbps([lambda: c.copy_(a)], 2 * size, timed),
+        "mix21_gbps": max(_best_gbps([lambda: torch.add(a, b, out=c)], 3 * size, timed),
+                          _best_gbps([lambda: torch.sum(a.view(2, -1), dim=0, out=half)], 1.5 * size, timed)),
+    }
+    del a, b, c, half, rows
+    return out
+
+
 def measure(device: str, fingerprint: str, gpu_name: str) -> Ceilings:
     import torch
 
     t_start = time.perf_counter()
     gpu = device == "cuda"
-    timed = (lambda f, w, r: _median_events_ms(f, w, r)) if gpu else (
-        lambda f, w, r: _median_ms(f, lambda: None, w, r))
-
-    n_copy = (1 << 28) if gpu else (1 << 24)  # floats: 1 GiB on the GPU, 64 MiB on the CPU
-    src = torch.rand(n_copy, device=device)
-    dst = torch.empty_like(src)
-    ms = timed(lambda: dst.copy_(src), 3, 20 if gpu else 5)
-    copy_gbps = 2 * src.numel() * 4 / (ms * 1e-3) / 1e9
-    del src, dst
+    reps = 20 if gpu else 5
+    timed = (lambda f: _median_events_ms(f, 3, reps)) if gpu else (
+        lambda f: _median_ms(f, lambda: None, 2, reps))
+    bandwidth = _bandwidths(device, timed)
 
     rates: dict[str, float] = {}
     n = 8192 if gpu else 512
@@ -158,16 +198,17 @@ def measure(device: str, fingerprint: str, gpu_name: str) -> Ceilings:
             torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
             a = torch.randn(n, n, device=device).to(dt)
             b = torch.randn(n, n, device=device).to(dt)
-            ms = timed(lambda: torch.matmul(a, b), 2, 10 if gpu else 3)
+            ms = (_median_events_ms(lambda: torch.matmul(a, b), 2, 10) if gpu else
+                  _median_ms(lambda: torch.matmul(a, b), lambda: None, 2, 3))
             rates[name] = 2 * n**3 / (ms * 1e-3) / 1e12
             del a, b
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old_tf32
     if gpu:
         torch.cuda.empty_cache()
-    return Ceilings(device=device, gpu_name=gpu_name, fingerprint=fingerprint, copy_gbps=copy_gbps,
-                    matmul_tflops=rates, measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    seconds=time.perf_counter() - t_start, datasheet=datasheet(gpu_name))
+    return Ceilings(device=device, gpu_name=gpu_name, fingerprint=fingerprint, matmul_tflops=rates,
+                    measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    seconds=time.perf_counter() - t_start, datasheet=datasheet(gpu_name), **bandwidth)
 
 
 def get(device: str, fingerprint: str, gpu_name: str, reuse: bool = False) -> Ceilings:
@@ -199,8 +240,10 @@ def main(args) -> int:
     print(f"cache: {_cache_file()}")
     ds_bw = sheet.get("gbps")
     print(f"{'ceiling':<22}{'measured':>12}{'datasheet':>12}{'ratio':>8}")
-    print(f"{'copy GB/s (r+w)':<22}{c.copy_gbps:>12.0f}{ds_bw or float('nan'):>12.0f}"
-          f"{(c.copy_gbps / ds_bw) if ds_bw else float('nan'):>8.2f}")
+    for label, gbps in (("read GB/s", c.read_gbps), ("write GB/s", c.write_gbps),
+                        ("copy GB/s (1:1)", c.copy_gbps), ("2:1 r:w GB/s", c.mix21_gbps)):
+        print(f"{label:<22}{gbps:>12.0f}{ds_bw or float('nan'):>12.0f}"
+              f"{(gbps / ds_bw) if ds_bw else float('nan'):>8.2f}")
     for name, rate in c.matmul_tflops.items():
         ds = sheet.get("tflops", {}).get(name)
         print(f"{'matmul ' + name + ' TFLOP/s':<22}{rate:>12.1f}{ds or float('nan'):>12.1f}"

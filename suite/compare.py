@@ -4,11 +4,11 @@ Rows are matched on ``store.ROW_KEY``.  A time change counts only when it is
 both large (``--threshold``, with an absolute floor so that a microsecond
 kernel's jitter never trips the gate) and unlikely to be noise (a Mann-Whitney
 U test on the raw samples).  A status change from ok to incorrect or error is a
-regression whatever the times.  Across different GPUs the verdict is taken on
-SOL, each run against its own measured ceilings, because raw time mostly
-measures the hardware there.  Rows timed under different protocols (timer or
-``l2``, how L2 was evicted before each sample) are listed as not comparable,
-never compared.
+regression whatever the times, and a candidate row timed faster than its roof
+allows (``suspect``) fails the gate whatever the base says.  Across different
+GPUs the verdict is taken on SOL, each run against its own measured ceilings,
+because raw time mostly measures the hardware there.  Rows timed under different protocols (timer or
+``l2``) are listed as not comparable, never compared.
 
 Exit codes: 0 nothing regressed, 1 a regression (or, with
 ``--fail-on-improvement``, an improvement), 2 bad input.
@@ -26,9 +26,9 @@ import pandas as pd
 from suite import store
 from suite.args import UsageError
 
-BAD_STATUS = ("incorrect", "error")
+BAD_STATUS = ("incorrect", "error", "suspect")
 # Which status wins when one key appears in several pooled runs.
-_STATUS_RANK = {"error": 0, "incorrect": 1, "ok": 2, "unsupported": 3, "unavailable": 4}
+_STATUS_RANK = {"error": 0, "incorrect": 1, "suspect": 2, "ok": 3, "unsupported": 4, "unavailable": 5}
 MIN_SAMPLES = 3
 
 
@@ -112,6 +112,8 @@ def collapse(df: pd.DataFrame) -> pd.DataFrame:
     for key, g in df.groupby(store.ROW_KEY, sort=True):
         statuses = [s for s in g["status"].fillna("error")]
         status = min(statuses, key=lambda s: _STATUS_RANK.get(s, 0))
+        errors = g.loc[g["status"].fillna("error") == status, "error"].dropna()
+        error = str(errors.iloc[0]) if len(errors) else ""
         ok = g[g["status"] == "ok"]
         samples = _samples(ok["samples_ms"])
         if len(samples):
@@ -124,10 +126,10 @@ def collapse(df: pd.DataFrame) -> pd.DataFrame:
         sol = bound / median if bound > 0 and median > 0 else (
             float(ok["sol"].median()) if len(ok) else math.nan)
         clock = pd.to_numeric(ok["sm_clock_mhz"], errors="coerce").median() if "sm_clock_mhz" in ok else math.nan
-        out.append(dict(zip(store.ROW_KEY, key), status=status, ms=median, p20=p20, p80=p80,
+        out.append(dict(zip(store.ROW_KEY, key), status=status, error=error, ms=median, p20=p20, p80=p80,
                         samples=samples, bound_ms=bound, sol=sol, runs=len(g),
                         l2=_one(g["l2"]), gpu=_one(g["gpu_name"]), clock=float(clock)))
-    return pd.DataFrame(out, columns=store.ROW_KEY + ["status", "ms", "p20", "p80", "samples",
+    return pd.DataFrame(out, columns=store.ROW_KEY + ["status", "error", "ms", "p20", "p80", "samples",
                                                       "bound_ms", "sol", "runs", "l2", "gpu", "clock"])
 
 
@@ -207,12 +209,17 @@ def _verdict(r, opt: Options, gpus_differ: bool) -> dict:
                p_value=None, test=None, basis=None, reason="", regression=False, improvement=False)
     if r.side == "left_only":
         return {**row, "verdict": "gone", "reason": "only in base"}
+    if cs == "suspect":  # a time no kernel can reach: never a number to keep
+        return {**row, "verdict": "suspect", "reason": f"{bs or 'new'} -> suspect: {_text(r.error_c)}",
+                "regression": True}
     if r.side == "right_only":
         return {**row, "verdict": "new", "reason": "only in candidate"}
     if _text(r.l2_b) != _text(r.l2_c):
         return {**row, "verdict": "not comparable", "reason": f"l2 {r.l2_b} vs {r.l2_c}"}
     if bs == "ok" and cs in BAD_STATUS:
-        return {**row, "verdict": "broke", "reason": f"ok -> {cs}", "regression": True}
+        why = _text(r.error_c)
+        return {**row, "verdict": "broke", "reason": f"ok -> {cs}" + (f": {why[:200]}" if why else ""),
+                "regression": True}
     if bs in BAD_STATUS and cs == "ok":
         return {**row, "verdict": "fixed", "reason": f"{bs} -> ok", "improvement": True}
     if bs == cs and bs != "ok":  # unsupported (say) on both sides: nothing changed

@@ -15,7 +15,8 @@ TEST_HELP = ("A change counts only when |ratio of medians - 1| exceeds --thresho
              "(scipy.stats.mannwhitneyu when scipy is installed, else a built-in normal "
              "approximation with tie correction) gives p < --alpha. Rows with fewer than 3 "
              "samples fall back to requiring disjoint p20-p80 ranges, and rows with neither to "
-             "the threshold alone. ok -> incorrect/error is a regression whatever the times. "
+             "the threshold alone. ok -> incorrect/error is a regression whatever the times, and "
+             "so is any candidate row timed faster than its roof allows (status suspect). "
              "When the GPUs differ the verdict is taken on SOL (time over each run's own "
              "roofline bound). Cases timed with a different timer or l2 (L2 eviction) are listed "
              "as not comparable. Exit 0: no regression; 1: a regression; 2: bad input.")

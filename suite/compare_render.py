@@ -6,10 +6,10 @@ import sys
 
 from suite.compare import Options, Result, as_dict
 
-_ORDER = {"broke": 0, "slower": 1, "not comparable": 2, "fixed": 3, "faster": 4, "gone": 5,
-          "new": 6, "status": 7, "same": 8}
-_MARK = {"broke": "REGRESSION", "slower": "REGRESSION", "faster": "improvement",
-         "fixed": "fixed"}
+_ORDER = {"broke": 0, "suspect": 0, "slower": 1, "not comparable": 2, "fixed": 3, "faster": 4,
+          "gone": 5, "new": 6, "status": 7, "same": 8}
+_MARK = {"broke": "REGRESSION", "suspect": "REGRESSION", "slower": "REGRESSION",
+         "faster": "improvement", "fixed": "fixed"}
 
 
 def emit(results: list[Result], opt: Options, fmt: str, code: int, show_all: bool = False,
@@ -126,7 +126,7 @@ def table(results: list[Result], opt: Options, code: int, show_all: bool, out) -
     probe = Console(file=out)
     # Piped output (CI logs, files) is not truncated to an 80-column guess.
     console = Console(file=out, width=max(120, probe.width) if probe.is_terminal else 240)
-    style = {"broke": "bold red", "slower": "red", "faster": "green", "fixed": "green",
+    style = {"broke": "bold red", "suspect": "bold red", "slower": "red", "faster": "green", "fixed": "green",
              "not comparable": "yellow"}
     for res in results:
         console.print(f"[bold]{_heading(res)}[/bold]", highlight=False)

@@ -31,8 +31,10 @@ DEFAULT = Protocol()
 def configure(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = (
-        "Every output is checked against a float64 reference before it is timed; an\n"
-        "implementation that fails the check is stored as 'incorrect' and not timed.\n"
+        "Every output is checked against a float64 reference before it is timed, and\n"
+        "what was timed is checked again; an implementation that fails is stored as\n"
+        "'incorrect' (the column 'check' names the test), and a row timed faster than\n"
+        "its roof allows as 'suspect'.\n"
         "Timers: 'events' (CUDA events, L2 evicted before each call), 'graph' (CUDA\n"
         "graph replays over rotating input sets larger than L2; l2=cold-rotate), 'wall'\n"
         "(host clock; l2=n/a on the CPU).  --l2-flush, how the events timer evicts L2\n"
@@ -231,7 +233,8 @@ def main(args) -> int:
         if builds is not None:
             builds.close()
         raise
-    print(f"ceilings: copy {ceil.copy_gbps:.0f} GB/s; matmul "
+    print(f"ceilings: read {ceil.read_gbps:.0f}, write {ceil.write_gbps:.0f}, copy {ceil.copy_gbps:.0f}, "
+          f"2:1 {ceil.mix21_gbps:.0f} GB/s; matmul "
           + ", ".join(f"{k} {v:.3g}" for k, v in ceil.matmul_tflops.items()) + " TFLOP/s", file=sys.stderr)
     run.fields = {"run_args": resume.record(args), "ceilings": resume.ceilings_json(ceil)}
 

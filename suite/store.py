@@ -37,10 +37,14 @@ EXTRA = [
     "sm_clock_start_mhz", "sm_clock_end_mhz", "mem_clock_start_mhz", "mem_clock_end_mhz",
     "gpu_slug", "l2_bytes", "sm_clock_mhz", "power_w", "clock_limits", "shape_source",
     "impl_source", "run_args", "ceilings",
+    # the traffic mix and every measured bandwidth roof (peak_gbps is the mix's)
+    "read_bytes", "write_bytes", "copy_gbps", "read_gbps", "write_gbps", "mix21_gbps",
+    # the check: the test that failed, and the worst element against its bound
+    "check", "elem_err", "elem_tol",
 ]
 COLUMNS = REQUIRED[:8] + SHAPE_COLUMNS + REQUIRED[8:] + EXTRA
 
-STATUSES = ("ok", "incorrect", "error", "unsupported", "unavailable")
+STATUSES = ("ok", "incorrect", "error", "unsupported", "unavailable", "suspect")
 # The key that identifies one measurement within a run (and matches runs).
 ROW_KEY = ["workload", "impl", "dtype", "shape", "timer"]
 
@@ -48,7 +52,8 @@ _FLOAT = ["ms_median", "ms_p20", "ms_p80", "ms_min", "flops", "min_bytes", "eage
           "tflops", "intensity", "bound_ms", "sol", "peak_gbps", "peak_tflops", "rel_err", "tol",
           "compile_s", "peak_gbps_datasheet", "peak_tflops_datasheet", "sm_clock_start_mhz",
           "sm_clock_end_mhz", "mem_clock_start_mhz", "mem_clock_end_mhz", "ms_median_repeat",
-          "ms_p20_repeat", "ms_p80_repeat", "sm_clock_mhz", "power_w"]
+          "ms_p20_repeat", "ms_p80_repeat", "sm_clock_mhz", "power_w", "read_bytes", "write_bytes",
+          "copy_gbps", "read_gbps", "write_gbps", "mix21_gbps", "elem_err", "elem_tol"]
 _INT = ["schema_version", "n_samples", "peak_mem_bytes", "gpu_sms", "size", "seed", "graph_sets",
         "gpu_mem_bytes", "l2_bytes"] + SHAPE_COLUMNS
 _BOOL = ["correct", "dirty"]

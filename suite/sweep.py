@@ -106,7 +106,7 @@ class Sweep:
         return Options(device=self.plan.device, timers=self.plan.timers, preset=self.plan.preset,
                        seed=self.seed, peaks_gbps=self.ceil.copy_gbps,
                        peaks_tflops=self.ceil.roofs(), plugins=self.plugins,
-                       protocol=self.protocol, repeat=self.repeat)
+                       protocol=self.protocol, repeat=self.repeat, bandwidths=self.ceil.bandwidths())
 
     def stamp(self, row: dict) -> dict:
         """Add what the worker does not know: run identity and environment."""

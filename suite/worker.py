@@ -21,7 +21,7 @@ from typing import Callable
 from suite import clocks, roofline, verify
 from suite.store import SCHEMA_VERSION
 from suite.timing import Protocol, l2_bytes, measure, rotation_sets, use_protocol
-from suite.workload import Case, Implementation, Workload, discover, impl_source, itemsize
+from suite.workload import Case, Implementation, Workload, discover, impl_source, itemsize, torch_dtype
 
 # Messages after which the CUDA context cannot be trusted any more.
 FATAL_MARKERS = ("illegal memory access", "device-side assert", "unspecified launch failure",
@@ -35,11 +35,13 @@ class Options:
     timers: tuple[str, ...]
     preset: str
     seed: int
-    peaks_gbps: float
+    peaks_gbps: float  # the copy bandwidth
     peaks_tflops: dict[str, float]
     plugins: tuple[str, ...] = ()
     protocol: Protocol = field(default_factory=Protocol)
     repeat: bool = False  # time every implementation a second time (noise check)
+    # read fraction of the traffic -> measured GB/s (Ceilings.bandwidths); empty: copy only
+    bandwidths: dict[float, float] = field(default_factory=dict)
 
 
 def case_seed(base: int, case: Case) -> int:
@@ -64,17 +66,26 @@ def _short(exc: BaseException) -> str:
 
 
 def base_row(wl: Workload, case: Case, impl_name: str, opts: Options, math_mode: str | None = None) -> dict:
+    """The row's identity and napkin math; its roofs are those of its own traffic mix
+    (read_bytes : write_bytes) and math mode (``math``: the implementation's, else the dtype)."""
     flops, nbytes = wl.flops(case), wl.min_bytes(case)
-    peak_tf = opts.peaks_tflops.get(math_mode or case.dtype, math.nan)
+    math_mode = math_mode or case.dtype
+    peak_tf = opts.peaks_tflops.get(math_mode, math.nan)
+    written = wl.write_bytes(case)
+    read = wl.read_bytes(case)
+    peak_bw = roofline.mix_gbps(read, written, opts.bandwidths) if opts.bandwidths else opts.peaks_gbps
     row = {
         "schema_version": SCHEMA_VERSION, "workload": case.workload, "impl": impl_name,
         "backend": impl_name.split(":", 1)[0], "dtype": case.dtype, "shape": case.label,
         "flops": flops, "min_bytes": nbytes, "eager_bytes": wl.eager_bytes(case),
-        "intensity": roofline.intensity(flops, nbytes), "peak_gbps": opts.peaks_gbps,
+        "read_bytes": read, "write_bytes": written,
+        "intensity": roofline.intensity(flops, nbytes), "peak_gbps": peak_bw,
+        "copy_gbps": opts.peaks_gbps, "read_gbps": opts.bandwidths.get(1.0),
+        "write_gbps": opts.bandwidths.get(0.0), "mix21_gbps": opts.bandwidths.get(2.0 / 3.0),
         "peak_tflops": peak_tf, "size": wl.size(case), "preset": opts.preset, "math": math_mode,
         # a CPU run is a smoke run: its rows are not scored on a roofline (sol stays NaN too)
-        "bound_ms": roofline.bound_ms(flops, nbytes, opts.peaks_gbps, peak_tf) if opts.device != "cpu" else math.nan,
-        "bound": roofline.limiter(flops, nbytes, opts.peaks_gbps, peak_tf),
+        "bound_ms": roofline.bound_ms(flops, nbytes, peak_bw, peak_tf) if opts.device != "cpu" else math.nan,
+        "bound": roofline.limiter(flops, nbytes, peak_bw, peak_tf),
         "status": None, "error": None, "correct": None, "device": opts.device,
         "shape_source": case.source or None,
         "impl_source": impl_source(case.workload, impl_name),
@@ -90,12 +101,49 @@ def _timed_fields(row: dict, timing) -> dict:
                ms_min=timing.min, n_samples=timing.n, samples_ms=list(timing.samples_ms),
                gbps=roofline.gbps(row["min_bytes"], ms), tflops=roofline.tflops(row["flops"], ms),
                sol=roofline.sol(row["bound_ms"], ms))
+    total = row["read_bytes"] + row["write_bytes"]
+    mix = f"for {row['read_bytes'] / total:.0%} reads" if total > 0 else ""
+    reason = roofline.suspect_reason(row["sol"], row["l2"], row.get("bound"), row["peak_gbps"],
+                                     row["peak_tflops"], mix, row.get("math"))
+    if reason:
+        row.update(status="suspect", error=reason)
     return row
 
 
+def _check_fields(chk: verify.Check) -> dict:
+    return {"rel_err": chk.rel_err, "correct": chk.correct, "check": chk.check,
+            "elem_err": chk.elem_err, "elem_tol": chk.elem_tol}
+
+
+def _keeping(fn: Callable, inputs: dict, outs: list, i: int) -> Callable[[], Any]:
+    """A call that keeps its latest output in ``outs[i]``, so that what was timed can be
+    checked: for the events and wall timers the last timed call's output; for a CUDA
+    graph the tensor captured for input set i, which each replay rewrites."""
+    def call():
+        outs[i] = fn(**inputs)
+        return outs[i]
+    return call
+
+
+def _check_timed(outs: list, reference_of: Callable[[int], Any], rule: verify.Rule,
+                 timer: str) -> tuple[verify.Check, str] | None:
+    """The first timed output that fails its check, with where it came from; None if all pass."""
+    for i, out in enumerate(outs):
+        chk = verify.check(out, reference_of(i), rule)
+        if not chk.correct:
+            where = f"graph input set {i} of {len(outs)}" if timer == "graph" else "the last timed call"
+            return chk, where
+    return None
+
+
 def run_impl(wl: Workload, case: Case, impl: Implementation, inputs: dict, ref, opts: Options,
-             more_inputs: Callable[[int], list[dict]]) -> list[dict]:
-    """Warm up, check, then time one implementation; one row per timer."""
+             more_inputs: Callable[[int], list[dict]],
+             reference_of: Callable[[int], Any] | None = None) -> list[dict]:
+    """Warm up, check, time, then check what was timed; one row per timer.
+
+    ``reference_of(i)`` is the reference of input set i (0: ``inputs``, then
+    ``more_inputs``'s), for the graph timer's rotating sets.
+    """
     import torch
 
     template = base_row(wl, case, impl.name, opts, impl.math)
@@ -103,8 +151,8 @@ def run_impl(wl: Workload, case: Case, impl: Implementation, inputs: dict, ref, 
     reason = impl.supports(case)
     if reason:
         return rows(status="unsupported", error=reason)
-    tol = (impl.tolerance or {}).get(case.dtype, wl.tolerance(case))
-    template["tol"] = tol
+    rule = verify.rule_for(wl, case, impl)
+    template.update(tol=rule.norm_tol, elem_tol=rule.elem_tol)
     call = lambda: impl.fn(**inputs)  # noqa: E731
 
     t0 = time.perf_counter()
@@ -114,18 +162,20 @@ def run_impl(wl: Workload, case: Case, impl: Implementation, inputs: dict, ref, 
     del out
 
     out_bytes = ref.numel() * itemsize(case.dtype)
-    verify.poison_allocator(opts.device, out_bytes)
+    # unwritten output elements read as NaN of the output's own dtype
+    verify.poison_allocator(opts.device, out_bytes, torch_dtype(case.dtype))
     if opts.device == "cuda":
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         base_mem = torch.cuda.memory_allocated()
-    out = call()
-    _sync(opts.device)
+    with verify.poisoned_empty():
+        out = call()
+        _sync(opts.device)
     if opts.device == "cuda":
         template["peak_mem_bytes"] = torch.cuda.max_memory_allocated() - base_mem
-    chk = verify.check(out, ref, tol)
+    chk = verify.check(out, ref, rule)
     del out
-    template.update(rel_err=chk.rel_err, correct=chk.correct)
+    template.update(_check_fields(chk))
     try:
         template["config"] = impl.config(case)
     except Exception as exc:
@@ -140,9 +190,10 @@ def run_impl(wl: Workload, case: Case, impl: Implementation, inputs: dict, ref, 
                             if isinstance(t, torch.Tensor)) + out_bytes
             k = rotation_sets(set_bytes, l2_bytes(opts.device))
             sets = [inputs] + more_inputs(k - 1)
-            calls = [(lambda s=s: impl.fn(**s)) for s in sets]
         else:
-            calls = [call]
+            sets = [inputs]
+        outs: list = [None] * len(sets)
+        calls = [_keeping(impl.fn, s, outs, i) for i, s in enumerate(sets)]
         with clocks.sampler(opts.device) as card:
             timing = measure(calls, opts.device, timer, opts.protocol)
         row = _timed_fields(dict(template, status="ok", **card.fields()), timing)
@@ -151,8 +202,15 @@ def run_impl(wl: Workload, case: Case, impl: Implementation, inputs: dict, ref, 
             row.update(ms_median_repeat=again.median, ms_p20_repeat=again.p20, ms_p80_repeat=again.p80)
         if timer == "graph":
             row["graph_sets"] = len(calls)
-        result.append(row)
         del calls
+        _sync(opts.device)
+        bad = _check_timed(outs, reference_of or (lambda i: ref), rule, timer)
+        del outs
+        if bad:
+            chk, where = bad
+            row = dict(template, timer=timer, **_check_fields(chk))
+            row.update(check=f"timed:{chk.check}", status="incorrect", error=f"{where}: {chk.message}")
+        result.append(row)
     return result
 
 
@@ -174,16 +232,24 @@ def run_case(wl: Workload, case: Case, impls: list[Implementation], opts: Option
         return not is_fatal(msg)
 
     extra_sets: list[dict] = []
+    extra_refs: dict[int, Any] = {}
 
     def more_inputs(n: int) -> list[dict]:
         while len(extra_sets) < n:
             extra_sets.append(wl.make_inputs(case, opts.device, seed + 1 + len(extra_sets)))
         return extra_sets[:n]
 
+    def reference_of(i: int):
+        if i == 0:
+            return ref
+        if i not in extra_refs:
+            extra_refs[i] = wl.reference(case, extra_sets[i - 1])
+        return extra_refs[i]
+
     for impl in impls:
         send(("start", impl.name))
         try:
-            rows = run_impl(wl, case, impl, inputs, ref, opts, more_inputs)
+            rows = run_impl(wl, case, impl, inputs, ref, opts, more_inputs, reference_of)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a row
             msg = _short(exc)
             if isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in msg.lower():

@@ -144,6 +144,29 @@ class Workload:
     def tolerance(self, case: Case) -> float:
         return self.tolerances[case.dtype]
 
+    # The elementwise test (suite.verify): every output element within
+    # rounding * u + 8 * sqrt(reduction_length) * u_float32 of its reference,
+    # relative to |ref| plus the RMS of its row plus check_floor.  ``rounding``
+    # is the multiple of the dtype's unit roundoff u that an honest chain of
+    # ops in that dtype loses; reduction_length the longest sum behind one
+    # output element; check_floor an absolute magnitude for outputs whose
+    # error follows the inputs' size rather than their own.
+    rounding: ClassVar[float] = 8.0
+    check_floor: ClassVar[float] = 0.0
+
+    def reduction_length(self, case: Case) -> int:
+        return 1
+
+    def write_bytes(self, case: Case) -> float:
+        """Bytes a fully fused kernel writes (its outputs, once); with
+        read_bytes, the traffic mix that picks the row's bandwidth roof.  A
+        workload that does not say is held to the copy's mix (half and half)."""
+        return self.min_bytes(case) / 2.0
+
+    def read_bytes(self, case: Case) -> float:
+        """Bytes a fully fused kernel reads: by default min_bytes less write_bytes."""
+        return self.min_bytes(case) - self.write_bytes(case)
+
 
 @dataclass
 class Implementation:

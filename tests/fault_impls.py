@@ -1,4 +1,4 @@
-"""Test-only implementations of gelu that fail in every way a kernel can.
+"""Test-only implementations that fail in every way a kernel can.
 
 Imported by the runner's workers through ``--plugin tests.fault_impls``.
 """
@@ -53,3 +53,51 @@ def picky(x):
 @register("gelu", "fault:absent", available=lambda device: "needs hardware this machine lacks")
 def absent(x):
     return x
+
+
+@register("gelu", "fault:skip-last")
+def skip_last(x):
+    """Every element but the last: it reads as whatever the allocator left there."""
+    out = torch.empty_like(x)
+    out[:-1] = torch.nn.functional.gelu(x[:-1])
+    return out
+
+
+@register("gelu", "fault:wrong-dtype")
+def wrong_dtype(x):
+    return torch.nn.functional.gelu(x.double())  # right values, float64 output
+
+
+_calls: dict = {}
+
+
+@register("gelu", "fault:timed-wrong")
+def timed_wrong(x):
+    """Right on its first two calls of a case (the warm-up and the checked call), wrong after."""
+    key = (x.data_ptr(), tuple(x.shape), x.dtype)
+    _calls[key] = _calls.get(key, 0) + 1
+    out = torch.nn.functional.gelu(x)
+    return out if _calls[key] <= 2 else out * 1.25
+
+
+@register("softmax", "fault:zero-row")
+def softmax_zero_row(x):
+    out = torch.softmax(x.float(), dim=-1).to(x.dtype)
+    out[-1] = 0
+    return out
+
+
+@register("softmax", "fault:uniform-row")
+def softmax_uniform_row(x):
+    out = torch.softmax(x.float(), dim=-1).to(x.dtype)
+    out[-1] = 1.0 / x.shape[-1]
+    return out
+
+
+@register("residual_layernorm_gelu", "fault:zero-row")
+def rlg_zero_row(x, r, weight, bias, eps):
+    h = (x + r).float()
+    y = torch.nn.functional.gelu(torch.nn.functional.layer_norm(h, (h.shape[-1],), weight.float(),
+                                                                bias.float(), eps)).to(x.dtype)
+    y[-1] = 0
+    return y

@@ -132,6 +132,24 @@ def test_status_change_is_a_regression(steady, tmp_path, capsys, status):
     assert code == 0 and [r["verdict"] for r in rows_of(doc) if r["improvement"]] == ["fixed"]
 
 
+def test_a_suspect_candidate_row_fails_with_its_reason(steady, tmp_path, capsys):
+    """Faster than its roof allows: a regression from ok, and from suspect too."""
+    df, base, _ = steady
+    case = cf.measurable(df).iloc[-1]
+    cand = df.copy()
+    mask = cf.key_mask(cand, case)
+    cand.loc[mask, "status"] = "suspect"
+    cand.loc[mask, "error"] = "SOL 1.031 > 1.02 of its memory roof (4420 GB/s for 67% reads)"
+    cand_path = cf.write(cand, tmp_path / "cand.parquet")
+    code, doc = as_json(capsys, base, cand_path)
+    (r,) = [r for r in rows_of(doc) if r["regression"]]
+    assert code == 1 and same_key(r, case) and r["verdict"] == "suspect"
+    assert r["reason"] == "ok -> suspect: SOL 1.031 > 1.02 of its memory roof (4420 GB/s for 67% reads)"
+    assert run(capsys, cand_path, cand_path)[0] == 1
+    code, doc = as_json(capsys, cand_path, base)
+    assert code == 0 and [r["verdict"] for r in rows_of(doc) if r["improvement"]] == ["fixed"]
+
+
 def test_improvement_passes_unless_asked_to_fail(steady, tmp_path, capsys):
     df, base, case = steady
     cand = cf.write(cf.scale_case(df, case, 0.8), tmp_path / "cand.parquet")

@@ -223,6 +223,14 @@ def test_suspects_and_roofs():
     assert list(analysis.suspects(cpu)["run_id"]) == ["r1"]
     bw, tf = analysis.roofs(df)
     assert bw == 4000.0 and tf == {"bfloat16": 700.0, "float32": 50.0}
+    # a suspect row is listed with its reason; tf32 rows get a roof of their own, and
+    # the slope is the copy bandwidth where rows carry it beside their mix's roof
+    df = frame(case("t", "s", 1, 1.0, sol=1.1, status="suspect", error="SOL 1.100 > 1.02"),
+               case("u", "s", 1, 1.0, math="tf32", peak_tflops=400.0, peak_gbps=4400.0, copy_gbps=4200.0),
+               case("v", "s", 1, 1.0, peak_gbps=4600.0, copy_gbps=4200.0))
+    assert list(analysis.suspects(df)["impl"]) == ["t"] and not len(analysis.ok(df[df["impl"] == "t"]))
+    bw, tf = analysis.roofs(df)
+    assert bw == 4200.0 and tf == {"float32": 50.0, "tf32": 400.0}
 
 
 def test_default_pair_skips_options_with_no_case_in_common():

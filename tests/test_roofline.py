@@ -70,3 +70,29 @@ def test_every_workload_predicts_fusion_no_worse_than_one():
             for case in w.cases(preset):
                 assert w.eager_bytes(case) >= w.min_bytes(case) > 0
                 assert w.flops(case) > 0
+
+
+def test_mix_bandwidth_interpolates_time_per_byte_between_measured_mixes():
+    measured = {0.0: 3000.0, 0.5: 4000.0, 2 / 3: 4400.0, 1.0: 4600.0}
+    assert roofline.mix_gbps(1, 1, measured) == 4000.0  # copy
+    assert roofline.mix_gbps(2, 1, measured) == pytest.approx(4400.0)  # 2:1
+    assert roofline.mix_gbps(1, 0, measured) == 4600.0 and roofline.mix_gbps(0, 5, measured) == 3000.0
+    # 3:1 (read fraction 3/4) lies a quarter of the way from 2:1 to read-only: time per byte
+    # is interpolated, not GB/s
+    assert roofline.mix_gbps(3, 1, measured) == pytest.approx(1 / (0.75 / 4400 + 0.25 / 4600))
+    # a missing mix is skipped, none at all gives nan
+    assert roofline.mix_gbps(2, 1, {0.5: 4000.0, 1.0: 4600.0, 2 / 3: float("nan")}) == pytest.approx(
+        1 / ((2 / 3) / 4000 + (1 / 3) / 4600))
+    assert math.isnan(roofline.mix_gbps(1, 1, {}))
+
+
+def test_only_a_cold_row_above_its_roof_is_suspect():
+    assert roofline.SUSPECT_SOL == 1.02
+    why = roofline.suspect_reason(1.04, "cold-clean", "memory", 4400.0, 60.0, "for 67% reads")
+    assert why == ("SOL 1.040 > 1.02 of its memory roof (4400 GB/s for 67% reads): the roof or the "
+                   "check is wrong")
+    assert "494.0 TFLOP/s tf32" in roofline.suspect_reason(1.1, "cold-rotate", "compute", 4400.0, 494.0,
+                                                            math_mode="tf32")
+    assert roofline.suspect_reason(1.019, "cold-clean", "memory", 4400.0, 60.0) is None
+    for l2 in ("warm", "n/a", None):
+        assert roofline.suspect_reason(3.0, l2, "memory", 4400.0, 60.0) is None

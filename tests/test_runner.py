@@ -80,6 +80,40 @@ def test_faults_are_contained_and_every_other_row_is_present(tmp_path):
     assert df[df["status"] != "ok"]["ms_median"].isna().all()
 
 
+CHECK_FAULTS = ["fault:skip-last", "fault:wrong-dtype", "fault:timed-wrong", "fault:zero-row",
+                "fault:uniform-row"]
+
+
+def test_injected_wrong_outputs_end_incorrect_in_every_dtype(tmp_path):
+    """An unwritten last element, a wrong dtype, a kernel right only on the checked call,
+    one zeroed row and one uniform row: every cpu shape in every dtype ends incorrect
+    (save a uniform row of one element, which is the right answer)."""
+    out = tmp_path / "checks.parquet"
+    r = suite("run", "--device", "cpu", "--preset", "cpu", "--workloads",
+              "gelu,softmax,residual_layernorm_gelu", "--impls", ",".join(CHECK_FAULTS), "--plugin",
+              "tests.fault_impls", "--timeout", "60", "--out", str(out), "--no-progress",
+              "--samples", "3,5", "--reuse-ceilings")
+    assert r.returncode == 0, r.stderr[-3000:]
+    df = store.read_file(out)
+    assert set(df["dtype"]) == {"float32", "float16", "bfloat16"}
+    assert len(df) == 4 * 3 * 3 + 5 * 3 * 2 + 4 * 3  # gelu x 3 faults, softmax x 2, rlg x 1
+    right = (df["impl"] == "fault:uniform-row") & (df["shape"] == "M=1,N=1")
+    assert (df.loc[right, "status"] == "ok").all()
+    wrong = df[~right]
+    assert (wrong["status"] == "incorrect").all(), wrong[wrong["status"] != "incorrect"]
+    assert wrong["ms_median"].isna().all()
+    checks = wrong.groupby("impl")["check"].agg(set)
+    assert checks["fault:skip-last"] == {"finite"}
+    assert checks["fault:wrong-dtype"] == {"dtype"}
+    assert checks["fault:timed-wrong"] == {"timed:normwise"}
+    # one row of 1823 in bfloat16 sits near the normwise tolerance; the elementwise test
+    # catches what it lets through (one row of 32768: tests/test_verify.py)
+    assert checks["fault:zero-row"] | checks["fault:uniform-row"] <= {"normwise", "elementwise"}
+    timed = wrong[wrong["impl"] == "fault:timed-wrong"]
+    assert timed["error"].str.startswith("the last timed call").all()
+    assert "incorrect (dtype)" in r.stdout
+
+
 def _keys(df):
     return set(map(tuple, df[store.ROW_KEY].astype(str).values))
 

@@ -47,9 +47,8 @@ def _run(workload: str, impl_name: str, case: Case):
     assert impl.supports(case) is None, impl.supports(case)
     inputs = wl.make_inputs(case, "cpu", seed=zlib.crc32(repr((impl_name, case.key)).encode()))
     out = impl.fn(**inputs)
-    tol = (impl.tolerance or {}).get(case.dtype, wl.tolerance(case))
-    res = verify.check(out, wl.reference(case, inputs), tol)
-    assert res.correct, f"{impl_name} {case}: {res.message}"
+    res = verify.check_case(wl, case, out, wl.reference(case, inputs), impl)
+    assert res.correct, f"{impl_name} {case}: {res.check}: {res.message}"
     config = impl.config(case)
     assert config and "BLOCK_M=" in config, f"no config recorded for {case}: {config!r}"
 

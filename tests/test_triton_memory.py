@@ -54,8 +54,8 @@ def _check(wl_name: str, case: Case, seed: int, **overrides):
     assert impl.check_available("cpu") is None
     inputs = wl.make_inputs(case, "cpu", seed)
     out = impl.fn(**inputs, **overrides)
-    res = verify.check(out, wl.reference(case, inputs), wl.tolerance(case))
-    assert res.correct, f"{case} {overrides}: {res.message}"
+    res = verify.check_case(wl, case, out, wl.reference(case, inputs), impl)
+    assert res.correct, f"{case} {overrides}: {res.check}: {res.message}"
 
 
 def _cpu_cases():

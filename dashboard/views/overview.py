@@ -21,9 +21,10 @@ st.dataframe(best, hide_index=True, column_config={
 sus = analysis.suspects(rows)
 if len(sus):
     st.warning(f"{len(sus)} row(s) claim more than {SUSPECT_SOL:.2f} of the roofline "
-               "(faster than the measured ceilings allow): a timing or bytes-model problem.")
-    st.dataframe(sus[["gpu", "workload", "impl", "dtype", "shape", "timer", "ms_median", "sol"]],
-                 hide_index=True)
+               "(faster than the measured ceilings allow): a roof, check, timing or bytes-model "
+               "problem. They are left out of every speed chart.")
+    st.dataframe(sus[["gpu", "workload", "impl", "dtype", "shape", "timer", "ms_median", "sol",
+                      "error"]], hide_index=True)
 
 st.subheader("SOL at the largest size")
 dtypes = [d for d in ("bfloat16", "float16", "float32") if d in set(rows["dtype"])] or \

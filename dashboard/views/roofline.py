@@ -18,5 +18,8 @@ else:
     st.plotly_chart(charts.roofline_chart(good, bw, tf, title=f"Roofline, {gpu}"), key="roof_chart")
     st.caption("Intensity is FLOPs per compulsory byte (min_bytes). Symbols: circle float32, "
                "diamond bfloat16, square float16. The slope is the measured copy bandwidth, the "
-               "flat roofs the measured matmul rate per dtype; they meet at the ridge point.")
+               "flat roofs the measured matmul rate per math mode (each dtype, and tf32 for float32 "
+               "on TF32 tensor cores); they meet at the ridge point. Each row's SOL uses the "
+               "bandwidth of its own read:write mix (peak_gbps), which can sit above or below "
+               "the copy slope drawn here.")
 ui.not_ok_section(d, gpu)

@@ -23,6 +23,9 @@ class Attention(Workload):
     shape_keys = ("B", "H", "S", "D", "causal")
     bound = "compute"
     tolerances = {"float32": 1e-4, "float16": 3e-3, "bfloat16": 2e-2}
+    # the eager chain rounds scores, scaled scores, P and O to the dtype (up
+    # to 6 u at an element), and flash kernels round P to it before P V
+    rounding = 16.0
     presets = {
         "cpu": [{"B": 1, "H": 2, "S": 77, "D": 64, "causal": 0},
                 {"B": 1, "H": 2, "S": 77, "D": 64, "causal": 1},
@@ -76,6 +79,12 @@ class Attention(Workload):
 
     def min_bytes(self, case: Case) -> float:
         return 4.0 * case["B"] * case["H"] * case["S"] * case["D"] * itemsize(case.dtype)
+
+    def write_bytes(self, case: Case) -> float:
+        return float(case["B"] * case["H"] * case["S"] * case["D"] * itemsize(case.dtype))  # O: 3:1
+
+    def reduction_length(self, case: Case) -> int:
+        return case["S"] + case["D"]  # q.k over D, then the softmax sum and P V over S keys
 
     def eager_bytes(self, case: Case) -> float:
         # eager.py, with P = B*H*S*S score elements and T = B*H*S*D:

@@ -39,6 +39,10 @@ class Gemm(Workload):
     shape_keys = ("M", "N", "K")
     bound = "compute"
     tolerances = {"float32": 1e-4, "float16": 2e-3, "bfloat16": 1e-2}
+    # inputs rounded to a coarser math mode (tf32) err like a random walk of K
+    # products, about u of the row's RMS and up to 5-6 u at the worst element;
+    # 16-bit split-K partial sums may be rounded to the dtype before adding
+    rounding = 16.0
     presets = {
         "cpu": [{"M": 1, "N": 64, "K": 33}, {"M": 37, "N": 129, "K": 71},
                 {"M": 127, "N": 65, "K": 257}, {"M": 200, "N": 300, "K": 100}],
@@ -62,6 +66,13 @@ class Gemm(Workload):
     def min_bytes(self, case: Case) -> float:
         m, n, k, b = case["M"], case["N"], case["K"], itemsize(case.dtype)
         return float(m * k + k * n + m * n) * b
+
+    def write_bytes(self, case: Case) -> float:
+        # C only: 2:1 read:write for squares, nearly read-only when M is small
+        return float(case["M"] * case["N"] * itemsize(case.dtype))
+
+    def reduction_length(self, case: Case) -> int:
+        return case["K"]
 
     def eager_bytes(self, case: Case) -> float:
         return self.min_bytes(case)  # one library call; nothing to fuse

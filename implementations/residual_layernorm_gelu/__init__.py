@@ -48,6 +48,13 @@ class ResidualLayerNormGelu(Workload):
         m, n, b = case["M"], case["N"], itemsize(case.dtype)
         return (3.0 * m * n + 2.0 * n) * b
 
+    def write_bytes(self, case: Case) -> float:
+        # y only: with x, r, weight and bias read, about 2:1 read:write
+        return float(case["M"] * case["N"] * itemsize(case.dtype))
+
+    def reduction_length(self, case: Case) -> int:
+        return case["N"]  # the row's mean and variance
+
     def eager_bytes(self, case: Case) -> float:
         # eager.py, three kernels (elements of the dtype unless noted):
         #   h = x + r                    read 2MN, write MN

@@ -48,6 +48,12 @@ class Softmax(Workload):
     def min_bytes(self, case: Case) -> float:
         return 2.0 * case["M"] * case["N"] * itemsize(case.dtype)
 
+    def write_bytes(self, case: Case) -> float:
+        return case["M"] * case["N"] * itemsize(case.dtype)  # 1:1, the copy's mix
+
+    def reduction_length(self, case: Case) -> int:
+        return case["N"]  # the row's max and sum
+
     def eager_bytes(self, case: Case) -> float:
         # eager.py, five kernels (elements of the dtype):
         #   m = x.amax(-1)      read MN, write M
