@@ -1,8 +1,8 @@
 """Output of ``python -m suite compare`` and ``python -m suite ab``: a rich table, Markdown, or JSON.
 
 Regressions come first, losses (broke, lost, missing) before slowdowns; then
-what is not comparable, improvements, and the context (changes of
-implementations that are not gated).  Every timed verdict shows what it was
+improvements, what is not comparable, the context (changes of implementations
+that are not gated), and cases only one side holds.  Every timed verdict shows what it was
 judged against: the band of a run-vs-run comparison, or the 95% interval of
 the paired rounds of an A/B run.
 """
@@ -46,7 +46,8 @@ def _pct(x) -> str:
 
 
 def _rank(r: dict) -> tuple:
-    tier = 0 if r["regression"] else 2 if r["context"] else 1
+    tier = (0 if r["regression"] else 1 if r["improvement"] else 2 if r["verdict"] == "not comparable"
+            else 3 if r["context"] else 4)
     return (tier, _ORDER.get(r["verdict"], 11), r["workload"], r["impl"], r["dtype"], r["shape"])
 
 

@@ -358,8 +358,10 @@ def test_workflow_parses_as_yaml_and_names_its_steps():
     yaml = pytest.importorskip("yaml")
     doc = yaml.safe_load(WORKFLOW.read_text())
     steps = {s.get("id"): s for s in doc["jobs"]["bench"]["steps"] if s.get("id")}
-    for step in ("run", "gate"):
+    for step in ("ab", "run", "gate"):
         assert steps[step]["run"].strip() == workflow_step(step).strip()
+    assert steps["ab"]["if"] == "github.event_name == 'pull_request'"
+    assert steps["run"]["if"] == steps["gate"]["if"] == "github.event_name != 'pull_request'"
 
 
 def test_workflow_run_step_uses_flags_the_runner_accepts():
@@ -368,6 +370,17 @@ def test_workflow_run_step_uses_flags_the_runner_accepts():
     assert cmd[:3] == ["$PYTHON", "-m", "suite"]
     args = cli.build_parser(cmd[3]).parse_args(cmd[3:])
     assert args.verb == "run" and args.preset == "quick" and str(args.out) == "bench.parquet"
+
+
+def test_workflow_ab_step_uses_flags_ab_accepts():
+    from suite import ab
+
+    line = next(ln for ln in workflow_step("ab").splitlines() if " -m suite ab " in ln)
+    cmd = line.split(">")[0].split()
+    assert cmd[:4] == ["$PYTHON", "-m", "suite", "ab"] and cmd[4:6] == ['"$base"', "HEAD"]
+    args, run_args = ab.split_args(cli.build_parser("ab").parse_args(cmd[3:]))
+    ab.check_run_args(run_args)
+    assert args.format == "markdown" and str(args.out) == "ab-runs" and "--preset" in run_args
 
 
 def _gate(tmp_path, bench_df, results_df=None):
