@@ -158,11 +158,10 @@ class Worktrees:
         return path
 
     def close(self) -> None:
-        for path in self.paths:
+        for path in self.paths:  # each one's own entry only: other worktrees are not ours
             subprocess.run(["git", "-C", str(self.repo), "worktree", "remove", "--force", str(path)],
                            capture_output=True)
         shutil.rmtree(self.root, ignore_errors=True)
-        subprocess.run(["git", "-C", str(self.repo), "worktree", "prune"], capture_output=True)
 
 
 # ---------------------------------------------------------------- rounds
