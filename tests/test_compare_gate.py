@@ -28,7 +28,7 @@ def _frame(rows) -> pd.DataFrame:
 
 def _drifted(df: pd.DataFrame, seed: int = 3) -> pd.DataFrame:
     """Another machine's run: fresh sample noise and one drift per case."""
-    fresh = _frame(cf.synthetic_rows(seed=seed)).assign(run_id="other-machine")
+    fresh = _frame(cf.synthetic_rows(seed=seed, impls=cf.GATED)).assign(run_id="other-machine")
     factors = [1 + MACHINE_DRIFT[i % len(MACHINE_DRIFT)] for i in range(len(fresh))]
     for i, f in enumerate(factors):
         fresh.at[i, "samples_ms"] = list(np.asarray(fresh.at[i, "samples_ms"]) * f)
@@ -55,7 +55,7 @@ def _match(r: dict, key: dict) -> bool:
 
 
 def test_machine_drift_is_not_a_regression_but_a_real_slowdown_is(tmp_path, capsys):
-    base = _frame(cf.synthetic_rows(seed=0))
+    base = _frame(cf.synthetic_rows(seed=0, impls=cf.GATED))
     cand = _drifted(base)
     b, c = cf.write(base, tmp_path / "b.parquet"), cf.write(cand, tmp_path / "c.parquet")
     code, doc = _json(capsys, b, c)
@@ -79,10 +79,10 @@ def test_machine_drift_is_not_a_regression_but_a_real_slowdown_is(tmp_path, caps
 def test_band_follows_the_evidence_history_and_repeat(tmp_path, capsys):
     """Earlier runs of a case on the same GPU narrow its band when they agree and widen it
     when they scatter; a --repeat pair can widen it, never narrow it."""
-    base = _frame(cf.synthetic_rows(seed=0))
+    base = _frame(cf.synthetic_rows(seed=0, impls=cf.GATED))
     i = next(i for i, r in base.iterrows() if r["impl"] == "triton" and r["ms_median"] >= 0.05)
     key = _key(base, i)
-    cand = _frame(cf.synthetic_rows(seed=1)).assign(run_id="cand")
+    cand = _frame(cf.synthetic_rows(seed=1, impls=cf.GATED)).assign(run_id="cand")
     cand.at[i, "samples_ms"] = list(np.asarray(cand.at[i, "samples_ms"]) * 1.065)
     b, c = cf.write(base, tmp_path / "b.parquet"), cf.write(cand, tmp_path / "c.parquet")
 
@@ -105,7 +105,7 @@ def test_band_follows_the_evidence_history_and_repeat(tmp_path, capsys):
 
 
 def test_pytorch_changes_are_context_unless_everything_is_gated(tmp_path, capsys):
-    base = _frame(cf.synthetic_rows(seed=0))
+    base = _frame(cf.synthetic_rows(seed=0, impls=cf.GATED))
     cand = base.copy()
     eager = cand["impl"] == "eager"
     cand.loc[eager, "samples_ms"] = cand.loc[eager, "samples_ms"].map(lambda s: list(np.asarray(s) * 1.3))
@@ -124,7 +124,7 @@ def test_pytorch_changes_are_context_unless_everything_is_gated(tmp_path, capsys
 
 @pytest.mark.parametrize("status", ["unsupported", "unavailable", None])
 def test_losses_are_regressions_listed_first(tmp_path, capsys, status):
-    base = _frame(cf.synthetic_rows(seed=0))
+    base = _frame(cf.synthetic_rows(seed=0, impls=cf.GATED))
     i = next(i for i, r in base.iterrows() if r["impl"] == "triton")
     cand = base.copy()
     if status is None:  # no row at all, though the candidate ran the case (eager) and triton
@@ -143,7 +143,7 @@ def test_losses_are_regressions_listed_first(tmp_path, capsys, status):
 
 
 def test_a_workload_the_candidate_did_not_run_is_not_a_loss(tmp_path, capsys):
-    base = _frame(cf.synthetic_rows(seed=0))
+    base = _frame(cf.synthetic_rows(seed=0, impls=cf.GATED))
     cand = base[base["workload"] != "softmax"]
     b, c = cf.write(base, tmp_path / "b.parquet"), cf.write(cand, tmp_path / "c.parquet")
     code, doc = _json(capsys, b, c)
@@ -152,7 +152,7 @@ def test_a_workload_the_candidate_did_not_run_is_not_a_loss(tmp_path, capsys):
 
 def test_nothing_comparable_exits_2_and_says_why(tmp_path, capsys):
     """Cases matched only as unsupported on both sides are no comparison: not a pass."""
-    base = _frame(cf.synthetic_rows(seed=0)).assign(status="unsupported")
+    base = _frame(cf.synthetic_rows(seed=0, impls=cf.GATED)).assign(status="unsupported")
     b, c = cf.write(base, tmp_path / "b.parquet"), cf.write(base, tmp_path / "c.parquet")
     code = cli.main(["compare", str(b), str(c)])
     out, err = capsys.readouterr()
