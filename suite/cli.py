@@ -26,6 +26,8 @@ VERBS = {
                  "measure (or show cached) copy bandwidth and matmul rate of this device"),
     "compare": ("suite.compare_cli", "configure", "main",
                 "compare runs (commit vs commit, GPU vs GPU); exit 1 on regression"),
+    "ab": ("suite.ab", "configure", "main",
+           "time two git refs in alternating rounds on one GPU; exit 1 on regression"),
     "dashboard": ("dashboard.launch", "configure", "main", "serve the Streamlit dashboard on localhost"),
     "import-pytest-benchmark": ("suite.interop", "configure_import", "main_import",
                                 "turn saved pytest-benchmark JSON into rows of the suite's schema"),

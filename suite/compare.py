@@ -1,71 +1,56 @@
 """Run vs run: commit vs commit, GPU vs GPU, and the regression gate for CI.
 
-Rows are matched on ``store.ROW_KEY``.  A time change counts only when it is
-both large (``--threshold``, with an absolute floor so that a microsecond
-kernel's jitter never trips the gate) and unlikely to be noise (a Mann-Whitney
-U test on the raw samples).  A status change from ok to incorrect or error is a
-regression whatever the times, and a candidate row timed faster than its roof
-allows (``suspect``) fails the gate whatever the base says.  Across different
-GPUs the verdict is taken on SOL, each run against its own measured ceilings,
-because raw time mostly measures the hardware there.  Rows timed under different protocols (timer or
-``l2``) are listed as not comparable, never compared.
+Rows are matched on ``store.ROW_KEY``.  A time change counts only when it lies
+outside the case's band and the samples differ (a Mann-Whitney U test).  The
+band is the widest of ``--threshold``, three standard errors of the log ratio
+from the case's between-run spread (compare_stats: its runs on either side,
+its earlier runs on the same GPU given with ``--history``, a prior otherwise),
+and the floor its own samples' spread sets.  Each verdict carries its band.
+
+What is gated: by default our own implementations (triton, cuda, plugins); the
+changes of PyTorch's (eager, torch, compile) are listed as context and as a
+sign that the machine or its libraries moved; ``gate="all"`` gates everything.
+A candidate row timed faster than its roof allows ("suspect") fails the gate,
+whoever owns it.  Losses are regressions: an ok row that becomes incorrect or error ("broke") or
+unsupported or unavailable ("lost"), and an ok row with no candidate row where
+the candidate's sweep covers the case ("missing", see baselines.Coverage).
+Across different GPUs the verdict is taken on SOL, each run against its own
+measured ceilings.  Rows timed under different protocols (timer or ``l2``) are
+listed as not comparable, never compared; when no case is left to compare the
+comparison is bad input, never a pass.
 
 Exit codes: 0 nothing regressed, 1 a regression (or, with
-``--fail-on-improvement``, an improvement), 2 bad input.
+``--fail-on-improvement``, an improvement), 2 bad input or nothing comparable.
 """
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from suite import store
+from suite import baselines, store
 from suite.args import UsageError
+from suite.compare_stats import (band, geomean, mann_whitney_p, mann_whitney_p_normal,  # noqa: F401
+                                 run_spread, sample_floor)
 
-BAD_STATUS = ("incorrect", "error", "suspect")
+BAD_STATUS = ("incorrect", "error")
+GONE_STATUS = ("unsupported", "unavailable")
+LOSSES = ("suspect", "broke", "lost", "missing")
+CONTEXT_BACKENDS = ("eager", "torch", "compile")  # PyTorch's own: context unless gate="all"
 # Which status wins when one key appears in several pooled runs.
 _STATUS_RANK = {"error": 0, "incorrect": 1, "suspect": 2, "ok": 3, "unsupported": 4, "unavailable": 5}
 MIN_SAMPLES = 3
+CLOCK_NOTE = 0.03  # SM clocks this far apart are named beside a time verdict
+MOVED_NOTE = 0.02  # PyTorch's own implementations moving this much (geomean) are named
+VERSIONS = ("torch", "triton", "cuda", "driver")
 
 
-# ---------------------------------------------------------------- statistics
-def mann_whitney_p(a, b) -> float:
-    """Two-sided Mann-Whitney U p-value: scipy's when importable, else our own."""
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    try:
-        from scipy.stats import mannwhitneyu
-    except ImportError:
-        return mann_whitney_p_normal(a, b)
-    if np.all(a == a[0]) and np.all(b == a[0]):
-        return 1.0  # identical constant samples: scipy would warn and return nan
-    return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
-
-
-def mann_whitney_p_normal(a, b) -> float:
-    """The U test with the normal approximation, tie correction and continuity correction."""
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    n1, n2 = len(a), len(b)
-    n = n1 + n2
-    ranks = pd.Series(np.concatenate([a, b])).rank(method="average").to_numpy()
-    u1 = ranks[:n1].sum() - n1 * (n1 + 1) / 2.0
-    _, counts = np.unique(np.concatenate([a, b]), return_counts=True)
-    ties = float(((counts ** 3) - counts).sum())
-    var = n1 * n2 / 12.0 * ((n + 1) - ties / (n * (n - 1)))
-    if var <= 0:
-        return 1.0
-    z = (abs(u1 - n1 * n2 / 2.0) - 0.5) / math.sqrt(var)
-    return float(min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2.0))))
-
-
-def geomean(values) -> float:
-    vals = [v for v in values if v is not None and np.isfinite(v) and v > 0]
-    return float(math.exp(sum(math.log(v) for v in vals) / len(vals))) if vals else math.nan
+def owned(impl: str) -> bool:
+    """Ours to gate: anything but PyTorch's own eager, torch and compile backends."""
+    return baselines.backend_of(impl) not in CONTEXT_BACKENDS
 
 
 # ---------------------------------------------------------------- inputs
@@ -88,6 +73,10 @@ class Side:
     def commits(self) -> list[str]:
         return sorted({str(c)[:7] for c in self.frame["commit"].dropna()})
 
+    @property
+    def runs(self) -> set[str]:
+        return {str(r) for r in self.frame["run_id"].dropna()}
+
     def describe(self) -> dict:
         files = sorted({Path(s).name for s in self.frame.get("source", pd.Series(dtype=str)).dropna()})
         return {"label": self.label, "files": files, "gpus": self.gpus, "commits": self.commits,
@@ -103,16 +92,20 @@ def _isna(v) -> bool:
     return not isinstance(v, (list, tuple, np.ndarray)) and pd.isna(v)
 
 
+CASE_COLUMNS = store.ROW_KEY + ["status", "error", "ms", "p20", "p80", "samples", "bound_ms", "sol", "runs",
+                                "run_ms", "repeats", "floor", "l2", "gpu", "clock"]
+
+
 def collapse(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per ROW_KEY; several runs of a key pool their samples."""
+    """One row per ROW_KEY; several runs of a key pool their samples and keep each run's median."""
     df = df.copy()
     for col in store.ROW_KEY:
         df[col] = df[col].fillna("").astype(str)
+    df["_run"] = df["run_id"].fillna("").astype(str)
     out = []
     for key, g in df.groupby(store.ROW_KEY, sort=True):
-        statuses = [s for s in g["status"].fillna("error")]
-        status = min(statuses, key=lambda s: _STATUS_RANK.get(s, 0))
-        errors = g.loc[g["status"].fillna("error") == status, "error"].dropna()
+        status = min(g["status"].fillna("error"), key=lambda s: _STATUS_RANK.get(s, 0))
+        errors = g.loc[g["status"].fillna("error") == status, "error"].dropna() if "error" in g else []
         error = str(errors.iloc[0]) if len(errors) else ""
         ok = g[g["status"] == "ok"]
         samples = _samples(ok["samples_ms"])
@@ -126,11 +119,14 @@ def collapse(df: pd.DataFrame) -> pd.DataFrame:
         sol = bound / median if bound > 0 and median > 0 else (
             float(ok["sol"].median()) if len(ok) else math.nan)
         clock = pd.to_numeric(ok["sm_clock_mhz"], errors="coerce").median() if "sm_clock_mhz" in ok else math.nan
+        run_ms = [float(x) for x in ok.groupby("_run")["ms_median"].median()]
+        rep = ok["ms_median_repeat"] if "ms_median_repeat" in ok else pd.Series(dtype=float)
+        repeats = [(float(a), float(b)) for a, b in zip(ok["ms_median"], rep) if a > 0 and b > 0]
         out.append(dict(zip(store.ROW_KEY, key), status=status, error=error, ms=median, p20=p20, p80=p80,
-                        samples=samples, bound_ms=bound, sol=sol, runs=len(g),
+                        samples=samples, bound_ms=bound, sol=sol, runs=max(len(run_ms), 1),
+                        run_ms=run_ms, repeats=repeats, floor=sample_floor(p20, p80, median),
                         l2=_one(g["l2"]), gpu=_one(g["gpu_name"]), clock=float(clock)))
-    return pd.DataFrame(out, columns=store.ROW_KEY + ["status", "error", "ms", "p20", "p80", "samples",
-                                                      "bound_ms", "sol", "runs", "l2", "gpu", "clock"])
+    return pd.DataFrame(out, columns=CASE_COLUMNS)
 
 
 def _one(col: pd.Series):
@@ -153,9 +149,14 @@ def load(paths, what: str) -> pd.DataFrame:
 @dataclass
 class Options:
     threshold: float = 0.05
-    floor_us: float = 1.0
+    floor_us: float = 0.0  # an absolute floor on top of the band (off by default)
     alpha: float = 0.01
     fail_on_improvement: bool = False
+    gate: str = "own"  # "own": triton, cuda, plugins; "all": every implementation
+    run_spread: float | None = None  # the prior between-run spread (compare_stats.PRIOR_SIGMA)
+
+    def gated(self, impl: str) -> bool:
+        return self.gate == "all" or owned(impl)
 
 
 @dataclass
@@ -175,8 +176,13 @@ class Result:
     def improvements(self) -> list[dict]:
         return [r for r in self.rows if r["improvement"]]
 
+    @property
+    def compared(self) -> int:
+        return sum(r["ratio"] is not None for r in self.rows)
 
-def compare(base: Side, cand: Side, opt: Options) -> Result:
+
+def compare(base: Side, cand: Side, opt: Options, history: pd.DataFrame | None = None) -> Result:
+    """``history``: earlier runs whose rows of a case (same GPU, same l2) estimate its spread."""
     gpus_differ = bool(base.gpus and cand.gpus and base.gpus != cand.gpus)
     notes = []
     if gpus_differ:
@@ -185,47 +191,80 @@ def compare(base: Side, cand: Side, opt: Options) -> Result:
     for side in (base, cand):
         if side.describe()["dirty"]:
             notes.append(f"{side.label} was run from a tree with uncommitted changes")
+    seen = baselines.evidence([history, base.frame], cand.runs)
+    cover = baselines.Coverage.of(cand.frame)
     b, c = base.cases, cand.cases
     merged = b.merge(c, on=store.ROW_KEY, how="outer", suffixes=("_b", "_c"), indicator="side")
-    rows = [_verdict(r, opt, gpus_differ) for r in merged.itertuples(index=False)]
+    rows = [_verdict(r, opt, gpus_differ, seen, cover) for r in merged.itertuples(index=False)]
     rows = _pair_protocols(rows)
-    if not any(r["verdict"] not in ("new", "gone", "not comparable") for r in rows):
-        protos = sorted({r["reason"] for r in rows if r["verdict"] == "not comparable"})
-        why = f"; {protos[0]}: different protocols are never compared" if protos else ""
+    if not any(r["ratio"] is not None or r["verdict"] in LOSSES + ("fixed", "status") for r in rows):
         raise UsageError(f"no case of {cand.label} matches {base.label} on "
-                         f"({', '.join(store.ROW_KEY)}){why}")
+                         f"({', '.join(store.ROW_KEY)}): {_why_none(rows)}")
     skipped = [r for r in rows if r["verdict"] == "not comparable"]
     if skipped:
         notes.append(f"{len(skipped)} case(s) not comparable (different timer or l2)")
-    return Result(base.describe(), cand.describe(), gpus_differ, notes, rows, _rollup(rows, b, c))
+    notes += environment_notes(base.frame, cand.frame, rows)
+    return Result(base.describe(), cand.describe(), gpus_differ, notes, rows, rollup(rows, b, c))
 
 
-def _verdict(r, opt: Options, gpus_differ: bool) -> dict:
+def _why_none(rows: list[dict]) -> str:
+    count = lambda v: sum(r["verdict"] == v for r in rows)  # noqa: E731
+    parts = [f"{count('gone')} case(s) only in base", f"{count('new')} only in candidate"]
+    protos = sorted({r["reason"] for r in rows if r["verdict"] == "not comparable"})
+    if protos:
+        parts.append(f"{count('not comparable')} under different protocols ({protos[0]}: "
+                     "different protocols are never compared)")
+    idle = count("same")
+    if idle:
+        parts.append(f"{idle} not ok on either side")
+    return "; ".join(parts)
+
+
+def _row(r) -> dict:
     row = {k: getattr(r, k) for k in store.ROW_KEY}
-    bs = r.status_b if r.side != "right_only" else None
-    cs = r.status_c if r.side != "left_only" else None
-    row.update(base_status=bs, cand_status=cs, base_ms=_f(r.ms_b), cand_ms=_f(r.ms_c),
-               base_sol=_f(r.sol_b), cand_sol=_f(r.sol_c), speedup=None, sol_ratio=None,
-               p_value=None, test=None, basis=None, reason="", regression=False, improvement=False)
+    row.update(base_status=r.status_b if r.side != "right_only" else None,
+               cand_status=r.status_c if r.side != "left_only" else None,
+               base_ms=_f(r.ms_b), cand_ms=_f(r.ms_c), base_sol=_f(r.sol_b), cand_sol=_f(r.sol_c),
+               speedup=None, sol_ratio=None, ratio=None, band=None, band_source=None, ci=None,
+               p_value=None, test=None, basis=None, reason="", regression=False,
+               improvement=False, context=False, gated=False)
+    return row
+
+
+def _verdict(r, opt: Options, gpus_differ: bool, seen: dict, cover: baselines.Coverage) -> dict:
+    row = _row(r)
+    gated = row["gated"] = opt.gated(r.impl)
+    bs, cs = row["base_status"], row["cand_status"]
+
+    def flag(verdict: str, reason: str, bad: bool) -> dict:
+        return {**row, "verdict": verdict, "reason": reason, "regression": bad and gated,
+                "improvement": not bad and gated, "context": not gated}
+
     if r.side == "left_only":
+        if bs == "ok" and cover.covers(r.workload, r.impl, r.dtype, r.shape, r.timer):
+            return flag("missing", "no candidate row, though its sweep covers the case", True)
         return {**row, "verdict": "gone", "reason": "only in base"}
-    if cs == "suspect":  # a time no kernel can reach: never a number to keep
+    if cs == "suspect":  # a time no kernel can reach: never a number to keep, whoever owns it
         return {**row, "verdict": "suspect", "reason": f"{bs or 'new'} -> suspect: {_text(r.error_c)}",
-                "regression": True}
+                "regression": True, "context": False}
     if r.side == "right_only":
         return {**row, "verdict": "new", "reason": "only in candidate"}
     if _text(r.l2_b) != _text(r.l2_c):
         return {**row, "verdict": "not comparable", "reason": f"l2 {r.l2_b} vs {r.l2_c}"}
     if bs == "ok" and cs in BAD_STATUS:
-        why = _text(r.error_c)
-        return {**row, "verdict": "broke", "reason": f"ok -> {cs}" + (f": {why[:200]}" if why else ""),
-                "regression": True}
+        return flag("broke", f"ok -> {cs}", True)
+    if bs == "ok" and cs in GONE_STATUS:
+        return flag("lost", f"ok -> {cs}", True)
     if bs in BAD_STATUS and cs == "ok":
-        return {**row, "verdict": "fixed", "reason": f"{bs} -> ok", "improvement": True}
+        return flag("fixed", f"{bs} -> ok", False)
     if bs == cs and bs != "ok":  # unsupported (say) on both sides: nothing changed
         return {**row, "verdict": "same", "reason": f"{bs} in both"}
     if bs != "ok" or cs != "ok":
         return {**row, "verdict": "status", "reason": f"{bs} -> {cs}"}
+    return _timed(r, row, opt, gpus_differ, seen)
+
+
+def _timed(r, row: dict, opt: Options, gpus_differ: bool, seen: dict) -> dict:
     if r.ms_b > 0 and r.ms_c > 0:
         row["speedup"] = r.ms_b / r.ms_c
     if r.sol_b > 0 and r.sol_c > 0:
@@ -234,22 +273,28 @@ def _verdict(r, opt: Options, gpus_differ: bool) -> dict:
     use_sol = gpus_differ and r.bound_ms_b > 0 and r.bound_ms_c > 0
     scale_b, scale_c = (r.bound_ms_b, r.bound_ms_c) if use_sol else (1.0, 1.0)
     row["basis"] = "sol" if use_sol else "time"
-    if gpus_differ and not use_sol:
-        row["reason"] = "no SOL (no ceilings); compared time"
-    ratio = (r.ms_c / scale_c) / (r.ms_b / scale_b)
-    delta_us = abs(ratio - 1.0) * r.ms_b * 1e3
-    big = abs(ratio - 1.0) > opt.threshold and delta_us > opt.floor_us
+    notes = ["no SOL (no ceilings); compared time"] if gpus_differ and not use_sol else []
+    ratio = row["ratio"] = (r.ms_c / scale_c) / (r.ms_b / scale_b)
+    groups = seen.get(tuple(getattr(r, k) for k in store.ROW_KEY) + (_text(r.l2_b) or "-",), [])
+    groups = groups + ([r.run_ms_c] if len(r.run_ms_c) >= 2 else [])
+    prior = {} if opt.run_spread is None else {"prior": opt.run_spread}
+    spread = run_spread(groups, list(r.repeats_b) + list(r.repeats_c), **prior)
+    bnd = band(opt.threshold, spread, r.runs_b, r.runs_c, max(r.floor_b, r.floor_c))
+    row.update(band=bnd.rel, band_source=bnd.source)
+    outside = abs(math.log(ratio)) > bnd.log and abs(ratio - 1.0) * r.ms_b * 1e3 > opt.floor_us
     sig, p, test = _significant(r, scale_b, scale_c, opt.alpha)
     row.update(p_value=p, test=test)
-    if big and sig:
+    if outside and sig:
         slower = ratio > 1.0
-        return {**row, "verdict": "slower" if slower else "faster", "regression": slower,
-                "improvement": not slower, "reason": "; ".join(x for x in (row["reason"], _clock_note(r)) if x)}
-    why = "within threshold" if not big else "not significant"
-    return {**row, "verdict": "same", "reason": "; ".join(x for x in (row["reason"], why) if x)}
-
-
-CLOCK_NOTE = 0.03  # SM clocks this far apart are named beside a time verdict
+        gated = row["gated"]
+        reason = "; ".join(notes + [x for x in (_clock_note(r),) if x])
+        return {**row, "verdict": "slower" if slower else "faster", "regression": slower and gated,
+                "improvement": not slower and gated, "context": not gated, "reason": reason}
+    if not outside:
+        why = f"within {bnd.text()}"
+    else:
+        why = "not significant" + (f" (U test p={p:.2g})" if p is not None else "")
+    return {**row, "verdict": "same", "reason": "; ".join(notes + [why])}
 
 
 def _clock_note(r) -> str:
@@ -272,14 +317,14 @@ def _significant(r, scale_b: float, scale_c: float, alpha: float) -> tuple[bool,
         lo_b, hi_b = r.p20_b / scale_b, r.p80_b / scale_b
         lo_c, hi_c = r.p20_c / scale_c, r.p80_c / scale_c
         return hi_b < lo_c or hi_c < lo_b, None, "p20-p80 overlap"
-    return True, None, "threshold only"
+    return True, None, "band only"
 
 
 def _pair_protocols(rows: list[dict]) -> list[dict]:
     """A case present on both sides but under different timers is not comparable."""
     gone = {}
     for r in rows:
-        if r["verdict"] == "gone":
+        if r["verdict"] in ("gone", "missing"):
             gone.setdefault(tuple(r[k] for k in store.ROW_KEY[:-1]), []).append(r)
     out = []
     paired = set()
@@ -297,7 +342,27 @@ def _pair_protocols(rows: list[dict]) -> list[dict]:
     return [r for r in out if id(r) not in paired]
 
 
-def _rollup(rows: list[dict], b: pd.DataFrame, c: pd.DataFrame) -> list[dict]:
+def environment_notes(base: pd.DataFrame, cand: pd.DataFrame, rows: list[dict]) -> list[str]:
+    """Versions that differ between the sides, and how far PyTorch's own implementations
+    moved: when they move, the machine or its libraries did, not only our code."""
+    notes = []
+    moved = []
+    for col in VERSIONS:
+        b = sorted({str(v) for v in base.get(col, pd.Series(dtype=object)).dropna()})
+        c = sorted({str(v) for v in cand.get(col, pd.Series(dtype=object)).dropna()})
+        if b and c and b != c:
+            moved.append(f"{col} {'/'.join(b)} -> {'/'.join(c)}")
+    if moved:
+        notes.append("the environment moved: " + ", ".join(moved))
+    ref = [r["ratio"] for r in rows if r["ratio"] is not None and not owned(r["impl"])]
+    g = geomean(ref)
+    if ref and abs(math.log(g)) > math.log1p(MOVED_NOTE):
+        notes.append(f"PyTorch's own implementations (eager, torch, compile) take {g:.3f}x the "
+                     f"base's time over {len(ref)} cases: the machine or its libraries moved")
+    return notes
+
+
+def rollup(rows: list[dict], b: pd.DataFrame, c: pd.DataFrame) -> list[dict]:
     def pass_rate(cases: pd.DataFrame, impl: str) -> float | None:
         s = cases.loc[cases["impl"] == impl, "status"]
         s = s[s.isin(("ok",) + BAD_STATUS)]
@@ -307,12 +372,14 @@ def _rollup(rows: list[dict], b: pd.DataFrame, c: pd.DataFrame) -> list[dict]:
     for impl in sorted({r["impl"] for r in rows}):
         mine = [r for r in rows if r["impl"] == impl]
         both_ok = [r for r in mine if r["speedup"] is not None]
-        out.append({"impl": impl, "matched": len(both_ok),
+        out.append({"impl": impl, "gated": owned(impl) or any(r["gated"] for r in mine),
+                    "matched": len(both_ok),
                     "geomean_speedup": _f(geomean(r["speedup"] for r in both_ok)),
                     "geomean_sol_ratio": _f(geomean(r["sol_ratio"] for r in both_ok)),
                     "base_pass_rate": pass_rate(b, impl), "cand_pass_rate": pass_rate(c, impl),
                     "regressions": sum(r["regression"] for r in mine),
-                    "improvements": sum(r["improvement"] for r in mine)})
+                    "improvements": sum(r["improvement"] for r in mine),
+                    "context": sum(r["context"] for r in mine)})
     return out
 
 
@@ -357,44 +424,14 @@ def split(df: pd.DataFrame, by: str, base: str | None) -> list[tuple[Side, Side]
     return [(ref, side(g)) for g in groups[1:]]
 
 
-# ---------------------------------------------------------------- baseline
-def newest_baseline(candidate: str, roots: list[str]) -> tuple[Path | None, str]:
-    """The newest run under ``roots`` on the candidate's GPU that shares a protocol (timer and
-    l2) with it: a run under another protocol has no case it could be compared on."""
-    try:
-        cand = store.read_file(candidate)
-    except store.StoreError as exc:
-        raise UsageError(str(exc)) from None
-    gpus = {store.slug(g) for g in cand["gpu_name"].dropna()} or {"unknown"}
-    protocols = _protocols(cand)
-    files, problems = store.expand(roots)
-    for problem in problems:  # no results/ yet simply means no baseline yet
-        print(f"notice: {problem}", file=sys.stderr)
-    best, best_key = None, None
-    me = Path(candidate).resolve()
-    for f in files:
-        if f.resolve() == me:
-            continue
-        try:
-            df = store.read_file(f)
-        except store.StoreError as exc:
-            print(f"warning: skipped {exc}", file=sys.stderr)
-            continue
-        if not ({store.slug(g) for g in df["gpu_name"].dropna()} & gpus):
-            continue
-        if not (_protocols(df) & protocols) or not (df["status"] == "ok").any():
-            continue
-        stamp = pd.to_datetime(df["timestamp"], utc=True, errors="coerce").max()
-        key = (stamp if not pd.isna(stamp) else pd.Timestamp(0, tz="UTC"), f.name)
-        if best_key is None or key > best_key:
-            best, best_key = f, key
-    what = f"GPU {', '.join(sorted(gpus))}, " + "; ".join(f"timer {t}, L2 {l2}" for t, l2 in sorted(protocols))
-    return best, what
-
-
-def _protocols(df: pd.DataFrame) -> set[tuple[str, str]]:
-    """The (timer, l2) pairs of a run's rows ("-" where l2 is missing)."""
-    return {(t, l2) for t, l2 in zip(df["timer"], store.l2_column(df)) if isinstance(t, str)}
+def per_case_base(cand: pd.DataFrame, stored: pd.DataFrame, root: str) -> Side:
+    """The base of ``--baselines``: the newest stored row of each case the candidate covers,
+    on its GPU under its protocol (baselines.per_case); UsageError when there is none."""
+    rows, what = baselines.per_case(cand, stored)
+    if rows.empty:
+        raise UsageError(f"nothing comparable: no stored row under {root} for {what}; commit a "
+                         "run of this GPU and protocol (results/MANIFEST.md) to give it a baseline")
+    return Side("baselines", rows)
 
 
 def exit_code(results: list[Result], opt: Options) -> int:
@@ -409,4 +446,5 @@ def as_dict(result: Result) -> dict:
     d = asdict(result)
     d["regressions"] = len(result.regressions)
     d["improvements"] = len(result.improvements)
+    d["compared"] = result.compared
     return d

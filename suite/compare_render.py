@@ -1,4 +1,11 @@
-"""Output of ``python -m suite compare``: a rich table, Markdown, or JSON."""
+"""Output of ``python -m suite compare`` and ``python -m suite ab``: a rich table, Markdown, or JSON.
+
+Regressions come first, losses (broke, lost, missing) before slowdowns; then
+improvements, what is not comparable, the context (changes of implementations
+that are not gated), and cases only one side holds.  Every timed verdict shows what it was
+judged against: the band of a run-vs-run comparison, or the 95% interval of
+the paired rounds of an A/B run.
+"""
 from __future__ import annotations
 
 import json
@@ -6,22 +13,20 @@ import sys
 
 from suite.compare import Options, Result, as_dict
 
-_ORDER = {"broke": 0, "suspect": 0, "slower": 1, "not comparable": 2, "fixed": 3, "faster": 4,
-          "gone": 5, "new": 6, "status": 7, "same": 8}
-_MARK = {"broke": "REGRESSION", "suspect": "REGRESSION", "slower": "REGRESSION",
-         "faster": "improvement", "fixed": "fixed"}
+_ORDER = {"suspect": 0, "broke": 0, "lost": 1, "missing": 2, "slower": 3, "not comparable": 4, "fixed": 5,
+          "faster": 6, "gone": 7, "new": 8, "status": 9, "same": 10}
 
 
 def emit(results: list[Result], opt: Options, fmt: str, code: int, show_all: bool = False,
-         out=None) -> None:
+         out=None, intro: str | None = None) -> None:
     out = out or sys.stdout
     if fmt == "json":
         doc = {"exit_code": code, "threshold": opt.threshold, "floor_us": opt.floor_us,
-               "alpha": opt.alpha, "comparisons": [as_dict(r) for r in results]}
+               "alpha": opt.alpha, "gate": opt.gate, "comparisons": [as_dict(r) for r in results]}
         json.dump(doc, out, indent=1, default=_plain)
         out.write("\n")
     elif fmt == "markdown":
-        out.write(markdown(results, opt, code))
+        out.write(markdown(results, opt, code, intro))
     else:
         table(results, opt, code, show_all, out)
 
@@ -40,26 +45,54 @@ def _pct(x) -> str:
     return "" if x is None else f"{x:.0%}"
 
 
+def _rank(r: dict) -> tuple:
+    tier = (0 if r["regression"] else 1 if r["improvement"] else 2 if r["verdict"] == "not comparable"
+            else 3 if r["context"] else 4)
+    return (tier, _ORDER.get(r["verdict"], 11), r["workload"], r["impl"], r["dtype"], r["shape"])
+
+
 def _sorted(rows: list[dict]) -> list[dict]:
-    return sorted(rows, key=lambda r: (_ORDER.get(r["verdict"], 9), r["workload"], r["impl"],
-                                       r["dtype"], r["shape"]))
+    return sorted(rows, key=_rank)
 
 
 def _columns(result: Result) -> list[str]:
     cols = ["workload", "impl", "dtype", "shape", "timer", "base ms", "cand ms", "speedup"]
     if result.gpus_differ or any(r["base_sol"] is not None for r in result.rows):
         cols += ["base SOL", "cand SOL"]
-    return cols + ["p", "verdict"]
+    if any(r.get("ci") for r in result.rows):
+        cols += ["speedup 95% CI", "band"]
+    else:
+        cols += ["band", "p"]
+    return cols + ["verdict"]
+
+
+def _verdict_text(r: dict) -> str:
+    if r["regression"]:
+        mark = f"REGRESSION, {r['verdict']}"
+    elif r["improvement"]:
+        mark = "fixed" if r["verdict"] == "fixed" else "improvement"
+    elif r["context"]:
+        mark = f"{r['verdict']} (context)"
+    else:
+        mark = r["verdict"]
+    return mark + (f" ({r['reason']})" if r["reason"] else "")
+
+
+def _band_text(r: dict) -> str:
+    if r["band"] is None:
+        return ""
+    return f"+-{r['band']:.1%}" + (f" ({r['band_source']})" if r.get("band_source") else "")
 
 
 def _cells(r: dict, cols: list[str]) -> list[str]:
+    ci = r.get("ci")
     values = {
         "workload": r["workload"], "impl": r["impl"], "dtype": r["dtype"], "shape": r["shape"],
         "timer": r["timer"], "base ms": _num(r["base_ms"], ".4g"), "cand ms": _num(r["cand_ms"], ".4g"),
         "speedup": _num(r["speedup"], ".3f") + ("x" if r["speedup"] is not None else ""),
         "base SOL": _num(r["base_sol"], ".3g"), "cand SOL": _num(r["cand_sol"], ".3g"),
-        "p": _num(r["p_value"], ".2g"),
-        "verdict": _MARK.get(r["verdict"], r["verdict"]) + (f" ({r['reason']})" if r["reason"] else ""),
+        "speedup 95% CI": f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "",
+        "band": _band_text(r), "p": _num(r["p_value"], ".2g"), "verdict": _verdict_text(r),
     }
     return [str(values[c]) for c in cols]
 
@@ -74,23 +107,27 @@ def _heading(result: Result) -> str:
     return f"{side(result.base)} -> {side(result.candidate)}"
 
 
-def _summary(result: Result, code: int) -> str:
+def summary(result: Result, code: int) -> str:
     n = len(result.regressions)
+    losses = sum(r["verdict"] in ("broke", "lost", "missing") for r in result.regressions)
     i = len(result.improvements)
-    matched = sum(r["speedup"] is not None for r in result.rows)
+    ctx = sum(r["context"] for r in result.rows)
     fails = bool(n) or (bool(i) and code == 1)  # improvements fail only when asked to
-    return (f"{matched} cases compared: {n} regression(s), {i} improvement(s). "
+    return (f"{result.compared} cases compared: {n} regression(s)"
+            + (f" ({losses} lost)" if losses else "") + f", {i} improvement(s)"
+            + (f", {ctx} context change(s) not gated" if ctx else "") + ". "
             + ("FAIL" if fails else "PASS"))
 
 
 ROLLUP_COLS = ["impl", "matched", "geomean speedup", "geomean SOL ratio", "base pass rate",
-               "cand pass rate", "regressions", "improvements"]
+               "cand pass rate", "regressions", "improvements", "gated"]
 
 
 def _rollup_cells(r: dict) -> list[str]:
     return [r["impl"], str(r["matched"]), _num(r["geomean_speedup"], ".3f"),
             _num(r["geomean_sol_ratio"], ".3f"), _pct(r["base_pass_rate"]),
-            _pct(r["cand_pass_rate"]), str(r["regressions"]), str(r["improvements"])]
+            _pct(r["cand_pass_rate"]), str(r["regressions"]), str(r["improvements"]),
+            "yes" if r["gated"] else "context"]
 
 
 def _md_table(cols: list[str], rows: list[list[str]]) -> str:
@@ -100,12 +137,18 @@ def _md_table(cols: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def markdown(results: list[Result], opt: Options, code: int) -> str:
-    parts = [f"## Benchmark comparison: {'regression' if code else 'no regression'}\n",
-             f"A change counts when it exceeds {opt.threshold:.0%} and {opt.floor_us:g} us and a "
-             f"Mann-Whitney U test on the samples gives p < {opt.alpha:g}.\n"]
+def default_intro(opt: Options) -> str:
+    gated = "every implementation" if opt.gate == "all" else "our own implementations (triton, cuda, plugins)"
+    return (f"A change counts when it lies outside its band (the widest of {opt.threshold:.0%}, three "
+            f"standard errors of the case's between-run spread, and its samples' spread) and a "
+            f"Mann-Whitney U test on the samples gives p < {opt.alpha:g}. Gated: {gated}.\n")
+
+
+def markdown(results: list[Result], opt: Options, code: int, intro: str | None = None) -> str:
+    parts = [f"## Benchmark comparison: {'regression' if code == 1 else 'no regression'}\n",
+             intro or default_intro(opt)]
     for res in results:
-        parts.append(f"\n### {_heading(res)}\n\n**{_summary(res, code)}**\n")
+        parts.append(f"\n### {_heading(res)}\n\n**{summary(res, code)}**\n")
         for note in res.notes:
             parts.append(f"\n> {note}\n")
         parts.append("\n" + _md_table(ROLLUP_COLS, [_rollup_cells(r) for r in res.rollup]))
@@ -126,8 +169,8 @@ def table(results: list[Result], opt: Options, code: int, show_all: bool, out) -
     probe = Console(file=out)
     # Piped output (CI logs, files) is not truncated to an 80-column guess.
     console = Console(file=out, width=max(120, probe.width) if probe.is_terminal else 240)
-    style = {"broke": "bold red", "suspect": "bold red", "slower": "red", "faster": "green", "fixed": "green",
-             "not comparable": "yellow"}
+    style = {"suspect": "bold red", "broke": "bold red", "lost": "bold red", "missing": "bold red", "slower": "red",
+             "faster": "green", "fixed": "green", "not comparable": "yellow"}
     for res in results:
         console.print(f"[bold]{_heading(res)}[/bold]", highlight=False)
         for note in res.notes:
@@ -137,7 +180,7 @@ def table(results: list[Result], opt: Options, code: int, show_all: bool, out) -
         rows = _sorted(res.rows)
         shown = rows if show_all else [r for r in rows if r["verdict"] != "same"]
         for r in shown:
-            t.add_row(*_cells(r, cols), style=style.get(r["verdict"]))
+            t.add_row(*_cells(r, cols), style=None if r["context"] else style.get(r["verdict"]))
         if shown:
             console.print(t)
         hidden = len(rows) - len(shown)
@@ -147,4 +190,4 @@ def table(results: list[Result], opt: Options, code: int, show_all: bool, out) -
         for r in res.rollup:
             roll.add_row(*_rollup_cells(r))
         console.print(roll)
-        console.print(f"[bold]{_summary(res, code)}[/bold]", highlight=False)
+        console.print(f"[bold]{summary(res, code)}[/bold]", highlight=False)

@@ -19,9 +19,10 @@ import pandas as pd
 from suite import store
 
 ROOT = Path(__file__).resolve().parents[1]
+GATED = ("eager", "triton")  # synthetic rows with one implementation the gate judges
 # Fewer dtypes and samples than a default run: the CI's two cores pay for every second.
 RUNNER_ARGS = ["--device", "cpu", "--preset", "cpu", "--workloads", "gelu,softmax",
-               "--impls", "eager,torch", "--dtypes", "float32,bfloat16", "--samples", "10,60",
+               "--impls", "eager,triton", "--dtypes", "float32,bfloat16", "--samples", "10,60",
                "--budget-ms", "60", "--reuse-ceilings", "--no-progress"]
 
 
@@ -52,7 +53,10 @@ def runner_run(out: Path) -> Path | None:
 
 
 def synthetic_rows(seed: int = 0, gpu: str = "NVIDIA H200", commit: str = "a" * 40,
-                   n: int = 40, peak_gbps: float = 4200.0, peak_tflops: float = 60.0) -> list[dict]:
+                   n: int = 40, peak_gbps: float = 4200.0, peak_tflops: float = 60.0,
+                   impls: tuple[str, str] = ("eager", "torch")) -> list[dict]:
+    """Rows of gelu and softmax on the cpu preset's shapes for two implementations: the
+    first unfused (2.5x the bytes' time), the second at the bytes' time."""
     from suite.workload import discover
 
     reg = discover()
@@ -61,9 +65,9 @@ def synthetic_rows(seed: int = 0, gpu: str = "NVIDIA H200", commit: str = "a" * 
     for wl_name in ("gelu", "softmax"):
         wl = reg.workloads[wl_name]
         for case in wl.cases("cpu", ["float32", "bfloat16"]):
-            for k, impl in enumerate(("eager", "torch")):
+            for k, impl in enumerate(impls):
                 flops, nbytes = wl.flops(case), wl.min_bytes(case)
-                true_ms = 0.004 + nbytes / 40e9 * 1e3 * (2.5 if impl == "eager" else 1.0)
+                true_ms = 0.004 + nbytes / 40e9 * 1e3 * (2.5 if k == 0 else 1.0)
                 samples = true_ms * rng.lognormal(0.0, 0.02, n)
                 samples[rng.integers(0, n)] *= 1.5  # a scheduler hiccup
                 med = float(np.median(samples))
@@ -71,7 +75,7 @@ def synthetic_rows(seed: int = 0, gpu: str = "NVIDIA H200", commit: str = "a" * 
                 rows.append({
                     "schema_version": store.SCHEMA_VERSION, "run_id": f"run-{commit[:7]}",
                     "timestamp": "2025-01-02T03:04:05Z", "workload": wl_name, "impl": impl,
-                    "backend": impl, "dtype": case.dtype, "shape": case.label,
+                    "backend": impl.split(":")[0], "dtype": case.dtype, "shape": case.label,
                     **{f"shape_{key}": v for key, v in case.shape},
                     "timer": "events", "l2": "cold", "ms_median": med,
                     "ms_p20": float(np.percentile(samples, 20)),
@@ -104,23 +108,34 @@ def base_run(tmp: Path) -> tuple[pd.DataFrame, str]:
         # need steadier numbers than the run has.
         warnings.warn(f"{origin} run has fewer than 2 cases steady enough to show a 10% "
                       "change; using synthetic rows")
-    return store.to_frame(synthetic_rows()), "synthetic"
+    return store.to_frame(synthetic_rows(impls=GATED)), "synthetic"
 
 
 def measurable(df: pd.DataFrame) -> pd.DataFrame:
-    """Ok rows whose samples are steady enough to show a 10% change, steadiest first.
+    """Ok rows of our own implementations (the gated ones) whose samples are steady
+    enough to show a 10% change, steadiest first.
 
-    Steadiness is judged the way the gate judges it: the U test's p-value
-    between the samples and the same samples 8% slower (a margin under the
-    10% the tests inject, which also get 2% jitter) must be tiny.  A case with
-    a few slow outliers among few samples fails this and is not chosen.
+    Steadiness is judged the way the gate judges it: the U test's p-value between
+    the samples and the same samples 8% slower (a margin under the 10% the tests
+    inject, which also get 2% jitter) must be tiny, and the samples' own floor
+    (half their p20-p80 width) and a --repeat pair must sit well inside the band.
+    A case with a few slow outliers among few samples fails this and is not chosen.
     """
-    from suite.compare import mann_whitney_p
+    from suite.compare import mann_whitney_p, owned
 
-    ok = df[(df["status"] == "ok") & df["samples_ms"].map(lambda s: s is not None and len(s) >= 10)]
-    ok = ok[ok["ms_median"] >= 0.02]  # 10% of it is well over the 1 us floor
+    ok = df[(df["status"] == "ok") & df["impl"].map(owned)
+            & df["samples_ms"].map(lambda s: s is not None and len(s) >= 10)]
+    ok = ok[ok["ms_median"] >= 0.02]
+    ok = ok[(ok["ms_p80"] - ok["ms_p20"]) / (2 * ok["ms_median"]) < 0.03]
+    if "ms_median_repeat" in ok:
+        rep = (np.log(ok["ms_median_repeat"] / ok["ms_median"])).abs()
+        ok = ok[rep.isna() | (rep < 0.02)]
     p = ok["samples_ms"].map(lambda s: mann_whitney_p(np.asarray(s), np.asarray(s) * 1.08))
     return ok.assign(_spread=p)[p < 1e-3].sort_values("_spread")
+
+
+TIME_COLUMNS = ("ms_median", "ms_p20", "ms_p80", "ms_min", "ms_median_repeat", "ms_p20_repeat",
+                "ms_p80_repeat")
 
 
 def key_mask(df: pd.DataFrame, row) -> pd.Series:
@@ -135,7 +150,7 @@ def scale_case(df: pd.DataFrame, row, factor: float) -> pd.DataFrame:
     df = df.copy()
     m = key_mask(df, row)
     df.loc[m, "samples_ms"] = df.loc[m, "samples_ms"].map(lambda s: np.asarray(s) * factor)
-    for col in ("ms_median", "ms_p20", "ms_p80", "ms_min"):
+    for col in TIME_COLUMNS:
         df.loc[m, col] = df.loc[m, col] * factor
     for col in ("gbps", "tflops", "sol"):
         df.loc[m, col] = df.loc[m, col] / factor
@@ -146,7 +161,7 @@ def scale_case_all(df: pd.DataFrame, factor: float) -> pd.DataFrame:
     """Every case ``factor`` times slower (a whole run on faster or slower hardware)."""
     df = df.copy()
     df["samples_ms"] = df["samples_ms"].map(lambda s: None if s is None else np.asarray(s) * factor)
-    for col in ("ms_median", "ms_p20", "ms_p80", "ms_min"):
+    for col in TIME_COLUMNS:
         df[col] = df[col] * factor
     for col in ("gbps", "tflops", "sol"):
         df[col] = df[col] / factor

@@ -94,27 +94,39 @@ def test_two_percent_jitter_is_not_flagged(steady, tmp_path, capsys):
     assert mine["verdict"] == "same" and mine["speedup"] == pytest.approx(1 / 1.02, rel=0.02)
 
 
-def test_large_change_inside_the_noise_is_not_significant(tmp_path, capsys):
-    rows = cf.synthetic_rows(n=6)[:1]
+def _triton_row(n: int = 40) -> dict:
+    return next(r for r in cf.synthetic_rows(n=n, impls=cf.GATED) if r["impl"] == "triton")
+
+
+def test_large_change_inside_the_samples_spread_is_not_flagged(tmp_path, capsys):
     noisy = np.array([1.0, 1.5, 0.7, 1.2, 0.9, 1.3])
-    base = dict(rows[0], samples_ms=noisy.tolist(), ms_median=float(np.median(noisy)))
+    base = dict(_triton_row(6), samples_ms=noisy.tolist(), ms_median=float(np.median(noisy)))
     slow = dict(base, samples_ms=(noisy[::-1] * 1.10).tolist(), ms_median=float(np.median(noisy)) * 1.1)
     b = cf.write(store.to_frame([base]), tmp_path / "b.parquet")
     c = cf.write(store.to_frame([slow]), tmp_path / "c.parquet")
     code, doc = as_json(capsys, b, c)
     (r,) = rows_of(doc)
-    assert code == 0 and r["verdict"] == "same" and "not significant" in r["reason"]
+    assert code == 0 and r["verdict"] == "same" and "within" in r["reason"]
+    assert r["band_source"] == "sample spread" and r["band"] > 0.15
     assert r["p_value"] > 0.01 and r["speedup"] == pytest.approx(1 / 1.1)
 
 
-def test_below_the_absolute_floor_is_not_flagged(tmp_path, capsys):
-    """A 20% change of a 2-microsecond kernel is under the 1 us floor."""
-    row = cf.synthetic_rows(n=40)[0]
-    fast = np.full(40, 0.002) * np.linspace(0.999, 1.001, 40)
-    b = cf.write(store.to_frame([dict(row, samples_ms=fast.tolist())]), tmp_path / "b.parquet")
-    c = cf.write(store.to_frame([dict(row, samples_ms=(fast * 1.2).tolist())]), tmp_path / "c.parquet")
-    assert run(capsys, b, c)[0] == 0
-    assert run(capsys, b, c, "--floor-us", "0.1")[0] == 1
+def test_short_kernel_floor_comes_from_its_spread(tmp_path, capsys):
+    """A 20% change of a 5 us kernel is judged against its samples' spread, not hidden
+    under a fixed microsecond floor; a 10% change inside a 15% spread is not flagged."""
+    rng = np.random.default_rng(5)
+    steady = 0.005 * rng.uniform(0.98, 1.02, 40)
+    wide = 0.005 * rng.uniform(0.70, 1.30, 40)
+    row = _triton_row()
+    for samples, factor, want in ((steady, 1.2, 1), (wide, 1.1, 0)):
+        b = cf.write(store.to_frame([dict(row, samples_ms=samples.tolist())]), tmp_path / "b.parquet")
+        c = cf.write(store.to_frame([dict(row, samples_ms=(samples[::-1] * factor).tolist())]),
+                     tmp_path / "c.parquet")
+        code, doc = as_json(capsys, b, c)
+        assert code == want, rows_of(doc)
+    b = cf.write(store.to_frame([dict(row, samples_ms=steady.tolist())]), tmp_path / "b.parquet")
+    c = cf.write(store.to_frame([dict(row, samples_ms=(steady * 1.2).tolist())]), tmp_path / "c.parquet")
+    assert run(capsys, b, c, "--floor-us", "2")[0] == 0  # an absolute floor still hides it when asked
 
 
 @pytest.mark.parametrize("status", ["incorrect", "error"])
@@ -300,26 +312,43 @@ def _results_tree(root, df):
         "h100/20250401T000000Z-ddddddd.parquet": ("NVIDIA H100 80GB HBM3", "2025-04-01T00:00:00Z"),
     }
     for rel, (gpu, ts) in runs.items():
-        cf.write(df.assign(gpu_name=gpu, timestamp=ts), root / rel)
+        cf.write(df.assign(gpu_name=gpu, timestamp=ts, run_id=rel), root / rel)
     # newer, same GPU, but timed with another timer: not a baseline for an events run
-    cf.write(df.assign(gpu_name="NVIDIA H200", timestamp="2025-06-01T00:00:00Z", timer="other"),
-             root / "h200/20250601T000000Z-eeeeeee.parquet")
+    cf.write(df.assign(gpu_name="NVIDIA H200", timestamp="2025-06-01T00:00:00Z", timer="other",
+                       run_id="e"), root / "h200/20250601T000000Z-eeeeeee.parquet")
     # newer, same GPU and timer, but another l2 (e.g. cold-flush): not a baseline either
-    cf.write(df.assign(gpu_name="NVIDIA H200", timestamp="2025-07-01T00:00:00Z", l2="cold-other"),
-             root / "h200/20250701T000000Z-fffffff.parquet")
+    cf.write(df.assign(gpu_name="NVIDIA H200", timestamp="2025-07-01T00:00:00Z", l2="cold-other",
+                       run_id="f"), root / "h200/20250701T000000Z-fffffff.parquet")
     return root / "h200/20250301T000000Z-ccccccc.parquet"
 
 
-def test_baseline_for_picks_newest_run_of_the_same_gpu(real, tmp_path, capsys):
+def test_baselines_take_the_newest_row_of_each_case(real, tmp_path, capsys):
+    """The newest committed run holds one workload only: the other workloads' cases keep
+    their baseline from an older run instead of going unjudged."""
     df, _ = real
-    want = _results_tree(tmp_path / "results", df)
-    cand = cf.write(df.assign(gpu_name="NVIDIA H200"), tmp_path / "bench.parquet")
-    code, out, err = run(capsys, "--baseline-for", cand, tmp_path / "results")
-    assert code == 0 and out.strip() == str(want)
-    lone = cf.write(df.assign(gpu_name="NVIDIA B200"), tmp_path / "b200.parquet")
-    code, out, err = run(capsys, "--baseline-for", lone, tmp_path / "results")
-    assert code == 0 and out == "" and "no baseline run for GPU b200" in err
-    _one_line_error(capsys, "--baseline-for", tmp_path / "nope.parquet", tmp_path / "results",
+    steady = cf.measurable(df)
+    x = steady.iloc[0]
+    y = steady[steady["workload"] != x["workload"]].iloc[0]
+    root = tmp_path / "results"
+    _results_tree(root, df)
+    newest = cf.scale_case(df[df["workload"] == x["workload"]], x, 1.3)
+    cf.write(newest.assign(gpu_name="NVIDIA H200", timestamp="2025-08-01T00:00:00Z", run_id="g"),
+             root / "h200/20250801T000000Z-ggggggg.parquet")
+    cand = cf.write(cf.scale_case(df, y, 1.5).assign(gpu_name="NVIDIA H200", run_id="cand"),
+                    tmp_path / "bench.parquet")
+    code, doc = as_json(capsys, "--baselines", root, cand)
+    rows = rows_of(doc)
+    assert code == 1
+    assert [r["verdict"] for r in rows if same_key(r, y)] == ["slower"]
+    (rx,) = [r for r in rows if same_key(r, x)]  # judged against the newest row, 1.3x slower
+    assert rx["base_ms"] == pytest.approx(1.3 * np.median(x["samples_ms"]), rel=1e-6)
+    assert rx["speedup"] == pytest.approx(1.3, rel=0.01)
+    assert doc["comparisons"][0]["compared"] == int((df["status"] == "ok").sum())
+    assert {r["verdict"] for r in rows} <= {"same", "slower"}
+    # a GPU with no committed row: nothing comparable is exit 2, not a pass
+    lone = cf.write(df.assign(gpu_name="NVIDIA B200", run_id="b200"), tmp_path / "b200.parquet")
+    _one_line_error(capsys, "--baselines", root, lone, match="nothing comparable: no stored row")
+    _one_line_error(capsys, "--baselines", root, tmp_path / "nope.parquet",
                     match="nope.parquet: no such file")
 
 
@@ -347,8 +376,10 @@ def test_workflow_parses_as_yaml_and_names_its_steps():
     yaml = pytest.importorskip("yaml")
     doc = yaml.safe_load(WORKFLOW.read_text())
     steps = {s.get("id"): s for s in doc["jobs"]["bench"]["steps"] if s.get("id")}
-    assert steps["gate"]["run"].strip() == workflow_step("gate").strip()
-    assert steps["run"]["run"].strip() == workflow_step("run").strip()
+    for step in ("ab", "run", "gate"):
+        assert steps[step]["run"].strip() == workflow_step(step).strip()
+    assert steps["ab"]["if"] == "github.event_name == 'pull_request'"
+    assert steps["run"]["if"] == steps["gate"]["if"] == "github.event_name != 'pull_request'"
 
 
 def test_workflow_run_step_uses_flags_the_runner_accepts():
@@ -359,12 +390,23 @@ def test_workflow_run_step_uses_flags_the_runner_accepts():
     assert args.verb == "run" and args.preset == "quick" and str(args.out) == "bench.parquet"
 
 
+def test_workflow_ab_step_uses_flags_ab_accepts():
+    from suite import ab
+
+    line = next(ln for ln in workflow_step("ab").splitlines() if " -m suite ab " in ln)
+    cmd = line.split(">")[0].split()
+    assert cmd[:4] == ["$PYTHON", "-m", "suite", "ab"] and cmd[4:6] == ['"$base"', "HEAD"]
+    args, run_args = ab.split_args(cli.build_parser("ab").parse_args(cmd[3:]))
+    ab.check_run_args(run_args)
+    assert args.format == "markdown" and str(args.out) == "ab-runs" and "--preset" in run_args
+
+
 def _gate(tmp_path, bench_df, results_df=None):
     work = tmp_path / "ws"
     work.mkdir(parents=True)
     if results_df is not None:
         _results_tree(work / "results", results_df)
-    cf.write(bench_df, work / "bench.parquet")
+    cf.write(bench_df.assign(run_id="bench"), work / "bench.parquet")
     summary = work / "summary.md"
     env = dict(os.environ, PYTHON=sys.executable, GITHUB_STEP_SUMMARY=str(summary),
                PYTHONPATH=str(cf.ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -378,17 +420,17 @@ def test_workflow_gate_fails_on_regression(steady, tmp_path):
     bench = cf.scale_case(df, case, 1.10).assign(gpu_name="NVIDIA H200")
     r, summary = _gate(tmp_path, bench, results_df=df)
     assert r.returncode == 1, r.stderr
-    assert "20250301T000000Z-ccccccc.parquet" in r.stdout
     assert "## Benchmark comparison: regression" in summary and str(case["shape"]) in summary
 
 
-def test_workflow_gate_passes_clean_run_and_missing_baseline(steady, tmp_path):
+def test_workflow_gate_passes_clean_run_and_fails_without_baseline(steady, tmp_path):
     df, _, _ = steady
     r, summary = _gate(tmp_path, cf.jitter(df, 0.01).assign(gpu_name="NVIDIA H200"), results_df=df)
     assert r.returncode == 0, r.stderr + r.stdout
     assert "no regression" in summary
     r, summary = _gate(tmp_path / "x", df.assign(gpu_name="NVIDIA H200"))
-    assert r.returncode == 0 and "::notice" in r.stdout and "nothing compared" in summary
+    assert r.returncode == 2 and "::error title=Nothing compared" in r.stdout
+    assert "Nothing compared (exit 2)" in summary and "results/" in summary
 
 
 def test_gate_works_without_scipy(steady, tmp_path, capsys, monkeypatch):

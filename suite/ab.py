@@ -1,0 +1,398 @@
+"""``python -m suite ab BASE_REF CAND_REF [run options]``: two commits, one GPU, alternating rounds.
+
+A run-vs-run comparison across days or machines must allow for their drift
+(compare_stats); timing both commits in the same session on the same GPU
+removes it instead:
+
+1. Both refs are checked out into temporary worktrees (``git worktree add
+   --detach``), removed at the end.  Each side runs its own tree's
+   ``python -m suite run`` with the given run options, so each is timed by its
+   own harness and implementations.
+2. Warm-up: each side runs once first.  Compilation, autotuning and extension
+   builds land in the on-disk caches, and every output is checked against
+   float64; these rows count for status, not for time.
+3. Rounds: both sides run in each round, the first side alternating (AB, BA,
+   AB, ...), so that a drift of the GPU within the session (clocks, heat) falls
+   on both sides alike.  Both runs of a round use the round's seed: the same
+   inputs.  A round yields one median per case per side.
+4. Per case, the log ratios candidate / base of the rounds where both are ok give
+   the geometric-mean ratio and its 95% t interval (compare_stats.paired).  A
+   regression when the interval lies wholly above 1 + threshold, an improvement
+   when wholly below 1 / (1 + threshold), else the same (inconclusive when it
+   crosses the edge).  Losses are regressions as in compare: ok -> not ok in any
+   run, or no row where the base has one (both sides ran the same sweep).
+   What is gated follows compare: our own implementations by default.
+
+A change to the harness itself (timing, L2 eviction) shows as a change of every
+case, PyTorch's own implementations included.  Exit codes as compare's.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from suite import compare, compare_render, store
+from suite.args import UsageError
+from suite.compare_stats import paired
+
+SIDES = ("base", "cand")
+# run options ab sets itself, per side and round
+OWN_RUN_OPTIONS = ("--out", "--resume", "--seed", "--reuse-ceilings", "--no-progress")
+
+
+def _own_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
+    d = (lambda v: argparse.SUPPRESS) if suppress else (lambda v: v)  # noqa: E731
+    p.add_argument("--rounds", type=int, default=d(5), help="timed rounds after the warm-up (default 5)")
+    p.add_argument("--threshold", default=d("2%"),
+                   help="smallest change that counts, as 2%% or 0.02 (default 2%%)")
+    p.add_argument("--gate", choices=("own", "all"), default=d("own"),
+                   help="own (default): regressions of triton, cuda and plugins fail; all: every "
+                        "implementation's")
+    p.add_argument("--fail-on-improvement", action="store_true", default=d(False))
+    p.add_argument("--seed", type=int, default=d(None), help="seed of the warm-up; round r uses seed + r")
+    p.add_argument("--base-env", action="append", default=d([]), metavar="NAME=VALUE",
+                   help="environment for the base's runs only (repeatable)")
+    p.add_argument("--cand-env", action="append", default=d([]), metavar="NAME=VALUE",
+                   help="environment for the candidate's runs only (repeatable): A/B of a setting "
+                        "on one commit, or a test plugin's factor")
+    p.add_argument("--out", type=Path, default=d(None), metavar="DIR",
+                   help="keep the runs' Parquet files and logs in DIR (default: a temporary folder)")
+    p.add_argument("--repo", type=Path, default=d(None), help="the git repository (default: the one here)")
+    p.add_argument("--format", choices=("table", "markdown", "json"), default=d("table"))
+    p.add_argument("--all", action="store_true", default=d(False), help="table: list unchanged cases too")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.description = ((p.description or "") + ". Both refs are checked out into temporary worktrees; "
+                     "after one warm-up run each, they run in alternating rounds (AB, BA, ...) "
+                     "with the same seed per round, each with its own code. A case changes when "
+                     "the 95% interval of its paired-round time ratio lies wholly outside "
+                     "+-threshold; losses (ok -> not ok, a row gone) are regressions. Exit 0: no "
+                     "regression; 1: a regression; 2: bad input or nothing comparable.")
+    p.add_argument("base_ref", metavar="BASE_REF")
+    p.add_argument("cand_ref", metavar="CAND_REF")
+    _own_options(p)
+    p.add_argument("run_args", nargs=argparse.REMAINDER, metavar="RUN OPTIONS",
+                   help="options of `python -m suite run` (--workloads, --impls, --preset, ...), "
+                        "the same for both sides")
+
+
+def split_args(args) -> tuple[argparse.Namespace, list[str]]:
+    """ab's own options may follow the refs, among the run options: pick them out."""
+    own = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    _own_options(own, suppress=True)
+    given, rest = own.parse_known_args(args.run_args)
+    merged = {**vars(args), **vars(given)}
+    for name in ("base_env", "cand_env"):  # given before the refs and after them
+        merged[name] = list(getattr(args, name, []) or []) + list(getattr(given, name, []))
+    return argparse.Namespace(**merged), rest
+
+
+def check_run_args(run_args: list[str]) -> None:
+    from suite import runner
+
+    for a in run_args:
+        if a.split("=", 1)[0] in OWN_RUN_OPTIONS:
+            raise UsageError(f"ab sets {a.split('=', 1)[0]} of each run itself; leave it out")
+    p = argparse.ArgumentParser(prog="python -m suite ab ... RUN OPTIONS", add_help=False,
+                                exit_on_error=False)
+    runner.configure(p)
+    try:
+        _, unknown = p.parse_known_args(run_args)
+    except argparse.ArgumentError as exc:
+        raise UsageError(f"run options: {exc}") from None
+    if unknown:
+        raise UsageError(f"not an option of `suite run` nor of `suite ab`: {' '.join(unknown)}")
+
+
+def _env_pairs(items: list[str], what: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            raise UsageError(f"{what} {item!r}: expected NAME=VALUE")
+        out[name] = value
+    return out
+
+
+# ---------------------------------------------------------------- git
+def _git(repo: Path, *argv: str) -> str:
+    r = subprocess.run(["git", "-C", str(repo), *argv], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise UsageError(f"git {' '.join(argv)}: {(r.stderr.strip().splitlines() or ['failed'])[-1]}")
+    return r.stdout.strip()
+
+
+def resolve(repo: Path, ref: str) -> str:
+    r = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise UsageError(f"{ref!r} is not a commit of the repository at {repo}")
+    return r.stdout.strip()
+
+
+class Worktrees:
+    """Detached worktrees under one temporary folder, all removed by ``close``."""
+
+    def __init__(self, repo: Path):
+        self.repo = repo
+        self.root = Path(tempfile.mkdtemp(prefix="ksuite-ab-"))
+        self.paths: list[Path] = []
+
+    def add(self, name: str, sha: str) -> Path:
+        path = self.root / name
+        _git(self.repo, "worktree", "add", "--detach", str(path), sha)
+        self.paths.append(path)
+        return path
+
+    def close(self) -> None:
+        for path in self.paths:  # each one's own entry only: other worktrees are not ours
+            subprocess.run(["git", "-C", str(self.repo), "worktree", "remove", "--force", str(path)],
+                           capture_output=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- rounds
+def schedule(rounds: int) -> list[tuple[int, str]]:
+    """(round, side) in running order: the warm-up (round 0), then AB, BA, AB, ..."""
+    order = [(0, "base"), (0, "cand")]
+    for r in range(1, rounds + 1):
+        order += [(r, s) for s in (SIDES if r % 2 else SIDES[::-1])]
+    return order
+
+
+@dataclass
+class SideRun:
+    rc: int
+    frame: pd.DataFrame | None
+    seconds: float
+    log: Path
+    tail: str = ""  # the log's last line, kept for the report after the log is gone
+
+
+def run_side(tree: Path, out: Path, run_args: list[str], seed: int, env: dict) -> SideRun:
+    """One ``python -m suite run`` of a side's own tree; its rows (None if it wrote none)."""
+    cmd = [sys.executable, "-m", "suite", "run", *run_args, "--out", str(out), "--seed", str(seed),
+           "--reuse-ceilings", "--no-progress"]
+    log = out.with_suffix(".log")
+    t0 = time.monotonic()
+    with open(log, "w") as fh:
+        rc = subprocess.run(cmd, cwd=tree, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode
+    try:
+        frame = store.read_file(out) if out.exists() else None
+    except store.StoreError:
+        frame = None
+    return SideRun(rc, frame, time.monotonic() - t0, log, _tail(log))
+
+
+def side_env(tree: Path, extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("KSUITE_COMMIT", "KSUITE_DIRTY")}
+    env["PYTHONPATH"] = os.pathsep.join([str(tree)] + [p for p in [env.get("PYTHONPATH")] if p])
+    env["PYTHONUNBUFFERED"] = "1"
+    return {**env, **extra}
+
+
+def orchestrate(trees: dict[str, Path], run_args: list[str], rounds: int, seed: int,
+                envs: dict[str, dict], out_dir: Path, labels: dict[str, str],
+                runner: Callable[..., SideRun] = run_side) -> dict[str, list[SideRun | None]]:
+    """Every run of the schedule; a base that cannot run its warm-up is bad input."""
+    runs: dict[str, list[SideRun | None]] = {s: [None] * (rounds + 1) for s in SIDES}
+    for r, side in schedule(rounds):
+        if r > 0 and runs["cand"][0].frame is None:
+            break  # the candidate ran nothing: the warm-up already says all there is
+        out = out_dir / f"{r:02d}-{side}.parquet"
+        done = runs[side][r] = runner(trees[side], out, run_args, seed + r, envs[side])
+        what = "warm-up" if r == 0 else f"round {r}/{rounds}"
+        rows = 0 if done.frame is None else len(done.frame)
+        ok = 0 if done.frame is None else int((done.frame["status"] == "ok").sum())
+        print(f"ab: {what} {labels[side]}: {rows} rows ({ok} ok) in {done.seconds:.0f} s"
+              + (f", exit {done.rc}: {done.tail}" if done.rc else ""), file=sys.stderr)
+        if r == 0 and side == "base" and (done.frame is None or done.frame.empty):
+            raise UsageError(f"the base {labels['base']} wrote no rows (exit {done.rc}): {done.tail}")
+    return runs
+
+
+def _tail(log: Path) -> str:
+    try:
+        lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "no log"
+    return lines[-1][:300] if lines else "no output"
+
+
+# ---------------------------------------------------------------- verdicts
+def _keyed(frame: pd.DataFrame | None) -> dict[tuple, tuple[str, float]]:
+    if frame is None:
+        return {}
+    f = frame.copy()
+    for col in store.ROW_KEY:
+        f[col] = f[col].fillna("").astype(str)
+    return {tuple(k): (str(s), float(m) if m == m else math.nan)
+            for k, s, m in zip(zip(*(f[c] for c in store.ROW_KEY)), f["status"].fillna("error"),
+                               pd.to_numeric(f["ms_median"], errors="coerce"))}
+
+
+def _status(runs: list[dict], key: tuple) -> str | None:
+    """The side's worst status of the key over its runs; "missing" where some run lacks it."""
+    seen = [run.get(key, ("missing", math.nan))[0] for run in runs]
+    if all(s == "missing" for s in seen):
+        return None
+    rank = {**compare._STATUS_RANK, "missing": -1}
+    return min(seen, key=lambda s: rank.get(s, 0))
+
+
+def verdicts(runs: dict[str, list[SideRun | None]], opt: compare.Options, labels: dict[str, str],
+             shas: dict[str, str], envs: dict[str, dict] | None = None) -> compare.Result:
+    """``envs``: each side's extra environment (--base-env, --cand-env), for the notes."""
+    keyed = {s: [_keyed(r.frame) if r is not None else {} for r in runs[s]] for s in SIDES}
+    # A base run that wrote nothing is left out; a candidate's counts: it lost every row.
+    done = {"base": [k for k, r in zip(keyed["base"], runs["base"]) if r is not None and r.frame is not None],
+            "cand": [k for k, r in zip(keyed["cand"], runs["cand"]) if r is not None]}
+    keys = sorted(set().union(*keyed["base"], *keyed["cand"]))
+    band = math.log1p(opt.threshold)
+    rows = []
+    for key in keys:
+        bs, cs = _status(done["base"], key), _status(done["cand"], key)
+        row = _row(key, bs, cs, opt)
+        if bs == "ok" and cs == "ok":
+            row = _paired(row, keyed, key, band, opt)
+        else:
+            row = _status_verdict(row, bs, cs)
+        rows.append(row)
+    frames = {s: pd.concat([r.frame for r in runs[s] if r is not None and r.frame is not None]
+                           or [pd.DataFrame(columns=store.COLUMNS)], ignore_index=True) for s in SIDES}
+    notes = [f"{sum(r is not None for r in runs['cand']) - 1} round(s) after a warm-up, the first "
+             "side alternating (AB, BA, ...); one seed per round for both sides"]
+    envs = envs or {}
+    if shas["base"] == shas["cand"] and envs.get("base", {}) == envs.get("cand", {}):
+        notes.append("both refs are the same commit: an A/A run, whose every change is noise")
+    elif shas["base"] == shas["cand"]:
+        notes.append("both refs are the same commit; the sides differ in their environment only: "
+                     + "; ".join(f"{s} " + " ".join(f"{k}={v}" for k, v in envs.get(s, {}).items())
+                                 for s in SIDES if envs.get(s)))
+    failed = [f"{labels[s]} round {i}: exit {r.rc} ({r.tail})" for s in SIDES
+              for i, r in enumerate(runs[s]) if r is not None and r.rc]
+    notes += [f"run failed: {f}" for f in failed]
+    notes += compare.environment_notes(frames["base"], frames["cand"], rows)
+    if not any(r["ratio"] is not None or r["verdict"] in compare.LOSSES + ("fixed", "status")
+               for r in rows):
+        raise UsageError(f"nothing comparable: no case was ok on both sides in two or more rounds "
+                         f"({len(keys)} cases seen)")
+    cases = {s: pd.DataFrame([{"impl": k[1], "status": _status(done[s], k)} for k in keys],
+                             columns=["impl", "status"]) for s in SIDES}
+    base = _describe(labels["base"], frames["base"], shas["base"])
+    cand = _describe(labels["cand"], frames["cand"], shas["cand"])
+    return compare.Result(base, cand, False, notes, rows, compare.rollup(rows, cases["base"], cases["cand"]))
+
+
+def _describe(label: str, frame: pd.DataFrame, sha: str) -> dict:
+    gpus = sorted({str(g) for g in frame["gpu_name"].dropna()}) if len(frame) else []
+    return {"label": label, "files": [], "gpus": gpus, "commits": [sha[:7]], "rows": int(len(frame)),
+            "dirty": False}
+
+
+def _row(key: tuple, bs: str | None, cs: str | None, opt: compare.Options) -> dict:
+    row = dict(zip(store.ROW_KEY, key))
+    row.update(base_status=bs, cand_status=cs, base_ms=None, cand_ms=None, base_sol=None,
+               cand_sol=None, speedup=None, sol_ratio=None, ratio=None, band=None,
+               band_source=None, ci=None, p_value=None, test=None, basis=None, reason="",
+               regression=False, improvement=False, context=False, gated=opt.gated(key[1]),
+               rounds=0)
+    return row
+
+
+def _status_verdict(row: dict, bs: str | None, cs: str | None) -> dict:
+    gated = row["gated"]
+
+    def flag(verdict: str, reason: str, bad: bool) -> dict:
+        return {**row, "verdict": verdict, "reason": reason, "regression": bad and gated,
+                "improvement": not bad and gated, "context": not gated}
+
+    if bs is None:
+        return {**row, "verdict": "new", "reason": "only in candidate"}
+    if bs == "ok" and cs in (None, "missing"):
+        return flag("missing", "no candidate row in " + ("any run" if cs is None else "some runs"), True)
+    if cs is None or cs == "missing":
+        return {**row, "verdict": "gone", "reason": f"{bs} in base, no candidate row"}
+    if bs == "ok" and cs in compare.BAD_STATUS:
+        return flag("broke", f"ok -> {cs}", True)
+    if bs == "ok" and cs in compare.GONE_STATUS:
+        return flag("lost", f"ok -> {cs}", True)
+    if bs in compare.BAD_STATUS and cs == "ok":
+        return flag("fixed", f"{bs} -> ok", False)
+    if bs == cs:
+        return {**row, "verdict": "same", "reason": f"{bs} in both"}
+    return {**row, "verdict": "status", "reason": f"{bs} -> {cs}"}
+
+
+def _paired(row: dict, keyed: dict, key: tuple, band: float, opt: compare.Options) -> dict:
+    pairs = []
+    for b, c in zip(keyed["base"][1:], keyed["cand"][1:]):
+        (sb, mb), (sc, mc) = b.get(key, ("missing", math.nan)), c.get(key, ("missing", math.nan))
+        if sb == sc == "ok" and mb > 0 and mc > 0:
+            pairs.append((mb, mc))
+    p = paired([math.log(mc / mb) for mb, mc in pairs])
+    row.update(rounds=p.n, band=opt.threshold, band_source="threshold", test="paired rounds")
+    if p.n < 2:
+        return {**row, "verdict": "same", "reason": f"{p.n} paired round(s): too few to judge"}
+    med = lambda xs: float(pd.Series(xs).median())  # noqa: E731
+    row.update(base_ms=med([b for b, _ in pairs]), cand_ms=med([c for _, c in pairs]),
+               ratio=p.ratio, speedup=1.0 / p.ratio, ci=[1.0 / p.hi, 1.0 / p.lo])
+    gated = row["gated"]
+    if math.log(p.lo) > band or math.log(p.hi) < -band:
+        slower = math.log(p.lo) > band
+        return {**row, "verdict": "slower" if slower else "faster", "regression": slower and gated,
+                "improvement": not slower and gated, "context": not gated,
+                "reason": f"{p.n} rounds"}
+    inside = math.log(p.hi) <= band and math.log(p.lo) >= -band
+    why = (f"within +-{opt.threshold:.1%}" if inside else
+           f"inconclusive: the interval crosses +-{opt.threshold:.1%}")
+    return {**row, "verdict": "same", "reason": f"{why}; {p.n} rounds"}
+
+
+# ---------------------------------------------------------------- the verb
+def main(args) -> int:
+    from suite.compare_cli import parse_fraction
+
+    args, run_args = split_args(args)
+    if args.rounds < 2:
+        raise UsageError(f"--rounds {args.rounds}: at least 2 rounds are needed for an interval")
+    opt = compare.Options(threshold=parse_fraction(args.threshold), gate=args.gate,
+                          fail_on_improvement=args.fail_on_improvement)
+    check_run_args(run_args)
+    envs = {"base": _env_pairs(args.base_env, "--base-env"), "cand": _env_pairs(args.cand_env, "--cand-env")}
+    repo = Path(_git(args.repo or Path.cwd(), "rev-parse", "--show-toplevel"))
+    refs = {"base": args.base_ref, "cand": args.cand_ref}
+    shas = {s: resolve(repo, ref) for s, ref in refs.items()}
+    labels = {s: f"{s} {refs[s]} ({shas[s][:7]})" for s in SIDES}
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**30)
+    trees = Worktrees(repo)
+    out_dir = args.out or trees.root / "runs"  # the temporary one goes with the worktrees
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        paths = {s: trees.add(s, shas[s]) for s in SIDES}
+        side_envs = {s: side_env(paths[s], envs[s]) for s in SIDES}
+        runs = orchestrate(paths, run_args, args.rounds, seed, side_envs, out_dir, labels)
+    finally:
+        trees.close()
+    result = verdicts(runs, opt, labels, shas, envs)
+    code = compare.exit_code([result], opt)
+    intro = (f"A/B on one GPU: {labels['base']} vs {labels['cand']}, {args.rounds} rounds after a "
+             f"warm-up. A case changes when the 95% interval of its paired-round time ratio lies "
+             f"wholly outside +-{opt.threshold:.1%}. Gated: "
+             + ("every implementation" if opt.gate == "all" else
+                "our own implementations (triton, cuda, plugins)") + ".\n")
+    compare_render.emit([result], opt, args.format, code, show_all=args.all, intro=intro)
+    return code

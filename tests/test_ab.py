@@ -1,0 +1,231 @@
+"""python -m suite ab: the schedule, the paired verdicts, and the orchestration over real git worktrees.
+
+The orchestration tests build a temporary git repository whose ``suite`` is a
+fake: ``python -m suite run`` there writes a few rows whose times come from
+the commit's spec.json (with a little seeded noise) and logs each run, so that
+the worktrees, the subprocess per side, the alternation, the seeds and the
+per-side environment are checked for real in seconds.  One slow test runs the
+real suite from a copy of this tree, on the CPU, with tests/slow_impls.py.
+"""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from suite import ab, cli, compare, store
+
+ROOT = Path(__file__).resolve().parents[1]
+
+FAKE_MAIN = '''
+import json, os, sys, pathlib
+import pandas as pd
+args = sys.argv[1:]
+assert args[0] == "run", args
+out, seed = args[args.index("--out") + 1], int(args[args.index("--seed") + 1])
+spec = json.loads((pathlib.Path(__file__).parent / "spec.json").read_text())
+with open(os.environ["FAKE_AB_LOG"], "a") as fh:
+    fh.write(f"{spec['name']} {seed} {os.environ.get('FAKE_AB_FLAG', '-')}\\n")
+if spec.get("rc"):
+    sys.exit(spec["rc"])
+rows = []
+for i, (impl, status, ms) in enumerate(spec["rows"]):
+    noise = 1 + 0.002 * (((seed * 7919 + i * 104729) % 11) - 5) / 5
+    rows.append(dict(schema_version=1, run_id=f"{spec['name']}-{seed}", timestamp="2025-01-01T00:00:00Z",
+                     workload="gemm", impl=impl, backend=impl.split(":")[0], dtype="float32",
+                     shape="M=1,N=2,K=3", timer="wall", l2="n/a", status=status,
+                     ms_median=ms * noise if status == "ok" else None, gpu_name="cpu",
+                     torch="2.0", commit=spec["name"], dirty=False))
+pd.DataFrame(rows).to_parquet(out)
+'''
+
+BASE_ROWS = [["triton", "ok", 1.0], ["cuda", "ok", 2.0], ["torch", "ok", 1.0], ["eager", "ok", 3.0],
+             ["triton:x", "unsupported", None]]
+CAND_ROWS = [["triton", "ok", 1.2], ["torch", "ok", 1.5], ["eager", "ok", 3.0],
+             ["triton:x", "ok", 1.0], ["cuda:new", "ok", 1.0]]
+
+
+def _commit(repo: Path, name: str, rows, rc: int = 0) -> str:
+    (repo / "suite" / "spec.json").write_text(json.dumps({"name": name, "rows": rows, "rc": rc}))
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, capture_output=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
+                    "commit", "-q", "-m", name], check=True, capture_output=True)
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def fake_repo(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / "suite").mkdir(parents=True)
+    (repo / "suite" / "__init__.py").write_text("")
+    (repo / "suite" / "__main__.py").write_text(FAKE_MAIN)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    refs = {"A": _commit(repo, "A", BASE_ROWS), "B": _commit(repo, "B", CAND_ROWS),
+            "dead": _commit(repo, "dead", [], rc=3)}
+    log = tmp_path / "runs.log"
+    monkeypatch.setenv("FAKE_AB_LOG", str(log))
+    return repo, refs, log
+
+
+def _ab(capsys, repo, *argv) -> tuple[int, dict | None, str]:
+    code = cli.main(["ab", *map(str, argv), "--repo", str(repo), "--seed", "100", "--format", "json",
+                     "--workloads", "gemm"])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if out.strip() else None), err
+
+
+def _rows(doc) -> dict[str, dict]:
+    return {r["impl"]: r for r in doc["comparisons"][0]["rows"]}
+
+
+def test_schedule_alternates_the_first_side_after_a_warm_up():
+    assert ab.schedule(3) == [(0, "base"), (0, "cand"), (1, "base"), (1, "cand"),
+                              (2, "cand"), (2, "base"), (3, "base"), (3, "cand")]
+
+
+def test_ab_runs_both_refs_in_worktrees_and_judges_paired_rounds(fake_repo, capsys):
+    repo, refs, log = fake_repo
+    code, doc, err = _ab(capsys, repo, refs["A"], refs["B"], "--rounds", "3",
+                         "--cand-env", "FAKE_AB_FLAG=slow")
+    assert code == 1, err
+    runs = [ln.split() for ln in log.read_text().splitlines()]
+    assert [r[0] for r in runs] == ["A", "B", "A", "B", "B", "A", "A", "B"]
+    assert [int(r[1]) for r in runs] == [100, 100, 101, 101, 102, 102, 103, 103]
+    assert {r[2] for r in runs if r[0] == "B"} == {"slow"} and {r[2] for r in runs if r[0] == "A"} == {"-"}
+    rows = _rows(doc)
+    assert rows["cuda"]["verdict"] == "missing" and rows["cuda"]["regression"]
+    assert rows["triton"]["verdict"] == "slower" and rows["triton"]["regression"]
+    assert rows["triton"]["ratio"] == pytest.approx(1.2, rel=0.01) and rows["triton"]["rounds"] == 3
+    lo, hi = rows["triton"]["ci"]
+    assert lo <= 1 / 1.2 <= hi and hi < 1 / 1.02
+    assert rows["torch"]["verdict"] == "slower" and rows["torch"]["context"] and not rows["torch"]["regression"]
+    assert rows["eager"]["verdict"] == "same" and "within" in rows["eager"]["reason"]
+    assert rows["triton:x"]["verdict"] == "status" and rows["cuda:new"]["verdict"] == "new"
+    order = [r["impl"] for r in sorted(doc["comparisons"][0]["rows"], key=lambda r: not r["regression"])]
+    assert set(order[:2]) == {"cuda", "triton"}
+    # the worktrees and their folder are gone
+    listed = subprocess.run(["git", "-C", str(repo), "worktree", "list", "--porcelain"],
+                            capture_output=True, text=True).stdout
+    assert listed.count("worktree ") == 1
+    assert "ab: round 3/3" in err
+
+
+def test_ab_of_a_commit_against_itself_passes(fake_repo, capsys):
+    repo, refs, _ = fake_repo
+    code, doc, err = _ab(capsys, repo, refs["A"], refs["A"], "--rounds", "2", "--gate", "all")
+    assert code == 0, err
+    assert {r["verdict"] for r in doc["comparisons"][0]["rows"]} == {"same"}
+    assert any("A/A" in n for n in doc["comparisons"][0]["notes"])
+
+
+def test_losses_come_first_in_the_table(fake_repo, capsys):
+    repo, refs, _ = fake_repo
+    code = cli.main(["ab", refs["A"], refs["B"], "--repo", str(repo), "--rounds", "2", "--seed", "1"])
+    out, _ = capsys.readouterr()
+    assert code == 1
+    lines = [ln for ln in out.splitlines() if "REGRESSION" in ln or "(context)" in ln]
+    assert "missing" in lines[0] and "cuda" in lines[0] and "(context)" in lines[-1]
+    assert "FAIL" in out
+
+
+def test_ab_bad_input_and_failed_sides(fake_repo, capsys, tmp_path):
+    repo, refs, _ = fake_repo
+    code, doc, err = _ab(capsys, repo, "no-such-ref", refs["A"])
+    assert code == 2 and doc is None and err.startswith("error: 'no-such-ref' is not a commit")
+    code, _, err = _ab(capsys, repo, refs["A"], refs["B"], "--rounds", "1")
+    assert code == 2 and "--rounds 1" in err
+    code, _, err = _ab(capsys, repo, refs["A"], refs["B"], "--out", "x.parquet", "--frobnicate")
+    assert code == 2 and "--frobnicate" in err
+    code, _, err = _ab(capsys, repo, refs["dead"], refs["A"], "--rounds", "2")
+    assert code == 2 and "wrote no rows (exit 3)" in err.splitlines()[-1]
+    # a candidate that cannot run loses every row the base has
+    keep = tmp_path / "kept"
+    code, doc, err = _ab(capsys, repo, refs["A"], refs["dead"], "--rounds", "2", "--out", keep)
+    assert code == 1
+    assert {r["verdict"] for r in doc["comparisons"][0]["rows"] if r["base_status"] == "ok"} == {"missing"}
+    assert sorted(p.name for p in keep.iterdir()) == ["00-base.log", "00-base.parquet", "00-cand.log"]
+
+
+def _side(frames) -> list[ab.SideRun]:
+    return [ab.SideRun(0, store.to_frame(f) if f is not None else None, 1.0, Path("x.log")) for f in frames]
+
+
+def _run(rows_by_impl: dict[str, tuple[str, float]], seed: int = 0) -> list[dict]:
+    return [dict(schema_version=1, run_id=f"r{seed}", workload="gemm", impl=i, backend=i.split(":")[0],
+                 dtype="float32", shape="M=1", timer="events", l2="cold-clean", status=s, ms_median=m,
+                 gpu_name="NVIDIA H200") for i, (s, m) in rows_by_impl.items()]
+
+
+def test_paired_verdicts_from_rounds_with_drift():
+    """The GPU drifts 5% per round; the pairing cancels it, so a steady 3% slowdown is
+    caught and a 0.5% one is the same."""
+    drift = [1.0, 1.05, 0.97, 1.08, 1.01, 0.95]
+    base = [_run({"triton": ("ok", 0.5 * d), "cuda": ("ok", 0.3 * d), "torch": ("ok", 1.0 * d)}, i)
+            for i, d in enumerate(drift)]
+    cand = [_run({"triton": ("ok", 0.5 * d * 1.03 * (1 + 0.002 * (-1) ** i)),
+                  "cuda": ("ok", 0.3 * d * 1.005), "torch": ("ok", 1.0 * d * (1 + 0.01 * (-1) ** i))}, i)
+            for i, d in enumerate(drift)]
+    opt = compare.Options(threshold=0.02)
+    res = ab.verdicts({"base": _side(base), "cand": _side(cand)}, opt,
+                      {"base": "base", "cand": "cand"}, {"base": "a" * 40, "cand": "b" * 40})
+    rows = {r["impl"]: r for r in res.rows}
+    assert rows["triton"]["verdict"] == "slower" and rows["triton"]["regression"]
+    assert rows["triton"]["ratio"] == pytest.approx(1.03, rel=0.003)
+    assert rows["cuda"]["verdict"] == "same" and rows["torch"]["verdict"] == "same"
+    assert "inconclusive" in rows["torch"]["reason"] or "within" in rows["torch"]["reason"]
+    # unpaired, the drift (sd about 5%) would swamp the 3%: the pairing is what catches it
+    assert math.log(max(drift) / min(drift)) > 0.1
+
+
+def test_nothing_comparable_is_bad_input():
+    base = [_run({"triton": ("unsupported", math.nan)}, i) for i in range(3)]
+    with pytest.raises(ab.UsageError, match="nothing comparable"):
+        ab.verdicts({"base": _side(base), "cand": _side(base)}, compare.Options(),
+                    {"base": "b", "cand": "c"}, {"base": "a" * 40, "cand": "a" * 40})
+
+
+def _copy_tree(dst: Path) -> None:
+    """The working tree's code (not its git history) as a one-commit repository."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.parquet", ".pytest_cache", "*.so", "build")
+    for name in ("suite", "implementations"):
+        shutil.copytree(ROOT / name, dst / name, ignore=ignore)
+    (dst / "tests").mkdir()
+    shutil.copy(ROOT / "tests" / "slow_impls.py", dst / "tests" / "slow_impls.py")
+    subprocess.run(["git", "init", "-q", str(dst)], check=True)
+    subprocess.run(["git", "-C", str(dst), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(dst), "-c", "user.name=t", "-c", "user.email=t@t", "commit",
+                    "-q", "-m", "snapshot"], check=True)
+
+
+@pytest.mark.slow
+def test_real_suite_ab_flags_the_slow_plugin_on_the_cpu(tmp_path):
+    """Eight real runs (a few minutes): slow:10 at KSUITE_SLOW=40 takes 5x its time on the
+    candidate's side only."""
+    repo = tmp_path / "repo"
+    _copy_tree(repo)
+    r = subprocess.run(
+        [sys.executable, "-m", "suite", "ab", "HEAD", "HEAD", "--rounds", "3", "--seed", "7",
+         "--format", "json", "--cand-env", "KSUITE_SLOW=40", "--device", "cpu", "--preset", "cpu",
+         "--workloads", "gelu", "--impls", "torch,slow:10", "--dtypes", "float32",
+         "--plugin", "tests.slow_impls", "--samples", "5,30", "--budget-ms", "30"],
+        cwd=repo, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 1, r.stderr[-2000:] + r.stdout[-3000:]
+    doc = json.loads(r.stdout)
+    rows = doc["comparisons"][0]["rows"]
+    slow = [x for x in rows if x["impl"] == "slow:10"]
+    seen = [(x["shape"], x["verdict"], x["ratio"], x["ci"]) for x in slow]
+    assert len(slow) == 4 and all(x["ratio"] and x["ratio"] > 2.5 for x in slow), seen
+    # a loaded CPU's microsecond calls swing widely between processes: the longest case
+    # (milliseconds) is the one whose interval must clear the band
+    big = max(slow, key=lambda x: x["base_ms"] or 0)
+    assert big["verdict"] == "slower" and big["regression"] and 3 < big["ratio"] < 8, seen
+    assert not [x for x in rows if x["impl"] == "torch" and x["regression"]]
+    listed = subprocess.run(["git", "-C", str(repo), "worktree", "list"], capture_output=True, text=True)
+    assert len(listed.stdout.strip().splitlines()) == 1
