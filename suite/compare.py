@@ -255,7 +255,7 @@ def _verdict(r, opt: Options, gpus_differ: bool, seen: dict, cover: baselines.Co
         return flag("broke", f"ok -> {cs}", True)
     if bs == "ok" and cs in GONE_STATUS:
         return flag("lost", f"ok -> {cs}", True)
-    if bs in BAD_STATUS and cs == "ok":
+    if bs in BAD_STATUS + ("suspect",) and cs == "ok":
         return flag("fixed", f"{bs} -> ok", False)
     if bs == cs and bs != "ok":  # unsupported (say) on both sides: nothing changed
         return {**row, "verdict": "same", "reason": f"{bs} in both"}
