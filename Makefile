@@ -1,9 +1,9 @@
 # The README's two commands are `make run` and `make test`.
-# Everything installs into .venv (scripts/setup.sh creates it with
-# --system-site-packages, so packages python3 already has are used as they are);
-# `make PYTHON=python3 ...` installs into and runs that interpreter instead.
+# A python3 that already has torch (a GPU image, often without a network) is used
+# as it is; anywhere else everything installs into .venv (scripts/setup.sh creates
+# it with --system-site-packages). `make PYTHON=... ` picks an interpreter.
 VENV ?= .venv
-PYTHON ?= $(VENV)/bin/python
+PYTHON ?= $(shell python3 -c "import torch" >/dev/null 2>&1 && echo python3 || echo $(VENV)/bin/python)
 # GPU: the quick preset on every available backend; CPU-only: the tiny cpu preset.
 RUN_ARGS ?= $(shell $(PYTHON) -c "import torch,sys; sys.stdout.write('--preset quick' if torch.cuda.is_available() else '--device cpu --preset cpu')" 2>/dev/null || echo --device cpu --preset cpu)
 # CPU tests run on every core (pytest-xdist); the nvcc checks add two threads of their own.

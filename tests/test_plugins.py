@@ -82,3 +82,13 @@ def test_a_plugin_that_cannot_be_imported_is_one_line_and_exit_2(tmp_path, verb,
 def test_an_unknown_plugin_module_is_one_line():
     with pytest.raises(PluginError, match=r"^--plugin no_such_plugin_module: ModuleNotFoundError"):
         import_plugin("no_such_plugin_module")
+
+
+def test_every_shipped_implementation_is_builtin():
+    # The harness registers the compile backend on each workload's behalf; those
+    # rows are the project's own, not a plugin's.
+    from suite.workload import discover
+
+    sources = {impl.source for impl in discover().impls.values() if not impl.module or
+               not impl.module.startswith("tests")}
+    assert sources == {"builtin"}, sources
