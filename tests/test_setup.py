@@ -9,21 +9,36 @@ import pytest
 from tests.helpers import ROOT
 
 
-def _make_n(*args: str) -> str:
+def _make_n(*args: str, torch_in_python3: bool | None = None, tmp=None) -> str:
+    """``make -n``; with ``torch_in_python3`` set, a stand-in python3 first on the PATH
+    answers the Makefile's "does python3 have torch" question that way."""
     if shutil.which("make") is None:
         pytest.skip("no make on this machine")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHON", "VENV", "MAKEFLAGS")}
+    if torch_in_python3 is not None:
+        fake = tmp / "bin"
+        fake.mkdir(exist_ok=True)
+        (fake / "python3").write_text(f"#!/bin/sh\nexit {0 if torch_in_python3 else 1}\n")
+        (fake / "python3").chmod(0o755)
+        env["PATH"] = f"{fake}{os.pathsep}{env.get('PATH', '')}"
     return subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True,
                           check=True, env=env).stdout
 
 
-def test_make_installs_into_and_runs_the_venv():
-    out = _make_n("test")
+def test_make_installs_into_and_runs_the_venv(tmp_path):
+    out = _make_n("test", torch_in_python3=False, tmp=tmp_path)
     assert "PYTHON=.venv/bin/python scripts/setup.sh dev" in out
     assert ".venv/bin/python -m pytest" in out
-    assert ".venv/bin/python -m pytest" in _make_n("test-gpu")
+    assert ".venv/bin/python -m pytest" in _make_n("test-gpu", torch_in_python3=False, tmp=tmp_path)
     # an explicit interpreter is used as it is
     assert "python3 -m suite run" in _make_n("run", "PYTHON=python3", "RUN_ARGS=--preset cpu")
+
+
+def test_a_python3_that_has_torch_is_used_as_it_is(tmp_path):
+    """The GPU image's python3 has torch and no network: no venv, nothing to install."""
+    out = _make_n("run", "RUN_ARGS=--preset cpu", torch_in_python3=True, tmp=tmp_path)
+    assert "PYTHON=python3 scripts/setup.sh run" in out and "python3 -m suite run" in out
+    assert ".venv" not in out.replace("VENV=.venv", "")
 
 
 def test_torch_and_triton_are_pinned_in_one_pip_command():
