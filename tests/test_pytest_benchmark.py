@@ -25,9 +25,11 @@ pytest.importorskip("pytest_benchmark")
 
 
 def bench(tmp_path, *extra, k=SUBSET):
-    env = dict(os.environ, KSUITE_BENCH_ROUNDS="5")
+    # a user's own pytest session: none of this one's xdist worker settings
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "PYTEST_ADDOPTS"))}
+    env["KSUITE_BENCH_ROUNDS"] = "5"
     cmd = [sys.executable, "-m", "pytest", "benchmarks/", "--benchmark-only", "-k", k,
-           "-p", "no:cacheprovider", "-q", "-rs", f"--benchmark-storage=file://{tmp_path / 'store'}",
+           "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "-rs", f"--benchmark-storage=file://{tmp_path / 'store'}",
            *extra]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
