@@ -10,7 +10,7 @@ RUN_ARGS ?= $(shell $(PYTHON) -c "import torch,sys; sys.stdout.write('--preset q
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 SETUP = VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup.sh
 
-.PHONY: venv setup setup-dev run test test-gpu dashboard
+.PHONY: venv setup setup-dev run test test-slow test-gpu dashboard
 
 venv:
 	$(SETUP) venv
@@ -25,7 +25,11 @@ run: setup
 	$(PYTHON) -m suite run $(RUN_ARGS)
 
 test: setup-dev
-	$(PYTHON) -m pytest -q -ra -m "not gpu" -n $(TEST_WORKERS)
+	$(PYTHON) -m pytest -q -ra -m "not gpu and not slow" -n $(TEST_WORKERS)
+
+# real timings on the CPU (an A/B of two runs of this tree): minutes, and noisy on a busy machine
+test-slow: setup-dev
+	$(PYTHON) -m pytest -q -ra -m "slow and not gpu"
 
 test-gpu: venv
 	$(PYTHON) -m pytest -q -ra -m gpu

@@ -4,7 +4,7 @@ Everything works on log times, so that a ratio and its inverse are equally far
 from 1 and a band of +-x applies to faster and slower alike.
 
 Between-run spread.  One run's samples hold no run-to-run or machine-to-machine
-variance: two H200 machines timed identical GEMM and attention code 2.3% apart
+variance: two H200 machines timed identical compute-bound code 2.3% apart
 (standard deviation of the log ratio over compute-bound cases, tails to 7%),
 while the medians of one case's samples in one run vary by a few tenths of a
 percent.  So a run-vs-run verdict is judged against ``sigma``, the spread of

@@ -42,6 +42,12 @@ class Options:
     repeat: bool = False  # time every implementation a second time (noise check)
     # read fraction of the traffic -> measured GB/s (Ceilings.bandwidths); empty: copy only
     bandwidths: dict[float, float] = field(default_factory=dict)
+    # score rows on the roofline; None: on a GPU only (a CPU run is a smoke run)
+    roofline: bool | None = None
+
+    @property
+    def scored(self) -> bool:
+        return self.device != "cpu" if self.roofline is None else self.roofline
 
 
 def case_seed(base: int, case: Case) -> int:
@@ -84,7 +90,7 @@ def base_row(wl: Workload, case: Case, impl_name: str, opts: Options, math_mode:
         "write_gbps": opts.bandwidths.get(0.0), "mix21_gbps": opts.bandwidths.get(2.0 / 3.0),
         "peak_tflops": peak_tf, "size": wl.size(case), "preset": opts.preset, "math": math_mode,
         # a CPU run is a smoke run: its rows are not scored on a roofline (sol stays NaN too)
-        "bound_ms": roofline.bound_ms(flops, nbytes, peak_bw, peak_tf) if opts.device != "cpu" else math.nan,
+        "bound_ms": roofline.bound_ms(flops, nbytes, peak_bw, peak_tf) if opts.scored else math.nan,
         "bound": roofline.limiter(flops, nbytes, peak_bw, peak_tf),
         "status": None, "error": None, "correct": None, "device": opts.device,
         "shape_source": case.source or None,

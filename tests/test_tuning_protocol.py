@@ -27,7 +27,7 @@ def received(monkeypatch):
 
 
 def test_the_triton_autotuner_times_under_the_current_l2(received):
-    from implementations import _autotune
+    from implementations._shared import autotune as _autotune
 
     assert _autotune._bench(lambda: None) == 1.0
     assert _autotune._bench(lambda: None, quantiles=[0.5, 0.2]) == [1.0, 0.9]
@@ -35,14 +35,14 @@ def test_the_triton_autotuner_times_under_the_current_l2(received):
 
 
 def test_the_row_tuner_times_under_the_current_l2(received):
-    from implementations import _autotune, _row_tuning
+    from implementations._shared import autotune as _autotune, row_tuning as _row_tuning
 
     assert _row_tuning.time_ms(lambda: None) == 1.0
     assert received == [Protocol(l2="cold-flush", **_autotune.BENCH_LIMITS)]
 
 
 def test_the_cuda_variant_tuner_times_under_the_current_l2(received):
-    from implementations import _cuda_variants
+    from implementations._shared import cuda_variants as _cuda_variants
 
     tuner = _cuda_variants.VariantTuner((1, 2), {1: "one", 2: "two"})
     tuner.run("k", lambda v: v)

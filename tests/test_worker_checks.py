@@ -19,7 +19,7 @@ BANDWIDTHS = {0.0: 80.0, 0.5: 100.0, 2.0 / 3.0: 110.0, 1.0: 120.0}
 def _opts(timers=("wall",)):
     return worker.Options(device="cpu", timers=timers, preset="cpu", seed=1, peaks_gbps=100.0,
                           peaks_tflops={"float32": 1.0, "tf32": 2.0, "float16": 1.0, "bfloat16": 1.0},
-                          bandwidths=BANDWIDTHS)
+                          bandwidths=BANDWIDTHS, roofline=True)
 
 
 def _fake_measure(l2: str, ms_of_bound: float | None = None, ms: float = 1.0):
@@ -27,7 +27,7 @@ def _fake_measure(l2: str, ms_of_bound: float | None = None, ms: float = 1.0):
     bound over ``ms_of_bound``), labelled with ``l2``."""
     state = {}
 
-    def measure(calls, device, timer, **limits):
+    def measure(calls, device, timer, protocol=None, **limits):
         for _ in range(3):
             for c in calls:
                 c()
