@@ -137,9 +137,8 @@ def flush_l2(device: str, l2: str = "cold-clean") -> None:
     L2 is left holding clean lines only.  ``cold-flush`` fills it, as most GPU
     timers do; but the L2 writes back lazily, so its last L2's worth of the
     buffer is still dirty when the timed call starts, and the call's own
-    traffic then pays for writing it to HBM.  On the H200 that is 4 us of a
-    16M float32 elementwise op's 37 (37.2 against 33.1 us, 0.8% at 2^28 elements:
-    lab/findings/l2_flush-dad7d39.txt).  With ``cold-clean``
+    traffic then pays for writing it to HBM: on an H200, about a tenth of a
+    16M-element float32 elementwise call.  With ``cold-clean``
     whatever the previous sample left dirty is written back during the
     flush, outside the timed interval.
     """
