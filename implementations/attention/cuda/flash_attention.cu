@@ -6,10 +6,14 @@
 // (0..3 at D = 64, 0..6 at D = 128, see the table in the header), -1 the
 // automatic one below.
 
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty_like.h>
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
-#include "flash_attention.cuh"
+#include "flash_attention.h"
+#include "ksuite/common.cuh"
 
 namespace ksuite_attn {
 
@@ -54,13 +58,17 @@ at::Tensor attention_flash(const at::Tensor& q, const at::Tensor& k, const at::T
   if (B == 0 || H == 0 || S == 0) return o;
   const int var = static_cast<int>(variant < 0 ? (d == 64 ? AUTO_D64 : AUTO_D128) : variant);
   const bool half = q.scalar_type() == at::kHalf;
+  const Args args{q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), B, H, S, causal,
+                  ksuite::current_stream()};
+  cudaError_t err;
   if (d == 64) {
-    (half ? run_fp16_d64 : run_bf16_d64)(q, k, v, o, causal, var);
+    err = (half ? run_fp16_d64 : run_bf16_d64)(args, var);
   } else if (var < 4) {
-    (half ? run_fp16_d128 : run_bf16_d128)(q, k, v, o, causal, var);
+    err = (half ? run_fp16_d128 : run_bf16_d128)(args, var);
   } else {
-    (half ? run_fp16_d128_pipe : run_bf16_d128_pipe)(q, k, v, o, causal, var);
+    err = (half ? run_fp16_d128_pipe : run_bf16_d128_pipe)(args, var);
   }
+  C10_CUDA_CHECK(err);
   return o;
 }
 

@@ -29,12 +29,12 @@
 // phase and the O staging stores are conflict-free.
 #pragma once
 
-#include <ATen/ATen.h>
-#include <c10/cuda/CUDAException.h>
+#include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstdint>
 
-#include "ksuite/common.cuh"
+#include "flash_attention.h"
 #include "ksuite/mma_ptx.cuh"
 
 namespace ksuite_attn {
@@ -601,25 +601,25 @@ flash_fwd_pipe_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T*
   store_output<T, C>(o, l_run, sQ, O, S, w0, wrow, lane);
 }
 
-// Launches one tiling on the current stream; q, k, v, o checked by the caller.
+
+// Launches one tiling; returns the first CUDA error (the caller raises it).
 template <typename T, class C>
-void launch_cfg(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& o,
-                bool causal) {
-  const int64_t B = q.size(0), H = q.size(1), S = q.size(2);
+cudaError_t launch_cfg(const Args& a) {
+  const int64_t B = a.B, H = a.H, S = a.S;
   auto kernel = [] {
     if constexpr (C::LAZY) return flash_fwd_pipe_kernel<T, C>;
     else return flash_fwd_kernel<T, C>;
   }();
   // More than 48 KiB of dynamic shared memory must be opted into per kernel.
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
+  const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+  if (err != cudaSuccess) return err;
   const dim3 grid(static_cast<unsigned>((S + C::BM - 1) / C::BM), static_cast<unsigned>(B * H));
   const float scale_log2 =
       static_cast<float>(1.0 / std::sqrt(static_cast<double>(C::D)) * 1.4426950408889634);  // log2(e)
-  kernel<<<grid, C::THREADS, C::SMEM, ksuite::current_stream()>>>(
-      reinterpret_cast<const T*>(q.data_ptr()), reinterpret_cast<const T*>(k.data_ptr()),
-      reinterpret_cast<const T*>(v.data_ptr()), reinterpret_cast<T*>(o.data_ptr()),
-      static_cast<int>(S), scale_log2, causal);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  kernel<<<grid, C::THREADS, C::SMEM, a.stream>>>(
+      static_cast<const T*>(a.q), static_cast<const T*>(a.k), static_cast<const T*>(a.v),
+      static_cast<T*>(a.o), static_cast<int>(S), scale_log2, a.causal);
+  return cudaGetLastError();
 }
 
 // The tilings the op offers, per head dim; index = the op's `variant`.
@@ -639,7 +639,6 @@ void launch_cfg(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, a
 //            1: BM 128, 4 warps x 32 rows, BN 128, Q in registers, 2 CTAs/SM
 //            2: BM 256, 8 warps x 32 rows, BN 64,  Q in registers, 1 CTA/SM
 //            3: BM 128, 8 warps x 16 rows, BN 64,  Q in registers, 2 CTAs/SM
-constexpr int N_VARIANTS_D64 = 4, N_VARIANTS_D128 = 7;
 using D128V0 = Cfg<128, 2, 4, 64, false, 2>;
 using D128V1 = Cfg<128, 2, 8, 64, false, 1>;
 using D128V2 = Cfg<128, 1, 8, 64, true, 1>;
@@ -652,39 +651,25 @@ using D64V1 = Cfg<64, 2, 4, 128, true, 2>;
 using D64V2 = Cfg<64, 2, 8, 64, true, 1>;
 using D64V3 = Cfg<64, 1, 8, 64, true, 2>;
 
-// Defined in flash_attention_<dtype>_d<D>.cu (variants 0-3) and
-// flash_attention_<dtype>_d128_pipe.cu (D = 128, variants 4-6), one
-// translation unit each so that the build compiles them in parallel.
-#define KSUITE_ATTN_DECLARE(NAME)                                                              \
-  void NAME(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& o, \
-            bool causal, int variant);
-KSUITE_ATTN_DECLARE(run_bf16_d64)
-KSUITE_ATTN_DECLARE(run_bf16_d128)
-KSUITE_ATTN_DECLARE(run_bf16_d128_pipe)
-KSUITE_ATTN_DECLARE(run_fp16_d64)
-KSUITE_ATTN_DECLARE(run_fp16_d128)
-KSUITE_ATTN_DECLARE(run_fp16_d128_pipe)
-#undef KSUITE_ATTN_DECLARE
+// The definitions of the entry points declared in flash_attention.h.
 
-#define KSUITE_ATTN_DEFINE(NAME, T, D)                                                         \
-  void NAME(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& o, \
-            bool causal, int variant) {                                                    \
-    switch (variant) {                                                                     \
-      case 0: launch_cfg<T, D##V0>(q, k, v, o, causal); break;                             \
-      case 1: launch_cfg<T, D##V1>(q, k, v, o, causal); break;                             \
-      case 2: launch_cfg<T, D##V2>(q, k, v, o, causal); break;                             \
-      default: launch_cfg<T, D##V3>(q, k, v, o, causal); break;                            \
-    }                                                                                      \
+#define KSUITE_ATTN_DEFINE(NAME, T, D)                                        \
+  cudaError_t NAME(const Args& a, int variant) {                              \
+    switch (variant) {                                                        \
+      case 0: return launch_cfg<T, D##V0>(a);                                 \
+      case 1: return launch_cfg<T, D##V1>(a);                                 \
+      case 2: return launch_cfg<T, D##V2>(a);                                 \
+      default: return launch_cfg<T, D##V3>(a);                                \
+    }                                                                         \
   }
 
-#define KSUITE_ATTN_DEFINE_D128_PIPE(NAME, T)                                                  \
-  void NAME(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& o, \
-            bool causal, int variant) {                                                    \
-    switch (variant) {                                                                     \
-      case 4: launch_cfg<T, D128V4>(q, k, v, o, causal); break;                            \
-      case 5: launch_cfg<T, D128V5>(q, k, v, o, causal); break;                            \
-      default: launch_cfg<T, D128V6>(q, k, v, o, causal); break;                           \
-    }                                                                                      \
+#define KSUITE_ATTN_DEFINE_D128_PIPE(NAME, T)                                 \
+  cudaError_t NAME(const Args& a, int variant) {                              \
+    switch (variant) {                                                        \
+      case 4: return launch_cfg<T, D128V4>(a);                                \
+      case 5: return launch_cfg<T, D128V5>(a);                                \
+      default: return launch_cfg<T, D128V6>(a);                               \
+    }                                                                         \
   }
 
 }  // namespace ksuite_attn

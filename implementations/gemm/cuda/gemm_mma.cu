@@ -3,7 +3,8 @@
 // kernel (and what makes it fast) is in gemm_mma_kernel.cuh; this file holds
 // the tile table, the automatic choice and the op's boundary checks.
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>

@@ -5,7 +5,8 @@
 // that a warp's loads of B and stores of C are coalesced; its loads of A are a
 // broadcast of one element.  Any shape, float32, float16 and bfloat16.
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>

@@ -30,7 +30,8 @@
 //   1: 128 x 128 x 64, 6 stages (32 KB each), wgmma m64n128k16
 //   2: 128 x  64 x 64, 8 stages (24 KB each), wgmma m64n64k16 (skinny M: more CTAs)
 //   3, 4, 5: tiles 0, 1, 2 with the staged epilogue (16 KB more shared memory)
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>

@@ -8,7 +8,8 @@
 //   0: 256 x 128 x 64
 //   1: 128 x 256 x 64
 //   2, 3: tiles 0 and 1 storing C through shared memory in 16-byte pieces
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>

@@ -6,7 +6,8 @@
 // its own checks, made after these.
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 
 #include "ksuite/common.cuh"
 

@@ -2,7 +2,8 @@
 // maps of row-major 16-bit matrices in the 128-byte swizzle.
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
 
