@@ -24,6 +24,7 @@ class Attention(Workload):
     name = "attention"
     shape_keys = ("B", "H", "S", "D", "causal")
     bound = "compute"
+    reference_backend = "torch"  # the best of SDPA's backends (torch, torch:flash, torch:cudnn, ...)
     tolerances = {"float32": 1e-4, "float16": 3e-3, "bfloat16": 2e-2}
     # the eager chain rounds scores, scaled scores, P and O to the dtype (up
     # to 6 u at an element), and flash kernels round P to it before P V

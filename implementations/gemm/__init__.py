@@ -41,6 +41,7 @@ class Gemm(Workload):
     name = "gemm"
     shape_keys = ("M", "N", "K")
     bound = "compute"
+    reference_backend = "torch"  # cuBLAS: robustness is measured against it
     tolerances = {"float32": 1e-4, "float16": 2e-3, "bfloat16": 1e-2}
     # inputs rounded to a coarser math mode (tf32) err like a random walk of K
     # products, about u of the row's RMS and up to 5-6 u at the worst element;
