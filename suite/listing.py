@@ -36,7 +36,9 @@ def main(args) -> int:
             if w == name:
                 table.add_row(name, backend, "[red]broken[/]", reason)
         table.add_row("", "", "", f"[dim]{wl.bound} bound; presets "
-                      + ", ".join(f"{p} ({len(s)} shapes)" for p, s in wl.presets.items()) + "[/]",
+                      + ", ".join(f"{p} ({len(s)} shapes)" for p, s in wl.presets.items())
+                      + (f", fuzz ({wl.fuzz_count} shapes from --seed)" if "fuzz" in wl.preset_names() else "")
+                      + "[/]",
                       end_section=True)
     console.print(table)
     return 0

@@ -23,8 +23,8 @@ from suite.store import RUNS, RunFile, default_path
 from suite.timing import L2_CHOICES, TIMERS, Protocol
 from suite.workload import DTYPES, Case, Implementation, discover
 
-PRESETS = ("cpu", "quick", "full", "llm")
-GPU_PRESETS = ("quick", "full", "llm")
+PRESETS = ("cpu", "quick", "full", "llm", "fuzz")
+GPU_PRESETS = ("quick", "full", "llm", "fuzz")
 DEFAULT = Protocol()
 
 
@@ -47,11 +47,13 @@ def configure(p: argparse.ArgumentParser) -> None:
         "  python -m suite run --workloads NAME --shape M=3000,N=5000 --dtypes bfloat16\n"
         "  python -m suite run --shapes examples/shapes.toml  # shapes and dtypes from a TOML file\n"
         "  python -m suite run --preset llm                     # shapes of open LLMs' configs\n"
+        "  python -m suite run --preset fuzz --seed 1           # 24 seeded random shapes per workload\n"
         "  python -m suite run --preset full --shard 2/4        # a quarter of the sweep\n"
         "  python -m suite run --resume runs/h200/20261129T101500Z-abc1234.parquet")
     p.add_argument("--device", choices=("cuda", "cpu"), help="default: cuda when a GPU is visible, else cpu")
     p.add_argument("--preset", choices=PRESETS,
-                   help="shape preset: cpu (tiny, irregular), quick, full or llm (open models' shapes; GPU); "
+                   help="shape preset: cpu (tiny, irregular), quick, full, llm (open models' shapes; GPU) or "
+                        "fuzz (seeded random shapes of the sizes users run, drawn from --seed; GPU); "
                         "default quick on a GPU, cpu on the CPU, none when --shape or --shapes is given")
     p.add_argument("--shape", action="append", default=[], metavar="K=V,...",
                    help="a shape of your own, e.g. M=3000,N=5000 (repeatable; a boolean key such as causal takes 0/1): "
@@ -74,7 +76,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shard", metavar="K/N", help="run only the K-th of N deterministic slices of the cases")
     p.add_argument("--timeout", type=float, default=600.0,
                    help="seconds one implementation may take on one case, compilation included (default 600)")
-    p.add_argument("--seed", type=int, help="base seed for the random inputs (default: fresh each run)")
+    p.add_argument("--seed", type=int, help="base seed for the random inputs and the fuzz preset's shapes "
+                   "(default: fresh each run; every row records it)")
     p.add_argument("--l2-flush", choices=tuple(L2_CHOICES), default=DEFAULT.l2,
                    help=f"how the events timer evicts L2 before each sample, stored as the rows' l2 "
                         f"(each choice is explained below; default {DEFAULT.l2})")
@@ -143,7 +146,8 @@ def chosen_cases(args, registry, preset, named, workloads, dtypes, device) -> li
     in memory), each once, in that order."""
     from suite import shapes
 
-    cases = [c for w in workloads for c in registry.workloads[w].cases(preset, dtypes)] if preset else []
+    cases = [c for w in workloads if preset in registry.workloads[w].preset_names()
+             for c in registry.workloads[w].cases(preset, dtypes, seed=args.seed)] if preset else []
     user = shapes.cli_cases(args.shape, registry.workloads, named, dtypes)
     if args.shapes:
         user += shapes.file_cases(args.shapes, registry.workloads, named, dtypes)
@@ -189,6 +193,8 @@ def main(args) -> int:
         run = _open_resume(args.resume)
         recorded = resume.apply(args, run.rows, _defaults(), args.resume)
     protocol = make_protocol(args)  # checked before anything slow runs
+    # the seed before the plan: the fuzz preset's shapes are drawn from it
+    args.seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     registry = discover(args.plugin)
     plan = make_plan(args, registry)
     refuse_unrunnable(plan)
@@ -216,7 +222,6 @@ def main(args) -> int:
         run = RunFile(out)
         run_id = secrets.token_hex(6)
     # what --resume reads back: the resolved device, preset, timers and seed
-    args.seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     args.device, args.preset, args.timer = plan.device, plan.preset, ",".join(plan.timers)
 
     # CUDA extensions build in the background from here on, through the

@@ -1,4 +1,5 @@
-"""Shapes a user asks for: ``--shape K=V,...`` and ``--shapes FILE``.
+"""Shapes a user asks for (``--shape K=V,...``, ``--shapes FILE``) and the
+sizes the ``fuzz`` preset draws (:func:`fuzz_size`).
 
 Both give Cases tagged with where their shape came from (``cli``,
 ``file:PATH``; a preset's cases carry ``preset:NAME``), stored as the rows'
@@ -21,7 +22,9 @@ a list value is swept, and a table's cases are the product of its lists::
 from __future__ import annotations
 
 import itertools
+import math
 import os
+import random
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -215,3 +218,46 @@ def check_fits(cases: Iterable[Case], workloads: dict[str, Workload], device: st
             raise UsageError(f"{case} ({case.source}): its inputs, output and float64 reference need about "
                              f"{need / 2**30:.1f} GiB and {where} {free / 2**30:.1f} GiB free; "
                              "use a smaller shape")
+
+
+def is_prime(n: int) -> bool:
+    if n < 2:
+        return False
+    if n % 2 == 0:
+        return n == 2
+    return all(n % d for d in range(3, math.isqrt(n) + 1, 2))
+
+
+def fuzz_size(rng: random.Random, lo: int, hi: int) -> int:
+    """A size drawn log-uniformly from [lo, hi], then made as awkward as users'
+    sizes are: a prime (2 draws in 5), odd (1 in 5), a multiple of 8 but not of
+    64 (1 in 5), or round, a multiple of 128 (1 in 5; a power of two below
+    128).  Kernels tuned to round sizes meet the first three; the last keeps the
+    round sizes they were tuned on in the mix.  Always within [lo, hi]."""
+    if not 1 <= lo <= hi:
+        raise ValueError(f"fuzz_size: need 1 <= lo <= hi, got {lo}, {hi}")
+    x = min(hi, max(lo, int(math.exp(rng.uniform(math.log(lo), math.log(hi + 1))))))
+    kind = rng.randrange(5)
+    if kind < 2:
+        up = next((n for n in range(x, min(hi, x + 2000) + 1) if is_prime(n)), None)
+        down = next((n for n in range(x, max(lo, x - 2000) - 1, -1) if is_prime(n)), None)
+        y = up if up is not None else down
+    elif kind == 2:
+        y = x | 1
+    elif kind == 3:
+        y = 8 * max(1, round(x / 8))
+        y += 8 if y % 64 == 0 else 0
+    else:
+        y = 128 * round(x / 128) if x >= 128 else 1 << (x.bit_length() - 1)
+    return x if y is None or not lo <= y <= hi else y
+
+
+def fuzz_rows(rng: random.Random, n: int, lo_elems: int, hi_elems: int, max_m: int | None = None) -> int:
+    """A row count M for rows of ``n`` columns so that M * n falls in
+    [lo_elems, hi_elems] where it can (at least 1 row, at most ``max_m``)."""
+    lo = max(1, -(-lo_elems // n))
+    hi = max(lo, hi_elems // n)
+    if max_m is not None:
+        hi = min(hi, max_m)
+        lo = min(lo, hi)
+    return fuzz_size(rng, lo, hi)

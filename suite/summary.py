@@ -153,6 +153,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workloads", help="comma-separated workloads for --rows")
     p.add_argument("--impls", help="comma-separated implementations for --rows")
     p.add_argument("--dtypes", help="comma-separated dtypes for --rows")
+    p.add_argument("--robustness", action="store_true",
+                   help="also print, per implementation and dtype, the geometric mean and the worst of "
+                        "SOL (memory bound) or of the speed against the workload's reference backend "
+                        "(compute bound) over the run's shapes, naming the worst (always for a fuzz run)")
 
 
 def main(args) -> int:
@@ -178,6 +182,11 @@ def main(args) -> int:
         print(f"run {run_id}: {first['gpu_name']}, commit {str(first['commit'])[:7]}, "
               f"{first['timestamp']}, {len(g)} rows ({first['source']})")
         print_summary(g)
+        if args.robustness or ("preset" in g and g["preset"].astype(str).eq("fuzz").any()):
+            from suite.robustness import print_robustness
+            from suite.workload import discover
+
+            print_robustness(g, discover().workloads)
         if args.rows:
             print_rows(rows)
     if skipped == len(runs) and skipped:

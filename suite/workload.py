@@ -15,6 +15,7 @@ import hashlib
 import importlib
 import importlib.util
 import pkgutil
+import random
 import re
 import sys
 import traceback
@@ -26,6 +27,7 @@ from suite.args import UsageError
 
 DTYPES = ("float32", "float16", "bfloat16")
 BACKENDS = ("eager", "torch", "compile", "triton", "cuda")
+FUZZ = "fuzz"  # the preset whose shapes are drawn from the run's seed
 
 # Module file name -> the backend it provides; used to name a module that
 # failed to import, so `list` can still say which backend is missing and why.
@@ -93,23 +95,61 @@ class Workload:
     name: ClassVar[str]
     shape_keys: ClassVar[tuple[str, ...]]
     bound: ClassVar[str]  # "memory" or "compute": what limits the large shapes
+    # the backend a compute-bound workload's implementations are measured
+    # against (the best of its variants on the same case), e.g. the vendor
+    # library's; None: scored on SOL alone
+    reference_backend: ClassVar[str | None] = None
     dtypes: ClassVar[tuple[str, ...]] = DTYPES
     # Normwise relative error allowed against the float64 reference.
     tolerances: ClassVar[dict[str, float]] = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
     presets: ClassVar[dict[str, list[dict[str, int]]]] = {}
-    # dtypes a preset sweeps when none are asked for: quick keeps float32 and
-    # bfloat16 (the targets' dtypes), llm the models' bfloat16; full and cpu
-    # sweep all three
+    # dtypes a preset sweeps when none are asked for: quick and fuzz keep
+    # float32 and bfloat16 (the targets' dtypes), llm the models' bfloat16;
+    # full and cpu sweep all three
     preset_dtypes: ClassVar[dict[str, tuple[str, ...]]] = {"quick": ("float32", "bfloat16"),
+                                                          "fuzz": ("float32", "bfloat16"),
                                                           "llm": ("bfloat16",)}
 
-    def cases(self, preset: str, dtypes: Iterable[str] | None = None) -> list[Case]:
+    # the seeded preset: fuzz_count shapes from fuzz_shape(), a function of the run's seed
+    fuzz_count: ClassVar[int] = 24
+
+    def fuzz_shape(self, rng: random.Random, i: int) -> dict[str, int] | None:
+        """The ``i``-th shape of the ``fuzz`` preset, drawn from ``rng`` (None: no fuzz preset).
+
+        A workload overrides it with the ranges its users run; ``i`` lets it
+        give each kind of shape (decode, vocabulary rows, ...) its share."""
+        return None
+
+    def preset_names(self) -> list[str]:
+        return list(self.presets) + ([FUZZ] if self.fuzz_shape(random.Random(0), 0) is not None else [])
+
+    def preset_shapes(self, preset: str, seed: int | None = None) -> list[dict[str, int]]:
+        """The shapes of a preset; ``fuzz``'s are drawn afresh from ``seed`` (the
+        same seed, the same shapes, whatever else the process has drawn)."""
+        if preset == FUZZ and FUZZ not in self.presets:
+            if seed is None:
+                raise ValueError(f"the {FUZZ} preset needs a seed")
+            if FUZZ not in self.preset_names():
+                raise KeyError(preset)
+            rng = random.Random(f"{FUZZ}:{self.name}:{seed}")
+            shapes: list[dict[str, int]] = []
+            for i in range(50 * self.fuzz_count):  # a repeat is drawn again, a bounded number of times
+                shape = self.fuzz_shape(rng, len(shapes))
+                if shape not in shapes:
+                    shapes.append(shape)
+                if len(shapes) == self.fuzz_count:
+                    break
+            return shapes
         if preset not in self.presets:
             raise KeyError(preset)
+        return self.presets[preset]
+
+    def cases(self, preset: str, dtypes: Iterable[str] | None = None, seed: int | None = None) -> list[Case]:
+        shapes = self.preset_shapes(preset, seed)
         default = self.preset_dtypes.get(preset, self.dtypes)
         chosen = [d for d in (dtypes or default) if d in self.dtypes]
         return [replace(Case.make(self.name, d, **shape), source=f"preset:{preset}")
-                for shape in self.presets[preset] for d in chosen]
+                for shape in shapes for d in chosen]
 
     def flops(self, case: Case) -> float:
         raise NotImplementedError

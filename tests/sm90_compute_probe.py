@@ -42,7 +42,10 @@ def _compile(fn, sig, const, divisible, warps, stages):
     return {"shared": k.metadata.shared,
             "regs": int(re.search(r"Used (\d+) registers", log).group(1)),
             "spill": int(re.search(r"(\d+) bytes spill stores", log).group(1)),
-            "wgmma": "wgmma.mma_async" in ptx, "tma": "cp.async.bulk.tensor" in ptx}
+            "wgmma": "wgmma.mma_async" in ptx, "tma": "cp.async.bulk.tensor" in ptx,
+            # 16-byte asynchronous copies of A and B, and element-by-element loads
+            "cp_async16": len(re.findall(r"cp\.async\.cg\.shared\.global \[[^]]*\], \[[^]]*\], 0x10", ptx)),
+            "scalar_loads": len(re.findall(r"ld\.global\.b(?:16|32) ", ptx))}
 
 
 def _gemm_jobs():
@@ -56,19 +59,28 @@ def _gemm_jobs():
         def element_size(self):
             return self.size
 
-    ints = ["M", "N", "K", "stride_am", "stride_bk", "stride_cm"]
+    ints = ["M", "N", "K", "stride_am", "stride_bk", "stride_cm", "M_KEY", "N_KEY", "K_KEY"]
+    sizes = ["M", "N", "K", "stride_am", "stride_bk", "stride_cm"]
     for label, ptr, size, prec, m in (("bf16", "*bf16", 2, "tf32", 4096), ("bf16", "*bf16", 2, "tf32", 64),
                                       ("fp32-ieee", "*fp32", 4, "ieee", 4096)):
-        for cfg in T.prune(None, {"M": m, "a_ptr": _Operand(size)}, PRECISION=prec):
-            const = dict(cfg.kwargs, PRECISION=prec, UPCAST=False, EVEN_M=True, EVEN_N=True, EVEN_K=True,
-                         stride_ak=1, stride_bn=1, stride_cn=1)
+        for cfg in T.prune(None, {"M_KEY": m, "N_KEY": m, "a_ptr": _Operand(size)}, PRECISION=prec):
+            const = dict(cfg.kwargs, PRECISION=prec, UPCAST=False, VEC=16, EVEN_M=True, EVEN_N=True,
+                         EVEN_K=True, stride_ak=1, stride_bn=1, stride_cn=1)
             sig = dict({p: ptr for p in ("a_ptr", "b_ptr", "c_ptr")}, **{n: "i32" for n in ints})
             yield (f"gemm-tiled-{label}", cfg, T._gemm_kernel.fn, sig, const,
-                   ["a_ptr", "b_ptr", "c_ptr"] + ints)
+                   ["a_ptr", "b_ptr", "c_ptr"] + sizes)
+    # M=4000, N=3000, K=5000: sizes Triton sees as unaligned (not multiples of 16);
+    # the launcher's VEC=8 must keep A's and B's loads 16 bytes wide
+    for cfg in T.prune(None, {"M_KEY": 4096, "N_KEY": 3072, "a_ptr": _Operand(2)}, PRECISION="tf32"):
+        const = dict(cfg.kwargs, PRECISION="tf32", UPCAST=False, VEC=8, EVEN_M=False, EVEN_N=False,
+                     EVEN_K=False, stride_ak=1, stride_bn=1, stride_cn=1)
+        sig = dict({p: "*bf16" for p in ("a_ptr", "b_ptr", "c_ptr")}, **{n: "i32" for n in ints})
+        yield "gemm-tiled-bf16-ragged", cfg, T._gemm_kernel.fn, sig, const, ["a_ptr", "b_ptr", "c_ptr"]
     for cfg in P.LARGE + P.SKINNY:
         bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
         sig = {"a_desc": f"tensordesc<bf16[{bm}, {bk}]>", "b_desc": f"tensordesc<bf16[{bk}, {bn}]>",
-               "c_desc": f"tensordesc<bf16[{bm}, {bn}]>", "M": "i32", "N": "i32", "K": "i32"}
+               "c_desc": f"tensordesc<bf16[{bm}, {bn}]>", "M": "i32", "N": "i32", "K": "i32",
+               "M_KEY": "i32", "N_KEY": "i32", "K_KEY": "i32"}
         const = dict(cfg.kwargs, NUM_SMS=132, UPCAST=False, DTYPE="torch.bfloat16")
         yield "gemm-persistent-bf16", cfg, P._persistent_kernel, sig, const, []
 
@@ -78,7 +90,8 @@ def _attention_jobs():
 
     for d, configs in A.CONFIGS.items():
         for cfg in configs:
-            sig = {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "O": "*bf16", "S": "i32", "qk_scale": "fp32"}
+            sig = {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "O": "*bf16", "S": "i32", "qk_scale": "fp32",
+                   "S_KEY": "i32"}
             const = dict(cfg.kwargs, HEAD_DIM=d, CAUSAL=True, UPCAST=False)
             yield f"attention-d{d}-causal", cfg, A._attn_fwd, sig, const, ["Q", "K", "V", "O"]
 

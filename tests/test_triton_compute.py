@@ -133,3 +133,5 @@ def test_gpu_configs_compile_for_sm90():
         tensor_cores = "fp32-ieee" not in r["kernel"] and r["config"]["BLOCK_M"] >= 64
         assert r["wgmma"] == tensor_cores, f"{where}: wgmma={r['wgmma']}"
         assert r["tma"] == ("persistent" in r["kernel"]), f"{where}: tma={r['tma']}"
+    ragged = [r for r in rows if r["kernel"] == "gemm-tiled-bf16-ragged"]
+    assert ragged and all(r["cp_async16"] > 0 and r["scalar_loads"] == 0 for r in ragged), ragged

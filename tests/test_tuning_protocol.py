@@ -72,3 +72,13 @@ def test_the_worker_makes_its_options_protocol_current(monkeypatch):
     worker.worker_main(conn, opts)
     assert conn.sent == [("ready",)]
     assert suite.timing.current_protocol() is RUN
+
+
+def test_autotune_keys_are_half_octave_buckets():
+    from implementations._shared.autotune import bucket
+
+    assert [bucket(x) for x in (1, 2, 3, 4, 5, 6, 7, 8, 9)] == [1, 2, 3, 4, 6, 6, 8, 8, 12]
+    assert bucket(3000) == bucket(3072) == 3072 and bucket(3073) == bucket(4000) == 4096
+    for x in range(1, 20000, 7):
+        b = bucket(x)
+        assert x <= b < 1.5 * x + 1 and bucket(b) == b

@@ -13,6 +13,11 @@ shorten the warm-up of a first run without changing what is chosen from:
   way the suite will measure the winner, and short kernels (tens of
   microseconds) are not ranked by their launch overhead.
 
+Keys are sizes rounded up to a half-octave (:func:`bucket`): a kernel passes
+``bucket(M)`` and the like as arguments it ignores and names them in ``key``,
+so every shape in a bucket reuses the bucket's winner and a sweep of new
+shapes tunes once per bucket, not once per shape.
+
 Nothing changes under TRITON_INTERPRET (one config runs there) or when a
 key's winner comes from Triton's disk cache (``cache_results=True``): no
 candidate is timed then, so none is compiled ahead.
@@ -43,6 +48,17 @@ def _bench(fn, quantiles=None):
         return t.median
     by_q = {0.5: t.median, 0.2: t.p20, 0.8: t.p80}
     return [by_q.get(q, t.median) for q in quantiles]
+
+
+def bucket(x: int) -> int:
+    """``x`` rounded up to the next 2^k or 3 * 2^(k-1): 1, 2, 3, 4, 6, 8, 12, ...,
+    3072, 4096, 6144, 8192.  Within a bucket sizes differ by at most a third, so
+    the tile that wins for one suits the rest; the kernels mask every edge, so
+    any size runs correctly whatever its bucket's winner."""
+    if x <= 3:
+        return max(int(x), 1)
+    p = 1 << (int(x) - 1).bit_length()
+    return 3 * p // 4 if x <= 3 * p // 4 else p
 
 
 class _ParallelAutotuner(Autotuner):

@@ -10,10 +10,12 @@ materialises the S x S scores, moves O(S^2) bytes and is memory bound.
 from __future__ import annotations
 
 import math
+import random
 
 import torch
 
 from implementations._models import GPT2, GPT2_CONTEXT, LLAMA3_8B, MISTRAL_7B, PHI3_MINI, QWEN25_7B
+from suite.shapes import fuzz_size
 from suite.workload import Case, Workload, itemsize, register_workload, torch_dtype
 
 
@@ -22,6 +24,7 @@ class Attention(Workload):
     name = "attention"
     shape_keys = ("B", "H", "S", "D", "causal")
     bound = "compute"
+    reference_backend = "torch"  # the best of SDPA's backends (torch, torch:flash, torch:cudnn, ...)
     tolerances = {"float32": 1e-4, "float16": 3e-3, "bfloat16": 2e-2}
     # the eager chain rounds scores, scaled scores, P and O to the dtype (up
     # to 6 u at an element), and flash kernels round P to it before P V
@@ -62,6 +65,21 @@ class Attention(Workload):
                 {"B": 2, "H": PHI3_MINI.heads, "S": 4096, "D": PHI3_MINI.head_dim, "causal": 1},
                 {"B": 16, "H": GPT2.heads, "S": GPT2_CONTEXT, "D": GPT2.head_dim, "causal": 1}],
     }
+
+    def fuzz_shape(self, rng: random.Random, i: int) -> dict[str, int]:
+        # D 64 and 128 and causal or not, in turn; S from 1024 to 8192 in two
+        # draws of three, else from 16 (mostly not a multiple of any block);
+        # heads as models have them; batch for
+        # 16K-512K tokens, held to the quick preset's largest work (2^41 FLOPs:
+        # milliseconds for the kernels, a fraction of a second for the float64
+        # reference)
+        d, causal = (64, 128)[i % 2], (i // 2) % 2
+        s = fuzz_size(rng, 16 if i % 3 == 0 else 1024, 8192)
+        per_head = 4 * s * s * d
+        h = min(rng.choice((8, 12, 16, 20, 25, 28, 32, 40)), max(1, (1 << 41) // per_head))
+        tokens = fuzz_size(rng, 1 << 14, 1 << 19)
+        b = max(1, min(tokens // (h * s), (1 << 41) // (per_head * h)))
+        return {"B": b, "H": h, "S": s, "D": d, "causal": causal}
 
     def memory_bytes(self, case: Case) -> float:
         # the base estimate plus reference()'s float64 scores for one chunk of

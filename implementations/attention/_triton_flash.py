@@ -23,7 +23,7 @@ import triton
 import triton.language as tl
 
 from suite.backends import interpreting
-from implementations._shared.autotune import autotune
+from implementations._shared.autotune import autotune, bucket
 
 
 @triton.jit
@@ -74,7 +74,7 @@ def _stream_kv(acc, l_i, m_i, q, k_base, v_base, offs_m, S, lo, hi, qk_scale,
 
 
 @triton.jit
-def _attn_fwd(Q, K, V, O, S, qk_scale,
+def _attn_fwd(Q, K, V, O, S, qk_scale, S_KEY,  # S_KEY: the autotuner's key only
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
               CAUSAL: tl.constexpr, UPCAST: tl.constexpr):
     if CAUSAL:
@@ -133,7 +133,9 @@ def _prune(configs, named_args, **kwargs):
     return CONFIGS[kwargs["HEAD_DIM"]]
 
 
-_autotuned = autotune(configs=CONFIGS[64] + CONFIGS[128], key=["S", "HEAD_DIM", "CAUSAL"],
+# keyed on S's half-octave bucket (implementations._shared.autotune.bucket):
+# every S in it reuses one tuning, the kernel masks the ragged last blocks
+_autotuned = autotune(configs=CONFIGS[64] + CONFIGS[128], key=["S_KEY", "HEAD_DIM", "CAUSAL"],
                              prune_configs_by={"early_config_prune": _prune},
                              # the winner per key is kept in Triton's cache directory (keyed by the
                              # kernel source, the configs and the GPU architecture), so a second run
@@ -163,7 +165,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     o = torch.empty_like(q)
     qk_scale = math.log2(math.e) / math.sqrt(D)
-    args = (q, k, v, o, S, qk_scale)
+    args = (q, k, v, o, S, qk_scale, bucket(S))
     if interpreting():
         cfg = INTERPRETER_CONFIG
         grid = (triton.cdiv(S, cfg["BLOCK_M"]), B * H)

@@ -7,10 +7,12 @@ a handful), far below any ridge point: memory bound at every size.
 from __future__ import annotations
 
 import math
+import random
 
 import torch
 
 from implementations._models import DECODE, GPT2, GPT2_CONTEXT, LLAMA3_8B, PHI3_MINI, PREFILL, QWEN25_7B
+from suite.shapes import fuzz_size
 from suite.workload import Case, Workload, itemsize, register_workload, torch_dtype
 
 
@@ -37,6 +39,13 @@ class Gelu(Workload):
                 {"N": PREFILL * PHI3_MINI.intermediate},
                 {"N": 8 * GPT2_CONTEXT * GPT2.intermediate}, {"N": DECODE[1] * GPT2.intermediate}],
     }
+
+    def fuzz_shape(self, rng: random.Random, i: int) -> dict[str, int]:
+        # one in six launch bound (up to 1M elements), the rest 1M to 32M
+        # elements: 8 MiB to 256 MiB of traffic in float32, half that in bfloat16
+        if i % 6 == 0:
+            return {"N": fuzz_size(rng, 1, 1 << 20)}
+        return {"N": fuzz_size(rng, 1 << 20, 1 << 25)}
 
     def flops(self, case: Case) -> float:
         return 10.0 * case["N"]

@@ -9,9 +9,12 @@ so eager_bytes == min_bytes and fusion predicts nothing.
 """
 from __future__ import annotations
 
+import random
+
 import torch
 
 from implementations._models import DECODE, GPT2, GPT2_CONTEXT, LLAMA3_8B, PREFILL, QWEN25_7B
+from suite.shapes import fuzz_size
 from suite.workload import Case, Workload, itemsize, register_workload, torch_dtype
 
 
@@ -38,6 +41,7 @@ class Gemm(Workload):
     name = "gemm"
     shape_keys = ("M", "N", "K")
     bound = "compute"
+    reference_backend = "torch"  # cuBLAS: robustness is measured against it
     tolerances = {"float32": 1e-4, "float16": 2e-3, "bfloat16": 1e-2}
     # inputs rounded to a coarser math mode (tf32) err like a random walk of K
     # products, about u of the row's RMS and up to 5-6 u at the worst element;
@@ -56,6 +60,17 @@ class Gemm(Workload):
                  {"M": 128, "N": 8192, "K": 8192}],
         "llm": _llm_gemms(),
     }
+
+    def fuzz_shape(self, rng: random.Random, i: int) -> dict[str, int]:
+        # a quarter decode (M 1-16, memory bound), a quarter skinny (M 17-512),
+        # a quarter with every side 128-8192 and a quarter 1024-8192 (the
+        # targets' large GEMMs); M*N*K at most 2^38 (8192 x 8192 x 4096) to
+        # keep a sweep's time bounded
+        kind = i % 4
+        m = fuzz_size(rng, *((1, 16), (17, 512), (128, 8192), (1024, 8192))[kind])
+        n = fuzz_size(rng, 1024 if kind in (0, 3) else 128, 8192)
+        k = fuzz_size(rng, 1024 if kind == 3 else 256, max(1024, min(8192, (1 << 38) // (m * n))))
+        return {"M": m, "N": n, "K": k}
 
     def size(self, case: Case) -> int:
         return case["M"] * case["N"] * case["K"]

@@ -18,11 +18,12 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from implementations.gemm._triton_tiled import LARGE_MN, SKINNY_M, describe, tile_coords
 from suite.backends import interpreting
-from implementations._shared.autotune import autotune
+from implementations._shared.autotune import autotune, bucket
 
 
 @triton.jit
 def _persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
+                       M_KEY, N_KEY, K_KEY,  # the autotuner's key only
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                        GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, UPCAST: tl.constexpr,
                        DTYPE: tl.constexpr):
@@ -73,14 +74,14 @@ SKINNY = [_cfg(64, 64, 128, 4, 4, 1), _cfg(64, 128, 64, 4, 4, 1)]
 
 
 def _prune(configs, named_args, **kwargs):
-    m, n = named_args["M"], named_args["N"]
+    m, n = named_args["M_KEY"], named_args["N_KEY"]  # the same candidates across a bucket
     if m <= SKINNY_M:
         return SKINNY
     return LARGE if m * n >= LARGE_MN else MID
 
 
 # Descriptors carry no .dtype for the autotuner's key, hence the DTYPE argument.
-_autotuned = autotune(configs=LARGE + MID + SKINNY, key=["M", "N", "K", "DTYPE"],
+_autotuned = autotune(configs=LARGE + MID + SKINNY, key=["M_KEY", "N_KEY", "K_KEY", "DTYPE"],
                              prune_configs_by={"early_config_prune": _prune})(_persistent_kernel)
 
 INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 2}
@@ -120,7 +121,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, str]:
                  TensorDescriptor.from_tensor(c, [bm, bn]))
         tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
         grid = (min(INTERPRETER_SMS, tiles),)
-        _persistent_kernel[grid](*descs, M, N, K, NUM_SMS=INTERPRETER_SMS,
+        _persistent_kernel[grid](*descs, M, N, K, bucket(M), bucket(N), bucket(K), NUM_SMS=INTERPRETER_SMS,
                                  UPCAST=a.dtype == torch.bfloat16, DTYPE=str(a.dtype), **cfg)
         return c, describe(cfg) + f" programs={grid[0]} (interpreter)"
 
@@ -132,6 +133,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, str]:
     def grid(meta):
         return (min(num_sms, triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])),)
 
-    _autotuned[grid](*descs, M, N, K, NUM_SMS=num_sms, UPCAST=False, DTYPE=str(a.dtype))
+    _autotuned[grid](*descs, M, N, K, bucket(M), bucket(N), bucket(K), NUM_SMS=num_sms, UPCAST=False,
+                     DTYPE=str(a.dtype))
     best = _autotuned.best_config
     return c, describe(best.kwargs, best.num_warps, best.num_stages) + f" programs<={num_sms}"

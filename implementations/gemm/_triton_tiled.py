@@ -7,6 +7,20 @@ stages of it (144-192 KiB) fit in the 227 KiB an SM offers; the grouped
 ordering keeps GROUP_M row-blocks of A hot in L2 while they sweep B.  Skinny
 problems (M <= 128) are bandwidth bound on B, so they get narrow tiles that
 spread B's columns over more programs instead.
+
+Triton marks an integer argument as aligned only when it is a multiple of 16,
+so with K = 5000 or N = 3000 (multiples of 8, 16-byte rows in bf16) it could
+not prove A's or B's rows 16-byte aligned, nor the K and N edges of the masks
+on 8-element boundaries, and loaded every element on its own: a fraction of
+cuBLAS's rate.  The launcher passes VEC, the largest power of two up to 16
+that divides K, N and the row strides, and the kernel rounds those to VEC (a
+no-op) so that the compiler knows it: loads and masks stay 16 bytes wide for
+every shape whose rows are 16-byte aligned.
+
+The autotuner's key is the half-octave bucket of M, N and K
+(implementations._shared.autotune.bucket), passed as arguments the kernel
+ignores; the candidates are chosen from the bucket too, so every shape in a
+bucket reuses one tuning.
 """
 from __future__ import annotations
 
@@ -15,7 +29,7 @@ import triton
 import triton.language as tl
 
 from suite.backends import interpreting
-from implementations._shared.autotune import autotune
+from implementations._shared.autotune import autotune, bucket
 
 
 @triton.jit
@@ -37,9 +51,16 @@ def tile_coords(pid, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 @triton.jit
 def _gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                 M_KEY, N_KEY, K_KEY,  # the autotuner's key only
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                 GROUP_M: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+                 GROUP_M: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr, VEC: tl.constexpr,
                  EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr):
+    if VEC > 1:  # what the launcher checked, said so the compiler can vectorise
+        K = K // VEC * VEC
+        N = N // VEC * VEC
+        stride_am = stride_am // VEC * VEC
+        stride_bk = stride_bk // VEC * VEC
+        stride_cm = stride_cm // VEC * VEC
     pid = tl.program_id(0)
     pid_m, pid_n = tile_coords(pid, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     # No wrap-around on the offsets, so these hints are true for every tile and
@@ -105,9 +126,9 @@ def tensor_core_configs(m: int, n: int) -> list:
 
 
 def prune(configs, named_args, **kwargs):
-    """Only the configs meant for this problem: at most four are compiled and timed."""
-    m = named_args["M"]
-    n = named_args.get("N", m)
+    """Only the configs meant for this problem's bucket: at most four are compiled and timed."""
+    m = named_args["M_KEY"]
+    n = named_args["N_KEY"]
     if named_args["a_ptr"].element_size() == 4:
         if kwargs["PRECISION"] == "ieee":
             return FMA
@@ -117,8 +138,9 @@ def prune(configs, named_args, **kwargs):
     return tensor_core_configs(m, n)
 
 
-# PRECISION is in the key: exact and TF32 float32 pick from different lists
-_autotuned = autotune(configs=LARGE + MID + SKINNY + FMA, key=["M", "N", "K", "PRECISION"],
+# PRECISION is in the key: exact and TF32 float32 pick from different lists; VEC
+# too, as a shape whose rows are not 16-byte aligned loads another way
+_autotuned = autotune(configs=LARGE + MID + SKINNY + FMA, key=["M_KEY", "N_KEY", "K_KEY", "PRECISION", "VEC"],
                              prune_configs_by={"early_config_prune": prune},
                              # the winner per key is kept in Triton's cache directory (keyed by the
                              # kernel source, the configs and the GPU architecture), so a second run
@@ -137,6 +159,17 @@ def describe(kwargs, num_warps=None, num_stages=None) -> str:
     return text
 
 
+def vector_width(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> int:
+    """The largest power of two up to 16 dividing K, N and the row strides, when
+    rows are contiguous and the bases 16-byte aligned; else 1 (nothing assumed)."""
+    if a.stride(1) != 1 or b.stride(1) != 1 or c.stride(1) != 1:
+        return 1
+    if any(t.data_ptr() % 16 for t in (a, b, c)):
+        return 1
+    values = (a.shape[1], b.shape[1], a.stride(0), b.stride(0), c.stride(0))
+    return next(v for v in (16, 8, 4, 2, 1) if all(x % v == 0 for x in values))
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor, precision: str) -> tuple[torch.Tensor, str]:
     """C = A @ B in A's dtype; returns C and a description of the config used."""
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
@@ -148,18 +181,20 @@ def matmul(a: torch.Tensor, b: torch.Tensor, precision: str) -> tuple[torch.Tens
     if max(M * K, K * N, M * N) >= 2**31:
         raise ValueError("operands of 2^31 elements or more: the kernel's offsets are 32-bit")
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
-    args = (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    args = (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+            bucket(M), bucket(N), bucket(K))
     # tf32/ieee only matter for float32; 16-bit inputs take the default path
     prec = precision if a.dtype == torch.float32 else "tf32"
+    vec = vector_width(a, b, c)
     if interpreting():
         cfg = INTERPRETER_CONFIG
         grid = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
-        _gemm_kernel[grid](*args, PRECISION=prec, UPCAST=a.dtype == torch.bfloat16, **cfg)
+        _gemm_kernel[grid](*args, PRECISION=prec, UPCAST=a.dtype == torch.bfloat16, VEC=vec, **cfg)
         return c, describe(cfg) + " (interpreter)"
 
     def grid(meta):
         return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
 
-    _autotuned[grid](*args, PRECISION=prec, UPCAST=False)
+    _autotuned[grid](*args, PRECISION=prec, UPCAST=False, VEC=vec)
     best = _autotuned.best_config
     return c, describe(best.kwargs, best.num_warps, best.num_stages)

@@ -7,10 +7,12 @@ and y written once (3*M*N*b) plus the weight and bias (2*N*b); the arithmetic
 from __future__ import annotations
 
 import math
+import random
 
 import torch
 
 from implementations._models import DECODE, GPT2, GPT2_CONTEXT, LLAMA3_8B, PHI3_MINI, PREFILL, QWEN25_7B
+from suite.shapes import fuzz_rows, fuzz_size
 from suite.workload import Case, Workload, itemsize, register_workload, torch_dtype
 
 EPS = 1e-5
@@ -37,6 +39,14 @@ class ResidualLayerNormGelu(Workload):
                 {"M": PREFILL, "N": PHI3_MINI.hidden},
                 {"M": 8 * GPT2_CONTEXT, "N": GPT2.hidden}, {"M": DECODE[1], "N": GPT2.hidden}],
     }
+
+    def fuzz_shape(self, rng: random.Random, i: int) -> dict[str, int]:
+        # a third each: short rows (up to 1024), hidden sizes (1K-8K) and wide
+        # rows (8K-32K); one in four from a single row up (decode), the others
+        # 1M to 24M elements: 12 MiB to 288 MiB of traffic in float32
+        lo, hi = ((2, 1024), (1025, 8192), (8193, 32768))[i % 3]
+        n = fuzz_size(rng, lo, hi)
+        return {"M": fuzz_rows(rng, n, 1 if i % 4 == 1 else 1 << 20, 3 << 23), "N": n}
 
     def size(self, case: Case) -> int:
         return case["M"] * case["N"]

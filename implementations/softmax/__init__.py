@@ -7,10 +7,13 @@ Memory bound at every shape; rows too long for the chip need an online
 """
 from __future__ import annotations
 
+import random
+
 import torch
 
 from implementations._models import (DECODE, GPT2, GPT2_CONTEXT, LLAMA3_8B, MISTRAL_7B, PHI3_MINI,
                                      PREFILL, QWEN25_7B)
+from suite.shapes import fuzz_rows, fuzz_size
 from suite.workload import Case, Workload, itemsize, register_workload, torch_dtype
 
 
@@ -38,6 +41,18 @@ class Softmax(Workload):
                 {"M": LLAMA3_8B.heads * PREFILL, "N": PREFILL},
                 {"M": GPT2.heads * GPT2_CONTEXT, "N": GPT2_CONTEXT}],
     }
+
+    def fuzz_shape(self, rng: random.Random, i: int) -> dict[str, int]:
+        # a quarter each: vocabulary rows (32000-152064 columns, 1 row up to
+        # 32M elements: decode batches to scored prompts), short rows (up to
+        # 1024), rows of 1K-16K and long rows (16K-128K); the others 1M to 32M
+        # elements: 8 MiB to 256 MiB of traffic in float32
+        kind = i % 4
+        if kind == 0:
+            n = fuzz_size(rng, 32000, 152064)
+            return {"M": fuzz_rows(rng, n, 1, 1 << 25), "N": n}
+        n = fuzz_size(rng, *((2, 1024), (1025, 16384), (16385, 131072))[kind - 1])
+        return {"M": fuzz_rows(rng, n, 1 << 20, 1 << 25), "N": n}
 
     def size(self, case: Case) -> int:
         return case["M"] * case["N"]
