@@ -23,6 +23,7 @@ PAGES = [
     st.Page(VIEWS / "bandwidth.py", title="Bandwidth", url_path="bandwidth"),
     st.Page(VIEWS / "roofline.py", title="Roofline", url_path="roofline"),
     st.Page(VIEWS / "fusion.py", title="Fusion", url_path="fusion"),
+    st.Page(VIEWS / "profile.py", title="Profile", url_path="profile"),
     st.Page(VIEWS / "compare.py", title="Compare", url_path="compare"),
     st.Page(VIEWS / "history.py", title="History", url_path="history"),
     st.Page(VIEWS / "data_table.py", title="Data", url_path="data"),

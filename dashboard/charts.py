@@ -72,6 +72,23 @@ def card_text(df: pd.DataFrame) -> pd.Series:
                      index=df.index, dtype=object)
 
 
+def energy_text(df: pd.DataFrame) -> pd.Series:
+    """Joules a call for hover text: "<br>0.0123 J a call, 85.1 GFLOP/J" (GB/J for a memory-bound
+    row), or "" where the row has none (CPU rows, files from before energy was recorded)."""
+    def one(j, gflops, gb, bound) -> str:
+        if j is None or not math.isfinite(j):
+            return ""
+        per, unit = (gflops, "GFLOP/J") if bound == "compute" else (gb, "GB/J")
+        rate = f", {per:.4g} {unit}" if per is not None and math.isfinite(per) else ""
+        return f"<br>{j:.4g} J a call{rate}"
+
+    cols = [pd.to_numeric(df[c], errors="coerce") if c in df.columns else pd.Series([None] * len(df), index=df.index)
+            for c in ("energy_j", "gflops_per_j", "gb_per_j")]
+    bound = df["bound"] if "bound" in df.columns else pd.Series([None] * len(df), index=df.index)
+    return pd.Series([one(*(None if pd.isna(v) else v for v in vals[:3]), vals[3])
+                      for vals in zip(*cols, bound)], index=df.index, dtype=object)
+
+
 def _layout(fig: go.Figure, title: str, x: str, y: str, logx=False, logy=False) -> go.Figure:
     fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, legend_title_text="",
                       margin=dict(l=60, r=20, t=50, b=50), hovermode="closest")
@@ -134,7 +151,7 @@ def roofline_chart(df: pd.DataFrame, peak_gbps: float, peak_tflops: dict[str, fl
     for name in names:
         g = df[df["impl"] == name]
         custom = np.stack([g["workload"], g["shape"], g["dtype"], g["ms_median"], g["gbps"],
-                           g["tflops"], g["sol"], g["timer"], card_text(g)], axis=-1)
+                           g["tflops"], g["sol"], g["timer"], card_text(g) + energy_text(g)], axis=-1)
         fig.add_trace(go.Scatter(
             x=g["intensity"], y=g["tflops"], mode="markers", name=name,
             marker=dict(color=color(name, names), size=9, line=dict(width=0.5, color="#222"),

@@ -65,7 +65,8 @@ class _FieldValue(ctypes.Structure):
 
 
 class _Nvml:
-    """The three NVML reads the sampler needs, for one device handle."""
+    """The three NVML reads the sampler needs, and the energy counter (suite.energy), for one
+    device handle."""
 
     def __init__(self, lib, handle):
         self.lib, self.handle = lib, handle
@@ -96,6 +97,12 @@ class _Nvml:
             return mw / 1000.0 if mw is not None else None
         mw = ctypes.c_uint()
         return mw.value / 1000.0 if self.lib.nvmlDeviceGetPowerUsage(self.handle, ctypes.byref(mw)) == 0 else None
+
+    def energy_mj(self) -> int | None:
+        """The board's total energy since the driver loaded, in mJ (Volta and later), or None."""
+        get = getattr(self.lib, "nvmlDeviceGetTotalEnergyConsumption", None)
+        mj = ctypes.c_ulonglong()
+        return int(mj.value) if get is not None and get(self.handle, ctypes.byref(mj)) == 0 else None
 
     def read(self) -> tuple[float | None, float | None, int]:
         mhz, mask = ctypes.c_uint(), ctypes.c_ulonglong()
@@ -201,3 +208,13 @@ def sampler(device: str) -> Sampler:
 
     nv = nvml_for(torch.cuda.current_device())
     return Sampler(nv.read if nv is not None else None)
+
+
+def energy_counter(device: str) -> Callable[[], int | None] | None:
+    """The current CUDA device's energy counter (mJ) as a call, or None on the CPU or without NVML."""
+    if device != "cuda":
+        return None
+    import torch
+
+    nv = nvml_for(torch.cuda.current_device())
+    return nv.energy_mj if nv is not None and nv.energy_mj() is not None else None

@@ -90,6 +90,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE|PATH",
                    help="import a module, or a .py file by path, that registers implementations "
                         "(examples/ has one); the workers import it too. Repeatable")
+    p.add_argument("--profile", choices=("ncu",),
+                   help="after timing, replay each timed row under Nsight Compute (GPU only) and store "
+                        "its kernels, duration, DRAM/SM/tensor throughput, occupancy, registers, shared "
+                        "and local memory, L2 hit rate as the ncu_* columns")
+    p.add_argument("--profile-dir", type=Path, metavar="DIR",
+                   help="where --profile ncu keeps each row's report and raw CSV "
+                        "(default: a folder beside the output file, named after it with .ncu)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (plain log lines)")
 
 
@@ -107,6 +114,8 @@ def make_plan(args, registry) -> Plan:
     if args.device == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda: no CUDA GPU is visible; use --device cpu --preset cpu")
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cpu" and getattr(args, "profile", None):
+        raise UsageError(f"--profile {args.profile} profiles GPU kernels and this run is on the CPU")
     user_shapes = bool(args.shape or args.shapes)
     preset = args.preset or (None if user_shapes else "quick" if device == "cuda" else "cpu")
     if device == "cpu" and preset in GPU_PRESETS:
@@ -243,11 +252,21 @@ def main(args) -> int:
           + ", ".join(f"{k} {v:.3g}" for k, v in ceil.matmul_tflops.items()) + " TFLOP/s", file=sys.stderr)
     run.fields = {"run_args": resume.record(args), "ceilings": resume.ceilings_json(ceil)}
 
+    profile_dir = None
+    if args.profile == "ncu":
+        from suite import ncu
+
+        profile_dir = str(args.profile_dir or run.path.with_suffix(".ncu"))
+        if ncu.find_ncu() is None:
+            print(f"warning: --profile ncu: {ncu.missing_note()}; rows are timed without it",
+                  file=sys.stderr)
+        else:
+            print(f"ncu reports and raw CSVs go to {profile_dir}", file=sys.stderr)
     sweep = Sweep(plan=plan, registry=registry, out=run, env=env, ceil=ceil, run_id=run_id,
                   timestamp=timestamp, seed=args.seed, timeout=args.timeout, plugins=tuple(args.plugin),
                   protocol=protocol,
                   repeat=args.repeat, shard=args.shard, progress=not args.no_progress,
-                  builds=builds)
+                  builds=builds, profile=args.profile, profile_dir=profile_dir)
     interrupted = sweep.run()
     print_summary(run.rows)
     print(f"wrote {len(run.rows)} rows to {run.path}", file=sys.stderr)

@@ -41,6 +41,12 @@ EXTRA = [
     "read_bytes", "write_bytes", "copy_gbps", "read_gbps", "write_gbps", "mix21_gbps",
     # the check: the test that failed, and the worst element against its bound
     "check", "elem_err", "elem_tol",
+    # joules a call over a back-to-back burst (suite.energy)
+    "energy_j", "energy_w", "energy_calls", "gflops_per_j", "gb_per_j",
+    # Nsight Compute per call (suite.ncu, --profile ncu)
+    "ncu_kernels", "ncu_ms", "ncu_ratio", "ncu_dram_bytes", "ncu_dram_gbps", "ncu_local_bytes",
+    "ncu_dram_pct", "ncu_sm_pct", "ncu_tensor_pct", "ncu_occupancy_pct", "ncu_l2_hit_pct",
+    "ncu_regs", "ncu_smem_bytes", "ncu_top_kernel", "ncu_error", "ncu_csv",
 ]
 COLUMNS = REQUIRED[:8] + SHAPE_COLUMNS + REQUIRED[8:] + EXTRA
 
@@ -53,7 +59,10 @@ _FLOAT = ["ms_median", "ms_p20", "ms_p80", "ms_min", "flops", "min_bytes", "eage
           "compile_s", "peak_gbps_datasheet", "peak_tflops_datasheet", "sm_clock_start_mhz",
           "sm_clock_end_mhz", "mem_clock_start_mhz", "mem_clock_end_mhz", "ms_median_repeat",
           "ms_p20_repeat", "ms_p80_repeat", "sm_clock_mhz", "power_w", "read_bytes", "write_bytes",
-          "copy_gbps", "read_gbps", "write_gbps", "mix21_gbps", "elem_err", "elem_tol"]
+          "copy_gbps", "read_gbps", "write_gbps", "mix21_gbps", "elem_err", "elem_tol",
+          "energy_j", "energy_w", "energy_calls", "gflops_per_j", "gb_per_j", "ncu_kernels", "ncu_ms",
+          "ncu_ratio", "ncu_dram_bytes", "ncu_dram_gbps", "ncu_local_bytes", "ncu_dram_pct", "ncu_sm_pct",
+          "ncu_tensor_pct", "ncu_occupancy_pct", "ncu_l2_hit_pct", "ncu_regs", "ncu_smem_bytes"]
 _INT = ["schema_version", "n_samples", "peak_mem_bytes", "gpu_sms", "size", "seed", "graph_sets",
         "gpu_mem_bytes", "l2_bytes"] + SHAPE_COLUMNS
 _BOOL = ["correct", "dirty"]
@@ -94,10 +103,10 @@ def to_frame(rows: Sequence[dict]) -> pd.DataFrame:
 
 
 def normalize(df: pd.DataFrame) -> pd.DataFrame:
-    df = df.copy()
-    for col in COLUMNS:
-        if col not in df.columns:
-            df[col] = None
+    missing = [c for c in COLUMNS if c not in df.columns]
+    # added at once: one column at a time fragments a frame of this many columns
+    df = pd.concat([df, pd.DataFrame({c: [None] * len(df) for c in missing}, index=df.index, dtype=object)],
+                   axis=1) if missing else df.copy()
     for col in _FLOAT:
         df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
     for col in _INT:

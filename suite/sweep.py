@@ -100,13 +100,16 @@ class Sweep:
     # module's first timed case
     builds: Any = None
     prebuilt: dict = field(default_factory=dict)
+    profile: str | None = None  # "ncu": each timed row replayed under Nsight Compute
+    profile_dir: str | None = None
     _waited: set = field(default_factory=set)
 
     def options(self) -> Options:
         return Options(device=self.plan.device, timers=self.plan.timers, preset=self.plan.preset,
                        seed=self.seed, peaks_gbps=self.ceil.copy_gbps,
                        peaks_tflops=self.ceil.roofs(), plugins=self.plugins,
-                       protocol=self.protocol, repeat=self.repeat, bandwidths=self.ceil.bandwidths())
+                       protocol=self.protocol, repeat=self.repeat, bandwidths=self.ceil.bandwidths(),
+                       profile=self.profile, profile_dir=self.profile_dir)
 
     def stamp(self, row: dict) -> dict:
         """Add what the worker does not know: run identity and environment."""

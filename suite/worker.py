@@ -16,9 +16,10 @@ import time
 import traceback
 import zlib
 from dataclasses import dataclass, field
-from typing import Callable
+from pathlib import Path
+from typing import Any, Callable
 
-from suite import clocks, roofline, verify
+from suite import clocks, energy, roofline, verify
 from suite.store import SCHEMA_VERSION
 from suite.timing import Protocol, l2_bytes, measure, rotation_sets, use_protocol
 from suite.workload import Case, Implementation, Workload, discover, impl_source, itemsize, torch_dtype
@@ -44,6 +45,8 @@ class Options:
     bandwidths: dict[float, float] = field(default_factory=dict)
     # score rows on the roofline; None: on a GPU only (a CPU run is a smoke run)
     roofline: bool | None = None
+    profile: str | None = None  # "ncu": replay each timed row under Nsight Compute (suite.ncu)
+    profile_dir: str | None = None  # where the ncu reports and raw CSVs go
 
     @property
     def scored(self) -> bool:
@@ -217,7 +220,52 @@ def run_impl(wl: Workload, case: Case, impl: Implementation, inputs: dict, ref, 
             row = dict(template, timer=timer, **_check_fields(chk))
             row.update(check=f"timed:{chk.check}", status="incorrect", error=f"{where}: {chk.message}")
         result.append(row)
+    _add_energy(result, call, opts.device)
     return result
+
+
+TIMED = ("ok", "suspect")
+
+
+def _add_energy(rows: list[dict], call: Callable, device: str) -> None:
+    """Joules a call (suite.energy) on every timed row of one implementation, measured once."""
+    timed = [r for r in rows if r.get("status") in TIMED]
+    if not timed:
+        return
+    fields = energy.empty()
+    counter = clocks.energy_counter(device)
+    if counter is not None:
+        try:
+            fields.update(energy.burst(call, lambda: _sync(device), counter,
+                                       min(r["ms_median"] for r in timed)))
+        except Exception:  # noqa: BLE001 - the call ran through its timing: keep those rows
+            fields = energy.empty()
+    for r in timed:
+        r.update(fields)
+        r.update(energy.per_joule(r))
+
+
+def _add_ncu(rows: list[dict], case: Case, impl: Implementation, opts: Options, seed: int) -> None:
+    """Nsight Compute's figures (suite.ncu) on every timed row, from one replay."""
+    timed = [r for r in rows if r.get("status") in TIMED]
+    if not timed:
+        return
+    import sys
+
+    import torch
+
+    from suite import ncu, replay
+
+    spec = replay.spec(case, impl.name, seed, opts.plugins, torch.cuda.current_device(),
+                       ncu.WARMUP, ncu.CALLS, opts.protocol.l2)
+    name = ncu.profile_name(case.workload, impl.name, case.dtype, case.label)
+    fields = ncu.profile(spec, Path(opts.profile_dir or "ncu"), name, timed[0]["ms_median"])
+    if fields.get("ncu_error"):
+        print(f"warning: {case} {impl.name}: {fields['ncu_error']}", file=sys.stderr, flush=True)
+    for r in timed:
+        r.update(fields)
+        ms = r.get("ms_median")
+        r["ncu_ratio"] = fields["ncu_ms"] / ms if ms and ms > 0 else math.nan
 
 
 def run_case(wl: Workload, case: Case, impls: list[Implementation], opts: Options, send) -> bool:
@@ -271,6 +319,8 @@ def run_case(wl: Workload, case: Case, impls: list[Implementation], opts: Option
             if opts.device == "cuda":
                 torch.cuda.empty_cache()
             continue
+        if opts.profile == "ncu":
+            _add_ncu(rows, case, impl, opts, seed)
         for row in rows:
             send(("row", row))
         _tidy(opts.device)

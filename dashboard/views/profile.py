@@ -1,0 +1,25 @@
+"""Profile: why each implementation of one case sits where it does (Nsight Compute), and its energy."""
+import streamlit as st
+
+from dashboard import charts_profile, ui
+
+ctx = ui.context()
+ui.header(ctx, "Profile")
+rows = charts_profile.profiled(ctx.rows)
+if rows.empty:
+    st.info("No row of the chosen runs has Nsight Compute or energy figures. Record them on a GPU "
+            "with --profile ncu, for example:")
+    st.code("python -m suite run --workloads WORKLOAD --profile ncu", language="bash")
+    st.stop()
+
+cases = charts_profile.cases(rows)
+case = st.selectbox("Case", cases, format_func=lambda c: " · ".join(map(str, c)), key="profile_case")
+d = charts_profile.one_case(rows, case)
+st.plotly_chart(charts_profile.breakdown(d, title="Speed of light per unit, % of peak"),
+                key="profile_chart")
+st.caption("SOL is the suite's: the roofline bound over the measured median. The other bars are "
+           "Nsight Compute's, per call, duration-weighted over its kernels (--clock-control none, "
+           "cold caches). ncu_ratio near 1 says ncu's kernel time agrees with the suite's timer; "
+           "energy_j is joules a call over a back-to-back burst (docs/protocol.md).")
+st.subheader("Implementations, fastest first")
+st.dataframe(charts_profile.table(d), hide_index=True)
