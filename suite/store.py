@@ -41,6 +41,8 @@ EXTRA = [
     "read_bytes", "write_bytes", "copy_gbps", "read_gbps", "write_gbps", "mix21_gbps",
     # the check: the test that failed, and the worst element against its bound
     "check", "elem_err", "elem_tol",
+    # the GPU of the host a row ran on (--gpus), as the run listed it
+    "device_index",
 ]
 COLUMNS = REQUIRED[:8] + SHAPE_COLUMNS + REQUIRED[8:] + EXTRA
 
@@ -55,7 +57,7 @@ _FLOAT = ["ms_median", "ms_p20", "ms_p80", "ms_min", "flops", "min_bytes", "eage
           "ms_p20_repeat", "ms_p80_repeat", "sm_clock_mhz", "power_w", "read_bytes", "write_bytes",
           "copy_gbps", "read_gbps", "write_gbps", "mix21_gbps", "elem_err", "elem_tol"]
 _INT = ["schema_version", "n_samples", "peak_mem_bytes", "gpu_sms", "size", "seed", "graph_sets",
-        "gpu_mem_bytes", "l2_bytes"] + SHAPE_COLUMNS
+        "gpu_mem_bytes", "l2_bytes", "device_index"] + SHAPE_COLUMNS
 _BOOL = ["correct", "dirty"]
 
 
