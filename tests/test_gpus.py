@@ -171,3 +171,51 @@ def test_gpus_needs_gpus(tmp_path):
     r = suite("run", *SMALL, "--gpus", "0", "--out", str(tmp_path / "x.parquet"), timeout=120,
               env={gpus.FAKE_ENV: ""})
     assert r.returncode == 2 and "--gpus 0: no GPU to list on cpu" in r.stderr, r.stderr[-2000:]
+
+
+# ---------------------------------------------------------------- shards of many hosts
+
+@pytest.fixture(scope="module")
+def shard_folder(tmp_path_factory):
+    """A sweep in three shards, each run as a scheduler's array task would."""
+    folder = tmp_path_factory.mktemp("shards")
+    for k in (1, 2, 3):
+        r = suite("run", "--device", "cpu", "--workloads", "softmax", "--shape", "M=3,N=5",
+                  "--shape", "M=7,N=9", "--shape", "M=2,N=33", "--impls", "torch", "--dtypes",
+                  "float32", "--samples", "3,3", "--no-progress", "--reuse-ceilings",
+                  "--shard", f"{k}/3", "--out", str(folder / f"shard-{k}.parquet"))
+        assert r.returncode == 0, r.stderr[-3000:]
+    return folder
+
+
+def test_shards_names_the_missing_and_the_duplicated(shard_folder, tmp_path, capsys):
+    from suite.cli import main
+
+    assert main(["shards", str(shard_folder)]) == 0
+    assert "in 3 shards (workloads softmax, impls torch, dtypes float32): complete, 3 files" in capsys.readouterr().out
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "a.parquet").write_bytes((shard_folder / "shard-1.parquet").read_bytes())
+    (broken / "b.parquet").write_bytes((shard_folder / "shard-3.parquet").read_bytes())
+    (broken / "c.parquet").write_bytes((shard_folder / "shard-3.parquet").read_bytes())
+    assert main(["shards", str(broken)]) == 1
+    line = capsys.readouterr().out
+    assert "missing 2/3" in line and "3/3 held 2 times" in line and "b.parquet" in line and "c.parquet" in line
+    # compare refuses the folder, names why, and still takes one shard named on its own
+    assert main(["compare", str(shard_folder), str(broken)]) == 2
+    assert "CANDIDATE: incomplete shards" in capsys.readouterr().err
+    assert main(["compare", str(shard_folder / "shard-3.parquet"), str(broken / "b.parquet")]) == 0
+    assert "incomplete" not in capsys.readouterr().err
+
+
+def test_shards_without_shards_or_with_a_bad_one_is_bad_input(shard_folder, tmp_path, capsys):
+    from suite.cli import main
+
+    df = store.read_file(shard_folder / "shard-1.parquet").drop(columns="source")
+    store.write_atomic(df.assign(shard=None), tmp_path / "plain" / "x.parquet")
+    assert main(["shards", str(tmp_path / "plain")]) == 2
+    assert "none with --shard" in capsys.readouterr().err
+    store.write_atomic(df.assign(shard="4/3"), tmp_path / "bad" / "x.parquet")
+    assert main(["shards", str(tmp_path / "bad")]) == 2
+    assert "not one K/N" in capsys.readouterr().err
+    assert main(["shards", str(tmp_path / "nothing-here")]) == 2
