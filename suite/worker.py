@@ -1,7 +1,9 @@
 """The process that runs cases, so that a crash costs only itself.
 
-The parent (suite.runner) sends one case at a time with the implementations
-still to do; the worker answers, per implementation, ``("start", name)`` then
+A worker starts by answering ``("ready", info)``: ``info`` is empty, or for a
+worker of ``--gpus`` its own device and the ceilings it measured (or loaded)
+for it.  The parent (suite.sweep) then sends one case at a time with the
+implementations still to do; the worker answers, per implementation, ``("start", name)`` then
 ``("row", row)`` for each timer.  After an error that leaves the CUDA context
 unusable (an illegal address, a device-side assert) the worker reports it and
 exits, and the parent starts a fresh one for the rest of the sweep.  Segfaults
