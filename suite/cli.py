@@ -20,6 +20,8 @@ VERBS = {
     "list": ("suite.listing", "configure", "main",
              "the workloads x implementations matrix, with availability and reasons"),
     "show": ("suite.summary", "configure", "main", "print the summary table of existing runs"),
+    "shards": ("suite.shards", "configure", "main",
+               "name the missing or duplicated shards of sharded runs; exit 1 if any"),
     "report": ("suite.report", "configure", "main",
                "print Markdown tables of runs (the results documents under docs/ are its output)"),
     "ceilings": ("suite.ceilings", "configure", "main",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from suite import compare, compare_render
+from suite.shards import refuse_incomplete
 from suite.args import UsageError
 from suite.compare_stats import BAND_Z, PRIOR_SIGMA
 
@@ -23,7 +24,8 @@ TEST_HELP = (
     "an ok case with no candidate row although the candidate's sweep (its workloads, backends, "
     "shapes and dtypes) covers it. When the GPUs differ the verdict is taken on SOL. Cases timed "
     "with a different timer or l2 are not comparable. Exit 0: no regression; 1: a regression; "
-    "2: bad input, or no case to compare.")
+    "2: bad input (a folder or glob of shards with one missing or held twice, for one), or no "
+    "case to compare.")
 
 
 def configure(p) -> None:
@@ -81,6 +83,13 @@ def options(args) -> compare.Options:
                            parse_fraction(args.run_spread, "--run-spread"))
 
 
+def _whole(paths, what: str) -> pd.DataFrame:
+    """The runs under ``paths``; a folder or glob of shards must hold each shard once."""
+    df = compare.load(paths, what)
+    refuse_incomplete(df, paths, what)
+    return df
+
+
 def main(args) -> int:
     opt = options(args)
     history = None
@@ -89,19 +98,19 @@ def main(args) -> int:
             raise UsageError(f"--baselines ROOT takes one CANDIDATE (got {len(args.paths)} paths)"
                              + (" and no --by" if args.by else ""))
         stored = compare.load([args.baselines], f"--baselines {args.baselines}")
-        cand = compare.Side("candidate", compare.load(args.paths, "CANDIDATE"))
+        cand = compare.Side("candidate", _whole(args.paths, "CANDIDATE"))
         pairs = [(compare.per_case_base(cand.frame, stored, args.baselines), cand)]
         history = stored
     elif args.by:
         if not args.paths:
             raise UsageError("--by needs a set of runs (files, folders or globs)")
-        pairs = compare.split(compare.load(args.paths, "runs"), args.by, args.base)
+        pairs = compare.split(_whole(args.paths, "runs"), args.by, args.base)
     else:
         if len(args.paths) != 2:
             raise UsageError(f"give BASE and CANDIDATE (got {len(args.paths)} paths; quote globs), "
                              "one set with --by gpu|commit, or CANDIDATE with --baselines ROOT")
-        pairs = [(compare.Side("base", compare.load([args.paths[0]], "BASE")),
-                  compare.Side("candidate", compare.load([args.paths[1]], "CANDIDATE")))]
+        pairs = [(compare.Side("base", _whole([args.paths[0]], "BASE")),
+                  compare.Side("candidate", _whole([args.paths[1]], "CANDIDATE")))]
     if args.history:
         more = compare.load(args.history, "--history")
         history = more if history is None else pd.concat([history, more], ignore_index=True)

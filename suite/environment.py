@@ -45,10 +45,12 @@ def git_state() -> tuple[str, bool | None]:
     return commit, bool(status)
 
 
-def clocks() -> dict[str, float | None]:
-    """Current SM and memory clocks in MHz, from nvidia-smi where it answers."""
+def clocks(gpu: str | None = None) -> dict[str, float | None]:
+    """Current SM and memory clocks in MHz, from nvidia-smi where it answers, of ``gpu``
+    (an nvidia-smi id; default the first of CUDA_VISIBLE_DEVICES, else 0)."""
+    gpu = gpu or os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"
     out = _run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem", "--format=csv,noheader,nounits",
-                "-i", os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"])
+                "-i", gpu])
     if not out:
         return {"sm_mhz": None, "mem_mhz": None}
     try:

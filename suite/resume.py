@@ -99,6 +99,24 @@ def _same(name: str, given, recorded) -> bool:
     return _plain(given) == recorded
 
 
+def ceilings_by_device(rows: list[dict]) -> dict[int, Ceilings]:
+    """Device index -> the ceilings its rows were scored against (a run of --gpus)."""
+    out: dict[int, Ceilings] = {}
+    for r in rows:
+        try:
+            index = int(r.get("device_index"))
+        except (TypeError, ValueError):
+            continue
+        text = r.get("ceilings")
+        if index in out or not isinstance(text, str) or not text:
+            continue
+        try:
+            out[index] = Ceilings(**json.loads(text))
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
 def ceilings(rows: list[dict]) -> Ceilings | None:
     """The ceilings the file's rows were scored against, or None for a file that predates them."""
     data = _first(rows, "ceilings")

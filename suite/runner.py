@@ -7,6 +7,10 @@ one long-lived worker per sweep keeps process start-up (torch import, CUDA
 context, about 5 s) out of the common path, and a restart is paid only on a
 crash.  The Parquet file is rewritten atomically after every case, so Ctrl-C
 or a kill loses at most the case in flight, and ``--resume`` finishes it.
+With ``--gpus`` there is one worker per listed GPU, each measuring the
+ceilings of its own device, and the cases go to whichever is free, most
+expensive first (suite.sweep); the rows still go into one file, each with the
+``device_index`` it ran on.
 """
 from __future__ import annotations
 
@@ -49,6 +53,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "  python -m suite run --preset llm                     # shapes of open LLMs' configs\n"
         "  python -m suite run --preset fuzz --seed 1           # 24 seeded random shapes per workload\n"
         "  python -m suite run --preset full --shard 2/4        # a quarter of the sweep\n"
+        "  python -m suite run --gpus all                       # one worker per GPU of this host\n"
         "  python -m suite run --resume runs/h200/20261129T101500Z-abc1234.parquet")
     p.add_argument("--device", choices=("cuda", "cpu"), help="default: cuda when a GPU is visible, else cpu")
     p.add_argument("--preset", choices=PRESETS,
@@ -73,7 +78,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", type=Path, metavar="FILE",
                    help="complete a partial run in FILE without redoing the cases it already holds, "
                         "with the options, seed and ceilings the file records")
-    p.add_argument("--shard", metavar="K/N", help="run only the K-th of N deterministic slices of the cases")
+    p.add_argument("--shard", metavar="K/N", help="run only the K-th of N deterministic slices of the cases "
+                   "(1-based: 1/4 .. 4/4; `python -m suite shards FOLDER` checks a folder of them)")
+    p.add_argument("--gpus", metavar="all|0,1,...",
+                   help="one worker per listed GPU (an index listed twice: two workers sharing it), "
+                        "cases handed to the next free one, most expensive first; each GPU's rows "
+                        "keep its own ceilings and device_index")
     p.add_argument("--timeout", type=float, default=600.0,
                    help="seconds one implementation may take on one case, compilation included (default 600)")
     p.add_argument("--seed", type=int, help="base seed for the random inputs and the fuzz preset's shapes "
@@ -193,9 +203,9 @@ CPU_NOTE = "CPU run: a smoke run, not scored on a roofline (its rows leave sol a
 
 
 def main(args) -> int:
-    from suite import ceilings, environment, resume
+    from suite import ceilings, environment, gpus, resume
     from suite.summary import print_summary
-    from suite.sweep import Sweep, start_builds
+    from suite.sweep import Slot, Sweep, gpu_slots, start_builds
 
     run, recorded = None, False
     if args.resume:  # the file's options and ceilings, before anything else reads args
@@ -207,6 +217,7 @@ def main(args) -> int:
     registry = discover(args.plugin)
     plan = make_plan(args, registry)
     refuse_unrunnable(plan)
+    indices = gpus.parse(args.gpus, plan.device)
 
     env = environment.collect(plan.device)
     env["clocks_start"] = environment.clocks() if plan.device == "cuda" else {}
@@ -223,7 +234,7 @@ def main(args) -> int:
         if not recorded:
             print(f"note: {run.path} records no run options (written by an older runner): the "
                   f"command line's filters apply and the ceilings are measured again", file=sys.stderr)
-        if ceil is not None and ceil.gpu_name != env["gpu_name"]:
+        if ceil is not None and not indices and ceil.gpu_name != env["gpu_name"]:
             raise UsageError(f"--resume {run.path}: the run was measured on {ceil.gpu_name}, this "
                              f"machine has {env['gpu_name']}; finish it on the same device")
     else:
@@ -236,10 +247,19 @@ def main(args) -> int:
     # CUDA extensions build in the background from here on, through the
     # ceiling measurement and the cases that need no extension.
     builds = start_builds(plan.device, plan.cases)
+    slots = None
+    if indices:
+        recorded_by = resume.ceilings_by_device(run.rows) if ceil is not None else {}
+        slots = gpu_slots(indices, recorded_by)
+        ceil = None
+        print(f"{len(slots)} workers on GPU {','.join(map(str, indices))}: each measures (or with "
+              f"--reuse-ceilings loads) the ceilings of its own GPU"
+              + (f"; GPU {','.join(map(str, sorted(recorded_by)))} keep the run's own" if recorded_by else ""),
+              file=sys.stderr)
     try:
         if ceil is not None:
             print(f"ceilings: the run's own, from {run.path} (measured {ceil.measured_at})", file=sys.stderr)
-        else:
+        elif not slots:
             print("measuring ceilings..." if not args.reuse_ceilings else "loading ceilings...",
                   file=sys.stderr)
             ceil = ceilings.get(plan.device, env["fingerprint"], env["gpu_name"], reuse=args.reuse_ceilings)
@@ -247,10 +267,12 @@ def main(args) -> int:
         if builds is not None:
             builds.close()
         raise
-    print(f"ceilings: read {ceil.read_gbps:.0f}, write {ceil.write_gbps:.0f}, copy {ceil.copy_gbps:.0f}, "
-          f"2:1 {ceil.mix21_gbps:.0f} GB/s; matmul "
-          + ", ".join(f"{k} {v:.3g}" for k, v in ceil.matmul_tflops.items()) + " TFLOP/s", file=sys.stderr)
-    run.fields = {"run_args": resume.record(args), "ceilings": resume.ceilings_json(ceil)}
+    if ceil is not None:
+        print(f"ceilings: read {ceil.read_gbps:.0f}, write {ceil.write_gbps:.0f}, copy {ceil.copy_gbps:.0f}, "
+              f"2:1 {ceil.mix21_gbps:.0f} GB/s; matmul "
+              + ", ".join(f"{k} {v:.3g}" for k, v in ceil.matmul_tflops.items()) + " TFLOP/s", file=sys.stderr)
+        slots = [Slot(index=gpus.plain_index(plan.device), ceil=ceil)]
+    run.fields = {"run_args": resume.record(args)}  # each row's ceilings: those of its GPU (Sweep.stamp)
 
     profile_dir = None
     if args.profile == "ncu":
@@ -266,7 +288,8 @@ def main(args) -> int:
                   timestamp=timestamp, seed=args.seed, timeout=args.timeout, plugins=tuple(args.plugin),
                   protocol=protocol,
                   repeat=args.repeat, shard=args.shard, progress=not args.no_progress,
-                  builds=builds, profile=args.profile, profile_dir=profile_dir)
+                  builds=builds, slots=slots, reuse_ceilings=args.reuse_ceilings,
+                  profile=args.profile, profile_dir=profile_dir)
     interrupted = sweep.run()
     print_summary(run.rows)
     print(f"wrote {len(run.rows)} rows to {run.path}", file=sys.stderr)

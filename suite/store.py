@@ -47,6 +47,8 @@ EXTRA = [
     "ncu_kernels", "ncu_ms", "ncu_ratio", "ncu_dram_bytes", "ncu_dram_gbps", "ncu_local_bytes",
     "ncu_dram_pct", "ncu_sm_pct", "ncu_tensor_pct", "ncu_occupancy_pct", "ncu_l2_hit_pct",
     "ncu_regs", "ncu_smem_bytes", "ncu_top_kernel", "ncu_error", "ncu_csv",
+    # the GPU of the host a row ran on (--gpus), as the run listed it
+    "device_index",
 ]
 COLUMNS = REQUIRED[:8] + SHAPE_COLUMNS + REQUIRED[8:] + EXTRA
 
@@ -64,7 +66,7 @@ _FLOAT = ["ms_median", "ms_p20", "ms_p80", "ms_min", "flops", "min_bytes", "eage
           "ncu_ratio", "ncu_dram_bytes", "ncu_dram_gbps", "ncu_local_bytes", "ncu_dram_pct", "ncu_sm_pct",
           "ncu_tensor_pct", "ncu_occupancy_pct", "ncu_l2_hit_pct", "ncu_regs", "ncu_smem_bytes"]
 _INT = ["schema_version", "n_samples", "peak_mem_bytes", "gpu_sms", "size", "seed", "graph_sets",
-        "gpu_mem_bytes", "l2_bytes"] + SHAPE_COLUMNS
+        "gpu_mem_bytes", "l2_bytes", "device_index"] + SHAPE_COLUMNS
 _BOOL = ["correct", "dirty"]
 
 

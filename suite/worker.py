@@ -1,7 +1,9 @@
 """The process that runs cases, so that a crash costs only itself.
 
-The parent (suite.runner) sends one case at a time with the implementations
-still to do; the worker answers, per implementation, ``("start", name)`` then
+A worker starts by answering ``("ready", info)``: ``info`` is empty, or for a
+worker of ``--gpus`` its own device and the ceilings it measured (or loaded)
+for it.  The parent (suite.sweep) then sends one case at a time with the
+implementations still to do; the worker answers, per implementation, ``("start", name)`` then
 ``("row", row)`` for each timer.  After an error that leaves the CUDA context
 unusable (an illegal address, a device-side assert) the worker reports it and
 exits, and the parent starts a fresh one for the rest of the sweep.  Segfaults
@@ -11,11 +13,12 @@ from __future__ import annotations
 
 import gc
 import math
+import os
 import signal
 import time
 import traceback
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -47,10 +50,27 @@ class Options:
     roofline: bool | None = None
     profile: str | None = None  # "ncu": replay each timed row under Nsight Compute (suite.ncu)
     profile_dir: str | None = None  # where the ncu reports and raw CSVs go
+    # a worker of --gpus: the CUDA_VISIBLE_DEVICES it sets before touching CUDA,
+    # and, with describe, its device reported at start (name, SMs, clocks), with
+    # the ceilings of its own device when own_ceilings names their cache key
+    visible_devices: str | None = None
+    describe: bool = False
+    own_ceilings: str | None = None
+    reuse_ceilings: bool = False
 
     @property
     def scored(self) -> bool:
         return self.device != "cpu" if self.roofline is None else self.roofline
+
+
+# what a worker of --gpus reports about its device, for its rows
+DEVICE_ENV = ("gpu_name", "gpu_sms", "gpu_mem_bytes", "driver", "l2_bytes", "fingerprint")
+
+
+def with_ceilings(opts: Options, ceil) -> Options:
+    """``opts`` scored against the roofs of ``ceil`` (a suite.ceilings.Ceilings)."""
+    return replace(opts, peaks_gbps=ceil.copy_gbps, peaks_tflops=ceil.roofs(),
+                   bandwidths=ceil.bandwidths())
 
 
 def case_seed(base: int, case: Case) -> int:
@@ -345,16 +365,36 @@ def _tidy(device: str) -> None:
             torch.cuda.empty_cache()
 
 
+def _own_device(opts: Options) -> tuple[Options, dict]:
+    """With ``describe``: this worker's device, and the ceilings it measured or loaded."""
+    if not opts.describe:
+        return opts, {}
+    from suite import ceilings, environment
+
+    env = environment.collect(opts.device)
+    info = {"env": {k: env.get(k) for k in DEVICE_ENV}}
+    info["env"]["clocks_start"] = environment.clocks() if opts.device == "cuda" else {}
+    if opts.own_ceilings is not None:
+        ceil = ceilings.get(opts.device, f"{env['fingerprint']}/{opts.own_ceilings}", env["gpu_name"],
+                            reuse=opts.reuse_ceilings)
+        opts = with_ceilings(opts, ceil)
+        info["ceilings"] = asdict(ceil)
+    return opts, info
+
+
 def worker_main(conn, opts: Options) -> None:
     """Entry point of the worker process: serve cases until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    if opts.visible_devices is not None:  # before anything initialises CUDA
+        os.environ["CUDA_VISIBLE_DEVICES"] = opts.visible_devices
     use_protocol(opts.protocol)  # the autotuners time under it too
     registry = discover(opts.plugins)
     if opts.device == "cuda":
         import torch
 
         torch.cuda.init()
-    conn.send(("ready",))
+    opts, info = _own_device(opts)
+    conn.send(("ready", info))
     while True:
         msg = conn.recv()
         if msg[0] == "stop":
