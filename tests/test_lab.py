@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Each probe that times on the GPU, and the arguments its entry point takes
 # (None: a ``bench()`` without arguments).
 GPU_PROBES = {
-    "gelu_midsize": None, "gemm_clocks": ["--seconds", "1"], "gemm_ksweep": None, "gemm_order": None,
+    "energy_counter": [], "gelu_midsize": None, "gemm_clocks": ["--seconds", "1"], "gemm_ksweep": None, "gemm_order": None,
     "l2_flush_probe": None, "mma_feed": [], "mma_peak": [], "rlg_eviction": None, "rlg_pipe_probe": None,
     "rlg_placement": None, "rlg_prefetch_probe": None, "rlg_smem_probe": None, "sampler_overhead": None,
     "softmax_pipe_probe": None, "softmax_short_rows": None,
