@@ -1,33 +1,41 @@
-"""Joules a call, from NVML's energy counter over a burst of back-to-back calls.
+"""Joules a call, from NVML's energy counter while the call runs back to back.
 
 The timed samples are no place to count energy: an L2 eviction and a spin
 kernel run before every sample, and their joules would be charged to the
-call.  So after a case x implementation is timed, it runs again back to back,
-nothing between the calls, for at least ``TARGET_MS``, with the board's total
-energy counter (``nvmlDeviceGetTotalEnergyConsumption``, mJ) read before and
-after, each read after a synchronise:
+call.  So after a case x implementation is timed, it runs again back to back.
 
-    energy_j = (E_after - E_before) / 1000 / calls
-    energy_w = the same joules / the burst's wall time
+The board's total energy counter (``nvmlDeviceGetTotalEnergyConsumption``,
+mJ) does not move continuously: on an H200 it steps every 100 ms, by about
+70 J at the 700 W cap (lab/energy_counter.py).  A fixed 100 ms burst read
+before and after would be off by up to a whole step.  So the burst is timed
+against the counter's own steps: a thread polls the counter every
+``POLL_S`` and stamps each change; the calls run in chunks of about
+``CHUNK_MS`` (a synchronise after each, so the GPU never queues more than
+that) until ``EDGES`` changes have been seen; then
+
+    power_w  = (E at the last change - E at the first) / (time between them)
+    energy_j = power_w * (the burst's wall time / its calls)
     gflops_per_j = flops / 1e9 / energy_j,   gb_per_j = min_bytes / 1e9 / energy_j
 
-At 700 W a 100 ms burst is 70 J, so a counter that moves in steps of a few
-mJ, or updates every few ms, costs well under 1%.  What the figure is: the
-board's joules (HBM, SMs, the rest of the card) while the call runs in a loop;
-inputs that fit in L2 stay warm across calls, and a microsecond kernel whose
-launches cannot keep the GPU busy is charged the draw of the gaps between
-launches, as a caller running it in a loop would pay.  Without NVML, or on the
-CPU, every energy column is NaN.
+Two changes 100 ms apart, each stamped to within a poll, put the power within
+about 1%; a burst costs 100-200 ms.  What the figure is: the board's joules
+(HBM, SMs, the rest of the card) while the call runs in a loop; inputs that
+fit in L2 stay warm across calls, and a microsecond kernel whose launches
+cannot keep the GPU busy is charged the draw of the gaps between launches, as
+a caller running it in a loop would pay.  Without NVML, on the CPU, or when
+the counter does not move within ``MAX_S``, every energy column is NaN.
 """
 from __future__ import annotations
 
 import math
+import threading
 import time
 from typing import Callable
 
-TARGET_MS = 100.0
-MIN_CALLS = 5
-MAX_CALLS = 200_000
+POLL_S = 0.0002
+CHUNK_MS = 5.0
+EDGES = 2
+MAX_S = 0.5
 FIELDS = ("energy_j", "energy_w", "energy_calls", "gflops_per_j", "gb_per_j")
 
 
@@ -35,41 +43,64 @@ def empty() -> dict:
     return {f: math.nan for f in FIELDS}
 
 
-def calls_for(ms_per_call: float, target_ms: float = TARGET_MS) -> int:
-    """Calls that fill ``target_ms`` at ``ms_per_call`` each, within [MIN_CALLS, MAX_CALLS]."""
+def chunk_calls(ms_per_call: float, chunk_ms: float = CHUNK_MS) -> int:
+    """Calls that fill about ``chunk_ms`` at ``ms_per_call`` each (at least 1)."""
     if not ms_per_call or math.isnan(ms_per_call) or ms_per_call <= 0:
-        return MIN_CALLS
-    return int(min(MAX_CALLS, max(MIN_CALLS, math.ceil(target_ms / ms_per_call))))
+        return 1
+    return max(1, min(100_000, int(chunk_ms / ms_per_call)))
+
+
+class _Edges:
+    """A thread that stamps each change of ``counter``: [(time, value), ...]."""
+
+    def __init__(self, counter: Callable[[], int | None], clock: Callable[[], float]):
+        self.counter, self.clock = counter, clock
+        self.seen: list[tuple[float, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        last = self.counter()
+        while not self._stop.is_set():
+            v = self.counter()
+            if v is not None and last is not None and v != last:
+                self.seen.append((self.clock(), v))
+            last = v
+            time.sleep(POLL_S)
+
+    def __enter__(self) -> "_Edges":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def burst(call: Callable[[], object], sync: Callable[[], None], counter: Callable[[], int | None] | None,
-          ms_per_call: float, target_ms: float = TARGET_MS,
-          clock: Callable[[], float] = time.perf_counter) -> dict:
-    """Energy per call of ``call`` run back to back (see the module docstring).
-
-    A burst that ends shorter than half of ``target_ms`` (the timed median was
-    of one cold call; back to back, calls can run faster) is run once more with
-    the calls scaled up, and that one counts.
-    """
-    if counter is None:
+          ms_per_call: float, clock: Callable[[], float] = time.perf_counter,
+          edges: int = EDGES, max_s: float = MAX_S) -> dict:
+    """Energy per call of ``call`` run back to back (see the module docstring)."""
+    if counter is None or counter() is None:
         return empty()
-    n = calls_for(ms_per_call, target_ms)
-    for attempt in range(2):
-        sync()
-        before, t0 = counter(), clock()
-        for _ in range(n):
-            call()
-        sync()
-        after, seconds = counter(), clock() - t0
-        if before is None or after is None or after <= before:  # no counter, or it did not move
-            return empty()
-        if attempt == 0 and seconds * 1e3 < target_ms / 2 and n < MAX_CALLS:
-            n = calls_for(seconds * 1e3 / n, target_ms)
-            continue
-        break
-    joules = (after - before) / 1000.0 / n
-    return {"energy_j": joules, "energy_w": joules * n / seconds if seconds > 0 else math.nan,
-            "energy_calls": n}
+    per_chunk, calls = chunk_calls(ms_per_call), 0
+    sync()
+    with _Edges(counter, clock) as seen:
+        t0 = clock()
+        while len(seen.seen) < edges and clock() - t0 < max_s:
+            for _ in range(per_chunk):
+                call()
+            sync()
+            calls += per_chunk
+        seconds = clock() - t0
+    marks = seen.seen
+    if len(marks) < edges or calls == 0:  # the counter did not move (or not often enough)
+        return empty()
+    (t_a, e_a), (t_b, e_b) = marks[0], marks[edges - 1]
+    if t_b <= t_a or e_b <= e_a:
+        return empty()
+    watts = (e_b - e_a) / 1000.0 / (t_b - t_a)
+    return {"energy_j": watts * seconds / calls, "energy_w": watts, "energy_calls": calls}
 
 
 def per_joule(row: dict) -> dict:

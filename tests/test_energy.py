@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import time
 
 import pytest
 
@@ -10,57 +11,50 @@ from suite import clocks, energy
 
 
 class Card:
-    """A fake GPU: each call takes ``ms`` of the clock and ``mj`` of the energy counter."""
+    """A fake GPU drawing ``watts`` whose energy counter steps every ``step_s``
+    (an H200's steps every 100 ms), on the real clock; a call sleeps ``ms``."""
 
-    def __init__(self, ms: float, mj: float):
-        self.ms, self.mj = ms, mj
-        self.t, self.e, self.calls, self.syncs = 0.0, 1_000_000.0, 0, 0
+    def __init__(self, watts: float, step_s: float, ms: float):
+        self.watts, self.step_s, self.ms = watts, step_s, ms
+        self.t0, self.calls, self.syncs = time.perf_counter(), 0, 0
 
     def call(self):
         self.calls += 1
-        self.t += self.ms / 1e3
-        self.e += self.mj
+        time.sleep(self.ms / 1e3)
 
     def sync(self):
         self.syncs += 1
 
     def counter(self):
-        return int(round(self.e))
-
-    def clock(self):
-        return self.t
+        steps = int((time.perf_counter() - self.t0) / self.step_s)
+        return 5_000_000 + int(round(steps * self.step_s * self.watts * 1000))
 
 
-def test_joules_a_call_over_a_burst_that_fills_the_target():
-    card = Card(ms=1.0, mj=50.0)  # 50 mJ a call of 1 ms: 50 W
-    got = energy.burst(card.call, card.sync, card.counter, ms_per_call=1.0, target_ms=200, clock=card.clock)
-    assert got["energy_calls"] == 200 == card.calls
-    assert got["energy_j"] == pytest.approx(0.05)
-    assert got["energy_w"] == pytest.approx(50.0)
-    assert card.syncs >= 2  # the counter is read after the GPU is idle, before and after
-
-
-def test_a_burst_much_shorter_than_the_target_is_run_again_longer():
-    card = Card(ms=1.0, mj=20.0)
-    # the hint says 10 ms a call: 20 calls, 20 ms, under half of 200 ms -> 200 calls counted
-    got = energy.burst(card.call, card.sync, card.counter, ms_per_call=10.0, target_ms=200, clock=card.clock)
-    assert got["energy_calls"] == 200 and card.calls == 220
-    assert got["energy_j"] == pytest.approx(0.02)
+def test_power_from_the_counters_steps_not_from_a_fixed_window():
+    # steps of 20 ms: a before/after read over a 30 ms burst would be off by
+    # up to a step (67%); between two stamped steps the power is right
+    card = Card(watts=500.0, step_s=0.02, ms=1.0)
+    got = energy.burst(card.call, card.sync, card.counter, ms_per_call=1.0)
+    assert got["energy_w"] == pytest.approx(500.0, rel=0.1)
+    assert got["energy_calls"] == card.calls > 0
+    assert got["energy_j"] == pytest.approx(500.0 * 1e-3, rel=0.5)  # sleep(1 ms) runs a little long
+    assert card.syncs >= got["energy_calls"] // energy.chunk_calls(1.0)  # never more than a chunk queued
 
 
 def test_no_counter_or_a_counter_that_does_not_move_is_nan():
-    card = Card(ms=1.0, mj=0.0)
+    card = Card(watts=0.0, step_s=0.02, ms=1.0)
     assert all(math.isnan(v) for v in energy.burst(card.call, card.sync, None, 1.0).values())
-    got = energy.burst(card.call, card.sync, card.counter, 1.0, target_ms=10, clock=card.clock)
-    assert math.isnan(got["energy_j"])
+    t = time.perf_counter()
+    assert math.isnan(energy.burst(card.call, card.sync, card.counter, 1.0, max_s=0.1)["energy_j"])
+    assert time.perf_counter() - t < 1.0  # gives up at max_s
     assert math.isnan(energy.burst(card.call, card.sync, lambda: None, 1.0)["energy_j"])
 
 
-def test_calls_for_is_bounded():
-    assert energy.calls_for(0.001, 200) == energy.MAX_CALLS
-    assert energy.calls_for(1000.0, 200) == energy.MIN_CALLS
-    assert energy.calls_for(math.nan) == energy.MIN_CALLS
-    assert energy.calls_for(2.0, 200) == 100
+def test_chunks_hold_about_five_ms_of_calls():
+    assert energy.chunk_calls(0.001) == 5000
+    assert energy.chunk_calls(1000.0) == 1
+    assert energy.chunk_calls(math.nan) == 1
+    assert energy.chunk_calls(2.0) == 2
 
 
 def test_gflop_and_gb_per_joule():
