@@ -422,3 +422,51 @@ def history(df: pd.DataFrame, case: dict, metric: str) -> pd.DataFrame:
                         "order": d["commit"].map(order), metric: value, "status": d["status"],
                         "run_id": d["run_id"]})
     return out.sort_values(["gpu", "l2", "order"]).reset_index(drop=True)
+
+
+# --l2-flush choices of `python -m suite run` (suite.timing.L2_CHOICES); "cold" is its default
+L2_FLAGS = ("cold-clean", "cold-flush")
+CASE_COLUMNS = ["rank", "impl", "timer", "ms", "p20", "p80", "rate", "unit", "sol", "vs_torch", "vs_compile",
+                "sm_clock_mhz", "power_w", "energy_j", "config", "command"]
+
+
+def reproduce(row) -> str:
+    """The command that measures this row again (same case, implementation, timer, L2 eviction)."""
+    cmd = (f"python -m suite run --workloads {row['workload']} --shape {row['shape']} "
+           f"--dtypes {row['dtype']} --impls {row['impl']} --timer {row['timer']}")
+    l2 = row.get("l2")
+    return cmd + (f" --l2-flush {l2}" if isinstance(l2, str) and l2 in L2_FLAGS else "")
+
+
+def case_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One case's correct rows (one workload, shape, dtype and GPU), fastest first.
+
+    ``rate`` is GB/s for a memory-bound case and TFLOP/s for a compute-bound one
+    (the row's ``bound``); ``vs_torch`` and ``vs_compile`` are the fastest
+    ``torch*`` and ``compile*`` row's median time over this row's (> 1: this row
+    is faster), on the same timer.  SM clock, power and energy are the row's
+    own where the run recorded them (energy = power x median time).
+    """
+    good = ok(df)
+    if good.empty:
+        return pd.DataFrame(columns=CASE_COLUMNS)
+    good = good.sort_values(["ms_median", "impl"], kind="stable").reset_index(drop=True)
+    compute = good["bound"].astype(str).eq("compute") if "bound" in good.columns else False
+    out = pd.DataFrame({
+        "rank": np.arange(1, len(good) + 1), "impl": good["impl"], "timer": good["timer"],
+        "ms": good["ms_median"], "p20": good["ms_p20"], "p80": good["ms_p80"],
+        "rate": np.where(compute, good["tflops"], good["gbps"]).astype(float),
+        "unit": np.where(compute, "TFLOP/s", "GB/s"), "sol": good["sol"]})
+    for name, prefix in (("vs_torch", "torch"), ("vs_compile", "compile")):
+        mine = good["impl"].astype(str).str.startswith(prefix)
+        best = good[mine].groupby("timer")["ms_median"].min()
+        out[name] = good["timer"].map(best).astype(float) / good["ms_median"]
+    for col in ("sm_clock_mhz", "power_w"):
+        out[col] = pd.to_numeric(good[col], errors="coerce").astype(float) if col in good.columns else np.nan
+    if "energy_j" in good.columns:
+        out["energy_j"] = pd.to_numeric(good["energy_j"], errors="coerce").astype(float)
+    else:
+        out["energy_j"] = out["power_w"] * out["ms"] * 1e-3
+    out["config"] = good["config"].astype("string") if "config" in good.columns else pd.NA
+    out["command"] = [reproduce(r) for r in good.to_dict("records")]
+    return out[CASE_COLUMNS]

@@ -2,15 +2,15 @@
 import numpy as np
 import streamlit as st
 
-from dashboard import analysis, charts, ui
+from dashboard import analysis, charts, safe, ui
 
 ctx = ui.context()
 ui.header(ctx, "Compare", runs=False)
 runs = ctx.loaded.runs
 f = ctx.filters
 
-mode = st.radio("Compare", ["runs", "GPUs", "commits"], horizontal=True, key="cmp_mode",
-                format_func=lambda m: f"two {m}")
+mode = ui.choice(st.radio, "Compare", ["runs", "GPUs", "commits"], horizontal=True, key="cmp_mode",
+                 format_func=lambda m: f"two {m}")
 if mode == "runs":
     options = runs["run_id"].tolist()
     labels = dict(zip(runs["run_id"], runs["label"]))
@@ -34,13 +34,16 @@ left, right = st.columns(2)
 # first view: the newest option against the newest older one measuring a case in common
 # on the same GPU (presets differ; a resumed run's two commits cover different workloads)
 cand_at, base_at = analysis.default_pair(frame, column, options, list(dict.fromkeys(key + ["gpu"])))
-base = left.selectbox("Base", options, index=base_at, format_func=labels.get, key=f"cmp_base_{mode}")
-cand = right.selectbox("Candidate", options, index=cand_at, format_func=labels.get, key=f"cmp_cand_{mode}")
+base = ui.choice(left.selectbox, "Base", options, index=base_at, format_func=labels.get, key=f"cmp_base_{mode}")
+cand = ui.choice(right.selectbox, "Candidate", options, index=cand_at, format_func=labels.get,
+                 key=f"cmp_cand_{mode}")
+ui.page_notes()
 b, c = frame[frame[column] == base], frame[frame[column] == cand]
 differ = set(b["gpu"]) != set(c["gpu"])
 left, right = st.columns(2)
-threshold = left.number_input("Threshold (%)", 0.0, 100.0, 5.0, 0.5, key="cmp_threshold") / 100
-use_sol = right.toggle("Compare SOL instead of time", value=differ, key=f"cmp_sol_{mode}",
+threshold = left.number_input("Threshold (%)", 0.0, 100.0, 5.0, 0.5, key="cmp_threshold",
+                              bind="query-params") / 100
+use_sol = right.toggle("Compare SOL instead of time", value=differ, key=f"cmp_sol_{mode}", bind="query-params",
                        help="Across different GPUs, the fraction of each GPU's own roofline is "
                             "the fair comparison; raw time mostly measures the hardware.")
 if base == cand:
@@ -57,7 +60,7 @@ if cmp.only_base or cmp.only_cand:
     st.caption(f"Unmatched cases: {cmp.only_base} only in base, {cmp.only_cand} only in candidate.")
 other = cmp.other_l2
 if other is not None and len(other):
-    pairs = ", ".join(sorted({f"{b_} vs {c_}" for b_, c_ in zip(other["l2_base"], other["l2_cand"])}))
+    pairs = safe.listing(sorted({f"{b_} vs {c_}" for b_, c_ in zip(other["l2_base"], other["l2_cand"])}))
     st.warning(f"{len(other)} case(s) not compared: their `l2` differs ({pairs}), that is, L2 was "
                "evicted differently before their samples, which moves mid-size times by up to a tenth. "
                "Runs made with the same `--l2-flush` compare.")

@@ -1,0 +1,58 @@
+"""Text from the URL or from a results file, made inert before it is shown.
+
+Streamlit renders Markdown (links, images, autolinks) in captions, alerts,
+titles, widget labels and expander labels, and Plotly renders a subset of
+HTML (``<a href>``, ``<br>``) in titles, trace names and hover text.  Values
+that come from a visitor's link or from a Parquet file (error messages,
+configs, commit names, implementation names, paths) therefore go through
+:func:`md` before they reach a Markdown string and :func:`html` before they
+reach a figure; long values are cut by :func:`clip` first, so a 100 KB query
+value is shown as 80 characters and never laid out whole.
+"""
+from __future__ import annotations
+
+import html as _html
+import re
+
+import pandas as pd
+
+SHOWN_CHARS = 80     # one value, as named in a note
+SHOWN_VALUES = 10    # values named in one note; the rest are counted
+# every ASCII punctuation character CommonMark lets a backslash escape
+_MD_SPECIAL = re.compile(r"([!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])")
+
+
+def clip(value, limit: int = SHOWN_CHARS) -> str:
+    """``value`` as one line of at most ``limit`` characters (an ellipsis marks a cut)."""
+    text = " ".join(str(value).split()) if len(str(value)) <= 4 * limit else \
+        " ".join(str(value)[:4 * limit].split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def md(value, limit: int | None = SHOWN_CHARS) -> str:
+    """``value`` as Markdown that shows exactly its characters: every punctuation
+    mark is backslash-escaped, so no link, image, autolink, emphasis, code span
+    or HTML tag can form (``http\\:\\/\\/`` is not an autolink)."""
+    text = clip(value, limit) if limit else str(value)
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def listing(values, limit: int = SHOWN_VALUES) -> str:
+    """Up to ``limit`` values, clipped and Markdown-escaped, then how many more."""
+    values = list(values)
+    shown = ", ".join(md(v) for v in values[:limit])
+    return shown + (f", and {len(values) - limit} more" if len(values) > limit else "")
+
+
+def html(value) -> str:
+    """``value`` for Plotly text: ``&``, ``<`` and ``>`` as entities, so no tag forms."""
+    return _html.escape(str(value), quote=False)
+
+
+def html_columns(df: pd.DataFrame, columns) -> pd.DataFrame:
+    """A copy of ``df`` whose text ``columns`` (those present) are :func:`html`-escaped."""
+    present = [c for c in columns if c in df.columns]
+    if not present:
+        return df
+    return df.assign(**{c: df[c].map(lambda v: v if not isinstance(v, str) else html(v))
+                        for c in present})
