@@ -18,7 +18,8 @@ import pandas as pd
 
 SHOWN_CHARS = 80     # one value, as named in a note
 SHOWN_VALUES = 10    # values named in one note; the rest are counted
-# every ASCII punctuation character CommonMark lets a backslash escape
+ZWSP = "\u200b"
+# every ASCII punctuation character
 _MD_SPECIAL = re.compile(r"([!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])")
 
 
@@ -30,15 +31,25 @@ def clip(value, limit: int = SHOWN_CHARS) -> str:
 
 
 def md(value, limit: int | None = SHOWN_CHARS) -> str:
-    """``value`` as Markdown that shows exactly its characters: every punctuation
-    mark is backslash-escaped, so no link, image, autolink, emphasis, code span
-    or HTML tag can form (``http\\:\\/\\/`` is not an autolink)."""
+    """``value`` as Markdown that shows its characters: every punctuation mark
+    becomes a numeric character reference (``[`` is ``&#91;``), decoded only
+    after parsing, so no link, image, tag, emphasis or code span can form; and
+    a zero-width space follows each ``:``, ``.`` and ``@``, since Streamlit
+    turns any ``http://``, ``www.`` or e-mail text into a link after parsing.
+    Prefer :func:`plain` in ``st.text`` where the value need not sit in prose."""
     text = clip(value, limit) if limit else str(value)
-    return _MD_SPECIAL.sub(r"\\\1", text)
+    return _MD_SPECIAL.sub(lambda m: f"&#{ord(m.group(1))};" + (ZWSP if m.group(1) in ":.@" else ""), text)
+
+
+def plain(values, limit: int = SHOWN_VALUES) -> str:
+    """Up to ``limit`` values, clipped, one per line, then how many more: for st.text."""
+    values = list(values)
+    more = [f"and {len(values) - limit} more"] if len(values) > limit else []
+    return "\n".join([clip(v) for v in values[:limit]] + more)
 
 
 def listing(values, limit: int = SHOWN_VALUES) -> str:
-    """Up to ``limit`` values, clipped and Markdown-escaped, then how many more."""
+    """Up to ``limit`` values, clipped and Markdown-escaped (:func:`md`), then how many more."""
     values = list(values)
     shown = ", ".join(md(v) for v in values[:limit])
     return shown + (f", and {len(values) - limit} more" if len(values) > limit else "")

@@ -85,7 +85,8 @@ def _seed_from_url(options: dict[str, list[str]]) -> list[str]:
 def ignored_note(values: list[str]) -> None:
     """Name values a link held that select nothing: clipped, escaped, at most a few."""
     if values:
-        st.caption("Ignored from the link (not among the loaded runs): " + safe.listing(values))
+        st.caption("Ignored from the link (not among the loaded runs):")
+        st.text(safe.plain(values))
 
 
 def choice(widget, label: str, options: list, key: str, index: int = 0, **kw):
