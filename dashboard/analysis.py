@@ -377,8 +377,9 @@ def default_pair(frame: pd.DataFrame, column: str, options: list[str], key: list
     good = ok(frame.loc[frame[column].isin(head).to_numpy(), cols])
     # a case shared under another l2 is not compared (compare), so it does not pair runs
     good = good.assign(_l2=store.l2_column(good))
-    cases = {opt: set(g[key + ["_l2"]].itertuples(index=False, name=None))
-             for opt, g in good.groupby(column, sort=False)}
+    # each case as one 64-bit hash: sets of tuples of 400k rows cost seconds
+    hashed = pd.util.hash_pandas_object(good[key + ["_l2"]], index=False).to_numpy()
+    cases = {opt: set(hashed[idx].tolist()) for opt, idx in good.groupby(column, sort=False).indices.items()}
     for i, cand in enumerate(head):
         for j in range(i + 1, len(head)):
             if not cases.get(cand, set()).isdisjoint(cases.get(head[j], ())):
