@@ -7,6 +7,7 @@ status and never enters a speedup, a best-of or a plot.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -281,9 +282,56 @@ def roofs(df: pd.DataFrame) -> tuple[float, dict[str, float]]:
         return float("nan"), {}
     copy = df["copy_gbps"] if "copy_gbps" in df.columns else pd.Series(dtype=float)
     bw = pd.to_numeric(copy, errors="coerce").fillna(df["peak_gbps"]).median()
-    mode = df["math"].where(df["math"].notna(), df["dtype"]) if "math" in df.columns else df["dtype"]
-    tf = df.assign(_mode=mode).groupby("_mode")["peak_tflops"].median().dropna()
-    return float(bw), {k: float(v) for k, v in tf.items()}
+    mode = math_mode(df)
+    # a row's own peak_tflops is its mode's only where the row names its math
+    own = df["math"].notna() if "math" in df.columns else mode.eq(df["dtype"])
+    own = own | mode.eq(df["dtype"])
+    tf = df[own.to_numpy()].assign(_mode=mode[own]).groupby("_mode")["peak_tflops"].median().dropna()
+    roofs = {k: float(v) for k, v in tf.items()}
+    # a mode present without its own peak (a TF32 variant of a run that predates
+    # ``math``): the run's measured matmul ceilings, where it recorded them
+    for m in sorted(set(mode) - set(roofs)):
+        value = ceiling_tflops(df, m)
+        if value:
+            roofs[m] = value
+    return float(bw), roofs
+
+
+def math_mode(df: pd.DataFrame) -> pd.Series:
+    """Each row's arithmetic: its ``math``, else tf32 for a float32 row of a ``*tf32*``
+    implementation (runs before ``math`` was recorded), else its dtype."""
+    mode = df["dtype"].astype(str)
+    tf32 = df["impl"].astype(str).str.contains("tf32", regex=False) & mode.eq("float32")
+    mode = mode.where(~tf32, "tf32")
+    if "math" in df.columns:
+        mode = df["math"].where(df["math"].notna(), mode).astype(str)
+    return mode
+
+
+def ceiling_tflops(df: pd.DataFrame, mode: str) -> float | None:
+    """The median measured matmul TFLOP/s of ``mode`` in the rows' ``ceilings`` JSON."""
+    if "ceilings" not in df.columns:
+        return None
+    values = []
+    for text in df["ceilings"].dropna().unique()[:64]:
+        try:
+            v = json.loads(text).get("matmul_tflops", {}).get(mode)
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(v, (int, float)) and np.isfinite(v) and v > 0:
+            values.append(float(v))
+    return float(np.median(values)) if values else None
+
+
+# A kernel's FLOPs per byte is at least this; the harness's own rows (copies that
+# measure a ceiling: no FLOPs) sit many decades below and would squeeze the plot.
+MIN_INTENSITY = 1e-6
+
+
+def kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows a roofline plots: implementations' rows, not the harness's."""
+    harness = df["backend"].astype(str).eq("harness") if "backend" in df.columns else False
+    return df[~harness & pd.to_numeric(df["intensity"], errors="coerce").gt(MIN_INTENSITY).to_numpy()]
 
 
 def fusion_table(df: pd.DataFrame) -> pd.DataFrame:

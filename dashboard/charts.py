@@ -86,10 +86,16 @@ def card_text(df: pd.DataFrame) -> pd.Series:
 def _layout(fig: go.Figure, title: str, x: str, y: str, logx=False, logy=False) -> go.Figure:
     fig.update_layout(title=safe.html(title), xaxis_title=x, yaxis_title=y, legend_title_text="",
                       margin=dict(l=60, r=20, t=50, b=50), hovermode="closest")
+    # plain numbers on every axis (0.01, 1, 100), the unit in the title: no SI
+    # prefixes ("10n" TFLOP/s) and no "2x10^5"
     if logx:
-        fig.update_xaxes(type="log")
+        fig.update_xaxes(type="log", tickformat="~g")
+    else:
+        fig.update_xaxes(exponentformat="none", separatethousands=True)
     if logy:
-        fig.update_yaxes(type="log")
+        fig.update_yaxes(type="log", tickformat="~g")
+    else:
+        fig.update_yaxes(exponentformat="none", separatethousands=True)
     return fig
 
 

@@ -10,7 +10,7 @@ rows = ctx.rows
 gpus = sorted(rows["gpu"].unique())
 gpu = ui.choice(st.selectbox, "GPU (each has its own roofs)", gpus, key="roof_gpu") if len(gpus) > 1 else gpus[0]
 d = rows[rows["gpu"] == gpu]
-good = analysis.ok(d)
+good = analysis.kernel_rows(analysis.ok(d))
 if good.empty:
     st.info(f"No correct rows on {safe.md(gpu)}.")
 else:
