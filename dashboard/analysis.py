@@ -519,3 +519,32 @@ def case_table(df: pd.DataFrame) -> pd.DataFrame:
     out["config"] = good["config"].astype("string") if "config" in good.columns else pd.NA
     out["command"] = [reproduce(r) for r in good.to_dict("records")]
     return out[CASE_COLUMNS]
+
+
+def judged(base: pd.DataFrame, cand: pd.DataFrame, threshold: float = 0.05) -> pd.DataFrame:
+    """What ``python -m suite compare`` decides on these two sides, per case (suite.compare:
+    same statistics, same band): its verdict, the ratio candidate / base (time, or time
+    over each side's own bound across GPUs), the band the ratio was judged against (a
+    relative half-width), the reason, and each side's SM clock while timed."""
+    from suite import compare as sc  # the CLI's module; imported when Compare is shown
+
+    cols = ROW_KEY + ["verdict", "ratio", "band", "basis", "reason", "clock_base", "clock_cand"]
+    if base.empty or cand.empty:
+        return pd.DataFrame(columns=cols)
+    # the dashboard does not load samples_ms: significance falls back to suite.compare's
+    # p20-p80 overlap test, where the CLI, reading the samples, uses a Mann-Whitney test
+    base, cand = (d if "samples_ms" in d.columns else d.assign(samples_ms=None) for d in (base, cand))
+    b, c = sc.Side("base", base), sc.Side("candidate", cand)
+    try:
+        result = sc.compare(b, c, sc.Options(threshold=threshold))
+    except sc.UsageError:
+        return pd.DataFrame(columns=cols)
+    rows = pd.DataFrame(result.rows)
+    if rows.empty:
+        return pd.DataFrame(columns=cols)
+    clocks = b.cases[ROW_KEY + ["clock"]].merge(c.cases[ROW_KEY + ["clock"]], on=ROW_KEY, how="outer",
+                                               suffixes=("_base", "_cand"))
+    out = rows.merge(clocks, on=ROW_KEY, how="left")
+    for col in ("ratio", "band", "clock_base", "clock_cand"):
+        out[col] = pd.to_numeric(out[col], errors="coerce").astype(float)
+    return out[cols]

@@ -130,6 +130,10 @@ def test_compare_modes(monkeypatch, tree, mode):
         # newest H200 run against the older one: the planted triton softmax slowdown shows
         reg = table[table["verdict"] == "regression"]
         assert set(reg["impl"]) == {"triton"} and set(reg["workload"]) == {"softmax"}
+        # what `suite compare` decides, with the band it judged against and both clocks
+        assert set(reg["suite_verdict"]) == {"slower"}
+        assert (reg["band_rel"] > 0).all() and (reg["ratio"] > 1 + reg["band_rel"]).all()
+        assert set(table["clock_base"].dropna()) and table["clock_base"].dtype == float
     if mode == "GPUs":
         assert at.toggle(key="cmp_sol_GPUs").value is True
     figs = figures(at)
@@ -176,6 +180,7 @@ def test_case_ranks_the_implementations(monkeypatch, tree):
     # ratios are the fastest torch*/compile* row's time over this row's: 1 on that row itself
     assert t.loc[t["impl"] == "torch", "vs_torch"].iloc[0] == pytest.approx(1.0)
     assert (t["unit"] == "GB/s").all()
+    assert (t["sm_clock_mhz"] == 1755).all() and (t["energy_j"] == t["power_w"] * t["ms"] * 1e-3).all()
     cmd = t.loc[t["impl"] == "triton", "command"].iloc[0]
     assert cmd.startswith("python -m suite run --workloads softmax --shape M=1823,N=781 --dtypes float32 "
                           "--impls triton --timer events")

@@ -4,6 +4,18 @@ import streamlit as st
 
 from dashboard import analysis, charts, safe, ui
 
+
+
+def _judged(mode, base, cand, threshold, filters):
+    """analysis.judged, kept for the session: suite.compare takes seconds on large sides."""
+    memo = st.session_state.setdefault("_cmp_judged", {})
+    k = (mode, base, cand, threshold, filters)
+    if k not in memo:
+        memo.clear()
+        memo[k] = analysis.judged(b, c, threshold)
+    return memo[k]
+
+
 ctx = ui.context()
 ui.header(ctx, "Compare", runs=False)
 runs = ctx.loaded.runs
@@ -39,7 +51,10 @@ cand = ui.choice(right.selectbox, "Candidate", options, index=cand_at, format_fu
                  key=f"cmp_cand_{mode}")
 ui.page_notes()
 # only what analysis.compare reads: a row mask over every column of 200k rows costs ~0.4 s
-need = [c_ for c_ in dict.fromkeys(key + ["gpu", column, "size", "ms_median", "sol", "status", "timestamp", "l2"])
+# (and suite.compare, for the verdicts it would give)
+need = [c_ for c_ in dict.fromkeys(key + ["gpu", column, "size", "ms_median", "sol", "status", "timestamp", "l2",
+                                          "ms_p20", "ms_p80", "bound_ms", "error", "gpu_name", "run_id", "commit",
+                                          "dirty", "sm_clock_mhz", "ms_median_repeat", "source"])
         if c_ in frame.columns]
 values = frame[column].to_numpy()
 b, c = frame.loc[values == base, need], frame.loc[values == cand, need]
@@ -74,11 +89,21 @@ if t.empty:
 else:
     label = "SOL ratio (candidate / base)" if use_sol else "speedup (base ms / candidate ms)"
     st.plotly_chart(charts.compare_scatter(t, threshold, label, title=label), key="cmp_chart")
+    if mode != "commits":  # a side of several GPUs is not one suite compare
+        judged = _judged(mode, base, cand, threshold, f)
+        t = t.merge(judged.rename(columns={"verdict": "suite_verdict", "band": "band_rel"}),
+                    on=analysis.ROW_KEY, how="left")
+        st.caption("suite_verdict, ratio, band_rel and reason are what `python -m suite compare` decides "
+                   "on these two sides (suite.compare): a case moved when its ratio leaves 1 ± band_rel, "
+                   "the band widened by the case's own run-to-run spread and sample floor; clock_base and "
+                   "clock_cand are each side's SM clock while timed (MHz). Without the raw samples the "
+                   "dashboard tests significance by p20-p80 overlap where the CLI uses a Mann-Whitney test.")
     shades = {"regression": "background-color: rgba(214,39,40,0.25)",
               "improvement": "background-color: rgba(44,160,44,0.25)", "same": ""}
     styled = t.style.apply(lambda r: [shades[r["verdict"]]] * len(r), axis=1).format(
         {"ms_median_base": "{:.4g}", "ms_median_cand": "{:.4g}", "sol_base": "{:.3f}",
-         "sol_cand": "{:.3f}", "speedup": "{:.3f}"}, na_rep="—")
+         "sol_cand": "{:.3f}", "speedup": "{:.3f}", "ratio": "{:.3f}", "band_rel": "±{:.1%}",
+         "clock_base": "{:.0f}", "clock_cand": "{:.0f}"}, na_rep="—")
     st.dataframe(styled, hide_index=True)
 if len(cmp.failed):
     st.subheader("Not compared: not ok on one side or both")
