@@ -51,6 +51,13 @@ def color(name: str, seen=()) -> str:
 
 
 DASHES = ["solid", "dash", "dot", "dashdot"]
+# one marker per GPU (Bandwidth) or per workload (Fusion), by order of appearance
+SYMBOLS = ["circle", "diamond", "square", "triangle-up", "x", "star", "cross", "pentagon"]
+
+
+def _symbols(values: pd.Series) -> list[str]:
+    order = {v: i for i, v in enumerate(dict.fromkeys(values))}
+    return [SYMBOLS[order[v] % len(SYMBOLS)] for v in values]
 
 
 def _dash(name: str, names: list[str]) -> str:
@@ -122,7 +129,8 @@ def bandwidth(df: pd.DataFrame, metric: str = "gbps", ceilings: dict[str, float]
                  "<br>SOL %{customdata[2]:.2f}%{customdata[3]}<extra>" + name + "</extra>")
         if not lines:
             fig.add_trace(go.Scatter(
-                x=g["size"], y=g[metric], mode="markers", name=name, marker=dict(color=c, size=8),
+                x=g["size"], y=g[metric], mode="markers", name=name,
+                marker=dict(color=c, size=8, symbol=_symbols(g["gpu"]) if "gpu" in g.columns else None),
                 error_y=dict(type="data", array=(hi - g[metric]).to_numpy(),
                              arrayminus=(g[metric] - lo).to_numpy(), thickness=1, width=3),
                 customdata=custom, hovertemplate=hover))
@@ -211,15 +219,18 @@ def pass_rate_bars(counts: pd.DataFrame, title: str = "", by: str = "impl") -> g
 
 def fusion_chart(ft: pd.DataFrame, title: str = "") -> go.Figure:
     """Measured speedup over eager against predicted (eager_bytes / min_bytes),
-    log-log, one trace per implementation, then the y = x line of a prediction met."""
+    log-log, one trace per implementation (colour) with one symbol per workload
+    (named in the title), then the y = x line of a prediction met."""
     ft = _text_safe(ft)
     fig = go.Figure()
     names = list(dict.fromkeys(ft["impl"])) if len(ft) else []
+    workloads = sorted(set(ft["workload"])) if len(ft) else []
     for name in names:
         g = ft[ft["impl"] == name]
         fig.add_trace(go.Scatter(
             x=g["predicted"], y=g["measured"], mode="markers", name=name,
-            marker=dict(color=color(name, names), size=9),
+            marker=dict(color=color(name, names), size=9,
+                        symbol=[SYMBOLS[workloads.index(w) % len(SYMBOLS)] for w in g["workload"]]),
             customdata=np.stack([g["workload"], g["shape"], g["dtype"], g["reached"]], axis=-1),
             hovertemplate="%{customdata[0]} %{customdata[1]} %{customdata[2]}<br>predicted %{x:.2f}x"
                           "<br>measured %{y:.2f}x (%{customdata[3]:.0%} of it)<extra>" + name + "</extra>"))
@@ -228,6 +239,9 @@ def fusion_chart(ft: pd.DataFrame, title: str = "") -> go.Figure:
     lo, hi = (float(vals.min()) / 1.5, float(vals.max()) * 1.5) if len(vals) else (0.5, 2.0)
     fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="as predicted",
                              line=dict(color="#444", dash="dash")))
+    if len(workloads) > 1:
+        title = f"{title} (symbols: " + ", ".join(f"{SYMBOLS[i % len(SYMBOLS)]} {w}"
+                                                   for i, w in enumerate(workloads)) + ")"
     return _layout(fig, title, "predicted speedup (eager bytes / fused bytes)",
                    "measured speedup over eager", logx=True, logy=True)
 
