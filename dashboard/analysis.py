@@ -381,7 +381,7 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, key: list[str], metric: str 
     regression when its speedup < 1 / (1 + threshold) and an improvement when
     it is > 1 + threshold.
     """
-    keep = key + ["size", "ms_median", "sol", "status"]
+    keep = key + ["size", "ms_median", "sol", "status"] + (["sm_clock_mhz"] if "sm_clock_mhz" in base.columns else [])
     b = latest_per_key(base, key)
     c = latest_per_key(cand, key)
     b = b[[c_ for c_ in keep + ["timestamp"] if c_ in b.columns]].assign(l2=store.l2_column(b))

@@ -121,7 +121,7 @@ def test_url_values_outside_the_loaded_runs_are_ignored(monkeypatch, tree):
 
 @pytest.mark.parametrize("mode", ["runs", "GPUs", "commits"])
 def test_compare_modes(monkeypatch, tree, mode):
-    at = app(monkeypatch, [tree["results"]], "compare")
+    at = app(monkeypatch, [tree["results"]], "compare", {"cmp_suite": "true"})
     at.radio(key="cmp_mode").set_value(mode).run()
     assert not at.exception
     table = at.dataframe[0].value
@@ -134,6 +134,7 @@ def test_compare_modes(monkeypatch, tree, mode):
         assert set(reg["suite_verdict"]) == {"slower"}
         assert (reg["band_rel"] > 0).all() and (reg["ratio"] > 1 + reg["band_rel"]).all()
         assert set(table["clock_base"].dropna()) and table["clock_base"].dtype == float
+        assert set(table["sm_clock_mhz_base"]) == {1755.0}
     if mode == "GPUs":
         assert at.toggle(key="cmp_sol_GPUs").value is True
     figs = figures(at)

@@ -12,7 +12,9 @@ def _judged(mode, base, cand, threshold, filters):
     k = (mode, base, cand, threshold, filters)
     if k not in memo:
         memo.clear()
-        memo[k] = analysis.judged(b, c, threshold)
+        # the rows the table compares: each side's newest row of every case
+        memo[k] = analysis.judged(analysis.latest_per_key(b, analysis.ROW_KEY),
+                                  analysis.latest_per_key(c, analysis.ROW_KEY), threshold)
     return memo[k]
 
 
@@ -89,7 +91,11 @@ if t.empty:
 else:
     label = "SOL ratio (candidate / base)" if use_sol else "speedup (base ms / candidate ms)"
     st.plotly_chart(charts.compare_scatter(t, threshold, label, title=label), key="cmp_chart")
-    if mode != "commits":  # a side of several GPUs is not one suite compare
+    # suite.compare collapses each case with pandas (~15 ms a case): on by default for small sides
+    judge = mode != "commits" and st.toggle(
+        "Judge each case as `suite compare` does (its band and verdict)", value=len(t) <= 200,
+        key="cmp_suite", bind="query-params", help="suite.compare takes about 15 ms per case.")
+    if judge:  # a side of several GPUs (commits) is not one suite compare
         judged = _judged(mode, base, cand, threshold, f)
         t = t.merge(judged.rename(columns={"verdict": "suite_verdict", "band": "band_rel"}),
                     on=analysis.ROW_KEY, how="left")
@@ -103,7 +109,8 @@ else:
     styled = t.style.apply(lambda r: [shades[r["verdict"]]] * len(r), axis=1).format(
         {"ms_median_base": "{:.4g}", "ms_median_cand": "{:.4g}", "sol_base": "{:.3f}",
          "sol_cand": "{:.3f}", "speedup": "{:.3f}", "ratio": "{:.3f}", "band_rel": "±{:.1%}",
-         "clock_base": "{:.0f}", "clock_cand": "{:.0f}"}, na_rep="—")
+         "clock_base": "{:.0f}", "clock_cand": "{:.0f}", "sm_clock_mhz_base": "{:.0f}",
+         "sm_clock_mhz_cand": "{:.0f}"}, na_rep="—")
     st.dataframe(styled, hide_index=True)
 if len(cmp.failed):
     st.subheader("Not compared: not ok on one side or both")
