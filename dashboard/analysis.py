@@ -516,7 +516,7 @@ def case_table(df: pd.DataFrame) -> pd.DataFrame:
         out["energy_j"] = pd.to_numeric(good["energy_j"], errors="coerce").astype(float)
     else:
         out["energy_j"] = out["power_w"] * out["ms"] * 1e-3
-    out["config"] = good["config"].astype("string") if "config" in good.columns else pd.NA
+    out["config"] = good["config"].astype("string").fillna("") if "config" in good.columns else ""
     out["command"] = [reproduce(r) for r in good.to_dict("records")]
     return out[CASE_COLUMNS]
 
