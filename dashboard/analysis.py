@@ -7,6 +7,7 @@ status and never enters a speedup, a best-of or a plot.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -281,9 +282,56 @@ def roofs(df: pd.DataFrame) -> tuple[float, dict[str, float]]:
         return float("nan"), {}
     copy = df["copy_gbps"] if "copy_gbps" in df.columns else pd.Series(dtype=float)
     bw = pd.to_numeric(copy, errors="coerce").fillna(df["peak_gbps"]).median()
-    mode = df["math"].where(df["math"].notna(), df["dtype"]) if "math" in df.columns else df["dtype"]
-    tf = df.assign(_mode=mode).groupby("_mode")["peak_tflops"].median().dropna()
-    return float(bw), {k: float(v) for k, v in tf.items()}
+    mode = math_mode(df)
+    # a row's own peak_tflops is its mode's only where the row names its math
+    own = df["math"].notna() if "math" in df.columns else mode.eq(df["dtype"])
+    own = own | mode.eq(df["dtype"])
+    tf = df[own.to_numpy()].assign(_mode=mode[own]).groupby("_mode")["peak_tflops"].median().dropna()
+    roofs = {k: float(v) for k, v in tf.items()}
+    # a mode present without its own peak (a TF32 variant of a run that predates
+    # ``math``): the run's measured matmul ceilings, where it recorded them
+    for m in sorted(set(mode) - set(roofs)):
+        value = ceiling_tflops(df, m)
+        if value:
+            roofs[m] = value
+    return float(bw), roofs
+
+
+def math_mode(df: pd.DataFrame) -> pd.Series:
+    """Each row's arithmetic: its ``math``, else tf32 for a float32 row of a ``*tf32*``
+    implementation (runs before ``math`` was recorded), else its dtype."""
+    mode = df["dtype"].astype(str)
+    tf32 = df["impl"].astype(str).str.contains("tf32", regex=False) & mode.eq("float32")
+    mode = mode.where(~tf32, "tf32")
+    if "math" in df.columns:
+        mode = df["math"].where(df["math"].notna(), mode).astype(str)
+    return mode
+
+
+def ceiling_tflops(df: pd.DataFrame, mode: str) -> float | None:
+    """The median measured matmul TFLOP/s of ``mode`` in the rows' ``ceilings`` JSON."""
+    if "ceilings" not in df.columns:
+        return None
+    values = []
+    for text in df["ceilings"].dropna().unique()[:64]:
+        try:
+            v = json.loads(text).get("matmul_tflops", {}).get(mode)
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(v, (int, float)) and np.isfinite(v) and v > 0:
+            values.append(float(v))
+    return float(np.median(values)) if values else None
+
+
+# A kernel's FLOPs per byte is at least this; the harness's own rows (copies that
+# measure a ceiling: no FLOPs) sit many decades below and would squeeze the plot.
+MIN_INTENSITY = 1e-6
+
+
+def kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows a roofline plots: implementations' rows, not the harness's."""
+    harness = df["backend"].astype(str).eq("harness") if "backend" in df.columns else False
+    return df[~harness & pd.to_numeric(df["intensity"], errors="coerce").gt(MIN_INTENSITY).to_numpy()]
 
 
 def fusion_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -333,7 +381,7 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, key: list[str], metric: str 
     regression when its speedup < 1 / (1 + threshold) and an improvement when
     it is > 1 + threshold.
     """
-    keep = key + ["size", "ms_median", "sol", "status"]
+    keep = key + ["size", "ms_median", "sol", "status"] + (["sm_clock_mhz"] if "sm_clock_mhz" in base.columns else [])
     b = latest_per_key(base, key)
     c = latest_per_key(cand, key)
     b = b[[c_ for c_ in keep + ["timestamp"] if c_ in b.columns]].assign(l2=store.l2_column(b))
@@ -377,8 +425,9 @@ def default_pair(frame: pd.DataFrame, column: str, options: list[str], key: list
     good = ok(frame.loc[frame[column].isin(head).to_numpy(), cols])
     # a case shared under another l2 is not compared (compare), so it does not pair runs
     good = good.assign(_l2=store.l2_column(good))
-    cases = {opt: set(g[key + ["_l2"]].itertuples(index=False, name=None))
-             for opt, g in good.groupby(column, sort=False)}
+    # each case as one 64-bit hash: sets of tuples of 400k rows cost seconds
+    hashed = pd.util.hash_pandas_object(good[key + ["_l2"]], index=False).to_numpy()
+    cases = {opt: set(hashed[idx].tolist()) for opt, idx in good.groupby(column, sort=False).indices.items()}
     for i, cand in enumerate(head):
         for j in range(i + 1, len(head)):
             if not cases.get(cand, set()).isdisjoint(cases.get(head[j], ())):
@@ -422,3 +471,80 @@ def history(df: pd.DataFrame, case: dict, metric: str) -> pd.DataFrame:
                         "order": d["commit"].map(order), metric: value, "status": d["status"],
                         "run_id": d["run_id"]})
     return out.sort_values(["gpu", "l2", "order"]).reset_index(drop=True)
+
+
+# --l2-flush choices of `python -m suite run` (suite.timing.L2_CHOICES); "cold" is its default
+L2_FLAGS = ("cold-clean", "cold-flush")
+CASE_COLUMNS = ["rank", "impl", "timer", "ms", "p20", "p80", "rate", "unit", "sol", "vs_torch", "vs_compile",
+                "sm_clock_mhz", "power_w", "energy_j", "config", "command"]
+
+
+def reproduce(row) -> str:
+    """The command that measures this row again (same case, implementation, timer, L2 eviction)."""
+    cmd = (f"python -m suite run --workloads {row['workload']} --shape {row['shape']} "
+           f"--dtypes {row['dtype']} --impls {row['impl']} --timer {row['timer']}")
+    l2 = row.get("l2")
+    return cmd + (f" --l2-flush {l2}" if isinstance(l2, str) and l2 in L2_FLAGS else "")
+
+
+def case_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One case's correct rows (one workload, shape, dtype and GPU), fastest first.
+
+    ``rate`` is GB/s for a memory-bound case and TFLOP/s for a compute-bound one
+    (the row's ``bound``); ``vs_torch`` and ``vs_compile`` are the fastest
+    ``torch*`` and ``compile*`` row's median time over this row's (> 1: this row
+    is faster), on the same timer.  SM clock, power and energy are the row's
+    own where the run recorded them (energy = power x median time).
+    """
+    good = ok(df)
+    if good.empty:
+        return pd.DataFrame(columns=CASE_COLUMNS)
+    good = good.sort_values(["ms_median", "impl"], kind="stable").reset_index(drop=True)
+    compute = good["bound"].astype(str).eq("compute") if "bound" in good.columns else False
+    out = pd.DataFrame({
+        "rank": np.arange(1, len(good) + 1), "impl": good["impl"], "timer": good["timer"],
+        "ms": good["ms_median"], "p20": good["ms_p20"], "p80": good["ms_p80"],
+        "rate": np.where(compute, good["tflops"], good["gbps"]).astype(float),
+        "unit": np.where(compute, "TFLOP/s", "GB/s"), "sol": good["sol"]})
+    for name, prefix in (("vs_torch", "torch"), ("vs_compile", "compile")):
+        mine = good["impl"].astype(str).str.startswith(prefix)
+        best = good[mine].groupby("timer")["ms_median"].min()
+        out[name] = good["timer"].map(best).astype(float) / good["ms_median"]
+    for col in ("sm_clock_mhz", "power_w"):
+        out[col] = pd.to_numeric(good[col], errors="coerce").astype(float) if col in good.columns else np.nan
+    if "energy_j" in good.columns:
+        out["energy_j"] = pd.to_numeric(good["energy_j"], errors="coerce").astype(float)
+    else:
+        out["energy_j"] = out["power_w"] * out["ms"] * 1e-3
+    out["config"] = good["config"].astype("string").fillna("") if "config" in good.columns else ""
+    out["command"] = [reproduce(r) for r in good.to_dict("records")]
+    return out[CASE_COLUMNS]
+
+
+def judged(base: pd.DataFrame, cand: pd.DataFrame, threshold: float = 0.05) -> pd.DataFrame:
+    """What ``python -m suite compare`` decides on these two sides, per case (suite.compare:
+    same statistics, same band): its verdict, the ratio candidate / base (time, or time
+    over each side's own bound across GPUs), the band the ratio was judged against (a
+    relative half-width), the reason, and each side's SM clock while timed."""
+    from suite import compare as sc  # the CLI's module; imported when Compare is shown
+
+    cols = ROW_KEY + ["verdict", "ratio", "band", "basis", "reason", "clock_base", "clock_cand"]
+    if base.empty or cand.empty:
+        return pd.DataFrame(columns=cols)
+    # the dashboard does not load samples_ms: significance falls back to suite.compare's
+    # p20-p80 overlap test, where the CLI, reading the samples, uses a Mann-Whitney test
+    base, cand = (d if "samples_ms" in d.columns else d.assign(samples_ms=None) for d in (base, cand))
+    b, c = sc.Side("base", base), sc.Side("candidate", cand)
+    try:
+        result = sc.compare(b, c, sc.Options(threshold=threshold))
+    except sc.UsageError:
+        return pd.DataFrame(columns=cols)
+    rows = pd.DataFrame(result.rows)
+    if rows.empty:
+        return pd.DataFrame(columns=cols)
+    clocks = b.cases[ROW_KEY + ["clock"]].merge(c.cases[ROW_KEY + ["clock"]], on=ROW_KEY, how="outer",
+                                               suffixes=("_base", "_cand"))
+    out = rows.merge(clocks, on=ROW_KEY, how="left")
+    for col in ("ratio", "band", "clock_base", "clock_cand"):
+        out[col] = pd.to_numeric(out[col], errors="coerce").astype(float)
+    return out[cols]

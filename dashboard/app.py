@@ -20,6 +20,7 @@ st.set_page_config(page_title="kernel-suite", layout="wide")
 VIEWS = Path(__file__).resolve().parent / "views"
 PAGES = [
     st.Page(VIEWS / "overview.py", title="Overview", url_path="overview", default=True),
+    st.Page(VIEWS / "case.py", title="Case", url_path="case"),
     st.Page(VIEWS / "bandwidth.py", title="Bandwidth", url_path="bandwidth"),
     st.Page(VIEWS / "roofline.py", title="Roofline", url_path="roofline"),
     st.Page(VIEWS / "fusion.py", title="Fusion", url_path="fusion"),
@@ -32,5 +33,6 @@ page = st.navigation(PAGES)
 
 loaded = data.load()
 filters = ui.sidebar(loaded)
+ui.keep_page_params(page.url_path or "overview")
 ui.build_context(loaded, filters)
 page.run()

@@ -3,6 +3,9 @@
 Callers pass only rows with status "ok" where a figure plots speed (see
 analysis.ok); the functions do not filter, so what is drawn is exactly what
 was given.  Units follow suite.roofline: ms, GB/s, TFLOP/s, FLOP/byte.
+
+Plotly renders tags in titles, trace names, tick labels and hover text, so
+every name taken from the rows is HTML-escaped first (dashboard.safe.html).
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from dashboard import safe
 from suite import roofline
 
 # One colour per backend, the same in every figure; variants share their backend's.
@@ -25,6 +29,13 @@ STATUS_COLORS = {"ok": "#2ca02c", "incorrect": "#d62728", "error": "#ff7f0e",
                  "suspect": "#9467bd", "unsupported": "#c7c7c7", "unavailable": "#8c8c8c"}
 VERDICT_COLORS = {"regression": "#d62728", "improvement": "#2ca02c", "same": "#7f7f7f"}
 METRICS = {"gbps": ("GB/s", "min_bytes"), "tflops": ("TFLOP/s", "flops")}
+# the rows' text columns a figure may show (names, hover text, ticks)
+TEXT = ("impl", "series", "workload", "shape", "dtype", "timer", "gpu", "commit", "status", "config",
+        "verdict", "l2", "run_id", "clock_limits")
+
+
+def _text_safe(df: pd.DataFrame) -> pd.DataFrame:
+    return safe.html_columns(df, TEXT)
 
 
 def color(name: str, seen=()) -> str:
@@ -40,6 +51,13 @@ def color(name: str, seen=()) -> str:
 
 
 DASHES = ["solid", "dash", "dot", "dashdot"]
+# one marker per GPU (Bandwidth) or per workload (Fusion), by order of appearance
+SYMBOLS = ["circle", "diamond", "square", "triangle-up", "x", "star", "cross", "pentagon"]
+
+
+def _symbols(values: pd.Series) -> list[str]:
+    order = {v: i for i, v in enumerate(dict.fromkeys(values))}
+    return [SYMBOLS[order[v] % len(SYMBOLS)] for v in values]
 
 
 def _dash(name: str, names: list[str]) -> str:
@@ -90,12 +108,18 @@ def energy_text(df: pd.DataFrame) -> pd.Series:
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str, logx=False, logy=False) -> go.Figure:
-    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, legend_title_text="",
+    fig.update_layout(title=safe.html(title), xaxis_title=x, yaxis_title=y, legend_title_text="",
                       margin=dict(l=60, r=20, t=50, b=50), hovermode="closest")
+    # plain numbers on every axis (0.01, 1, 100), the unit in the title: no SI
+    # prefixes ("10n" TFLOP/s) and no "2x10^5"
     if logx:
-        fig.update_xaxes(type="log")
+        fig.update_xaxes(type="log", tickformat="~g")
+    else:
+        fig.update_xaxes(exponentformat="none", separatethousands=True)
     if logy:
-        fig.update_yaxes(type="log")
+        fig.update_yaxes(type="log", tickformat="~g")
+    else:
+        fig.update_yaxes(exponentformat="none", separatethousands=True)
     return fig
 
 
@@ -109,6 +133,7 @@ def bandwidth(df: pd.DataFrame, metric: str = "gbps", ceilings: dict[str, float]
     series, the p20-p80 spread as error bars.
     """
     unit, work = METRICS[metric]
+    df = _text_safe(df)
     fig = go.Figure()
     names = list(dict.fromkeys(df["series"])) if len(df) else []
     for name in names:
@@ -121,7 +146,8 @@ def bandwidth(df: pd.DataFrame, metric: str = "gbps", ceilings: dict[str, float]
                  "<br>SOL %{customdata[2]:.2f}%{customdata[3]}<extra>" + name + "</extra>")
         if not lines:
             fig.add_trace(go.Scatter(
-                x=g["size"], y=g[metric], mode="markers", name=name, marker=dict(color=c, size=8),
+                x=g["size"], y=g[metric], mode="markers", name=name,
+                marker=dict(color=c, size=8, symbol=_symbols(g["gpu"]) if "gpu" in g.columns else None),
                 error_y=dict(type="data", array=(hi - g[metric]).to_numpy(),
                              arrayminus=(g[metric] - lo).to_numpy(), thickness=1, width=3),
                 customdata=custom, hovertemplate=hover))
@@ -146,6 +172,7 @@ def roofline_chart(df: pd.DataFrame, peak_gbps: float, peak_tflops: dict[str, fl
     """Log-log intensity vs achieved TFLOP/s: one trace per implementation (symbol
     by dtype), then one roof per math mode (dtype, or tf32: bandwidth slope, then
     its compute ceiling), then one trace marking the ridge points."""
+    df = _text_safe(df)
     fig = go.Figure()
     names = list(dict.fromkeys(df["impl"])) if len(df) else []
     for name in names:
@@ -187,8 +214,9 @@ def sol_heatmap(sol: pd.DataFrame, status: pd.DataFrame, title: str = "") -> go.
     """Workload x implementation SOL; failed cells show their status instead."""
     text = sol.map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
     if not status.empty:
-        text = text.where(text != "", status.reindex_like(sol).fillna("—"))
-    fig = go.Figure(go.Heatmap(z=sol.to_numpy(dtype=float), x=list(sol.columns), y=list(sol.index),
+        text = text.where(text != "", status.reindex_like(sol).fillna("—").map(safe.html))
+    fig = go.Figure(go.Heatmap(z=sol.to_numpy(dtype=float), x=[safe.html(c) for c in sol.columns],
+                               y=[safe.html(i) for i in sol.index],
                                text=text.to_numpy(), texttemplate="%{text}", textfont=dict(size=12), zmin=0, zmax=1,
                                colorscale="Viridis", colorbar=dict(title="SOL"),
                                hovertemplate="%{y} · %{x}<br>SOL %{z:.2f}<extra></extra>"))
@@ -201,21 +229,25 @@ def pass_rate_bars(counts: pd.DataFrame, title: str = "", by: str = "impl") -> g
     fig = go.Figure()
     for status, c in STATUS_COLORS.items():
         if status in counts.columns:
-            fig.add_trace(go.Bar(x=counts[by], y=counts[status], name=status, marker_color=c))
+            fig.add_trace(go.Bar(x=counts[by].map(safe.html), y=counts[status], name=status, marker_color=c))
     fig.update_layout(barmode="stack")
     return _layout(fig, title, "implementation" if by == "impl" else by, "rows")
 
 
 def fusion_chart(ft: pd.DataFrame, title: str = "") -> go.Figure:
     """Measured speedup over eager against predicted (eager_bytes / min_bytes),
-    log-log, one trace per implementation, then the y = x line of a prediction met."""
+    log-log, one trace per implementation (colour) with one symbol per workload
+    (named in the title), then the y = x line of a prediction met."""
+    ft = _text_safe(ft)
     fig = go.Figure()
     names = list(dict.fromkeys(ft["impl"])) if len(ft) else []
+    workloads = sorted(set(ft["workload"])) if len(ft) else []
     for name in names:
         g = ft[ft["impl"] == name]
         fig.add_trace(go.Scatter(
             x=g["predicted"], y=g["measured"], mode="markers", name=name,
-            marker=dict(color=color(name, names), size=9),
+            marker=dict(color=color(name, names), size=9,
+                        symbol=[SYMBOLS[workloads.index(w) % len(SYMBOLS)] for w in g["workload"]]),
             customdata=np.stack([g["workload"], g["shape"], g["dtype"], g["reached"]], axis=-1),
             hovertemplate="%{customdata[0]} %{customdata[1]} %{customdata[2]}<br>predicted %{x:.2f}x"
                           "<br>measured %{y:.2f}x (%{customdata[3]:.0%} of it)<extra>" + name + "</extra>"))
@@ -224,6 +256,9 @@ def fusion_chart(ft: pd.DataFrame, title: str = "") -> go.Figure:
     lo, hi = (float(vals.min()) / 1.5, float(vals.max()) * 1.5) if len(vals) else (0.5, 2.0)
     fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="as predicted",
                              line=dict(color="#444", dash="dash")))
+    if len(workloads) > 1:
+        title = f"{title} (symbols: " + ", ".join(f"{SYMBOLS[i % len(SYMBOLS)]} {w}"
+                                                   for i, w in enumerate(workloads)) + ")"
     return _layout(fig, title, "predicted speedup (eager bytes / fused bytes)",
                    "measured speedup over eager", logx=True, logy=True)
 
@@ -232,6 +267,7 @@ def compare_scatter(table: pd.DataFrame, threshold: float, label: str = "speedup
                     title: str = "") -> go.Figure:
     """Candidate vs base per case against size; one trace per verdict, and lines at
     1 and at the two thresholds."""
+    table = _text_safe(table)
     fig = go.Figure()
     for verdict, c in VERDICT_COLORS.items():
         g = table[table["verdict"] == verdict]
@@ -251,6 +287,7 @@ def compare_scatter(table: pd.DataFrame, threshold: float, label: str = "speedup
 def history_chart(h: pd.DataFrame, metric: str, by_date: bool = False, title: str = "") -> go.Figure:
     """``metric`` over commits, one line per GPU (and per ``l2`` where ``h`` holds
     more than one, named "gpu · l2"); failed runs leave a gap."""
+    h = _text_safe(h)
     fig = go.Figure()
     l2s = h["l2"] if "l2" in h.columns else pd.Series("-", index=h.index)
     several = l2s.nunique() > 1
@@ -265,3 +302,20 @@ def history_chart(h: pd.DataFrame, metric: str, by_date: bool = False, title: st
         fig.update_xaxes(tickmode="array", tickvals=order["order"].tolist(),
                          ticktext=order["commit"].str[:7].tolist())
     return _layout(fig, title, "date" if by_date else "commit (in order of first run)", metric)
+
+
+def case_bars(table: pd.DataFrame, title: str = "") -> go.Figure:
+    """One case's implementations (analysis.case_table), fastest on top: median ms as a
+    bar, p20-p80 as its error bar, coloured by backend."""
+    t = _text_safe(table).iloc[::-1]
+    names = list(dict.fromkeys(t["impl"]))
+    label = t["impl"] + np.where(t["timer"].nunique() > 1, " [" + t["timer"] + "]", "")
+    fig = go.Figure(go.Bar(
+        x=t["ms"], y=label, orientation="h", marker_color=[color(n, names) for n in t["impl"]],
+        error_x=dict(type="data", array=(t["p80"] - t["ms"]).to_numpy(), arrayminus=(t["ms"] - t["p20"]).to_numpy()),
+        customdata=np.stack([t["rate"], t["unit"], t["sol"]], axis=-1),
+        hovertemplate="%{x:.4g} ms<br>%{customdata[0]:,.1f} %{customdata[1]}<br>SOL %{customdata[2]:.2f}"
+                      "<extra>%{y}</extra>"))
+    fig.update_xaxes(tickformat="~g", exponentformat="none")
+    fig.update_layout(height=max(250, 28 * len(t) + 100), showlegend=False)
+    return _layout(fig, title, "median ms (bars: p20 to p80)", "")

@@ -25,7 +25,7 @@ from types import SimpleNamespace
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                "--disable-background-networking", "--disable-component-update", "--no-first-run"]
-PAGES = [("", "Overview"), ("bandwidth", "Bandwidth"), ("roofline", "Roofline"), ("fusion", "Fusion"),
+PAGES = [("", "Overview"), ("case", "Case"), ("bandwidth", "Bandwidth"), ("roofline", "Roofline"), ("fusion", "Fusion"),
          ("compare", "Compare"), ("history", "History"), ("data", "Data")]
 
 

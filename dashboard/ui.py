@@ -2,8 +2,12 @@
 
 The URL's query parameters only ever select among values present in the
 loaded runs (run ids, GPU slugs, commits, workload, dtype and implementation
-names); anything else is dropped and named in the sidebar.  They never name a
-file: the files were fixed by the launcher.
+names); anything else is dropped and named in the sidebar, as plain text and
+clipped (dashboard.safe).  They never name a file: the files were fixed by the
+launcher.  Each page's own choices (Bandwidth's unit, Compare's sides, ...) are
+widgets bound to the URL through :func:`choice`, so a link reproduces the view.
+Streamlit itself drops a query string of more than 1,000 fields or 512 KiB;
+here at most ``MAX_VALUES`` values of one parameter are read.
 """
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 import streamlit as st
 
-from dashboard import analysis, data
+from dashboard import analysis, data, safe
 from dashboard.analysis import FILTERS, Filters
 
 LABELS = {"run": "Run", "gpu": "GPU", "commit": "Commit", "workload": "Workload", "dtype": "dtype",
@@ -22,6 +26,10 @@ HELP = {"run": "Empty: for each GPU and workload, the newest of its runs with th
                "(after the GPU and commit filters)."}
 _CTX = "_ksuite_ctx"
 _SEEDED = "_ksuite_seeded_from_url"
+_IGNORED = "_ksuite_ignored_on_page"
+_VISITED = "_ksuite_visited"
+MAX_VALUES = 64      # values of one filter read from a link (a filter lists at most this many)
+MAX_CHARS = 512      # longer values cannot name a loaded run, GPU, commit or case
 
 
 @dataclass
@@ -66,10 +74,60 @@ def _seed_from_url(options: dict[str, list[str]]) -> list[str]:
     ignored = []
     for name in FILTERS:
         wanted = st.query_params.get_all(name)
-        valid = [v for v in wanted if v in options[name]]
-        ignored += [f"{name}={v}" for v in wanted if v not in options[name]]
+        known = set(options[name])
+        valid = [v for v in wanted[:MAX_VALUES] if len(v) <= MAX_CHARS and v in known]
+        ignored += [f"{name}={v}" for v in wanted[:MAX_VALUES] if not (len(v) <= MAX_CHARS and v in known)]
+        ignored += [f"{name}: {len(wanted) - MAX_VALUES} more values"] if len(wanted) > MAX_VALUES else []
         st.session_state[_key(name)] = list(dict.fromkeys(valid))
     return ignored
+
+
+def ignored_note(values: list[str]) -> None:
+    """Name values a link held that select nothing: clipped, escaped, at most a few."""
+    if values:
+        st.caption("Ignored from the link (not among the loaded runs):")
+        st.text(safe.plain(values))
+
+
+def choice(widget, label: str, options: list, key: str, index: int = 0, **kw):
+    """``widget`` (st.selectbox, st.radio, or one on a column) kept in the URL
+    parameter ``key`` as the option itself (not its label): a link sets it, a
+    change rewrites the link.  A link's value that is not among ``options`` is
+    named on the page (:func:`page_notes`), then replaced."""
+    if key not in st.session_state:
+        wanted = st.query_params.get_all(key)[:1]
+        if wanted:
+            at = next((i for i, o in enumerate(options) if str(o) == wanted[0]), None)
+            if at is None:
+                st.session_state.setdefault(_IGNORED, []).append(f"{key}={wanted[0][:MAX_CHARS]}")
+            else:
+                index = at
+    value = widget(label, options, index=index, key=key, **kw)
+    if value is not None and st.query_params.get_all(key) != [str(value)]:
+        st.query_params[key] = str(value)
+    return value
+
+
+# each page's URL parameters start with its prefix; another page's are dropped on arrival
+PAGE_PARAMS = {"overview": "overview_", "bandwidth": "bw_", "roofline": "roof_", "fusion": "fusion_",
+               "compare": "cmp_", "history": "hist_", "data": "data_", "case": "case_"}
+
+
+def keep_page_params(url_path: str) -> None:
+    """Drop the URL parameters of pages other than ``url_path``'s (a link reproduces
+    the page it was copied on, not the one visited before).  The session's first
+    run keeps them all: it is the page the link named."""
+    if not st.session_state.get(_VISITED):
+        st.session_state[_VISITED] = True
+        return
+    others = tuple(p for page, p in PAGE_PARAMS.items() if page != url_path)
+    for name in [k for k in list(st.query_params)[:2000] if k.startswith(others)]:
+        del st.query_params[name]
+
+
+def page_notes() -> None:
+    """What :func:`choice` dropped from the link on this page."""
+    ignored_note(st.session_state.pop(_IGNORED, []))
 
 
 def _write_url(filters: Filters) -> None:
@@ -96,8 +154,7 @@ def sidebar(loaded: data.Loaded) -> Filters:
             fmt = (lambda r: labels.get(r, r)) if name == "run" else str
             st.multiselect(LABELS[name], options[name], key=key, format_func=fmt,
                            placeholder="all", help=HELP.get(name))
-        if ignored:
-            st.caption("Ignored from the link (not among the loaded runs): " + ", ".join(ignored))
+        ignored_note(ignored)
         st.caption(f"{len(loaded.runs)} runs, {len(loaded.frame):,} rows loaded.")
     filters = Filters(**{n: tuple(st.session_state[_key(n)]) for n in FILTERS})
     _write_url(filters)
@@ -125,12 +182,13 @@ def header(ctx: Context, title: str, runs: bool = True) -> None:
     then stop with a hint if there is nothing to show."""
     st.title(title)
     if ctx.loaded.problems:
-        st.warning("Some paths could not be read; everything else is shown.\n\n"
-                   + "\n".join(f"- `{p}`" for p in ctx.loaded.problems))
+        # paths and reader messages are shown as plain text, never as Markdown
+        st.warning("Some paths could not be read; everything else is shown.")
+        st.text("\n".join(ctx.loaded.problems))
     chosen = ctx.loaded.runs[ctx.loaded.runs["run_id"].isin(ctx.run_ids)]
     if runs and len(chosen):
         what = "Chosen runs" if ctx.filters.run else "For each GPU and workload, its newest run of the most backends"
-        st.caption(f"{what}: " + "; ".join(chosen["label"]))
+        st.caption(f"{what}: " + "; ".join(safe.md(x) for x in chosen["label"]))
     if ctx.loaded.frame.empty:
         st.info("No results loaded. Run `python -m suite run` on a GPU machine, then "
                 "`python -m suite dashboard [PATHS...]`.")
@@ -144,5 +202,5 @@ def not_ok_section(df: pd.DataFrame, what: str = "these rows") -> None:
     """Failed or skipped rows, apart from the plots, with their status."""
     bad = analysis.not_ok(df)
     if len(bad):
-        with st.expander(f"{len(bad)} rows of {what} not plotted (incorrect, failed or skipped)"):
+        with st.expander(f"{len(bad)} rows of {safe.md(what)} not plotted (incorrect, failed or skipped)"):
             st.dataframe(bad, hide_index=True, width="stretch")

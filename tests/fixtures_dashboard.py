@@ -172,6 +172,8 @@ def _base_row(run_id, timestamp, workload, impl, dtype, s, timer, commit, name, 
         "python": "3.11.9", "hostname": "gpu-box", "sm_clock_start_mhz": 1980.0,
         "sm_clock_end_mhz": 1830.0, "mem_clock_start_mhz": 3201.0, "mem_clock_end_mhz": 3201.0,
         "gpu_slug": gslug, "l2_bytes": 60 << 20,
+        # the card while timed (suite.clocks): Compare shows both sides', Case each row's
+        "sm_clock_mhz": 1755.0 if gslug == "h200" else 1830.0, "power_w": 610.0,
     }
     for k, v in s.items():
         row[f"shape_{k}"] = v

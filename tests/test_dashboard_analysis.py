@@ -270,3 +270,17 @@ def test_family_key_splits_shapes_that_share_a_size():
     df = frame(att(0, 512, 4), att(1, 512, 4), att(1, 1024, 4))
     assert analysis.shares_sizes(df) and analysis.family_key(df) is None
     assert not analysis.shares_sizes(frame(att(0, 512, 4), att(0, 1024, 4)))
+
+
+def test_roofs_name_every_math_mode_and_harness_rows_stay_off():
+    import json as _json
+
+    ceil = _json.dumps({"matmul_tflops": {"float32": 51.0, "tf32": 406.0, "bfloat16": 786.0}})
+    rows = pd.DataFrame({
+        "impl": ["torch", "triton:tf32", "torch", "copy"], "backend": ["torch", "triton", "torch", "harness"],
+        "dtype": ["float32", "float32", "bfloat16", "float32"], "math": [None, None, None, None],
+        "peak_tflops": [51.0, 51.0, 786.0, 51.0], "peak_gbps": [4200.0] * 4,
+        "intensity": [100.0, 100.0, 300.0, 4.7e-10], "ceilings": [ceil] * 4})
+    bw, tf = analysis.roofs(rows)
+    assert tf == {"float32": 51.0, "tf32": 406.0, "bfloat16": 786.0}
+    assert list(analysis.kernel_rows(rows)["impl"]) == ["torch", "triton:tf32", "torch"]

@@ -1,5 +1,6 @@
 """Every page through streamlit.testing.v1.AppTest, on fixture runs: no exception,
 a heading, and Plotly figures whose spec can be read back."""
+import html
 import json
 
 import pytest
@@ -11,7 +12,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import fixtures_dashboard as fx  # noqa: E402
 from dashboard_apptest import app, figures  # noqa: E402
-PAGES = {"overview": "Overview", "bandwidth": "Bandwidth", "roofline": "Roofline", "fusion": "Fusion",
+PAGES = {"overview": "Overview", "case": "Case", "bandwidth": "Bandwidth", "roofline": "Roofline", "fusion": "Fusion",
          "compare": "Compare", "history": "History", "data_table": "Data"}
 
 
@@ -41,6 +42,12 @@ DATASETS = {
 
 
 
+def unescape(markdown: str) -> str:
+    """The characters a Markdown string shows (dashboard.safe.md writes punctuation as
+    character references)."""
+    return html.unescape(markdown)
+
+
 def url(at: AppTest, key: str) -> list[str]:
     value = at.query_params.get(key)
     return value if isinstance(value, list) else [value]
@@ -56,7 +63,8 @@ def test_page_renders(monkeypatch, tree, page, dataset):
     assert [t.value for t in at.title] == [PAGES[page]]
     warnings = " ".join(w.value for w in at.warning)
     if dataset in ("all", "corrupt"):
-        assert str(tree["corrupt"]) in warnings
+        assert "could not be read" in warnings
+        assert any(str(tree["corrupt"]) in t.value for t in at.text)
     if dataset in ("empty", "corrupt"):
         assert any("No results loaded" in i.value for i in at.info)
         assert not figures(at)
@@ -107,13 +115,13 @@ def test_url_values_outside_the_loaded_runs_are_ignored(monkeypatch, tree):
     assert not at.exception
     assert at.multiselect(key="filter_gpu").value == []
     assert at.multiselect(key="filter_workload").value == ["gelu"]
-    assert any("gpu=../../etc/passwd" in c.value for c in at.sidebar.caption)
+    assert any("gpu=../../etc/passwd" in t.value for t in at.sidebar.text)
     assert set(at.dataframe[0].value["workload"]) == {"gelu"}
 
 
 @pytest.mark.parametrize("mode", ["runs", "GPUs", "commits"])
 def test_compare_modes(monkeypatch, tree, mode):
-    at = app(monkeypatch, [tree["results"]], "compare")
+    at = app(monkeypatch, [tree["results"]], "compare", {"cmp_suite": "true"})
     at.radio(key="cmp_mode").set_value(mode).run()
     assert not at.exception
     table = at.dataframe[0].value
@@ -122,6 +130,11 @@ def test_compare_modes(monkeypatch, tree, mode):
         # newest H200 run against the older one: the planted triton softmax slowdown shows
         reg = table[table["verdict"] == "regression"]
         assert set(reg["impl"]) == {"triton"} and set(reg["workload"]) == {"softmax"}
+        # what `suite compare` decides, with the band it judged against and both clocks
+        assert set(reg["suite_verdict"]) == {"slower"}
+        assert (reg["band_rel"] > 0).all() and (reg["ratio"] > 1 + reg["band_rel"]).all()
+        assert set(table["clock_base"].dropna()) and table["clock_base"].dtype == float
+        assert set(table["sm_clock_mhz_base"]) == {1755.0}
     if mode == "GPUs":
         assert at.toggle(key="cmp_sol_GPUs").value is True
     figs = figures(at)
@@ -143,7 +156,7 @@ def test_compare_warns_about_runs_timed_under_another_l2(monkeypatch, tree, tmp_
     at = app(monkeypatch, [root], "compare")
     assert not at.exception
     warned = [w.value for w in at.warning if "not compared" in w.value]
-    assert warned and "cold vs cold-clean" in warned[0]
+    assert warned and "cold vs cold-clean" in unescape(warned[0])
     assert any("under the same protocol" in i.value for i in at.info)
 
 
@@ -156,3 +169,26 @@ def test_history_and_fusion_content(monkeypatch, tree):
     spec = figures(at)[0]
     assert spec["data"][-1]["name"] == "as predicted"
     assert "gemm" not in json.dumps([t.get("customdata") for t in spec["data"]])
+
+
+def test_case_ranks_the_implementations(monkeypatch, tree):
+    at = app(monkeypatch, [tree["results"]], "case",
+             {"gpu": "h200", "case_workload": "softmax", "case_dtype": "float32", "case_shape": "M=1823,N=781"})
+    assert not at.exception, at.exception
+    t = at.dataframe[0].value
+    assert list(t["rank"]) == list(range(1, len(t) + 1)) and t["ms"].is_monotonic_increasing
+    assert set(t["impl"]) >= {"eager", "torch", "compile", "triton"}
+    # ratios are the fastest torch*/compile* row's time over this row's: 1 on that row itself
+    assert t.loc[t["impl"] == "torch", "vs_torch"].iloc[0] == pytest.approx(1.0)
+    assert (t["unit"] == "GB/s").all()
+    assert (t["sm_clock_mhz"] == 1755).all() and (t["energy_j"] == t["power_w"] * t["ms"] * 1e-3).all()
+    cmd = t.loc[t["impl"] == "triton", "command"].iloc[0]
+    assert cmd.startswith("python -m suite run --workloads softmax --shape M=1823,N=781 --dtypes float32 "
+                          "--impls triton --timer events")
+
+
+def test_data_search_filters_and_leads_with_the_answer(monkeypatch, tree):
+    at = app(monkeypatch, [tree["results"]], "data_table", {"data_search": "softmax triton"})
+    t = at.dataframe[0].value
+    assert list(t.columns[:6]) == ["impl", "shape", "ms_median", "gbps", "tflops", "sol"]
+    assert len(t) and set(t["impl"]) == {"triton"} and set(t["workload"]) == {"softmax"}

@@ -7,6 +7,7 @@ change reaches the URL and survives a page change, and saves screenshots under
 tests/artifacts/dashboard/.
 """
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,40 @@ def test_a_shared_link_restores_the_filters(server, page):
     # with both GPUs the legend would name the H100's series
     assert "h100" not in page.locator(".js-plotly-plot").first.inner_text()
     assert "gpu=h200" in page.url
+
+
+@pytest.fixture
+def fresh_page(page):
+    """A tab of its own: no session or listener shared with the other tests."""
+    pg = page.context.browser.new_page(viewport={"width": 1400, "height": 1000})
+    pg.set_default_timeout(60_000)
+    yield pg
+    pg.close()
+
+
+def test_a_hostile_link_renders_fast_and_inert(server, fresh_page):
+    """Markdown links and images, tags and a 60 KB value in the URL: named as text,
+    clipped, no <a>/<img> made of them, nothing fetched, the page up in seconds.
+    (Tornado answers "Invalid HTTP request" once the request line and cookies pass
+    its 64 KiB header limit; AppTest covers a 100 KB value.)"""
+    base, _ = server
+    page = fresh_page
+    beacon = "http://127.0.0.1:9/beacon"
+    fetched = []
+    page.on("request", lambda r: fetched.append(r.url) if r.url.startswith(beacon) else None)
+    page.goto(base)  # a warm server: the time below is the link's, not the first import's
+    shots.wait_ready(page, "Overview")
+    query = (f"workload=[Open the fixed results]({beacon}/link)&gpu=![x]({beacon}/md.png)"
+             f"&impl=<img src='{beacon}/tag.png'>&dtype=<script>alert(1)</script>&commit={'A' * 60_000}")
+    start = time.monotonic()
+    page.goto(f"{base}/?{query}")
+    shots.wait_ready(page, "Overview")
+    page.get_by_text("Ignored from the link", exact=False).wait_for()
+    note = page.locator('[data-testid="stSidebar"] [data-testid="stText"]').first
+    elapsed = time.monotonic() - start
+    text = note.inner_text()
+    assert "[Open the fixed results]" in text and "A" * 60 in text and "A" * 100 not in text
+    assert page.locator(f'a[href^="{beacon}"], img[src^="{beacon}"]').count() == 0
+    assert page.locator("script:has-text('alert(1)')").count() == 0
+    assert not fetched, fetched
+    assert elapsed < 8, f"{elapsed:.1f} s to render"

@@ -145,3 +145,21 @@ def test_hover_names_the_card_state_where_it_was_recorded():
     assert [c[3] for c in line.customdata] == list(charts.card_text(df))
     pts = charts.roofline_chart(df, 4000.0, {"float32": 60.0}).data[0]
     assert "%{customdata[8]}" in pts.hovertemplate and pts.customdata[1][8] == "<br>SM 1712 MHz (power cap)"
+
+
+def test_fusion_splits_workloads_and_names_stay_inert():
+    import fixtures_dashboard as fx
+
+    from dashboard import analysis
+    from suite import store
+
+    df = store.to_frame(fx.make_run(seed=4)).assign(gpu="h200")
+    df.loc[df["impl"] == "triton", "impl"] = "<a href='http://evil'>t</a>"
+    fig = charts.fusion_chart(analysis.fusion_table(df)).to_dict()
+    shapes = {w: s for t in fig["data"] if t.get("customdata") is not None
+              for (w, *_), s in zip(t["customdata"], t["marker"]["symbol"])}
+    assert len(set(shapes.values())) == len(shapes) > 1  # one symbol per workload
+    text = str(fig)
+    assert "<a href" not in text and "&lt;a href" in text
+    # plain numbers on log axes: no SI prefixes
+    assert fig["layout"]["xaxis"]["tickformat"] == "~g" and fig["layout"]["yaxis"]["tickformat"] == "~g"

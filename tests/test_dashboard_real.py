@@ -20,7 +20,7 @@ from dashboard_apptest import figures  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
-PAGES = {"overview": "Overview", "bandwidth": "Bandwidth", "roofline": "Roofline", "fusion": "Fusion",
+PAGES = {"overview": "Overview", "case": "Case", "bandwidth": "Bandwidth", "roofline": "Roofline", "fusion": "Fusion",
          "compare": "Compare", "history": "History", "data_table": "Data"}
 
 pytestmark = pytest.mark.skipif(not any(RESULTS.rglob("*.parquet")),

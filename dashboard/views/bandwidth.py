@@ -1,18 +1,18 @@
 """Bandwidth: achieved GB/s (memory bound) or TFLOP/s (compute bound) against size."""
 import streamlit as st
 
-from dashboard import analysis, charts, ui
+from dashboard import analysis, charts, safe, ui
 
 ctx = ui.context()
 ui.header(ctx, "Bandwidth")
 rows = ctx.rows
 
 left, mid, right = st.columns(3)
-workload = left.selectbox("Workload", sorted(rows["workload"].unique()), key="bw_workload")
+workload = ui.choice(left.selectbox, "Workload", sorted(rows["workload"].unique()), key="bw_workload")
 d = rows[rows["workload"] == workload]
 dtypes = sorted(d["dtype"].unique())
-dtype = mid.selectbox("dtype", dtypes, key="bw_dtype",
-                      index=dtypes.index("bfloat16") if "bfloat16" in dtypes else 0)
+dtype = ui.choice(mid.selectbox, "dtype", dtypes, key="bw_dtype",
+                  index=dtypes.index("bfloat16") if "bfloat16" in dtypes else 0)
 d = d[d["dtype"] == dtype]
 # shapes of one size (causal or not, same B*H*S*D) would zigzag on one line: draw one
 # family of shapes at a time where one shape key separates them, else points only
@@ -23,8 +23,8 @@ if analysis.shares_sizes(d):
         values = sorted(d[key].dropna().unique().tolist())
         most = d.drop_duplicates("shape")[key].value_counts().idxmax()
         label = key.removeprefix("shape_")
-        value = left.selectbox(f"Shapes with {label} =", values, index=values.index(most),
-                               key=f"bw_family_{workload}")
+        value = ui.choice(left.selectbox, f"Shapes with {label} =", values, index=values.index(most),
+                          key=f"bw_family_{workload}")
         d, family = d[d[key] == value], f", {label}={value}"
     else:
         lines = False
@@ -32,11 +32,11 @@ good = analysis.ok(d)
 # the limiter of the largest case decides the default metric; either can be chosen
 top = good.sort_values("size").tail(1)
 compute = bool(len(top)) and str(top["bound"].iloc[0]) == "compute"
-metric = right.radio("Metric", ["gbps", "tflops"], index=1 if compute else 0, horizontal=True,
-                     format_func=lambda m: charts.METRICS[m][0], key=f"bw_metric_{workload}")
+metric = ui.choice(right.radio, "Metric", ["gbps", "tflops"], index=1 if compute else 0, horizontal=True,
+                   format_func=lambda m: charts.METRICS[m][0], key=f"bw_metric_{workload}")
 
 if good.empty:
-    st.info(f"No correct {workload} {dtype} rows in the chosen runs.")
+    st.info(f"No correct {safe.md(workload)} {safe.md(dtype)} rows in the chosen runs.")
 else:
     good = analysis.with_series(good)
     ceilings = {}
@@ -53,3 +53,4 @@ else:
                "GB/s counts the compulsory bytes of a fully fused kernel (min_bytes), so an "
                "unfused chain that moves more shows less than the traffic it really made.")
 ui.not_ok_section(d, f"{workload} {dtype}")
+ui.page_notes()

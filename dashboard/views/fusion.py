@@ -1,7 +1,7 @@
 """Fusion: measured speedup over eager against the bytes model's prediction."""
 import streamlit as st
 
-from dashboard import analysis, charts, ui
+from dashboard import analysis, charts, safe, ui
 
 ctx = ui.context()
 ui.header(ctx, "Fusion", runs=False)
@@ -9,13 +9,13 @@ rows = ctx.newest_having("eager")
 shown = ctx.loaded.runs[ctx.loaded.runs["run_id"].isin(rows["run_id"].unique())]
 if len(shown):
     what = "Chosen runs" if ctx.filters.run else "Newest run with eager rows of each GPU and workload"
-    st.caption(f"{what}: " + "; ".join(shown["label"]))
+    st.caption(f"{what}: " + "; ".join(safe.md(x) for x in shown["label"]))
 
 for wl in analysis.no_eager(rows):
     note = ("a compute-bound matmul has nothing to gain from fusion: `a @ b` is already one "
             "library call, so there is no unfused chain to compare with"
             if wl == "gemm" else "the chosen runs have no eager rows to compare with")
-    st.info(f"**{wl}** has no eager implementation here: {note}.")
+    st.info(f"**{safe.md(wl)}** has no eager implementation here: {note}.")
 
 ft = analysis.fusion_table(rows)
 if ft.empty:
@@ -28,7 +28,7 @@ else:
                "short of it; compute-bound cases (large attention) can beat it, since the "
                "prediction counts bytes only.")
     threshold = st.slider("Fell short when reaching less than", 0.1, 1.0, 0.8, 0.05,
-                          format="%.2f of the prediction", key="fusion_short")
+                          format="%.2f of the prediction", key="fusion_short", bind="query-params")
     short = ft[ft["reached"] < threshold].sort_values("reached")
     st.subheader(f"Fell short ({len(short)} of {len(ft)})")
     st.dataframe(short, hide_index=True, column_config={

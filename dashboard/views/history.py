@@ -24,13 +24,13 @@ for level, (col, name) in enumerate(zip(cols, NAMES)):
     else:
         values = sorted(d[name].dropna().unique())
     best = richest.index[0][level] if len(richest) else None
-    case[name] = col.selectbox(name, values, key=f"hist_{name}",
-                               index=values.index(best) if best in values else 0)
+    case[name] = ui.choice(col.selectbox, name, values, key=f"hist_{name}",
+                           index=values.index(best) if best in values else 0)
     d = d[d[name] == case[name]]
     richest = richest[richest.index.get_level_values(level) == case[name]]
 left, right = st.columns(2)
-metric = left.selectbox("Metric", ["ms_median", "gbps", "tflops", "sol"], key="hist_metric")
-by_date = right.radio("x axis", ["commit order", "date"], horizontal=True, key="hist_x") == "date"
+metric = ui.choice(left.selectbox, "Metric", ["ms_median", "gbps", "tflops", "sol"], key="hist_metric")
+by_date = ui.choice(right.radio, "x axis", ["commit order", "date"], horizontal=True, key="hist_x") == "date"
 h = analysis.history(frame, case, metric)
 st.plotly_chart(charts.history_chart(h, metric, by_date, title=" · ".join(map(str, case.values()))),
                 key="hist_chart")
@@ -40,3 +40,4 @@ if len(bad):
     st.dataframe(bad[["gpu", "commit", "status", "run_id"]], hide_index=True)
 with st.expander("Values"):
     st.dataframe(h, hide_index=True)
+ui.page_notes()

@@ -1,7 +1,7 @@
 """Overview: best implementation per workload and dtype, SOL heatmap, pass rate, environment."""
 import streamlit as st
 
-from dashboard import analysis, charts, ui
+from dashboard import analysis, charts, safe, ui
 from suite.roofline import SUSPECT_SOL
 
 ctx = ui.context()
@@ -31,11 +31,11 @@ dtypes = [d for d in ("bfloat16", "float16", "float32") if d in set(rows["dtype"
     sorted(rows["dtype"].dropna().unique())
 gpus = sorted(rows["gpu"].unique())
 left, right = st.columns(2)
-dtype = left.selectbox("dtype", dtypes, key="overview_dtype")
-gpu = right.selectbox("GPU", gpus, key="overview_gpu") if len(gpus) > 1 else gpus[0]
+dtype = ui.choice(left.selectbox, "dtype", dtypes, key="overview_dtype")
+gpu = ui.choice(right.selectbox, "GPU", gpus, key="overview_gpu") if len(gpus) > 1 else gpus[0]
 sol, status = analysis.sol_matrix(rows, dtype, gpu)
 if sol.empty:
-    st.info(f"No correct {dtype} rows on {gpu}.")
+    st.info(f"No correct {safe.md(dtype)} rows on {safe.md(gpu)}.")
 else:
     st.plotly_chart(charts.sol_heatmap(sol, status, title=f"SOL, {dtype}, {gpu}"), key="overview_heatmap")
 
@@ -54,3 +54,4 @@ st.caption("Measured ceilings (used in every formula) against the datasheet (sho
 st.dataframe(analysis.ceilings(rows), hide_index=True, column_config={
     "gbps_of_datasheet": st.column_config.NumberColumn("GB/s of datasheet", format="percent"),
     "tflops_of_datasheet": st.column_config.NumberColumn("TFLOP/s of datasheet", format="percent")})
+ui.page_notes()

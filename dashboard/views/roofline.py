@@ -1,18 +1,18 @@
 """Roofline: arithmetic intensity against achieved TFLOP/s, under the measured roofs."""
 import streamlit as st
 
-from dashboard import analysis, charts, ui
+from dashboard import analysis, charts, safe, ui
 
 ctx = ui.context()
 ui.header(ctx, "Roofline")
 rows = ctx.rows
 
 gpus = sorted(rows["gpu"].unique())
-gpu = st.selectbox("GPU (each has its own roofs)", gpus, key="roof_gpu") if len(gpus) > 1 else gpus[0]
+gpu = ui.choice(st.selectbox, "GPU (each has its own roofs)", gpus, key="roof_gpu") if len(gpus) > 1 else gpus[0]
 d = rows[rows["gpu"] == gpu]
-good = analysis.ok(d)
+good = analysis.kernel_rows(analysis.ok(d))
 if good.empty:
-    st.info(f"No correct rows on {gpu}.")
+    st.info(f"No correct rows on {safe.md(gpu)}.")
 else:
     bw, tf = analysis.roofs(good)
     st.plotly_chart(charts.roofline_chart(good, bw, tf, title=f"Roofline, {gpu}"), key="roof_chart")
@@ -23,3 +23,4 @@ else:
                "bandwidth of its own read:write mix (peak_gbps), which can sit above or below "
                "the copy slope drawn here.")
 ui.not_ok_section(d, gpu)
+ui.page_notes()

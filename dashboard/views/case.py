@@ -1,0 +1,51 @@
+"""Case: one workload, shape and dtype on one GPU, its implementations ranked by median time."""
+import streamlit as st
+
+from dashboard import analysis, charts, safe, ui
+
+ctx = ui.context()
+ui.header(ctx, "Case")
+rows = ctx.rows
+
+cols = st.columns(4)
+gpus = sorted(rows["gpu"].unique())
+gpu = ui.choice(cols[0].selectbox, "GPU", gpus, key="case_gpu")
+d = rows[rows["gpu"] == gpu]
+workload = ui.choice(cols[1].selectbox, "Workload", sorted(d["workload"].unique()), key="case_workload")
+d = d[d["workload"] == workload]
+dtypes = sorted(d["dtype"].unique())
+dtype = ui.choice(cols[2].selectbox, "dtype", dtypes, key="case_dtype",
+                  index=dtypes.index("bfloat16") if "bfloat16" in dtypes else 0)
+d = d[d["dtype"] == dtype]
+shapes = d.drop_duplicates("shape").sort_values("size")["shape"].tolist()
+# first view: the largest shape, where the kernels differ most
+shape = ui.choice(cols[3].selectbox, "Shape", shapes, key="case_shape", index=len(shapes) - 1)
+d = d[d["shape"] == shape]
+ui.page_notes()
+
+table = analysis.case_table(d)
+if table.empty:
+    st.info("No implementation was measured correctly on this case in the chosen runs.")
+else:
+    best = table.iloc[0]
+    st.text(f"Fastest: {safe.clip(best['impl'])}, {best['ms']:.4g} ms, "
+            f"{best['rate']:,.1f} {best['unit']}, SOL {best['sol']:.2f}")
+    empty = [c for c in ("sm_clock_mhz", "power_w", "energy_j") if table[c].isna().all()]
+    st.dataframe(table.drop(columns=empty), hide_index=True, column_config={
+        "ms": st.column_config.NumberColumn("ms", format="%.4g"),
+        "p20": st.column_config.NumberColumn("p20 ms", format="%.4g"),
+        "p80": st.column_config.NumberColumn("p80 ms", format="%.4g"),
+        "rate": st.column_config.NumberColumn("rate", format="%.1f"),
+        "sol": st.column_config.NumberColumn("SOL", format="%.2f"),
+        "vs_torch": st.column_config.NumberColumn("× torch", format="%.2f"),
+        "vs_compile": st.column_config.NumberColumn("× compile", format="%.2f"),
+        "sm_clock_mhz": st.column_config.NumberColumn("SM MHz", format="%.0f"),
+        "power_w": st.column_config.NumberColumn("W", format="%.0f"),
+        "energy_j": st.column_config.NumberColumn("J", format="%.3g"),
+        "command": st.column_config.TextColumn("command to reproduce", width="large")})
+    st.caption("Ranked by median time; p20 and p80 bound the middle of the samples. Rate is GB/s of "
+               "compulsory bytes for a memory-bound case, TFLOP/s for a compute-bound one. × torch and "
+               "× compile: the fastest torch* or compile* row's time over this row's (> 1: faster).")
+    st.code("\n".join(table["command"].head(5)), language="bash")
+    st.plotly_chart(charts.case_bars(table, title=f"{workload} {shape} {dtype}, {gpu}"), key="case_chart")
+ui.not_ok_section(d, "this case")

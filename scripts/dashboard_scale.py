@@ -1,0 +1,125 @@
+"""The dashboard at scale: 200 runs x 2,000 rows, driven in headless Chromium.
+
+    python scripts/dashboard_scale.py [--folder /tmp/kernel-suite-scale] [--runs 200] [--rows 2000]
+
+Writes (once; an existing folder of as many files is reused) schema-valid
+synthetic runs through suite.store (tests/fixtures_dashboard.write_many: two
+GPUs, a commit per pair of runs, two timers), serves the dashboard on them the
+way ``python -m suite dashboard`` does (dashboard.screenshots.serve), and
+reports, in seconds:
+
+  first render   from the server answering /_stcore/health to the Overview's
+                 heading and first chart drawn (the load and the page)
+  filter change  a sidebar dtype chosen, to the rerun done and the chart redrawn
+  page change    Overview -> Bandwidth through the sidebar, to its chart drawn
+  compare GPUs   Compare switched to "two GPUs", to the rerun done and the table shown
+  server RSS     the Streamlit process's resident memory at the end, in MB
+
+Targets on a 2-core machine: first render <= 3 s, a change <= 1 s, RSS <= 1 GB.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+import fixtures_dashboard as fx  # noqa: E402
+from dashboard import screenshots as shots  # noqa: E402
+
+IDLE = "() => { const a = document.querySelector('[data-testid=\"stApp\"]');" \
+       " return a && a.dataset.testScriptState === 'notRunning'; }"
+RUNNING = "() => { const a = document.querySelector('[data-testid=\"stApp\"]');" \
+          " return a && a.dataset.testScriptState === 'running'; }"
+
+
+def build(folder: Path, runs: int, rows: int) -> None:
+    if len(list(folder.rglob("*.parquet"))) == runs:
+        return
+    start = time.monotonic()
+    fx.write_many(folder, runs=runs, rows_per_run=rows)
+    size = sum(p.stat().st_size for p in folder.rglob("*.parquet")) / 1e6
+    print(f"wrote {runs} runs x {rows} rows ({size:.0f} MB) in {time.monotonic() - start:.0f} s", flush=True)
+
+
+def settle(page, started: bool = False) -> None:
+    """Wait for the rerun an action started to finish (it may have finished already)."""
+    if not started:
+        try:
+            page.wait_for_function(RUNNING, timeout=1500, polling=20)
+        except Exception:  # noqa: BLE001 - a fast rerun can end before the first poll
+            pass
+    page.wait_for_function(IDLE, polling=20)
+
+
+def rss_mb(port: int) -> float:
+    """Resident memory of the Streamlit server serving ``port`` (found by its command line)."""
+    for proc in Path("/proc").iterdir():
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"streamlit" in b" ".join(cmd) and str(port).encode() in cmd:
+            for line in (proc / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def measure(folder: Path) -> dict[str, float]:
+    out = {}
+    port = shots.free_port()
+    with shots.serve([str(folder)], port=port, timeout=300) as base, shots.browser_page(120_000) as page:
+        with urllib.request.urlopen(f"{base}/_stcore/health", timeout=5):
+            pass
+        start = time.monotonic()
+        page.goto(base)
+        shots.wait_ready(page, "Overview")
+        settle(page, started=True)
+        out["first render"] = time.monotonic() - start
+
+        sidebar = page.locator('[data-testid="stSidebar"]')
+        sidebar.locator('[data-testid="stMultiSelect"]').filter(has_text="dtype").click()
+        start = time.monotonic()
+        page.get_by_role("option", name="float16", exact=True).click()
+        settle(page)
+        page.locator(".js-plotly-plot .main-svg").first.wait_for()
+        out["filter change"] = time.monotonic() - start
+        page.keyboard.press("Escape")
+
+        start = time.monotonic()
+        sidebar.get_by_role("link", name="Bandwidth").click()
+        shots.wait_ready(page, "Bandwidth")
+        settle(page, started=True)
+        out["page change"] = time.monotonic() - start
+
+        sidebar.get_by_role("link", name="Compare").click()
+        shots.wait_ready(page, "Compare")
+        settle(page, started=True)
+        start = time.monotonic()
+        page.get_by_text("two GPUs", exact=True).click()
+        settle(page)
+        page.locator('[data-testid="stDataFrame"]').first.wait_for()
+        out["compare GPUs"] = time.monotonic() - start
+        out["server RSS MB"] = rss_mb(port)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--folder", type=Path, default=Path("/tmp/kernel-suite-scale"))
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--rows", type=int, default=2000)
+    args = ap.parse_args(argv)
+    build(args.folder, args.runs, args.rows)
+    for name, value in measure(args.folder).items():
+        print(f"{name:>15}: {value:8.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
