@@ -195,3 +195,21 @@ def test_profile_ncu_on_the_cpu_is_a_usage_error(capsys):
     assert main(["run", "--device", "cpu", "--preset", "cpu", "--profile", "ncu"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--profile ncu" in err[0] and "CPU" in err[0]
+
+
+@pytest.mark.parametrize("csv,impl", [("h200_gemm_cuda_bf16_8192_3_calls.csv", "cuda"),
+                                      ("h200_attention_torch_bf16_3_calls.csv", "torch")])
+def test_recorded_h200_csvs_give_the_figures_the_run_stored(csv, impl):
+    """Raw CSVs recorded on an H200 by scripts/profile_targets.sh, parsed again,
+    give the ncu columns that run stored (results/h200/20261202T043036Z-3c65596)."""
+    import pandas as pd
+
+    root = Path(__file__).resolve().parents[1]
+    runs = pd.read_parquet(root / "results/h200/20261202T043036Z-3c65596.parquet")
+    workload = csv.split("_")[1]
+    stored = runs[(runs.workload == workload) & (runs.impl == impl)].iloc[0]
+    got = ncu.from_csv((DATA / csv).read_text(), calls=3, ms_median=float(stored.ms_median))
+    for col in ("ncu_kernels", "ncu_ms", "ncu_ratio", "ncu_dram_bytes", "ncu_dram_pct", "ncu_sm_pct",
+                "ncu_tensor_pct", "ncu_occupancy_pct", "ncu_l2_hit_pct", "ncu_regs", "ncu_local_bytes"):
+        assert got[col] == pytest.approx(float(stored[col]), rel=1e-9), col
+    assert got["ncu_top_kernel"] == stored.ncu_top_kernel and got["ncu_kernels"] == 1
