@@ -80,7 +80,24 @@ def _run_section(run: pd.DataFrame, largest: int) -> list[str]:
              f"roofs: " + ", ".join(roofs) + ".", ""]
     for workload, g in run.groupby("workload", sort=True):
         lines += _workload_table(workload, g, largest)
+    if (run.get("shape_source", pd.Series(dtype=str)).astype(str) == "preset:fuzz").any():
+        lines += _robustness_table(run)
     return lines
+
+
+def _robustness_table(run: pd.DataFrame) -> list[str]:
+    """Over a fuzz run's shapes: each implementation's geometric mean and worst score."""
+    from suite.robustness import robustness
+    from suite.workload import discover
+
+    table = robustness(run, discover().workloads)
+    lines = [f"### robustness over the {run['shape'].nunique()} shapes of seed {_one(run['seed'])}", "",
+             "| workload | impl | dtype | score | ok | geomean | worst | worst case |",
+             "|---|---|---|---|---:|---:|---:|---|"]
+    for _, r in table.iterrows():
+        lines.append(f"| {r['workload']} | {r['impl']} | {r['dtype']} | {r['score']} | {r['ok']} | "
+                     f"{_num(r['geomean'], '.2f')} | {_num(r['worst'], '.2f')} | {r['worst_shape']} |")
+    return lines + [""]
 
 
 def _impl_order(impls) -> list[str]:

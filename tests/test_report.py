@@ -77,3 +77,18 @@ def test_committed_results_document_is_the_reports_output():
     assert render(df, title) == text
     assert len(text.splitlines()) <= 150
     assert isinstance(df, pd.DataFrame)
+
+
+def test_a_fuzz_run_gets_a_robustness_table():
+    """Over a seeded fuzz run, the report adds each implementation's geomean and worst."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    df, _ = store.read_runs([str(root / "results/h200/20261202T043958Z-3c65596.parquet")])
+    text = render(df, "t")
+    assert "### robustness over the 24 shapes of seed 1" in text
+    row = next(line for line in text.splitlines() if line.startswith("| gemm | triton | bfloat16 | x torch |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[4] == "24" and float(cells[6]) < float(cells[5]) <= 1.0  # worst below the geomean
+    quick, _ = store.read_runs([str(root / "results/h200/20261202T042019Z-13a55e6.parquet")])
+    assert "### robustness" not in render(quick, "t")
