@@ -102,6 +102,7 @@ def split_args(args) -> tuple[argparse.Namespace, list[str]]:
 
 def check_run_args(run_args: list[str]) -> None:
     from suite import runner
+    from suite.workload import FUZZ
 
     for a in run_args:
         if a.split("=", 1)[0] in OWN_RUN_OPTIONS:
@@ -110,11 +111,14 @@ def check_run_args(run_args: list[str]) -> None:
                                 exit_on_error=False)
     runner.configure(p)
     try:
-        _, unknown = p.parse_known_args(run_args)
+        parsed, unknown = p.parse_known_args(run_args)
     except argparse.ArgumentError as exc:
         raise UsageError(f"run options: {exc}") from None
     if unknown:
         raise UsageError(f"not an option of `suite run` nor of `suite ab`: {' '.join(unknown)}")
+    if parsed.preset == FUZZ:
+        raise UsageError(f"--preset {FUZZ} draws its shapes from the seed, which ab changes every "
+                         "round; name the shapes instead (--shape, or --shapes FILE)")
 
 
 def _env_pairs(items: list[str], what: str) -> dict[str, str]:

@@ -229,3 +229,15 @@ def test_real_suite_ab_flags_the_slow_plugin_on_the_cpu(tmp_path):
     assert not [x for x in rows if x["impl"] == "torch" and x["regression"]]
     listed = subprocess.run(["git", "-C", str(repo), "worktree", "list"], capture_output=True, text=True)
     assert len(listed.stdout.strip().splitlines()) == 1
+
+
+def test_run_options_are_checked_before_anything_runs():
+    ab.check_run_args(["--workloads", "gemm", "--preset", "quick"])
+    with pytest.raises(ab.UsageError, match="ab sets --seed"):
+        ab.check_run_args(["--seed", "3"])
+    with pytest.raises(ab.UsageError, match="not an option"):
+        ab.check_run_args(["--frobnicate"])
+    # fuzz shapes come from the seed, and every round has its own: the sides
+    # would not time the same cases round to round
+    with pytest.raises(ab.UsageError, match="--preset fuzz draws its shapes from the seed"):
+        ab.check_run_args(["--preset", "fuzz", "--workloads", "gemm"])
