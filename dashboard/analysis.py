@@ -476,7 +476,10 @@ def history(df: pd.DataFrame, case: dict, metric: str) -> pd.DataFrame:
 # --l2-flush choices of `python -m suite run` (suite.timing.L2_CHOICES); "cold" is its default
 L2_FLAGS = ("cold-clean", "cold-flush")
 CASE_COLUMNS = ["rank", "impl", "timer", "ms", "p20", "p80", "rate", "unit", "sol", "vs_torch", "vs_compile",
-                "sm_clock_mhz", "power_w", "energy_j", "config", "command"]
+                "sm_clock_mhz", "power_w", "energy_j", "energy_from", "per_j", "per_j_unit", "config", "command"]
+# how a case row's energy_j was found (case_table)
+ENERGY_BURST = "burst"          # the row's own energy_j: a back-to-back burst (suite.energy)
+ENERGY_ESTIMATE = "power×time"  # the row's power_w over its median time: an estimate
 
 
 def reproduce(row) -> str:
@@ -494,13 +497,17 @@ def case_table(df: pd.DataFrame) -> pd.DataFrame:
     (the row's ``bound``); ``vs_torch`` and ``vs_compile`` are the fastest
     ``torch*`` and ``compile*`` row's median time over this row's (> 1: this row
     is faster), on the same timer.  SM clock, power and energy are the row's
-    own where the run recorded them (energy = power x median time).
+    own where the run recorded them.  ``energy_j`` is the row's measured joules a
+    call where it has them, else power_w x median time (``energy_from`` says which:
+    ENERGY_BURST or ENERGY_ESTIMATE); ``per_j`` is GFLOP/J for a compute-bound row
+    and GB/J for a memory-bound one (``per_j_unit``), the row's own figure, else
+    its flops or min_bytes over that energy.
     """
     good = ok(df)
     if good.empty:
         return pd.DataFrame(columns=CASE_COLUMNS)
     good = good.sort_values(["ms_median", "impl"], kind="stable").reset_index(drop=True)
-    compute = good["bound"].astype(str).eq("compute") if "bound" in good.columns else False
+    compute = good["bound"].astype(str).eq("compute").to_numpy() if "bound" in good.columns else False
     out = pd.DataFrame({
         "rank": np.arange(1, len(good) + 1), "impl": good["impl"], "timer": good["timer"],
         "ms": good["ms_median"], "p20": good["ms_p20"], "p80": good["ms_p80"],
@@ -510,12 +517,22 @@ def case_table(df: pd.DataFrame) -> pd.DataFrame:
         mine = good["impl"].astype(str).str.startswith(prefix)
         best = good[mine].groupby("timer")["ms_median"].min()
         out[name] = good["timer"].map(best).astype(float) / good["ms_median"]
-    for col in ("sm_clock_mhz", "power_w"):
-        out[col] = pd.to_numeric(good[col], errors="coerce").astype(float) if col in good.columns else np.nan
-    if "energy_j" in good.columns:
-        out["energy_j"] = pd.to_numeric(good["energy_j"], errors="coerce").astype(float)
-    else:
-        out["energy_j"] = out["power_w"] * out["ms"] * 1e-3
+
+    def num(col: str) -> pd.Series:
+        if col not in good.columns:
+            return pd.Series(np.nan, index=good.index, dtype=float)
+        return pd.to_numeric(good[col], errors="coerce").astype(float)
+
+    out["sm_clock_mhz"], out["power_w"] = num("sm_clock_mhz"), num("power_w")
+    measured = num("energy_j")
+    estimate = out["power_w"] * out["ms"] * 1e-3
+    out["energy_j"] = measured.fillna(estimate)
+    out["energy_from"] = np.where(measured.notna(), ENERGY_BURST,
+                                  np.where(estimate.notna(), ENERGY_ESTIMATE, ""))
+    work = np.where(compute, num("flops"), num("min_bytes")) / 1e9
+    own = pd.Series(np.where(compute, num("gflops_per_j"), num("gb_per_j")), index=good.index)
+    out["per_j"] = own.fillna(pd.Series(work, index=good.index) / out["energy_j"].where(out["energy_j"] > 0))
+    out["per_j_unit"] = np.where(compute, "GFLOP/J", "GB/J")
     out["config"] = good["config"].astype("string").fillna("") if "config" in good.columns else ""
     out["command"] = [reproduce(r) for r in good.to_dict("records")]
     return out[CASE_COLUMNS]

@@ -1,6 +1,7 @@
 """The Profile page's pure functions: rows of one case -> Nsight Compute's breakdown.
 
-Like charts.py: DataFrames in, Plotly figures or DataFrames out, no Streamlit.
+Like charts.py: DataFrames in, Plotly figures or DataFrames out, no Streamlit;
+every name from the rows reaches a figure HTML-escaped (dashboard.safe.html).
 Speed-of-light bars in the manner of Nsight Compute's own section: for each
 implementation of one case, DRAM, SM and tensor-pipe throughput, achieved
 occupancy and L2 hit rate (% of peak, duration-weighted over a call's kernels,
@@ -10,13 +11,13 @@ launch-bound; one with a high bar at the top is held by that unit.
 """
 from __future__ import annotations
 
-import html
 import math
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from dashboard import safe
 from dashboard.charts import _layout, color
 
 # (label, column, factor to %)
@@ -49,6 +50,12 @@ def cases(df: pd.DataFrame) -> list[tuple]:
     return list(dict.fromkeys(tuple(r) for r in df[keys].itertuples(index=False)))
 
 
+def label(case: tuple) -> str:
+    """A case as one line of plain text, each value clipped (dashboard.safe.clip):
+    the Profile page's choice, and its URL value."""
+    return " · ".join(safe.clip(v, 60) for v in case)
+
+
 def one_case(df: pd.DataFrame, case: tuple) -> pd.DataFrame:
     keys = [c for c in CASE if c in df.columns]
     mask = np.logical_and.reduce([df[k] == v for k, v in zip(keys, case)]) if keys else []
@@ -72,13 +79,13 @@ def breakdown(df: pd.DataFrame, title: str = "") -> go.Figure:
         r = df[df["impl"] == name].iloc[0]
         values = [float(pd.to_numeric(r.get(col), errors="coerce")) * factor for _, col, factor in BARS]
         top = r.get("ncu_top_kernel")
-        top = html.escape(str(top))[:80] if isinstance(top, str) and top else "-"
+        top = safe.html(safe.clip(top)) if isinstance(top, str) and top else "-"
         note = (f"{_num(r.get('ncu_ms'), '.4g')} ms in ncu ({_num(r.get('ncu_ratio'), '.3f')} of the median), "
                 f"{_num(r.get('ncu_kernels'), '.3g')} kernels<br>top: {top}")
         fig.add_trace(go.Bar(
-            y=labels, x=values, orientation="h", name=name, marker_color=color(name, names),
+            y=labels, x=values, orientation="h", name=safe.html(safe.clip(name)), marker_color=color(name, names),
             customdata=[note] * len(labels),
-            hovertemplate="%{y}: %{x:.1f}%<br>%{customdata}<extra>" + html.escape(str(name)) + "</extra>"))
+            hovertemplate="%{y}: %{x:.1f}%<br>%{customdata}<extra>" + safe.html(safe.clip(name)) + "</extra>"))
     fig.update_layout(barmode="group")
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(range=[0, 105])

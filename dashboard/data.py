@@ -72,8 +72,15 @@ class Loaded:
     problems: list[str]
     runs: pd.DataFrame                      # one row per run, newest first
     index: dict[str, np.ndarray] = field(default_factory=dict)  # run_id -> row positions
+    _options: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def options(self, column: str) -> list[str]:
+        """The values a filter offers, computed once per load (the sidebar asks on every rerun)."""
+        if column not in self._options:
+            self._options[column] = self._find_options(column)
+        return list(self._options[column])
+
+    def _find_options(self, column: str) -> list[str]:
         if column == "commit" and "commits" in self.runs.columns:
             # every commit measured, not only each run's first: a resumed run has two
             # (newest first: within a run, the commit whose rows came last is the newer)

@@ -2,7 +2,9 @@
 
 The paths go to the app in an environment variable (a JSON list), not on a
 command line the app would parse or in a URL, so the app reads exactly these
-files and folders and nothing a visitor types can point it elsewhere.
+files and folders and nothing a visitor types can point it elsewhere.  The
+server is dashboard/serve.py, Streamlit's own command line after the runs are
+loaded, so the first visitor does not wait for the load.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pathlib import Path
 from dashboard.data import PATHS_ENV, default_paths
 
 APP = Path(__file__).resolve().parent / "app.py"
+SERVE = Path(__file__).resolve().parent / "serve.py"  # streamlit's CLI, after loading the runs
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -32,7 +35,7 @@ def command(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
     """The streamlit command line and environment for these arguments."""
     paths = [str(Path(p).expanduser().resolve()) if not any(c in p for c in "*?[") else p
              for p in (args.paths or default_paths())]
-    cmd = [sys.executable, "-m", "streamlit", "run", str(APP),
+    cmd = [sys.executable, str(SERVE), "run", str(APP),
            "--server.port", str(args.port), "--server.address", args.address,
            "--server.headless", "true" if args.headless else "false",
            "--server.runOnSave", "false", "--server.fileWatcherType", "none",

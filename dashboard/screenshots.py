@@ -26,7 +26,10 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 PAGES = [("", "Overview"), ("case", "Case"), ("bandwidth", "Bandwidth"), ("roofline", "Roofline"), ("fusion", "Fusion"),
-         ("compare", "Compare"), ("history", "History"), ("data", "Data")]
+         ("profile", "Profile"), ("compare", "Compare"), ("history", "History"), ("data", "Data")]
+# pages that draw a chart only when the runs hold its figures (Nsight Compute, energy),
+# else show the command that records them
+CHART_OR_CODE = {"profile"}
 
 
 def free_port() -> int:
@@ -84,11 +87,13 @@ def browser_page(timeout_ms: int = 60_000):
             browser.close()
 
 
-def wait_ready(page, title: str, chart: bool = True) -> None:
-    """The page's heading is shown and, if asked, a Plotly chart has drawn its SVG."""
+def wait_ready(page, title: str, chart: bool = True, or_code: bool = False) -> None:
+    """The page's heading is shown and, if asked, a Plotly chart has drawn its SVG
+    (``or_code``: or a code block, a chartless page's hint)."""
     page.get_by_role("heading", name=title, exact=True).wait_for()
     if chart:
-        page.locator(".js-plotly-plot .main-svg").first.wait_for()
+        extra = ', [data-testid="stCode"]' if or_code else ""
+        page.locator(".js-plotly-plot .main-svg" + extra).first.wait_for()
     page.wait_for_load_state("networkidle")
 
 
@@ -114,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         for path, title in PAGES:
             page.goto(f"{base}/{path}")
             page.set_viewport_size({"width": 1400, "height": 1000})
-            wait_ready(page, title)
+            wait_ready(page, title, or_code=path in CHART_OR_CODE)
             fit_height(page)
             target = out / f"{path or 'overview'}.png"
             page.screenshot(path=str(target), full_page=True)

@@ -110,7 +110,8 @@ def choice(widget, label: str, options: list, key: str, index: int = 0, **kw):
 
 # each page's URL parameters start with its prefix; another page's are dropped on arrival
 PAGE_PARAMS = {"overview": "overview_", "bandwidth": "bw_", "roofline": "roof_", "fusion": "fusion_",
-               "compare": "cmp_", "history": "hist_", "data": "data_", "case": "case_"}
+               "compare": "cmp_", "history": "hist_", "data": "data_", "case": "case_",
+               "profile": "profile_"}
 
 
 def keep_page_params(url_path: str) -> None:

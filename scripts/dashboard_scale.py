@@ -57,13 +57,14 @@ def settle(page, started: bool = False) -> None:
 
 
 def rss_mb(port: int) -> float:
-    """Resident memory of the Streamlit server serving ``port`` (found by its command line)."""
+    """Resident memory of the dashboard server serving ``port`` (found by its command line:
+    dashboard/serve.py, which runs Streamlit's)."""
     for proc in Path("/proc").iterdir():
         try:
             cmd = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"streamlit" in b" ".join(cmd) and str(port).encode() in cmd:
+        if any(w in b" ".join(cmd) for w in (b"streamlit", b"serve.py")) and str(port).encode() in cmd:
             for line in (proc / "status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1]) / 1024

@@ -284,3 +284,27 @@ def test_roofs_name_every_math_mode_and_harness_rows_stay_off():
     bw, tf = analysis.roofs(rows)
     assert tf == {"float32": 51.0, "tf32": 406.0, "bfloat16": 786.0}
     assert list(analysis.kernel_rows(rows)["impl"]) == ["torch", "triton:tf32", "torch"]
+
+
+def test_case_table_energy_is_the_rows_own_else_power_times_time():
+    base = {"workload": "gemm", "shape": "M=N=K=4096", "dtype": "bfloat16", "gpu": "h200", "timer": "events",
+            "status": "ok", "bound": "compute", "ms_p20": 0.9, "ms_p80": 1.1, "gbps": 1.0, "tflops": 100.0,
+            "sol": 0.5, "flops": 1.4e11, "min_bytes": 1e8, "power_w": 500.0, "sm_clock_mhz": 1755.0}
+    df = pd.DataFrame([dict(base, impl="torch", ms_median=1.0, energy_j=0.4, gflops_per_j=350.0, gb_per_j=0.25),
+                       dict(base, impl="triton", ms_median=2.0, energy_j=np.nan, gflops_per_j=np.nan,
+                            gb_per_j=np.nan),
+                       dict(base, impl="cuda", ms_median=3.0, power_w=np.nan, energy_j=np.nan)])
+    t = analysis.case_table(df).set_index("impl")
+    assert t.loc["torch", "energy_j"] == 0.4 and t.loc["torch", "energy_from"] == analysis.ENERGY_BURST
+    assert t.loc["triton", "energy_j"] == pytest.approx(1.0)  # 500 W x 2 ms
+    assert t.loc["triton", "energy_from"] == analysis.ENERGY_ESTIMATE
+    assert np.isnan(t.loc["cuda", "energy_j"]) and t.loc["cuda", "energy_from"] == ""
+    # compute-bound: GFLOP/J, the row's own, else its FLOPs over the energy shown
+    assert set(t["per_j_unit"]) == {"GFLOP/J"}
+    assert t.loc["torch", "per_j"] == 350.0 and t.loc["triton", "per_j"] == pytest.approx(140.0)
+    mem = analysis.case_table(df.assign(bound="memory")).set_index("impl")
+    assert set(mem["per_j_unit"]) == {"GB/J"} and mem.loc["torch", "per_j"] == 0.25
+    assert mem.loc["triton", "per_j"] == pytest.approx(0.1)
+    # a file from before energy was recorded: power x time throughout
+    old = analysis.case_table(df.drop(columns=["energy_j", "gflops_per_j", "gb_per_j"])).set_index("impl")
+    assert old.loc["torch", "energy_j"] == pytest.approx(0.5) and old.loc["torch", "energy_from"] == analysis.ENERGY_ESTIMATE

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 import fixtures_dashboard as fx  # noqa: E402
 from dashboard_apptest import app, figures  # noqa: E402
 PAGES = {"overview": "Overview", "case": "Case", "bandwidth": "Bandwidth", "roofline": "Roofline", "fusion": "Fusion",
-         "compare": "Compare", "history": "History", "data_table": "Data"}
+         "profile": "Profile", "compare": "Compare", "history": "History", "data_table": "Data"}
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +70,9 @@ def test_page_renders(monkeypatch, tree, page, dataset):
         assert not figures(at)
         return
     figs = figures(at)
+    if page == "profile":  # the fixture runs hold no ncu or energy figures: the page says how to record them
+        assert not figs and "--profile ncu" in at.code[0].value
+        return
     assert figs, "no Plotly chart on the page"
     for fig in figs:
         assert fig["data"], "a figure without traces"
@@ -182,6 +185,7 @@ def test_case_ranks_the_implementations(monkeypatch, tree):
     assert t.loc[t["impl"] == "torch", "vs_torch"].iloc[0] == pytest.approx(1.0)
     assert (t["unit"] == "GB/s").all()
     assert (t["sm_clock_mhz"] == 1755).all() and (t["energy_j"] == t["power_w"] * t["ms"] * 1e-3).all()
+    assert set(t["energy_from"]) == {"power×time"}  # the fixture rows have no energy_j of their own
     cmd = t.loc[t["impl"] == "triton", "command"].iloc[0]
     assert cmd.startswith("python -m suite run --workloads softmax --shape M=1823,N=781 --dtypes float32 "
                           "--impls triton --timer events")

@@ -3,6 +3,7 @@ import argparse
 import json
 import sys
 
+import pandas as pd
 import pytest
 
 pytest.importorskip("streamlit", reason="the dashboard needs streamlit (scripts/setup.sh dev)")
@@ -19,7 +20,7 @@ def args(*argv):
 
 def test_command_passes_paths_in_the_environment(tmp_path):
     cmd, env = launch.command(args(str(tmp_path), "results/*.parquet", "--port", "9999", "--headless"))
-    assert cmd[:4] == [sys.executable, "-m", "streamlit", "run"] and cmd[4] == str(launch.APP)
+    assert cmd[:3] == [sys.executable, str(launch.SERVE), "run"] and cmd[3] == str(launch.APP)
     assert cmd[cmd.index("--server.port") + 1] == "9999"
     assert cmd[cmd.index("--server.address") + 1] == "127.0.0.1"
     assert cmd[cmd.index("--server.headless") + 1] == "true"
@@ -53,3 +54,15 @@ def test_missing_packages_exit_2(monkeypatch, capsys):
 def test_cli_wires_the_verb():
     parsed = cli.build_parser("dashboard").parse_args(["dashboard", "a", "b", "--port", "1234"])
     assert parsed.paths == ["a", "b"] and parsed.port == 1234 and parsed.headless is False
+
+
+def test_the_server_loads_the_runs_before_it_answers(monkeypatch, tmp_path):
+    import fixtures_dashboard as fx
+    from dashboard import serve
+
+    path = fx.write_run(fx.make_run("h200", "aaaaaaa", "2025-06-01T10:00:00Z"), tmp_path / "results")
+    monkeypatch.setenv(data.PATHS_ENV, json.dumps([str(path)]))
+    serve.warm()
+    warm = data.load()
+    monkeypatch.setattr(data, "build", lambda paths: pytest.fail("loaded again"))
+    assert data.load() is warm and len(warm.frame) == len(pd.read_parquet(path))

@@ -23,7 +23,7 @@ IMAGE = "![x](http://evil.example/beacon.png)"
 SCRIPT = "<script>alert(1)</script>"
 IMG_TAG = '<img src="http://evil.example/i.png">'
 HOSTILE = {"workload": LINK, "gpu": IMAGE, "impl": SCRIPT, "dtype": IMG_TAG, "commit": "A" * 100_000,
-           "run": "../../../etc/passwd", "bw_workload": LINK, "cmp_mode": IMAGE}
+           "run": "../../../etc/passwd", "bw_workload": LINK, "cmp_mode": IMAGE, "profile_case": LINK}
 # what Markdown would turn into a link, image, autolink or tag (an escaped "\\<" shows as "<")
 FORMED = re.compile(r"\]\(|(?<!\\)<(script|img|a )|http://evil")
 
@@ -60,6 +60,11 @@ def tree(tmp_path_factory):
             r["impl"] = "[evil](http://evil.example/x)" if r["impl"] == "triton" else r["impl"]
             r["error"] = IMG_TAG + " " + SCRIPT
             r["config"] = LINK
+        if r["status"] == "ok":  # Profile's figures, with markup where the rows carry text
+            r.update(ncu_ms=r["ms_median"], ncu_ratio=1.0, ncu_kernels=2.0, ncu_dram_pct=60.0,
+                     ncu_sm_pct=40.0, ncu_top_kernel=SCRIPT + LINK + "k" * 500, ncu_error=IMAGE,
+                     energy_j=0.01, energy_w=500.0, gflops_per_j=10.0, gb_per_j=1.0)
+        r["shape"] = r["shape"] + IMG_TAG if r["workload"] == "softmax" else r["shape"]
         r["commit"] = "<a href='http://evil.example'>c</a>"
     hostile = root / "hostile"
     df = store.to_frame(rows)
@@ -67,21 +72,29 @@ def tree(tmp_path_factory):
     return {**paths, "hostile": hostile}
 
 
-@pytest.mark.parametrize("page", ["overview", "bandwidth", "compare", "history", "data_table", "case"])
+@pytest.mark.parametrize("page", ["overview", "bandwidth", "compare", "history", "data_table", "case",
+                                  "profile"])
 def test_hostile_link_is_named_as_plain_text(monkeypatch, tree, page):
-    at = app(monkeypatch, [tree["results"]], page, HOSTILE)
+    # Profile needs rows with its figures to reach its own choice: the hostile run has them
+    paths = [tree["hostile"], tree["results"]] if page == "profile" else [tree["results"]]
+    at = app(monkeypatch, paths, page, HOSTILE)
     assert_inert(at)
     assert any("Ignored from the link" in c.value for c in at.sidebar.caption)
     notes = " ".join(t.value for t in at.text)
     assert "[Open the fixed results](http://evil" in notes  # shown as it was, as plain text
     assert "AAAA" in notes and "A" * 200 not in notes  # clipped, not echoed whole
+    if page == "profile":
+        assert "profile_case=[Open the fixed results]" in notes and figures(at)
 
 
 @pytest.mark.parametrize("page", ["overview", "bandwidth", "roofline", "fusion", "compare", "history",
-                                  "data_table", "case"])
+                                  "data_table", "case", "profile"])
 def test_hostile_rows_are_shown_as_plain_text(monkeypatch, tree, page):
     at = app(monkeypatch, [tree["hostile"], tree["results"]], page)
     assert_inert(at)
+    if page == "profile":  # the hostile run's figures are drawn, its names escaped
+        spec = json.dumps(figures(at))
+        assert "&lt;script&gt;" in spec and "k" * 100 not in spec
 
 
 @pytest.mark.parametrize("many", [2_000, 900])

@@ -108,3 +108,21 @@ def test_the_page_says_how_to_record_when_no_row_has_figures(monkeypatch, tmp_pa
     assert not at.exception, at.exception
     assert any("--profile ncu" in i.value for i in at.info) and not figures(at)
     assert "--profile ncu" in at.code[0].value
+
+
+def test_a_link_sets_the_case_and_names_an_unknown_one(monkeypatch, tmp_path):
+    pytest.importorskip("streamlit", reason="the dashboard needs streamlit (scripts/setup.sh dev)")
+    import fixtures_dashboard as fx
+    from dashboard_apptest import app
+
+    rows = _profiled_run(fx.make_run("h200", "ccccccc", "2025-06-05T10:00:00Z", seed=4))
+    path = fx.write_run(rows, tmp_path / "results")
+    from dashboard import data
+    frame = data.build([str(path)]).frame
+    labels = [charts_profile.label(c) for c in charts_profile.cases(charts_profile.profiled(frame))]
+    at = app(monkeypatch, [path], "profile", {"profile_case": labels[3]})
+    assert at.selectbox(key="profile_case").value == labels[3]
+    assert at.query_params["profile_case"] in (labels[3], [labels[3]])
+    at = app(monkeypatch, [path], "profile", {"profile_case": "h200 · nope"})
+    assert at.selectbox(key="profile_case").value == labels[0]
+    assert any("profile_case=h200 · nope" in t.value for t in at.main.text)

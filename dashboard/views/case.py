@@ -30,8 +30,10 @@ else:
     best = table.iloc[0]
     st.text(f"Fastest: {safe.clip(best['impl'])}, {best['ms']:.4g} ms, "
             f"{best['rate']:,.1f} {best['unit']}, SOL {best['sol']:.2f}")
-    empty = [c for c in ("sm_clock_mhz", "power_w", "energy_j") if table[c].isna().all()]
-    st.dataframe(table.drop(columns=empty), hide_index=True, column_config={
+    empty = [c for c in ("sm_clock_mhz", "power_w", "energy_j", "per_j") if table[c].isna().all()]
+    empty += ["energy_from"] if "energy_j" in empty else []
+    per_j = table["per_j_unit"].iloc[0]  # one case: one bound
+    st.dataframe(table.drop(columns=empty + ["per_j_unit"]), hide_index=True, column_config={
         "ms": st.column_config.NumberColumn("ms", format="%.4g"),
         "p20": st.column_config.NumberColumn("p20 ms", format="%.4g"),
         "p80": st.column_config.NumberColumn("p80 ms", format="%.4g"),
@@ -41,11 +43,16 @@ else:
         "vs_compile": st.column_config.NumberColumn("× compile", format="%.2f"),
         "sm_clock_mhz": st.column_config.NumberColumn("SM MHz", format="%.0f"),
         "power_w": st.column_config.NumberColumn("W", format="%.0f"),
-        "energy_j": st.column_config.NumberColumn("J", format="%.3g"),
+        "energy_j": st.column_config.NumberColumn("J a call", format="%.3g"),
+        "energy_from": st.column_config.TextColumn("J from"),
+        "per_j": st.column_config.NumberColumn(per_j, format="%.4g"),
         "command": st.column_config.TextColumn("command to reproduce", width="large")})
     st.caption("Ranked by median time; p20 and p80 bound the middle of the samples. Rate is GB/s of "
                "compulsory bytes for a memory-bound case, TFLOP/s for a compute-bound one. × torch and "
-               "× compile: the fastest torch* or compile* row's time over this row's (> 1: faster).")
+               "× compile: the fastest torch* or compile* row's time over this row's (> 1: faster). "
+               f"J a call: from a back-to-back burst ({analysis.ENERGY_BURST}) where the run measured "
+               f"it, else the power while timed × the median ({analysis.ENERGY_ESTIMATE}, an estimate); "
+               f"{per_j} is the {'FLOPs' if per_j == 'GFLOP/J' else 'compulsory bytes'} over it.")
     st.code("\n".join(table["command"].head(5)), language="bash")
     st.plotly_chart(charts.case_bars(table, title=f"{workload} {shape} {dtype}, {gpu}"), key="case_chart")
 ui.not_ok_section(d, "this case")

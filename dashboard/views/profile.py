@@ -10,11 +10,14 @@ if rows.empty:
     st.info("No row of the chosen runs has Nsight Compute or energy figures. Record them on a GPU "
             "with --profile ncu, for example:")
     st.code("python -m suite run --workloads WORKLOAD --profile ncu", language="bash")
+    ui.page_notes()
     st.stop()
 
-cases = charts_profile.cases(rows)
-case = st.selectbox("Case", cases, format_func=lambda c: " · ".join(map(str, c)), key="profile_case")
-d = charts_profile.one_case(rows, case)
+# the case's label (plain text, values clipped) is its URL value
+cases = {charts_profile.label(c): c for c in charts_profile.cases(rows)}
+case = ui.choice(st.selectbox, "Case (GPU · workload · shape · dtype · timer)", list(cases), key="profile_case")
+ui.page_notes()
+d = charts_profile.one_case(rows, cases[case])
 st.plotly_chart(charts_profile.breakdown(d, title="Speed of light per unit, % of peak"),
                 key="profile_chart")
 st.caption("SOL is the suite's: the roofline bound over the measured median. The other bars are "
