@@ -397,9 +397,17 @@ def _f(x) -> float | None:
 
 # ---------------------------------------------------------------- grouping
 def split(df: pd.DataFrame, by: str, base: str | None) -> list[tuple[Side, Side]]:
-    """One set -> (base group, other group) pairs for ``--by gpu`` / ``--by commit``."""
+    """One set -> (base group, other group) pairs for ``--by gpu`` / ``--by commit``.
+
+    ``--by gpu`` groups by the GPU's name, and, where one name ran on several
+    GPUs of a host (``run --gpus``), by name and ``device_index`` ("NVIDIA
+    H200 #1"): the two halves of a two-GPU run compare like two machines."""
     col = {"gpu": "gpu_name", "commit": "commit"}[by]
     keyed = df.assign(_g=df[col].fillna("unknown").astype(str))
+    if by == "gpu" and "device_index" in df.columns:
+        index = pd.to_numeric(df["device_index"], errors="coerce")
+        several = index.groupby(keyed["_g"]).transform("nunique") > 1
+        keyed.loc[several, "_g"] = keyed.loc[several, "_g"] + " #" + index[several].astype("Int64").astype(str)
     if by == "commit":
         first = pd.to_datetime(keyed["timestamp"], utc=True, errors="coerce")
         order = keyed.assign(_t=first).groupby("_g")["_t"].min().sort_values(na_position="last")

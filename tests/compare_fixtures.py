@@ -27,7 +27,10 @@ RUNNER_ARGS = ["--device", "cpu", "--preset", "cpu", "--workloads", "gelu,softma
 
 
 def newest_committed_run() -> Path | None:
+    """The newest committed run of the quick preset: real rows of every backend
+    with no suspect row (a suspect candidate row fails any comparison)."""
     files = sorted((ROOT / "results").rglob("*.parquet")) if (ROOT / "results").is_dir() else []
+    files = [f for f in files if _quick_and_clean(f)]
     tracked = []
     for f in files:
         # Only files git knows about count as committed reference runs.
@@ -36,6 +39,16 @@ def newest_committed_run() -> Path | None:
         if r.returncode == 0:
             tracked.append(f)
     return max(tracked, key=lambda f: f.name) if tracked else None
+
+
+def _quick_and_clean(path: Path) -> bool:
+    import pyarrow.parquet as pq
+
+    try:
+        t = pq.read_table(path, columns=["status", "shape_source"]).to_pandas()
+    except Exception:  # noqa: BLE001 - older runs have no shape_source: not the newest
+        return False
+    return bool((t["shape_source"] == "preset:quick").all() and not (t["status"] == "suspect").any())
 
 
 def runner_run(out: Path) -> Path | None:

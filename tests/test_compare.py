@@ -442,3 +442,17 @@ def test_gate_works_without_scipy(steady, tmp_path, capsys, monkeypatch):
     code, doc = as_json(capsys, base, cand)
     flagged = [r for r in rows_of(doc) if r["regression"]]
     assert code == 1 and len(flagged) == 1 and same_key(flagged[0], case)
+
+
+def test_by_gpu_splits_one_model_by_device_index(steady, tmp_path, capsys):
+    """The two halves of a `run --gpus 0,1` on two GPUs of one model compare like two machines."""
+    df, _, case = steady
+    folder = tmp_path / "two-gpus"
+    halves = pd.concat([df.assign(device_index=0), cf.scale_case(df, case, 1.3).assign(device_index=1)])
+    cf.write(halves, folder / "run.parquet")
+    code, doc = as_json(capsys, folder, "--by", "gpu")
+    (c,) = doc["comparisons"]
+    assert code == 1, "device 1 is 30% slower on one case"
+    assert "#0" in c["base"]["label"] and "#1" in c["candidate"]["label"]
+    code, doc = as_json(capsys, folder, "--by", "gpu", "--base", f"{df['gpu_name'].iloc[0]} #1")
+    assert code == 0
