@@ -70,7 +70,7 @@ def test_the_worker_makes_its_options_protocol_current(monkeypatch):
                           peaks_tflops={}, protocol=RUN)
     conn = _Conn()
     worker.worker_main(conn, opts)
-    assert conn.sent == [("ready",)]
+    assert conn.sent == [("ready", {})]  # a plain worker reports no device of its own
     assert suite.timing.current_protocol() is RUN
 
 
