@@ -37,7 +37,7 @@ stamp "shapes: $(grep -c '^\[' "$out/largest.toml") workloads, $out/largest.toml
 stamp "run --profile ncu (dtypes $dtypes)"
 $py -m suite run --shapes "$out/largest.toml" --dtypes "$dtypes" \
   --impls eager,torch,compile,triton,cuda --samples 10,50 --budget-ms 80 --seed 5 --no-progress \
-  --profile ncu --profile-dir "$out/ncu" --out "$out/profile.parquet" > "$out/run.log" 2>&1
+  --profile ncu --energy --profile-dir "$out/ncu" --out "$out/profile.parquet" > "$out/run.log" 2>&1
 echo "run exit $? (log: $out/run.log)"
 grep -m3 -E "warning: .*ncu|ERR_NVGPUCTRPERM" "$out/run.log"
 

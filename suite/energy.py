@@ -1,4 +1,5 @@
-"""Joules a call, from NVML's energy counter while the call runs back to back.
+"""Joules a call, from NVML's energy counter while the call runs back to back
+(``run --energy``).
 
 The timed samples are no place to count energy: an L2 eviction and a spin
 kernel run before every sample, and their joules would be charged to the
@@ -6,24 +7,26 @@ call.  So after a case x implementation is timed, it runs again back to back.
 
 The board's total energy counter (``nvmlDeviceGetTotalEnergyConsumption``,
 mJ) does not move continuously: on an H200 it steps every 100 ms, by about
-70 J at the 700 W cap (lab/energy_counter.py).  A fixed 100 ms burst read
-before and after would be off by up to a whole step.  So the burst is timed
-against the counter's own steps: a thread polls the counter every
-``POLL_S`` and stamps each change; the calls run in chunks of about
-``CHUNK_MS`` (a synchronise after each, so the GPU never queues more than
-that) until ``EDGES`` changes have been seen; then
+70 J at the 700 W cap, and the time between steps as a host sees them
+wanders (p90 103 ms, max 122 ms; lab/energy_counter.py).  A short burst read
+before and after is off by up to a whole step, and so is one step timed on
+its own: over one step, 28% of an LLM sweep's rows read above the card's
+700 W cap (above 720 W).  So a thread polls the counter every ``POLL_S`` and stamps each
+change; the calls run in chunks of about ``CHUNK_MS`` (a synchronise after
+each, so the GPU never queues more than that) until ``EDGES`` changes have
+been seen, about a second; then
 
     power_w  = (E at the last change - E at the first) / (time between them)
     energy_j = power_w * (the burst's wall time / its calls)
     gflops_per_j = flops / 1e9 / energy_j,   gb_per_j = min_bytes / 1e9 / energy_j
 
-Two changes 100 ms apart, each stamped to within a poll, put the power within
-about 1%; a burst costs 100-200 ms.  What the figure is: the board's joules
-(HBM, SMs, the rest of the card) while the call runs in a loop; inputs that
-fit in L2 stay warm across calls, and a microsecond kernel whose launches
-cannot keep the GPU busy is charged the draw of the gaps between launches, as
-a caller running it in a loop would pay.  Without NVML, on the CPU, or when
-the counter does not move within ``MAX_S``, every energy column is NaN.
+Ten steps put a misplaced step boundary at a tenth of its weight.  What the
+figure is: the board's joules (HBM, SMs, the rest of the card) while the call
+runs in a loop; inputs that fit in L2 stay warm across calls, and a
+microsecond kernel whose launches cannot keep the GPU busy is charged the
+draw of the gaps between launches, as a caller running it in a loop would
+pay.  Without NVML, or when the counter does not move ``EDGES`` times within
+``MAX_S``, every energy column is NaN.
 """
 from __future__ import annotations
 
@@ -34,8 +37,8 @@ from typing import Callable
 
 POLL_S = 0.0002
 CHUNK_MS = 5.0
-EDGES = 2
-MAX_S = 0.5
+EDGES = 11
+MAX_S = 2.5
 FIELDS = ("energy_j", "energy_w", "energy_calls", "gflops_per_j", "gb_per_j")
 
 

@@ -107,6 +107,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile-dir", type=Path, metavar="DIR",
                    help="where --profile ncu keeps each row's report and raw CSV "
                         "(default: a folder beside the output file, named after it with .ncu)")
+    p.add_argument("--energy", action="store_true",
+                   help="after timing, run each timed row back to back for about a second against NVML's "
+                        "energy counter (it steps every 100 ms) and store energy_j, joules a call, and "
+                        "GFLOP/J or GB/J (GPU only; adds ~1 s a row)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (plain log lines)")
 
 
@@ -126,6 +130,8 @@ def make_plan(args, registry) -> Plan:
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cpu" and getattr(args, "profile", None):
         raise UsageError(f"--profile {args.profile} profiles GPU kernels and this run is on the CPU")
+    if device == "cpu" and getattr(args, "energy", False):
+        raise UsageError("--energy reads a GPU's energy counter and this run is on the CPU")
     user_shapes = bool(args.shape or args.shapes)
     preset = args.preset or (None if user_shapes else "quick" if device == "cuda" else "cpu")
     if device == "cpu" and preset in GPU_PRESETS:
@@ -289,7 +295,7 @@ def main(args) -> int:
                   protocol=protocol,
                   repeat=args.repeat, shard=args.shard, progress=not args.no_progress,
                   builds=builds, slots=slots, reuse_ceilings=args.reuse_ceilings,
-                  profile=args.profile, profile_dir=profile_dir)
+                  profile=args.profile, profile_dir=profile_dir, energy=args.energy)
     interrupted = sweep.run()
     print_summary(run.rows)
     print(f"wrote {len(run.rows)} rows to {run.path}", file=sys.stderr)

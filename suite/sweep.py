@@ -149,6 +149,7 @@ class Sweep:
     prebuilt: dict = field(default_factory=dict)
     profile: str | None = None  # "ncu": each timed row replayed under Nsight Compute
     profile_dir: str | None = None
+    energy: bool = False  # joules a call on every timed row (suite.energy)
     _waited: set = field(default_factory=set)
 
     def __post_init__(self):
@@ -171,7 +172,7 @@ class Sweep:
                        describe=slot.visible is not None and not slot.env,
                        own_ceilings=None if slot.ceil else f"gpu{slot.index}",
                        reuse_ceilings=self.reuse_ceilings, profile=self.profile,
-                       profile_dir=self.profile_dir)
+                       profile_dir=self.profile_dir, energy=self.energy)
         return with_ceilings(opts, slot.ceil) if slot.ceil else opts
 
     def stamp(self, row: dict, slot: Slot | None = None) -> dict:

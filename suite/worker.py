@@ -50,6 +50,7 @@ class Options:
     roofline: bool | None = None
     profile: str | None = None  # "ncu": replay each timed row under Nsight Compute (suite.ncu)
     profile_dir: str | None = None  # where the ncu reports and raw CSVs go
+    energy: bool = False  # joules a call over a burst against NVML's energy counter (suite.energy)
     # a worker of --gpus: the CUDA_VISIBLE_DEVICES it sets before touching CUDA,
     # and, with describe, its device reported at start (name, SMs, clocks), with
     # the ceilings of its own device when own_ceilings names their cache key
@@ -240,11 +241,17 @@ def run_impl(wl: Workload, case: Case, impl: Implementation, inputs: dict, ref, 
             row = dict(template, timer=timer, **_check_fields(chk))
             row.update(check=f"timed:{chk.check}", status="incorrect", error=f"{where}: {chk.message}")
         result.append(row)
-    _add_energy(result, call, opts.device)
+    _maybe_energy(result, call, opts)
     return result
 
 
 TIMED = ("ok", "suspect")
+
+
+def _maybe_energy(rows: list[dict], call: Callable, opts: Options) -> None:
+    """``run --energy``: joules a call on the timed rows; otherwise their energy columns stay NaN."""
+    if opts.energy:
+        _add_energy(rows, call, opts.device)
 
 
 def _add_energy(rows: list[dict], call: Callable, device: str) -> None:

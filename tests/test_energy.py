@@ -80,3 +80,24 @@ def test_the_nvml_energy_read_in_millijoules():
 
 def test_the_cpu_has_no_counter():
     assert clocks.energy_counter("cpu") is None
+
+
+def test_energy_on_the_cpu_is_a_usage_error(capsys):
+    from suite.cli import main
+
+    assert main(["run", "--device", "cpu", "--preset", "cpu", "--energy"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--energy" in err[0] and "CPU" in err[0]
+
+
+def test_the_worker_measures_energy_only_when_asked(monkeypatch):
+    from suite import worker
+
+    called = []
+    monkeypatch.setattr(worker, "_add_energy", lambda rows, call, device: called.append(device))
+    rows = [{"status": "ok", "ms_median": 1.0}]
+    for asked in (False, True):
+        opts = worker.Options(device="cpu", timers=("wall",), preset="cpu", seed=1, peaks_gbps=1.0,
+                              peaks_tflops={}, energy=asked)
+        worker._maybe_energy(rows, lambda: None, opts)
+    assert called == ["cpu"]
