@@ -10,8 +10,7 @@ mJ) does not move continuously: on an H200 it steps every 100 ms, by about
 70 J at the 700 W cap, and the time between steps as a host sees them
 wanders (p90 103 ms, max 122 ms; lab/energy_counter.py).  A short burst read
 before and after is off by up to a whole step, and so is one step timed on
-its own: over one step, 28% of an LLM sweep's rows read above the card's
-700 W cap (above 720 W).  So a thread polls the counter every ``POLL_S`` and stamps each
+its own.  So a thread polls the counter every ``POLL_S`` and stamps each
 change; the calls run in chunks of about ``CHUNK_MS`` (a synchronise after
 each, so the GPU never queues more than that) until ``EDGES`` changes have
 been seen, about a second; then
