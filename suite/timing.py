@@ -240,6 +240,13 @@ def _time_events(fn: Callable[[], Any], device: str, n: int, hold_cycles: int = 
     return [s.elapsed_time(e) for s, e in zip(starts, ends)]
 
 
+def probe_ms(fn: Callable[[], Any], device: str, l2: str = "cold-clean", n: int = 2) -> float:
+    """The fastest of ``n`` calls, each after an L2 flush, following one untimed
+    call: a quick ranking of candidates (a tuner's first look), not a measurement."""
+    fn()
+    return min(_time_events(fn, device, n, 0, l2))
+
+
 def _count(estimate_ms: float, p: Protocol) -> int:
     return sample_count(estimate_ms, p.budget_ms, p.min_samples, p.max_samples)
 

@@ -1,7 +1,17 @@
 """The CUDA ops' run-time variant choice: fastest kept per key, tuned once, shown in config."""
 from types import SimpleNamespace
 
+import pytest
+
 from implementations._shared.cuda_variants import VariantTuner
+
+
+@pytest.fixture(autouse=True)
+def probes_keep_everything(monkeypatch):
+    """The first look ranks every variant alike unless a test says otherwise."""
+    import suite.timing
+
+    monkeypatch.setattr(suite.timing, "probe_ms", lambda fn, *a, **k: (fn(), 1.0)[1])
 
 
 def test_tuner_keeps_the_fastest_variant_per_key_and_tunes_once(monkeypatch):
@@ -151,3 +161,25 @@ def test_a_preferred_variant_wins_a_tie_but_not_a_real_gap(monkeypatch):
     assert tuner.run("fast", lambda v: v) == 5
     assert tuner.config("tie").startswith("variant 3: big") and "preferred at a tie within 2%" in tuner.config("tie")
     assert "preferred" not in tuner.config("gap")
+
+
+def test_a_variant_far_slower_in_the_probe_is_not_timed_further(monkeypatch):
+    """Variant 3 probes at 4x the fastest (over PRUNE): shown in config, never in the passes."""
+    import suite.timing
+    from implementations._shared import cuda_variants
+
+    cost = {1: 1.2, 2: 1.0, 3: 4.0 * cuda_variants.PRUNE / 3}
+    probed, timed = [], []
+    monkeypatch.setattr(suite.timing, "probe_ms", lambda fn, *a, **k: probed.append(fn()) or cost[probed[-1]])
+    monkeypatch.setattr(suite.timing, "measure",
+                        lambda calls, *a, **k: timed.append(calls[0]()) or SimpleNamespace(median=cost[timed[-1]]))
+    tuner = VariantTuner((1, 2, 3), {1: "one", 2: "two", 3: "three"})
+    assert tuner.run("k", lambda v: v) == 2
+    assert probed == [1, 2, 3]
+    assert timed == [1, 2, 2, 1] * 2
+    assert "3:4000us" in tuner.config("k")
+    # within PRUNE, a slower probe still gets its passes
+    cost[3] = 0.9 * cuda_variants.PRUNE
+    probed.clear(), timed.clear()
+    tuner.run("k2", lambda v: v)
+    assert sorted(set(timed)) == [1, 2, 3]

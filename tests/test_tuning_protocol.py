@@ -21,7 +21,12 @@ def received(monkeypatch):
         got.append(protocol)
         return SimpleNamespace(median=1.0, p20=0.9, p80=1.1)
 
+    def fake_probe(fn, device, l2="cold-clean", n=2):
+        got.append(("probe", device, l2))
+        return 1.0
+
     monkeypatch.setattr(suite.timing, "measure", fake_measure)
+    monkeypatch.setattr(suite.timing, "probe_ms", fake_probe)
     monkeypatch.setattr(suite.timing, "_current", RUN)
     return got
 
@@ -47,7 +52,7 @@ def test_the_cuda_variant_tuner_times_under_the_current_l2(received):
     tuner = _cuda_variants.VariantTuner((1, 2), {1: "one", 2: "two"})
     tuner.run("k", lambda v: v)
     want = Protocol(l2="cold-flush", **_cuda_variants.TUNE_LIMITS)
-    assert received == [want] * (2 * _cuda_variants.TUNE_PASSES)
+    assert received == [("probe", "cuda", "cold-flush")] * 2 + [want] * (2 * _cuda_variants.TUNE_PASSES)
 
 
 class _Conn:

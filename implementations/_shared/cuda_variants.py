@@ -6,7 +6,8 @@ loads in flight a thread, register, cluster or streaming plans; see each .cu).
 Which is fastest depends on the shape and the GPU, so, like Triton's
 autotuner, the first call for a new key times every variant with the suite's
 own events timer (L2 flushed before each sample), in order and in reverse
-by turns (see TUNE_PASSES), and keeps the fastest; later calls of that key
+by turns (see TUNE_PASSES), and keeps the fastest (a variant far slower than
+the others in a first probe is dropped before the passes, see PRUNE); later calls of that key
 run it directly.  The first call is the harness's warm-up,
 so the tuning lands in ``compile_s`` and never in the timed samples, and the
 output checked against float64 is the chosen variant's.
@@ -41,6 +42,13 @@ TUNE_PASSES = 4
 # power cap, so an op may name the variants it prefers (``prefer``) and the
 # first of them within TIE of the fastest tuned time is kept instead.
 TIE = 0.02
+# Before the passes every variant is probed with two flushed calls, and one
+# more than PRUNE times slower than the fastest probe is not timed further:
+# where a design does not suit a shape (a cluster plan on 128-column rows)
+# it runs 10-100x slower, and four passes over such variants would cost more
+# than the rest of the case.  A factor of three is far outside what one probe
+# of a kernel of at least a few microseconds can be off by.
+PRUNE = 3.0
 
 
 class VariantTuner:
@@ -70,18 +78,22 @@ class VariantTuner:
     def _tune(self, key: Hashable, call: Callable[[int], Any]) -> int:
         from dataclasses import replace
 
-        from suite.timing import current_protocol, measure
+        from suite.timing import current_protocol, measure, probe_ms
 
         candidates = [v for v in self.variants if self.runs is None or self.runs(v, key)]
         if not candidates:
             self.best[key], self.times[key] = 0, {}
             return 0
-        medians: dict[int, list[float]] = {v: [] for v in candidates}
         protocol = replace(current_protocol(), **TUNE_LIMITS)
+        probes = {v: probe_ms(lambda v=v: call(v), "cuda", protocol.l2) for v in candidates}
+        fastest = min(probes.values())
+        kept = [v for v in candidates if probes[v] <= PRUNE * fastest]
+        medians: dict[int, list[float]] = {v: [] for v in kept}
         for p in range(TUNE_PASSES):
-            for v in (candidates if p % 2 == 0 else candidates[::-1]):
+            for v in (kept if p % 2 == 0 else kept[::-1]):
                 medians[v].append(measure([lambda v=v: call(v)], "cuda", "events", protocol=protocol).median)
         times = {v: sum(m) / len(m) for v, m in medians.items()}
+        times.update({v: probes[v] for v in candidates if v not in medians})  # shown, never picked
         best = self._pick(times)
         self.best[key], self.times[key] = best, times
         return best
