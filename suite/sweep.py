@@ -172,7 +172,9 @@ class Sweep:
                        describe=slot.visible is not None and not slot.env,
                        own_ceilings=None if slot.ceil else f"gpu{slot.index}",
                        reuse_ceilings=self.reuse_ceilings, profile=self.profile,
-                       profile_dir=self.profile_dir, energy=self.energy)
+                       profile_dir=self.profile_dir, energy=self.energy,
+                       warm_compile=self.plan.device == "cuda" and any(
+                           i.backend == "compile" for _, impls in self.plan.cases for i in impls))
         return with_ceilings(opts, slot.ceil) if slot.ceil else opts
 
     def stamp(self, row: dict, slot: Slot | None = None) -> dict:

@@ -58,6 +58,10 @@ class Options:
     describe: bool = False
     own_ceilings: str | None = None
     reuse_ceilings: bool = False
+    # start Inductor's compile workers with the worker (the plan has torch.compile
+    # rows): they then import torch while the ceilings and first cases run,
+    # instead of the first compile waiting for them or compiling serially
+    warm_compile: bool = False
 
     @property
     def scored(self) -> bool:
@@ -389,6 +393,15 @@ def _own_device(opts: Options) -> tuple[Options, dict]:
     return opts, info
 
 
+def _warm_compile_pool() -> None:
+    try:
+        from torch._inductor.async_compile import maybe_warm_pool
+
+        maybe_warm_pool()
+    except Exception:  # noqa: BLE001 - an optimisation: the first compile starts the pool itself
+        pass
+
+
 def worker_main(conn, opts: Options) -> None:
     """Entry point of the worker process: serve cases until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
@@ -400,6 +413,8 @@ def worker_main(conn, opts: Options) -> None:
         import torch
 
         torch.cuda.init()
+        if opts.warm_compile:
+            _warm_compile_pool()
     opts, info = _own_device(opts)
     conn.send(("ready", info))
     while True:
