@@ -2,7 +2,9 @@
 
 ``--profile ncu`` replays each (case, implementation) that timed ok (or
 suspect) under ``ncu`` in a process of its own (``python -m suite.replay``):
-the same inputs (same seed), ``WARMUP`` calls outside the profiled range, then
+the same inputs (same seed), ``WARMUP`` calls outside the profiled range, the
+op back to back for ``HEAT_MS`` (the card at the clock of the timed run's
+sustained load, not the higher one of an idle card), then
 ``CALLS`` calls between ``cudaProfilerStart`` and ``cudaProfilerStop``, which
 ``--profile-from-start off`` profiles and nothing else.  ncu runs with
 ``--clock-control none`` (the clocks stay as the run found them, so ncu's
@@ -48,6 +50,7 @@ from pathlib import Path
 
 WARMUP = 3
 CALLS = 3
+HEAT_MS = 1000.0
 TIMEOUT_S = 300.0
 
 TIME = "gpu__time_duration.sum"

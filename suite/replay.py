@@ -4,21 +4,25 @@ SPEC is the JSON that ``spec()`` writes: the case, the implementation, the
 seed its inputs were made with in the run, the plugins to import, and how many
 calls to make.  The inputs are rebuilt as the timed run built them; ``warmup``
 calls (compilation, autotuning, first-call allocations) run first, then the
-``calls`` calls run between ``cudaProfilerStart`` and ``cudaProfilerStop``, so
-that ``ncu --profile-from-start off`` profiles exactly those calls' kernels.
+op runs back to back for ``heat_ms`` (the card settles at the clock it holds
+under the timed run's sustained load: a compute-bound kernel at a power cap
+runs 5-12% slower there than on a cool card), then the ``calls`` calls run
+between ``cudaProfilerStart`` and ``cudaProfilerStop``, so that
+``ncu --profile-from-start off`` profiles exactly those calls' kernels.
 Not a verb of the CLI: suite.ncu starts it under ncu.
 """
 from __future__ import annotations
 
 import json
 import sys
+import time
 
 
 def spec(case, impl: str, seed: int, plugins, device_index: int, warmup: int, calls: int,
-         l2: str) -> dict:
+         l2: str, heat_ms: float = 0.0) -> dict:
     return {"workload": case.workload, "dtype": case.dtype, "shape": [list(kv) for kv in case.shape],
             "impl": impl, "seed": seed, "plugins": list(plugins), "device_index": device_index,
-            "warmup": warmup, "calls": calls, "l2": l2}
+            "warmup": warmup, "calls": calls, "l2": l2, "heat_ms": heat_ms}
 
 
 def main(argv: list[str]) -> int:
@@ -40,6 +44,10 @@ def main(argv: list[str]) -> int:
     for _ in range(s["warmup"]):
         impl.fn(**inputs)
     torch.cuda.synchronize()
+    start = time.perf_counter()
+    while (time.perf_counter() - start) * 1e3 < s.get("heat_ms", 0.0):
+        impl.fn(**inputs)
+        torch.cuda.synchronize()  # one call in flight: the loop ends when the card has run heat_ms
     cudart = torch.cuda.cudart()
     cudart.cudaProfilerStart()
     for _ in range(s["calls"]):
