@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The regression gate's targets, measured on one GPU in about 8 minutes:
+# The regression gate's targets (quick gemm and gelu, bf16), measured on one GPU in about 5 minutes:
 #   A/A     `suite ab HEAD HEAD`: 0 regressions of our own implementations
 #           (triton, here with torch as context), both sides the same code;
 #   10%     a plugin kernel made 10% slower (tests/slow_impls.py, slow:10) is
@@ -26,7 +26,7 @@ if [ "${CPU:-0}" = 1 ]; then
   what=(--device cpu --preset cpu --workloads gemm --dtypes float32 --samples 5,30 --budget-ms 30)
 else
   device=(--device cuda)
-  what=(--preset quick --workloads gemm --dtypes bfloat16 --samples 10,60 --budget-ms 80)
+  what=(--preset quick --workloads gemm,gelu --dtypes bfloat16 --samples 10,60 --budget-ms 80)
 fi
 impls=(--impls torch,triton,slow:10,slow:3 --plugin tests.slow_impls)
 t0=$(date +%s)
