@@ -6,7 +6,10 @@ For compute-bound rows at the H200's 700 W cap the suite's median (sustained
 load, power-limited clock) and ncu's duration (one kernel on an idle card)
 differ by 6-12%.  For each row below: the suite's events median, then ncu's
 duration with the op run back to back for each HEAT_MS (default 0 and 1000)
-before the profiled range; prints ncu_ratio per heat.
+before the profiled range; prints ncu_ratio per heat, for the suite's full
+metric set (kernel replay: several passes, memory saved and restored between
+them) and for the duration alone (one pass, nothing saved: the profiled
+kernel follows the heat directly).
 """
 from __future__ import annotations
 
@@ -41,12 +44,27 @@ def main(argv: list[str]) -> int:
             for heat in heats:
                 spec = replay.spec(case, name, 7, (), torch.cuda.current_device(), ncu.WARMUP,
                                    ncu.CALLS, "cold-clean", heat)
-                row = ncu.profile(spec, out, f"{workload}-{name.replace(':', '_')}-{heat:.0f}", ms)
-                ratios.append(f"heat {heat:.0f} ms: {row['ncu_ratio']:.3f}"
-                              + (f" ({row['ncu_error']})" if row.get("ncu_error") else ""))
+                tag = f"{workload}-{name.replace(':', '_')}-{heat:.0f}"
+                row = ncu.profile(spec, out, tag, ms)
+                ratios.append(f"heat {heat:.0f} ms: all {row['ncu_ratio']:.3f}, time only {_time_only(spec, out / (tag + '-t'), ms):.3f}")
             print(f"{workload} {dtype} {case.label} {name}: median {ms:.3f} ms; " + "; ".join(ratios),
                   flush=True)
     return 0
+
+
+def _time_only(spec: dict, report: Path, ms: float) -> float:
+    """ncu_ratio from a run that collects gpu__time_duration alone (one pass)."""
+    import os
+
+    from suite import ncu
+
+    exe = ncu.find_ncu()
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    rc, out = ncu._run(ncu.command(exe, [ncu.TIME], report, spec), ncu.TIMEOUT_S, env)
+    rc, text = ncu._run([exe, "--import", f"{report}.ncu-rep", "--page", "raw", "--csv",
+                         "--print-units", "base"], ncu.TIMEOUT_S, env)
+    kernels, _ = ncu.parse_raw_csv(text)
+    return ncu.summarize(kernels, spec["calls"], ms).get("ncu_ratio", float("nan"))
 
 
 if __name__ == "__main__":
