@@ -2,9 +2,7 @@
 
 ``--profile ncu`` replays each (case, implementation) that timed ok (or
 suspect) under ``ncu`` in a process of its own (``python -m suite.replay``):
-the same inputs (same seed), ``WARMUP`` calls outside the profiled range, the
-op back to back for ``HEAT_MS`` (the card at the clock of the timed run's
-sustained load, not the higher one of an idle card), then
+the same inputs (same seed), ``WARMUP`` calls outside the profiled range, then
 ``CALLS`` calls between ``cudaProfilerStart`` and ``cudaProfilerStop``, which
 ``--profile-from-start off`` profiles and nothing else.  ncu runs with
 ``--clock-control none`` (the clocks stay as the run found them, so ncu's
@@ -18,7 +16,9 @@ units row, one row per profiled kernel.  Both files are kept per row
 What a row gets, per call (the profiled calls' kernels divided by CALLS):
 
 - ``ncu_kernels``: kernels a call launches;
-- ``ncu_ms``: their summed ``gpu__time_duration``; ``ncu_ratio`` = ncu_ms / ms_median;
+- ``ncu_ms``: their summed ``gpu__time_duration``; ``ncu_ratio`` = ncu_ms / ms_median
+  (about 1 for memory-bound kernels; 0.87-0.95 for compute-bound ones at a power
+  cap, whose profiled kernel runs at a clock the timed run's sustained load does not hold);
 - ``ncu_dram_bytes``, ``ncu_local_bytes`` (local-memory loads + stores: spills): summed;
   ``ncu_dram_gbps`` = ncu_dram_bytes / ncu_ms;
 - ``ncu_dram_pct``, ``ncu_sm_pct``, ``ncu_tensor_pct``, ``ncu_occupancy_pct``,
@@ -50,7 +50,6 @@ from pathlib import Path
 
 WARMUP = 3
 CALLS = 3
-HEAT_MS = 1000.0
 TIMEOUT_S = 300.0
 
 TIME = "gpu__time_duration.sum"

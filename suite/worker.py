@@ -288,7 +288,7 @@ def _add_ncu(rows: list[dict], case: Case, impl: Implementation, opts: Options, 
     from suite import ncu, replay
 
     spec = replay.spec(case, impl.name, seed, opts.plugins, torch.cuda.current_device(),
-                       ncu.WARMUP, ncu.CALLS, opts.protocol.l2, ncu.HEAT_MS)
+                       ncu.WARMUP, ncu.CALLS, opts.protocol.l2)
     name = ncu.profile_name(case.workload, impl.name, case.dtype, case.label)
     fields = ncu.profile(spec, Path(opts.profile_dir or "ncu"), name, timed[0]["ms_median"])
     if fields.get("ncu_error"):
