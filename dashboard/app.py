@@ -2,7 +2,12 @@
 
 Loads the runs named by the launcher (data.py), draws the sidebar filters,
 then runs the chosen page from views/.  Every page reads the same context.
+
+With KERNEL_SUITE_DASHBOARD_PROFILE set to a folder, each script run is
+profiled (cProfile) into a file there named by its page and time, for
+``python -m pstats`` (scripts/dashboard_scale.py measures the whole).
 """
+import os
 import sys
 from pathlib import Path
 
@@ -31,8 +36,24 @@ PAGES = [
 ]
 page = st.navigation(PAGES)
 
-loaded = data.load()
-filters = ui.sidebar(loaded)
-ui.keep_page_params(page.url_path or "overview")
-ui.build_context(loaded, filters)
-page.run()
+
+def main() -> None:
+    loaded = data.load()
+    filters = ui.sidebar(loaded)
+    ui.keep_page_params(page.url_path or "overview")
+    ui.build_context(loaded, filters)
+    page.run()
+
+
+PROFILE = os.environ.get("KERNEL_SUITE_DASHBOARD_PROFILE")
+if PROFILE:
+    import cProfile
+    import time
+
+    profiler = cProfile.Profile()
+    try:
+        profiler.runcall(main)
+    finally:  # st.stop() and reruns end a script run by raising
+        profiler.dump_stats(Path(PROFILE) / f"{time.time():.3f}-{page.url_path or 'overview'}.prof")
+else:
+    main()
