@@ -105,7 +105,7 @@ def newest_per_workload(df: pd.DataFrame, run_ids: list[str], having: str | None
     if df.empty or df["run_id"].nunique() <= df["gpu"].nunique():
         return df
     order = pd.Series(range(len(run_ids)), index=run_ids)
-    rank = df["run_id"].map(order)
+    rank = df["run_id"].map(order).astype(float)  # run_id may be categorical (data.CATEGORICAL)
     keys = [df["gpu"], df["workload"]]
     first = rank.groupby(keys).transform("min")
     if widest and "impl" in df.columns:
@@ -468,7 +468,7 @@ def history(df: pd.DataFrame, case: dict, metric: str) -> pd.DataFrame:
     d = d.drop_duplicates(["gpu", "l2", "commit"], keep="last")
     value = d[metric].where(d["status"] == "ok")
     out = pd.DataFrame({"gpu": d["gpu"], "l2": d["l2"], "commit": d["commit"], "time": d["time"],
-                        "order": d["commit"].map(order), metric: value, "status": d["status"],
+                        "order": d["commit"].map(order).astype(int), metric: value, "status": d["status"],
                         "run_id": d["run_id"]})
     return out.sort_values(["gpu", "l2", "order"]).reset_index(drop=True)
 
