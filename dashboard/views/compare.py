@@ -96,10 +96,10 @@ if t.empty:
 else:
     label = "SOL ratio (candidate / base)" if use_sol else "speedup (base ms / candidate ms)"
     st.plotly_chart(charts.compare_scatter(t, threshold, label, title=label), key="cmp_chart")
-    # suite.compare collapses each case with pandas (~15 ms a case): on by default for small sides
+    # suite.compare judges case by case in Python (~2 ms a case on 2 cores): on by default for small sides
     judge = mode != "commits" and st.toggle(
         "Judge each case as `suite compare` does (its band and verdict)", value=len(t) <= 200,
-        key="cmp_suite", bind="query-params", help="suite.compare takes about 15 ms per case.")
+        key="cmp_suite", bind="query-params", help="suite.compare takes about 2 ms per case.")
     if judge:  # a side of several GPUs (commits) is not one suite compare
         judged = _judged(mode, base, cand, threshold, f)
         t = t.merge(judged.rename(columns={"verdict": "suite_verdict", "band": "band_rel"}),
