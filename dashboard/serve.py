@@ -24,8 +24,9 @@ def warm() -> None:
     start = time.monotonic()
     import pyarrow as pa
 
-    # malloc, not Arrow's mimalloc: mimalloc keeps the pages of the load's
-    # temporaries (200 runs x 2,000 rows: ~850 MB resident against ~550 MB)
+    # malloc, not Arrow's mimalloc: after the load (data.build releases the unused
+    # pages) mimalloc still holds its temporaries (200 runs x 2,000 rows: ~850 MB
+    # resident against ~550 MB)
     pa.set_memory_pool(pa.system_memory_pool())
     import plotly.graph_objects  # noqa: F401
     from dashboard import analysis, charts, charts_profile, data, ui  # noqa: F401
