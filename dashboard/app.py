@@ -2,8 +2,16 @@
 
 Loads the runs named by the launcher (data.py), draws the sidebar filters,
 then runs the chosen page from views/.  Every page reads the same context.
+
+With KERNEL_SUITE_DASHBOARD_PROFILE set to a folder, each script run is
+profiled (cProfile) into a file there named by its page and time, for
+``python -m pstats``; with KERNEL_SUITE_DASHBOARD_TIMES set to a file, each
+script run appends a line "page seconds" to it (scripts/dashboard_scale.py
+reads it to tell the server's share of a change from the browser's).
 """
+import os
 import sys
+import time
 from pathlib import Path
 
 # streamlit puts this file's folder on sys.path, not the repository root
@@ -31,8 +39,30 @@ PAGES = [
 ]
 page = st.navigation(PAGES)
 
-loaded = data.load()
-filters = ui.sidebar(loaded)
-ui.keep_page_params(page.url_path or "overview")
-ui.build_context(loaded, filters)
-page.run()
+
+def main() -> None:
+    loaded = data.load()
+    filters = ui.sidebar(loaded)
+    ui.keep_page_params(page.url_path or "overview")
+    ui.build_context(loaded, filters)
+    page.run()
+
+
+PROFILE = os.environ.get("KERNEL_SUITE_DASHBOARD_PROFILE")
+TIMES = os.environ.get("KERNEL_SUITE_DASHBOARD_TIMES")
+STARTED = time.perf_counter()
+try:
+    if PROFILE:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        try:
+            profiler.runcall(main)
+        finally:  # st.stop() and reruns end a script run by raising
+            profiler.dump_stats(Path(PROFILE) / f"{time.time():.3f}-{page.url_path or 'overview'}.prof")
+    else:
+        main()
+finally:
+    if TIMES:
+        with open(TIMES, "a") as out:
+            out.write(f"{page.url_path or 'overview'} {time.perf_counter() - STARTED:.3f}\n")

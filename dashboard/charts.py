@@ -133,11 +133,15 @@ def bandwidth(df: pd.DataFrame, metric: str = "gbps", ceilings: dict[str, float]
     series, the p20-p80 spread as error bars.
     """
     unit, work = METRICS[metric]
-    df = _text_safe(df)
+    # the columns drawn, taken first: each series' rows are then a cheap slice
+    used = ["series", "size", "shape", "gpu", metric, work, "ms_p20", "ms_p80", "ms_median", "sol",
+            "sm_clock_mhz", "power_w", "clock_limits"]
+    df = _text_safe(df[[c for c in dict.fromkeys(used) if c in df.columns]])
     fig = go.Figure()
     names = list(dict.fromkeys(df["series"])) if len(df) else []
+    groups = dict(iter(df.groupby("series", sort=False))) if len(df) else {}
     for name in names:
-        g = df[df["series"] == name].sort_values(["size", "shape"])
+        g = groups[name].sort_values(["size", "shape"])
         c = color(name, names)
         hi = g[work] / (g["ms_p20"] * 1e-3) / (1e9 if metric == "gbps" else 1e12)
         lo = g[work] / (g["ms_p80"] * 1e-3) / (1e9 if metric == "gbps" else 1e12)

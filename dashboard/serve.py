@@ -22,14 +22,41 @@ if ROOT not in sys.path:
 
 def warm() -> None:
     start = time.monotonic()
+    import pyarrow as pa
+
+    # malloc, not Arrow's mimalloc: after the load (data.build releases the unused
+    # pages) mimalloc still holds its temporaries (200 runs x 2,000 rows: ~850 MB
+    # resident against ~550 MB)
+    pa.set_memory_pool(pa.system_memory_pool())
     import plotly.graph_objects  # noqa: F401
     from dashboard import analysis, charts, charts_profile, data, ui  # noqa: F401
     from suite import compare  # noqa: F401  (Compare's verdicts)
     loaded = data.load()
     for column in ("run_id", "gpu", "commit", "workload", "dtype", "impl", "timer"):
         loaded.options(column)  # the sidebar's choices
+    first_use()
     print(f"kernel-suite dashboard: {len(loaded.frame):,} rows of {len(loaded.runs)} runs loaded "
           f"in {time.monotonic() - start:.1f} s", file=sys.stderr, flush=True)
+
+
+def first_use() -> None:
+    """What a process pays once, on the first page otherwise (~1 s on 2 cores): Plotly's
+    validators of each trace kind the pages draw, its dataframe adapter (narwhals),
+    pandas' Styler and its templates (Compare's shaded table)."""
+    import pandas as pd
+    import plotly.graph_objects as go
+    import streamlit.delta_generator as dg
+
+    x = pd.Series([1.0, 2.0])
+    fig = go.Figure([go.Scatter(x=x, y=x, customdata=pd.concat([x, x], axis=1)), go.Bar(x=x, y=x),
+                     go.Heatmap(z=[[1.0]], text=[["a"]])])
+    fig.add_hline(y=1.0, annotation_text="a")
+    fig.update_layout(title="a").update_xaxes(type="log")
+    fig.to_dict()
+    pd.DataFrame({"a": x}).style.apply(lambda r: [""] * len(r), axis=1).format({"a": "{:.1f}"}).to_html()
+    # Streamlit's once-a-process check for a script started without `streamlit run`
+    # walks every frame's source (~0.3 s); this process is `streamlit run`
+    dg._use_warning_has_been_displayed = True
 
 
 def main(argv: list[str]) -> int:

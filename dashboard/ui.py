@@ -55,11 +55,12 @@ class Context:
         rows = analysis.newest_per_workload(self.loaded.rows(run_ids), run_ids, having=impl)
         return analysis.narrow(analysis.at_commits(rows, f), f)
 
-    def across_runs(self) -> pd.DataFrame:
+    def across_runs(self, columns: list[str] | None = None) -> pd.DataFrame:
         """Rows of every run (for Compare and History), narrowed by all but the run
-        and commit filters, whose choice those pages make themselves."""
+        and commit filters, whose choice those pages make themselves; only
+        ``columns`` where given (taken first: every row mask then costs less)."""
         f = self.filters
-        frame = self.loaded.frame
+        frame = self.loaded.frame if columns is None else self.loaded.frame[columns]
         if f.gpu:
             frame = frame[frame["gpu"].isin(f.gpu)]
         return analysis.narrow(frame, f)

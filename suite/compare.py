@@ -96,41 +96,78 @@ CASE_COLUMNS = store.ROW_KEY + ["status", "error", "ms", "p20", "p80", "samples"
                                 "run_ms", "repeats", "floor", "l2", "gpu", "clock"]
 
 
+def _strings(col: pd.Series, empty: str) -> np.ndarray:
+    """``col`` as str, ``empty`` where missing (a categorical column too)."""
+    return col.astype(object).where(col.notna(), empty).astype(str).to_numpy()
+
+
+def _numbers(df: pd.DataFrame, col: str) -> np.ndarray:
+    if col not in df.columns:
+        return np.full(len(df), math.nan)
+    return pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float, na_value=math.nan)
+
+
+def _median(values: np.ndarray) -> float:
+    """pandas' median: NaN skipped, NaN when nothing is left."""
+    values = values[~np.isnan(values)]
+    if len(values) < 2:
+        return float(values[0]) if len(values) else math.nan
+    return float(np.median(values))
+
+
 def collapse(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per ROW_KEY; several runs of a key pool their samples and keep each run's median."""
-    df = df.copy()
-    for col in store.ROW_KEY:
-        df[col] = df[col].fillna("").astype(str)
-    df["_run"] = df["run_id"].fillna("").astype(str)
+    """One row per ROW_KEY; several runs of a key pool their samples and keep each run's median.
+
+    The frame is grouped once and each case read from NumPy arrays: pandas per case
+    costs ~7 ms on 2 cores, seconds for a side of a few hundred cases."""
+    if df.empty:
+        return pd.DataFrame(columns=CASE_COLUMNS)
+    keys = pd.DataFrame({col: _strings(df[col], "") for col in store.ROW_KEY})
+    groups = keys.groupby(store.ROW_KEY, sort=True)
+    ids = groups.ngroup().to_numpy()
+    order = np.argsort(ids, kind="stable")           # each case's rows, in the frame's order
+    bounds = np.searchsorted(ids[order], np.arange(groups.ngroups + 1))
+    names = groups.size().index                       # the cases, in ngroup's (sorted) order
+    status = _strings(df["status"], "error")
+    is_ok = (df["status"] == "ok").fillna(False).to_numpy(dtype=bool)
+    error = df["error"].astype(object).to_numpy() if "error" in df.columns else None
+    samples_ms = df["samples_ms"].to_numpy(dtype=object)
+    ms, p20s, p80s = (_numbers(df, c) for c in ("ms_median", "ms_p20", "ms_p80"))
+    bound_ms, sols, clocks = (_numbers(df, c) for c in ("bound_ms", "sol", "sm_clock_mhz"))
+    repeat = _numbers(df, "ms_median_repeat") if "ms_median_repeat" in df.columns else None
+    runs = _strings(df["run_id"], "")
+    l2, gpu_name = df["l2"].to_numpy(dtype=object), df["gpu_name"].to_numpy(dtype=object)
     out = []
-    for key, g in df.groupby(store.ROW_KEY, sort=True):
-        status = min(g["status"].fillna("error"), key=lambda s: _STATUS_RANK.get(s, 0))
-        errors = g.loc[g["status"].fillna("error") == status, "error"].dropna() if "error" in g else []
-        error = str(errors.iloc[0]) if len(errors) else ""
-        ok = g[g["status"] == "ok"]
-        samples = _samples(ok["samples_ms"])
+    for i, key in enumerate(names):
+        at = order[bounds[i]:bounds[i + 1]]
+        case_status = min(status[at], key=lambda s: _STATUS_RANK.get(s, 0))
+        error_text = ""
+        if error is not None:
+            errs = [e for e in error[at[status[at] == case_status]] if not _isna(e)]
+            error_text = str(errs[0]) if errs else ""
+        ok = at[is_ok[at]]
+        samples = _samples(samples_ms[ok])
         if len(samples):
             median = float(np.median(samples))
             p20, p80 = (float(x) for x in np.percentile(samples, [20, 80]))
         else:
-            median = float(ok["ms_median"].median()) if len(ok) else math.nan
-            p20, p80 = float(ok["ms_p20"].median()), float(ok["ms_p80"].median())
-        bound = float(ok["bound_ms"].median()) if len(ok) else math.nan
-        sol = bound / median if bound > 0 and median > 0 else (
-            float(ok["sol"].median()) if len(ok) else math.nan)
-        clock = pd.to_numeric(ok["sm_clock_mhz"], errors="coerce").median() if "sm_clock_mhz" in ok else math.nan
-        run_ms = [float(x) for x in ok.groupby("_run")["ms_median"].median()]
-        rep = ok["ms_median_repeat"] if "ms_median_repeat" in ok else pd.Series(dtype=float)
-        repeats = [(float(a), float(b)) for a, b in zip(ok["ms_median"], rep) if a > 0 and b > 0]
-        out.append(dict(zip(store.ROW_KEY, key), status=status, error=error, ms=median, p20=p20, p80=p80,
-                        samples=samples, bound_ms=bound, sol=sol, runs=max(len(run_ms), 1),
+            median = _median(ms[ok])
+            p20, p80 = _median(p20s[ok]), _median(p80s[ok])
+        bound = _median(bound_ms[ok])
+        sol = bound / median if bound > 0 and median > 0 else _median(sols[ok])
+        run_ms = [_median(ms[ok][runs[ok] == r]) for r in np.unique(runs[ok])]
+        repeats = [] if repeat is None else [(float(a), float(b)) for a, b in zip(ms[ok], repeat[ok])
+                                              if a > 0 and b > 0]
+        out.append(dict(zip(store.ROW_KEY, key), status=case_status, error=error_text, ms=median, p20=p20,
+                        p80=p80, samples=samples, bound_ms=bound, sol=sol, runs=max(len(run_ms), 1),
                         run_ms=run_ms, repeats=repeats, floor=sample_floor(p20, p80, median),
-                        l2=_one(g["l2"]), gpu=_one(g["gpu_name"]), clock=float(clock)))
+                        l2=_one(l2[at]), gpu=_one(gpu_name[at]),
+                        clock=_median(clocks[ok])))
     return pd.DataFrame(out, columns=CASE_COLUMNS)
 
 
-def _one(col: pd.Series):
-    vals = sorted({str(v) for v in col.dropna()})
+def _one(values):
+    vals = sorted({str(v) for v in values if not _isna(v)})
     return "/".join(vals) if vals else None
 
 

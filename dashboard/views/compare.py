@@ -32,16 +32,23 @@ mode = ui.choice(st.radio, "Compare", ["runs", "GPUs", "commits"], horizontal=Tr
 if mode == "runs":
     options = runs["run_id"].tolist()
     labels = dict(zip(runs["run_id"], runs["label"]))
-    column, key, frame = "run_id", analysis.ROW_KEY, ctx.across_runs()
+    column, key = "run_id", analysis.ROW_KEY
 elif mode == "GPUs":
     options = list(dict.fromkeys(runs["gpu"]))
     labels = {g: g for g in options}
-    # the GPU filter would hide one side; the row filters still apply
-    column, key, frame = "gpu", analysis.ROW_KEY, analysis.narrow(ctx.loaded.frame, f)
+    column, key = "gpu", analysis.ROW_KEY
 else:
     options = ctx.loaded.options("commit")  # newest run first, every commit a run measured at
     labels = {c: c[:12] for c in options}
-    column, key, frame = "commit", analysis.ROW_KEY + ["gpu"], ctx.across_runs()
+    column, key = "commit", analysis.ROW_KEY + ["gpu"]
+# only what analysis.compare reads (and suite.compare, for the verdicts it would give),
+# taken before any row mask: a mask over every column of 400k rows costs ~0.4 s
+need = [c_ for c_ in dict.fromkeys(key + ["gpu", column, "size", "ms_median", "sol", "status", "timestamp", "l2",
+                                          "ms_p20", "ms_p80", "bound_ms", "error", "gpu_name", "run_id", "commit",
+                                          "dirty", "sm_clock_mhz", "ms_median_repeat", "source"])
+        if c_ in ctx.loaded.frame.columns]
+# the GPU filter would hide one side of two GPUs; the row filters still apply
+frame = analysis.narrow(ctx.loaded.frame[need], f) if mode == "GPUs" else ctx.across_runs(need)
 
 if len(options) < 2:
     st.info(f"Comparing {mode} needs at least two; the loaded results have {len(options)}.")
@@ -56,15 +63,9 @@ base = ui.choice(left.selectbox, "Base", options, index=base_at, format_func=lab
 cand = ui.choice(right.selectbox, "Candidate", options, index=cand_at, format_func=labels.get,
                  key=f"cmp_cand_{mode}")
 ui.page_notes()
-# only what analysis.compare reads: a row mask over every column of 200k rows costs ~0.4 s
-# (and suite.compare, for the verdicts it would give)
-need = [c_ for c_ in dict.fromkeys(key + ["gpu", column, "size", "ms_median", "sol", "status", "timestamp", "l2",
-                                          "ms_p20", "ms_p80", "bound_ms", "error", "gpu_name", "run_id", "commit",
-                                          "dirty", "sm_clock_mhz", "ms_median_repeat", "source"])
-        if c_ in frame.columns]
 values = frame[column].to_numpy()
-b, c = frame.loc[values == base, need], frame.loc[values == cand, need]
-differ = set(b["gpu"]) != set(c["gpu"])
+b, c = frame[values == base], frame[values == cand]
+differ = set(b["gpu"].unique()) != set(c["gpu"].unique())
 left, right = st.columns(2)
 threshold = left.number_input("Threshold (%)", 0.0, 100.0, 5.0, 0.5, key="cmp_threshold",
                               bind="query-params") / 100
@@ -95,10 +96,10 @@ if t.empty:
 else:
     label = "SOL ratio (candidate / base)" if use_sol else "speedup (base ms / candidate ms)"
     st.plotly_chart(charts.compare_scatter(t, threshold, label, title=label), key="cmp_chart")
-    # suite.compare collapses each case with pandas (~15 ms a case): on by default for small sides
+    # suite.compare judges case by case in Python (~2 ms a case on 2 cores): on by default for small sides
     judge = mode != "commits" and st.toggle(
         "Judge each case as `suite compare` does (its band and verdict)", value=len(t) <= 200,
-        key="cmp_suite", bind="query-params", help="suite.compare takes about 15 ms per case.")
+        key="cmp_suite", bind="query-params", help="suite.compare takes about 2 ms per case.")
     if judge:  # a side of several GPUs (commits) is not one suite compare
         judged = _judged(mode, base, cand, threshold, f)
         t = t.merge(judged.rename(columns={"verdict": "suite_verdict", "band": "band_rel"}),
