@@ -121,8 +121,8 @@ def _keys(df):
 
 
 def test_interrupted_run_resumes_to_the_same_rows(tmp_path):
-    args = ["run", "--device", "cpu", "--preset", "cpu", "--workloads", "gelu,softmax,gemm",
-            "--impls", "eager,torch", "--no-progress", "--samples", "3,5", "--budget-ms", "50"]
+    args = ["run", "--device", "cpu", "--preset", "cpu", "--workloads", "gelu,softmax,gemm", "--dtypes",
+            "float32", "--impls", "eager,torch", "--no-progress", "--samples", "3,5", "--budget-ms", "50"]
     full = tmp_path / "full.parquet"
     assert suite(*args, "--out", str(full)).returncode == 0
     part = tmp_path / "part.parquet"
