@@ -97,40 +97,61 @@ CASE_COLUMNS = store.ROW_KEY + ["status", "error", "ms", "p20", "p80", "samples"
 
 
 def collapse(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per ROW_KEY; several runs of a key pool their samples and keep each run's median."""
-    df = df.copy()
-    for col in store.ROW_KEY:
-        df[col] = df[col].fillna("").astype(str)
-    df["_run"] = df["run_id"].fillna("").astype(str)
+    """One row per ROW_KEY; several runs of a key pool their samples and keep each run's median.
+
+    The columns are read out once and each key's rows are reduced as plain
+    lists: a pandas groupby with a dozen Series operations a key took seconds
+    on a run of a few thousand rows, and every comparison collapses both sides."""
+    n = len(df)
+    keys = list(zip(*(df[c].fillna("").astype(str).tolist() for c in store.ROW_KEY))) if n else []
+    status = df["status"].tolist()
+    error = df["error"].tolist() if "error" in df else None
+    num = {c: pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float, na_value=np.nan) if c in df else np.full(n, math.nan)
+           for c in ("ms_median", "ms_p20", "ms_p80", "bound_ms", "sol", "sm_clock_mhz", "ms_median_repeat")}
+    samples_ms = df["samples_ms"].tolist()
+    run = df["run_id"].fillna("").astype(str).tolist()
+    l2, gpu = df["l2"].tolist(), df["gpu_name"].tolist()
+    groups: dict[tuple, list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
     out = []
-    for key, g in df.groupby(store.ROW_KEY, sort=True):
-        status = min(g["status"].fillna("error"), key=lambda s: _STATUS_RANK.get(s, 0))
-        errors = g.loc[g["status"].fillna("error") == status, "error"].dropna() if "error" in g else []
-        error = str(errors.iloc[0]) if len(errors) else ""
-        ok = g[g["status"] == "ok"]
-        samples = _samples(ok["samples_ms"])
+    for key in sorted(groups):
+        rows = groups[key]
+        filled = ["error" if _isna(status[i]) else status[i] for i in rows]
+        worst = min(filled, key=lambda s: _STATUS_RANK.get(s, 0))
+        errors = [error[i] for i, s in zip(rows, filled) if s == worst and not _isna(error[i])] if error else []
+        ok = [i for i in rows if status[i] == "ok"]
+        samples = _samples(samples_ms[i] for i in ok)
         if len(samples):
             median = float(np.median(samples))
             p20, p80 = (float(x) for x in np.percentile(samples, [20, 80]))
         else:
-            median = float(ok["ms_median"].median()) if len(ok) else math.nan
-            p20, p80 = float(ok["ms_p20"].median()), float(ok["ms_p80"].median())
-        bound = float(ok["bound_ms"].median()) if len(ok) else math.nan
-        sol = bound / median if bound > 0 and median > 0 else (
-            float(ok["sol"].median()) if len(ok) else math.nan)
-        clock = pd.to_numeric(ok["sm_clock_mhz"], errors="coerce").median() if "sm_clock_mhz" in ok else math.nan
-        run_ms = [float(x) for x in ok.groupby("_run")["ms_median"].median()]
-        rep = ok["ms_median_repeat"] if "ms_median_repeat" in ok else pd.Series(dtype=float)
-        repeats = [(float(a), float(b)) for a, b in zip(ok["ms_median"], rep) if a > 0 and b > 0]
-        out.append(dict(zip(store.ROW_KEY, key), status=status, error=error, ms=median, p20=p20, p80=p80,
-                        samples=samples, bound_ms=bound, sol=sol, runs=max(len(run_ms), 1),
-                        run_ms=run_ms, repeats=repeats, floor=sample_floor(p20, p80, median),
-                        l2=_one(g["l2"]), gpu=_one(g["gpu_name"]), clock=float(clock)))
+            median = _median(num["ms_median"][ok])
+            p20, p80 = _median(num["ms_p20"][ok]), _median(num["ms_p80"][ok])
+        bound = _median(num["bound_ms"][ok])
+        sol = bound / median if bound > 0 and median > 0 else _median(num["sol"][ok])
+        per_run: dict[str, list[int]] = {}
+        for i in ok:
+            per_run.setdefault(run[i], []).append(i)
+        run_ms = [_median(num["ms_median"][per_run[r]]) for r in sorted(per_run)]
+        repeats = [(float(a), float(b)) for a, b in zip(num["ms_median"][ok], num["ms_median_repeat"][ok])
+                   if a > 0 and b > 0]
+        out.append(dict(zip(store.ROW_KEY, key), status=worst, error=str(errors[0]) if errors else "",
+                        ms=median, p20=p20, p80=p80, samples=samples, bound_ms=bound, sol=sol,
+                        runs=max(len(run_ms), 1), run_ms=run_ms, repeats=repeats,
+                        floor=sample_floor(p20, p80, median), l2=_one([l2[i] for i in rows]),
+                        gpu=_one([gpu[i] for i in rows]), clock=_median(num["sm_clock_mhz"][ok])))
     return pd.DataFrame(out, columns=CASE_COLUMNS)
 
 
-def _one(col: pd.Series):
-    vals = sorted({str(v) for v in col.dropna()})
+def _median(values: np.ndarray) -> float:
+    """The median of the values that are not NaN (pandas' Series.median); NaN if none."""
+    values = values[~np.isnan(values)]
+    return float(np.median(values)) if len(values) else math.nan
+
+
+def _one(col) -> str | None:
+    vals = sorted({str(v) for v in col if not _isna(v)})
     return "/".join(vals) if vals else None
 
 
