@@ -1,7 +1,9 @@
-"""Running the CLI in a fresh process, as a user would."""
+"""Running the CLI in a fresh process, as a user would, or in this one."""
+import io
 import os
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,6 +21,22 @@ def suite(*args: str, timeout: float = 600, env: dict | None = None) -> subproce
     full_env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
     return subprocess.run([sys.executable, "-m", "suite", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout, env=full_env)
+
+
+def suite_here(*args: str) -> subprocess.CompletedProcess:
+    """``python -m suite ARGS`` in this process, its output captured: for arguments
+    refused before any work starts, where a fresh interpreter would add only its
+    torch import (about 5 CPU-s).  An exception that would print a traceback
+    propagates and fails the test."""
+    from suite import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = cli.main(list(args))
+        except SystemExit as exc:  # argparse's own refusals
+            code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    return subprocess.CompletedProcess(["python", "-m", "suite", *args], code, out.getvalue(), err.getvalue())
 
 
 def preset_params(impls, presets=("cpu", "quick")) -> list:

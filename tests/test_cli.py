@@ -1,7 +1,7 @@
 """Bad input gives one line naming the valid choices and exit code 2."""
 import pytest
 
-from tests.helpers import suite
+from tests.helpers import suite, suite_here
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -16,15 +16,21 @@ from tests.helpers import suite
     (["show", "/nonexistent/x.parquet"], "no readable results"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, needle):
-    r = suite(*args, timeout=120)
+    r = suite_here(*args)
     assert r.returncode == 2, r.stderr
     assert needle in r.stderr
     assert "Traceback" not in r.stderr
     assert len([ln for ln in r.stderr.splitlines() if ln.startswith("error:")]) == 1
 
 
+def test_a_usage_error_is_exit_2_of_the_process():
+    """The tests above call the CLI in-process; the process's own exit code and stderr."""
+    r = suite("frobnicate", timeout=120)
+    assert r.returncode == 2 and r.stderr.startswith("error: unknown verb 'frobnicate'"), r.stderr
+
+
 def test_l2_flush_takes_the_row_l2_names_only():
-    r = suite("run", "--device", "cpu", "--preset", "cpu", "--l2-flush", "clean", timeout=120)
+    r = suite_here("run", "--device", "cpu", "--preset", "cpu", "--l2-flush", "clean")
     assert r.returncode == 2
     assert "--l2-flush: invalid choice: 'clean' (choose from 'cold-clean', 'cold-flush')" in r.stderr
 
@@ -37,7 +43,7 @@ def test_l2_flush_takes_the_row_l2_names_only():
     (["--budget-ms", "0"], "budget_ms must be a positive number of milliseconds"),
 ])
 def test_a_bad_timing_protocol_is_one_line_and_exit_2(args, needle):
-    r = suite("run", "--device", "cpu", "--preset", "cpu", *args, timeout=120)
+    r = suite_here("run", "--device", "cpu", "--preset", "cpu", *args)
     assert r.returncode == 2, r.stderr
     assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert needle in r.stderr
@@ -60,7 +66,7 @@ def test_a_cold_flush_run_carries_its_protocol_to_the_worker(tmp_path):
 
 
 def test_list_shows_the_matrix_with_reasons():
-    r = suite("list", "--device", "cpu", timeout=120)
+    r = suite_here("list", "--device", "cpu")
     assert r.returncode == 0, r.stderr
     for word in ("gelu", "residual_layernorm_gelu", "softmax", "gemm", "attention",
                  "compile:dynamic", "torch:flash", "needs a CUDA GPU"):
@@ -70,7 +76,7 @@ def test_list_shows_the_matrix_with_reasons():
 def test_help_explains_the_verbs_and_run_options():
     r = suite("--help")
     assert r.returncode == 0 and "run" in r.stdout and "compare" in r.stdout
-    r = suite("run", "--help")
+    r = suite_here("run", "--help")
     assert r.returncode == 0
     for word in ("--preset", "--resume", "--shard", "--timer", "--l2-flush", "cold-clean", "float64",
                  "--shape K=V", "--shapes FILE", "llm"):

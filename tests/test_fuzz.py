@@ -7,7 +7,7 @@ import torch
 from suite import cli, shapes
 from suite.runner import make_plan
 from suite.workload import discover
-from tests.helpers import suite
+from tests.helpers import suite_here
 
 REG = discover()
 WL = REG.workloads
@@ -100,5 +100,5 @@ def test_the_plan_runs_the_seeds_shapes(monkeypatch):
 
 
 def test_the_fuzz_preset_is_sized_for_a_gpu():
-    r = suite("run", "--device", "cpu", "--preset", "fuzz", "--seed", "1", "--workloads", "gelu")
+    r = suite_here("run", "--device", "cpu", "--preset", "fuzz", "--seed", "1", "--workloads", "gelu")
     assert r.returncode == 2 and "sized for a GPU" in r.stderr

@@ -12,7 +12,7 @@ from suite.ceilings import Ceilings
 from suite.sweep import gpu_slots
 from suite.timing import Protocol
 from suite.workload import discover
-from tests.helpers import suite
+from tests.helpers import suite, suite_here
 
 FAKE = {gpus.FAKE_ENV: "2"}
 SMALL = ["--device", "cpu", "--preset", "cpu", "--workloads", "gelu,softmax", "--impls", "eager,torch",
@@ -167,9 +167,9 @@ def test_a_crash_or_a_hang_on_one_gpu_costs_only_its_own_row(tmp_path):
     assert len(df) == 6 and df["device_index"].notna().all()
 
 
-def test_gpus_needs_gpus(tmp_path):
-    r = suite("run", *SMALL, "--gpus", "0", "--out", str(tmp_path / "x.parquet"), timeout=120,
-              env={gpus.FAKE_ENV: ""})
+def test_gpus_needs_gpus(tmp_path, monkeypatch):
+    monkeypatch.setenv(gpus.FAKE_ENV, "")
+    r = suite_here("run", *SMALL, "--gpus", "0", "--out", str(tmp_path / "x.parquet"))
     assert r.returncode == 2 and "--gpus 0: no GPU to list on cpu" in r.stderr, r.stderr[-2000:]
 
 

@@ -5,7 +5,7 @@ from suite import cli, shapes, store
 from suite.args import UsageError
 from suite.runner import make_plan
 from suite.workload import discover
-from tests.helpers import suite
+from tests.helpers import suite, suite_here
 
 REG = discover()
 WL = REG.workloads
@@ -156,7 +156,7 @@ FILES = {
 def test_bad_shapes_are_one_line_and_exit_2(tmp_path, args, needle):
     for name, text in FILES.items():
         _write(tmp_path, text, name)
-    r = suite("run", "--device", "cpu", *[a.format(tmp=tmp_path) for a in args], timeout=120)
+    r = suite_here("run", "--device", "cpu", *[a.format(tmp=tmp_path) for a in args])
     assert r.returncode == 2, r.stderr[-2000:]
     assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert needle in r.stderr
