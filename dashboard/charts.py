@@ -9,6 +9,7 @@ every name taken from the rows is HTML-escaped first (dashboard.safe.html).
 """
 from __future__ import annotations
 
+import html as _html
 import math
 
 import numpy as np
@@ -36,6 +37,36 @@ TEXT = ("impl", "series", "workload", "shape", "dtype", "timer", "gpu", "commit"
 
 def _text_safe(df: pd.DataFrame) -> pd.DataFrame:
     return safe.html_columns(df, TEXT)
+
+
+# A point's case, the last entries of its customdata after CASE_TAG, so that a click
+# can open the Case view (dashboard.ui.chart).  Escaped like every name (no tag in a
+# figure's spec) and unescaped by case_of; never put in a hover template.
+CASE = ("gpu", "workload", "dtype", "shape", "run_id")
+CASE_TAG = "case:"
+
+
+def _custom(g: pd.DataFrame, shown: list) -> np.ndarray:
+    """customdata of ``g``'s points: the ``shown`` columns or Series (what the hover
+    text names, by index), then CASE_TAG and the CASE columns where ``g`` holds them all."""
+    cols = [g[c] if isinstance(c, str) else c for c in shown]
+    if all(c in g.columns for c in CASE):
+        cols += [pd.Series(CASE_TAG, index=g.index)] + [g[c] for c in CASE]
+    return np.stack([np.asarray(c, dtype=object) for c in cols], axis=-1)
+
+
+def case_of(point: dict) -> dict[str, str] | None:
+    """The case a selected point (Streamlit's selection: a dict with ``customdata``)
+    stands for, as {CASE column: value}, or None for a point that carries none (a roof,
+    a ceiling, the y = x line)."""
+    data = point.get("customdata") if isinstance(point, dict) else None
+    n = len(CASE)
+    if not isinstance(data, list) or len(data) < n + 1 or data[-n - 1] != CASE_TAG:
+        return None
+    values = data[-n:]
+    if not all(isinstance(v, str) for v in values):
+        return None
+    return {c: _html.unescape(v) for c, v in zip(CASE, values)}
 
 
 def color(name: str, seen=()) -> str:
@@ -134,7 +165,7 @@ def bandwidth(df: pd.DataFrame, metric: str = "gbps", ceilings: dict[str, float]
     """
     unit, work = METRICS[metric]
     # the columns drawn, taken first: each series' rows are then a cheap slice
-    used = ["series", "size", "shape", "gpu", metric, work, "ms_p20", "ms_p80", "ms_median", "sol",
+    used = ["series", "size", *CASE, metric, work, "ms_p20", "ms_p80", "ms_median", "sol",
             "sm_clock_mhz", "power_w", "clock_limits"]
     df = _text_safe(df[[c for c in dict.fromkeys(used) if c in df.columns]])
     fig = go.Figure()
@@ -145,7 +176,7 @@ def bandwidth(df: pd.DataFrame, metric: str = "gbps", ceilings: dict[str, float]
         c = color(name, names)
         hi = g[work] / (g["ms_p20"] * 1e-3) / (1e9 if metric == "gbps" else 1e12)
         lo = g[work] / (g["ms_p80"] * 1e-3) / (1e9 if metric == "gbps" else 1e12)
-        custom = np.stack([g["shape"], g["ms_median"], g["sol"], card_text(g)], axis=-1)
+        custom = _custom(g, ["shape", "ms_median", "sol", card_text(g)])
         hover = (f"%{{customdata[0]}}<br>%{{y:.1f}} {unit}<br>%{{customdata[1]:.4g}} ms"
                  "<br>SOL %{customdata[2]:.2f}%{customdata[3]}<extra>" + name + "</extra>")
         if not lines:
@@ -181,8 +212,8 @@ def roofline_chart(df: pd.DataFrame, peak_gbps: float, peak_tflops: dict[str, fl
     names = list(dict.fromkeys(df["impl"])) if len(df) else []
     for name in names:
         g = df[df["impl"] == name]
-        custom = np.stack([g["workload"], g["shape"], g["dtype"], g["ms_median"], g["gbps"],
-                           g["tflops"], g["sol"], g["timer"], card_text(g) + energy_text(g)], axis=-1)
+        custom = _custom(g, ["workload", "shape", "dtype", "ms_median", "gbps", "tflops", "sol", "timer",
+                             card_text(g) + energy_text(g)])
         fig.add_trace(go.Scatter(
             x=g["intensity"], y=g["tflops"], mode="markers", name=name,
             marker=dict(color=color(name, names), size=9, line=dict(width=0.5, color="#222"),
@@ -214,17 +245,44 @@ def roofline_chart(df: pd.DataFrame, peak_gbps: float, peak_tflops: dict[str, fl
                    logx=True, logy=True)
 
 
+# a heatmap cell's text: at most four characters, so that it fits its cell
+STATUS_MARKS = {"incorrect": "bad", "error": "err", "suspect": "sus", "unsupported": "n/s",
+                "unavailable": "n/a"}
+# the heatmap's plot area on the dashboard's wide layout in a 1400-px window, less the
+# workload names and the colour bar; a character is ~0.6 of the font size wide
+HEATMAP_PX = 600
+CELL_FONT = (8, 12)  # smaller than 8 px: no text in the cells, the hover names each value
+
+
+def _cell(v) -> str:
+    return "" if pd.isna(v) else f"{v:.2f}" if abs(v) < 10 else f"{v:.0f}"
+
+
+def cell_font(columns: int, chars: int = 4) -> int:
+    """The font size at which ``chars`` characters fit a cell of HEATMAP_PX / ``columns``
+    pixels (2 px padding each side), up to CELL_FONT[1]; 0 where that is under CELL_FONT[0]."""
+    size = int((HEATMAP_PX / max(columns, 1) - 4) / (0.6 * chars))
+    return min(size, CELL_FONT[1]) if size >= CELL_FONT[0] else 0
+
+
 def sol_heatmap(sol: pd.DataFrame, status: pd.DataFrame, title: str = "") -> go.Figure:
-    """Workload x implementation SOL; failed cells show their status instead."""
-    text = sol.map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
-    if not status.empty:
-        text = text.where(text != "", status.reindex_like(sol).fillna("—").map(safe.html))
+    """Workload x implementation SOL; a failed cell shows its status, shortened
+    (STATUS_MARKS), "—" where the implementation has no row.  Cell text is at most
+    four characters, in a font that fits the cell (:func:`cell_font`), or none
+    where the cells are too narrow; the hover names the full value and status."""
+    full = status.reindex_like(sol) if not status.empty else pd.DataFrame(index=sol.index, columns=sol.columns)
+    full = full.fillna("no row").where(sol.isna(), "")  # a value needs no status
+    text = sol.map(_cell).where(sol.notna(), full.map(lambda s: STATUS_MARKS.get(s, "—" if s == "no row" else s[:4])))
+    size = cell_font(len(sol.columns))
     fig = go.Figure(go.Heatmap(z=sol.to_numpy(dtype=float), x=[safe.html(c) for c in sol.columns],
-                               y=[safe.html(i) for i in sol.index],
-                               text=text.to_numpy(), texttemplate="%{text}", textfont=dict(size=12), zmin=0, zmax=1,
+                               y=[safe.html(i) for i in sol.index], text=text.map(safe.html).to_numpy(),
+                               texttemplate="%{text}" if size else "", textfont=dict(size=size or CELL_FONT[0]),
+                               customdata=full.map(safe.html).to_numpy(), zmin=0, zmax=1,
                                colorscale="Viridis", colorbar=dict(title="SOL"),
-                               hovertemplate="%{y} · %{x}<br>SOL %{z:.2f}<extra></extra>"))
+                               hovertemplate="%{y} · %{x}<br>SOL %{z:.2f} %{customdata}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
+    # rows of at least 28 px, so the text and the workload names keep to their row
+    fig.update_layout(height=max(450, 28 * len(sol.index) + 200))
     return _layout(fig, title, "implementation", "workload")
 
 
@@ -252,7 +310,7 @@ def fusion_chart(ft: pd.DataFrame, title: str = "") -> go.Figure:
             x=g["predicted"], y=g["measured"], mode="markers", name=name,
             marker=dict(color=color(name, names), size=9,
                         symbol=[SYMBOLS[workloads.index(w) % len(SYMBOLS)] for w in g["workload"]]),
-            customdata=np.stack([g["workload"], g["shape"], g["dtype"], g["reached"]], axis=-1),
+            customdata=_custom(g, ["workload", "shape", "dtype", "reached"]),
             hovertemplate="%{customdata[0]} %{customdata[1]} %{customdata[2]}<br>predicted %{x:.2f}x"
                           "<br>measured %{y:.2f}x (%{customdata[3]:.0%} of it)<extra>" + name + "</extra>"))
     vals = pd.concat([ft["predicted"], ft["measured"]]) if len(ft) else pd.Series([1.0])
@@ -299,7 +357,7 @@ def history_chart(h: pd.DataFrame, metric: str, by_date: bool = False, title: st
         name = f"{gpu} · {l2}" if several else str(gpu)
         fig.add_trace(go.Scatter(
             x=g["time"] if by_date else g["order"], y=g[metric], mode="lines+markers", name=name,
-            customdata=np.stack([g["commit"], g["status"]], axis=-1),
+            customdata=_custom(g, ["commit", "status"]),
             hovertemplate="%{customdata[0]} (%{customdata[1]})<br>%{y:.4g}<extra>" + name + "</extra>"))
     if not by_date and len(h):
         order = h.drop_duplicates("order").sort_values("order")

@@ -1,6 +1,10 @@
 """Screenshots of every page in headless Chromium, for docs/ and the browser test.
 
-    python -m dashboard.screenshots results/ --out docs/screenshots
+    python -m dashboard.screenshots results/ --out docs/screenshots \
+        --query profile=run=1bbf0242e5c6
+
+(the README's: the committed runs; Profile on the run that holds Nsight Compute
+figures, since the newest runs hold none).
 
 Starts the dashboard the way ``python -m suite dashboard`` does, on a free
 localhost port, and drives the system's Chromium through playwright (no
@@ -112,12 +116,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dashboard.screenshots", description=__doc__.split("\n")[0])
     ap.add_argument("paths", nargs="*", default=["results"])
     ap.add_argument("--out", default="docs/screenshots")
+    ap.add_argument("--query", action="append", default=[], metavar="PAGE=QUERY",
+                    help="a URL query string for one page (overview, case, ...), e.g. profile=run=RUN_ID")
     args = ap.parse_args(argv)
+    queries = dict(q.split("=", 1) for q in args.query)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with serve(args.paths) as base, browser_page() as page:
         for path, title in PAGES:
-            page.goto(f"{base}/{path}")
+            query = queries.get(path or "overview")
+            page.goto(f"{base}/{path}" + (f"?{query}" if query else ""))
             page.set_viewport_size({"width": 1400, "height": 1000})
             wait_ready(page, title, or_code=path in CHART_OR_CODE)
             fit_height(page)

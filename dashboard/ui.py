@@ -12,11 +12,12 @@ here at most ``MAX_VALUES`` values of one parameter are read.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import analysis, data, safe
+from dashboard import analysis, charts, data, safe
 from dashboard.analysis import FILTERS, Filters
 
 LABELS = {"run": "Run", "gpu": "GPU", "commit": "Commit", "workload": "Workload", "dtype": "dtype",
@@ -113,6 +114,35 @@ def choice(widget, label: str, options: list, key: str, index: int = 0, **kw):
 PAGE_PARAMS = {"overview": "overview_", "bandwidth": "bw_", "roofline": "roof_", "fusion": "fusion_",
                "compare": "cmp_", "history": "hist_", "data": "data_", "case": "case_",
                "profile": "profile_"}
+
+
+CASE_PAGE = Path(__file__).resolve().parent / "views" / "case.py"
+# the Case view's URL parameters, by the column of charts.CASE each is read from
+CASE_PARAMS = {"gpu": "case_gpu", "workload": "case_workload", "dtype": "case_dtype", "shape": "case_shape",
+               "run_id": "case_run"}
+
+
+def chart(fig, key: str) -> None:
+    """``fig`` drawn with its points clickable: a click on a point that carries a
+    case (charts.case_of) opens the Case view on it (:func:`open_case`)."""
+    event = st.plotly_chart(fig, key=key, on_select="rerun", selection_mode="points")
+    points = event.get("selection", {}).get("points", []) if event else []
+    cases = [c for c in map(charts.case_of, points[:MAX_VALUES]) if c]
+    if cases:
+        open_case(cases[0])
+
+
+def open_case(case: dict[str, str]) -> None:
+    """Switch to the Case view on ``case`` (charts.CASE's columns): the sidebar's
+    filters stay in the URL, the Case view's own parameters are set to the case.
+    The values come from the loaded rows and go only into the URL, where the Case
+    view's selectboxes read them as options (a value it does not offer is named
+    as ignored, as plain text)."""
+    params = {name: st.query_params.get_all(name) for name in FILTERS if st.query_params.get_all(name)}
+    params.update({CASE_PARAMS[c]: str(v)[:MAX_CHARS] for c, v in case.items() if c in CASE_PARAMS})
+    for key in CASE_PARAMS.values():  # the link's values, not a former visit's, choose
+        st.session_state.pop(key, None)
+    st.switch_page(CASE_PAGE, query_params=params)
 
 
 def keep_page_params(url_path: str) -> None:

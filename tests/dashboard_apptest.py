@@ -26,3 +26,20 @@ def app(monkeypatch, paths, page="overview", params=None) -> AppTest:
 def figures(at: AppTest) -> list[dict]:
     """The Plotly figures on the page, as their JSON specs."""
     return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def select_point(at: AppTest, key: str, point: dict) -> AppTest:
+    """Run ``at`` again as if ``point`` (Streamlit's selection: customdata and all) had
+    been clicked on the Plotly chart ``key``: AppTest has no setter for a chart's
+    selection, so its widget state is sent as the browser sends it."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetStates
+
+    chart = next(el for el in at.get("plotly_chart") if el.proto.id.endswith(key))
+    states = at._tree.get_widget_states()
+    ws = WidgetStates()
+    ws.widgets.extend(states.widgets)
+    state = ws.widgets.add()
+    state.id = chart.proto.id
+    state.string_value = json.dumps({"selection": {"points": [point], "point_indices": [0], "box": [],
+                                                 "lasso": []}})
+    return at._run(ws)

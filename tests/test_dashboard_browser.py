@@ -115,3 +115,21 @@ def test_a_hostile_link_renders_fast_and_inert(server, fresh_page):
     assert page.locator("script:has-text('alert(1)')").count() == 0
     assert not fetched, fetched
     assert elapsed < 8, f"{elapsed:.1f} s to render"
+
+
+def test_a_click_on_a_chart_point_opens_its_case(server, fresh_page):
+    """A real click on a Bandwidth point (Plotly's hit test, Streamlit's selection event)
+    lands on the Case view with the point's case in the URL and its table drawn."""
+    base, _ = server
+    page = fresh_page
+    page.goto(f"{base}/bandwidth?gpu=h200&bw_workload=softmax")
+    shots.wait_ready(page, "Bandwidth")
+    point = page.locator(".js-plotly-plot .scatterlayer path.point").last
+    box = point.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_url("**/case?**case_shape=**")
+    shots.wait_ready(page, "Case")
+    assert "case_workload=softmax" in page.url and "gpu=h200" in page.url and "bw_" not in page.url
+    page.locator('[data-testid="stDataFrame"]').first.wait_for()
+    assert no_exception(page)

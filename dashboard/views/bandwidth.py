@@ -44,12 +44,12 @@ else:
         gb, gt = analysis.roofs(g)
         name = f"{gpu} measured copy" if metric == "gbps" else f"{gpu} measured {dtype} matmul"
         ceilings[name] = gb if metric == "gbps" else gt.get(dtype)
-    st.plotly_chart(charts.bandwidth(good, metric, ceilings, title=f"{workload}, {dtype}{family}",
-                                     lines=lines), key="bw_chart")
+    ui.chart(charts.bandwidth(good, metric, ceilings, title=f"{workload}, {dtype}{family}", lines=lines),
+             key="bw_chart")
     spread = ("Lines are medians; the band spans" if lines else
               "Several shapes share a size here, so points are not joined (hover names the shape); "
               "points are medians, bars span")
-    st.caption(f"{spread} the 20th to 80th percentile of the samples. "
+    st.caption(f"{spread} the 20th to 80th percentile of the samples; a click on a point opens its case. "
                "GB/s counts the compulsory bytes of a fully fused kernel (min_bytes), so an "
                "unfused chain that moves more shows less than the traffic it really made.")
 ui.not_ok_section(d, f"{workload} {dtype}")

@@ -1,11 +1,22 @@
-"""Case: one workload, shape and dtype on one GPU, its implementations ranked by median time."""
+"""Case: one workload, shape and dtype on one GPU, its implementations ranked by median time.
+
+The rows are those the sidebar chooses, or one run's (``case_run``, which a click
+on a chart's point sets to the point's run; ui.chart)."""
 import streamlit as st
 
 from dashboard import analysis, charts, safe, ui
 
 ctx = ui.context()
 ui.header(ctx, "Case")
-rows = ctx.rows
+SIDEBAR = "sidebar"
+labels = dict(zip(ctx.loaded.runs["run_id"], ctx.loaded.runs["label"]))
+run = ui.choice(st.selectbox, "Run", [SIDEBAR] + list(labels), key="case_run",
+                format_func=lambda r: "as the sidebar chooses" if r == SIDEBAR else labels.get(r, r))
+rows = ctx.rows if run == SIDEBAR else analysis.narrow(ctx.loaded.rows([run]), ctx.filters)
+if rows.empty:
+    ui.page_notes()
+    st.info("This run holds no rows that match the filters in the sidebar.")
+    st.stop()
 
 cols = st.columns(4)
 gpus = sorted(rows["gpu"].unique())

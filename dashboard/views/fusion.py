@@ -25,12 +25,11 @@ ft = analysis.fusion_table(rows)
 if ft.empty:
     st.info("No case has both a correct eager row and a correct fused row in the chosen runs.")
 else:
-    st.plotly_chart(charts.fusion_chart(ft, title="Speedup over eager: measured vs predicted"),
-                    key="fusion_chart")
+    ui.chart(charts.fusion_chart(ft, title="Speedup over eager: measured vs predicted"), key="fusion_chart")
     st.caption("Predicted = eager_bytes / min_bytes: what removing the intermediate HBM traffic "
                "can buy when both run at the bandwidth roof. Points under the dashed line fell "
                "short of it; compute-bound cases (large attention) can beat it, since the "
-               "prediction counts bytes only.")
+               "prediction counts bytes only. A click on a point opens its case, in its run.")
     threshold = st.slider("Fell short when reaching less than", 0.1, 1.0, 0.8, 0.05,
                           format="%.2f of the prediction", key="fusion_short", bind="query-params")
     short = ft[ft["reached"] < threshold].sort_values("reached")

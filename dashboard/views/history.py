@@ -32,8 +32,10 @@ left, right = st.columns(2)
 metric = ui.choice(left.selectbox, "Metric", ["ms_median", "gbps", "tflops", "sol"], key="hist_metric")
 by_date = ui.choice(right.radio, "x axis", ["commit order", "date"], horizontal=True, key="hist_x") == "date"
 h = analysis.history(frame, case, metric)
-st.plotly_chart(charts.history_chart(h, metric, by_date, title=" · ".join(map(str, case.values()))),
-                key="hist_chart")
+# each point names its case and run, so a click opens the Case view on that commit's run
+h_case = h.assign(**{k: case[k] for k in ("workload", "dtype", "shape")})
+ui.chart(charts.history_chart(h_case, metric, by_date, title=" · ".join(map(str, case.values()))), key="hist_chart")
+st.caption("A click on a point opens the case in that run.")
 bad = h[h["status"] != "ok"]
 if len(bad):
     st.caption("Runs where this case was not ok (gaps in the line):")

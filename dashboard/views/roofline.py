@@ -15,12 +15,12 @@ if good.empty:
     st.info(f"No correct rows on {safe.md(gpu)}.")
 else:
     bw, tf = analysis.roofs(good)
-    st.plotly_chart(charts.roofline_chart(good, bw, tf, title=f"Roofline, {gpu}"), key="roof_chart")
+    ui.chart(charts.roofline_chart(good, bw, tf, title=f"Roofline, {gpu}"), key="roof_chart")
     st.caption("Intensity is FLOPs per compulsory byte (min_bytes). Symbols: circle float32, "
                "diamond bfloat16, square float16. The slope is the measured copy bandwidth, the "
                "flat roofs the measured matmul rate per math mode (each dtype, and tf32 for float32 "
                "on TF32 tensor cores); they meet at the ridge point. Each row's SOL uses the "
                "bandwidth of its own read:write mix (peak_gbps), which can sit above or below "
-               "the copy slope drawn here.")
+               "the copy slope drawn here. A click on a point opens its case.")
 ui.not_ok_section(d, gpu)
 ui.page_notes()
