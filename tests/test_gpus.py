@@ -151,7 +151,13 @@ def test_a_partial_run_of_two_gpus_resumes_to_the_whole(runs, tmp_path):
     resumed = store.read_file(part)
     assert _keys(resumed) == _keys(whole)
     assert resumed["run_id"].nunique() == 1
-    assert resumed.groupby("device_index")["copy_gbps"].agg(set).to_dict() == {0: {111.0}, 1: {222.0}}
+    # which worker pulls which of the remaining cases is a race; each row, kept or
+    # new, carries the ceilings of the GPU it names
+    want = {0: 111.0, 1: 222.0}
+    assert (resumed["copy_gbps"] == resumed["device_index"].map(want)).all(), \
+        resumed.groupby("device_index")["copy_gbps"].agg(set).to_dict()
+    kept = resumed[resumed["workload"] == "gelu"].set_index(store.ROW_KEY)["device_index"].sort_index()
+    assert kept.equals(whole[whole["workload"] == "gelu"].set_index(store.ROW_KEY)["device_index"].sort_index())
 
 
 def test_a_crash_or_a_hang_on_one_gpu_costs_only_its_own_row(tmp_path):
