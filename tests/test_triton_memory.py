@@ -159,7 +159,9 @@ def test_every_short_row_candidate(dtype, poisoned):
     from implementations.softmax import triton as sm
 
     reg = _registry()
-    for m, n in ((37, 1000), (19, 1002), (5, 781), (33, 1024), (9, 2040)):
+    # Under a few hundred rows the plans keep as few rows a program as they can, so these
+    # M (none a multiple of the packed ROWS) draw the candidates of any M up to that
+    for m, n in ((13, 1000), (11, 1002), (5, 781), (9, 1024), (9, 2040)):
         case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
         wl = reg.workloads["residual_layernorm_gelu"]
         inputs = wl.make_inputs(case, "cpu", m + n)
@@ -173,7 +175,7 @@ def test_every_short_row_candidate(dtype, poisoned):
                 WB_EARLY=c["WB_EARLY"], EVICT=c["EVICT"], num_warps=c["num_warps"])
             res = verify.check(y, wl.reference(case, inputs), wl.tolerance(case))
             assert res.correct, f"{case} {c}: {res.message}"
-    for m, n in ((300, 128), (37, 100), (5, 3)):
+    for m, n in ((40, 128), (13, 100), (5, 3)):
         case = Case.make("softmax", dtype, M=m, N=n)
         wl = reg.workloads["softmax"]
         inputs = wl.make_inputs(case, "cpu", m + n)
