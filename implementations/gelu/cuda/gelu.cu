@@ -118,10 +118,10 @@ void check_input(const at::Tensor& x, const char* op) {
   KSUITE_CHECK(x.is_contiguous(), op, ": x must be contiguous (call .contiguous() first)");
 }
 
-constexpr int kVariants = 8;
+constexpr int kGeluVariants = 8;
 
 // 3 names no design: the other numbers stay those that benchmarks and NOTES.md use.
-bool valid_variant(int64_t v) { return v >= 0 && v <= kVariants && v != 3; }
+bool valid_gelu_variant(int64_t v) { return v >= 0 && v <= kGeluVariants && v != 3; }
 
 template <typename T, int UNROLL, int THREADS = kThreads, int PATH = ksuite::kNcStream>
 void launch_tiles(const T* x, T* y, int64_t n, bool persistent, cudaStream_t stream) {
@@ -158,7 +158,7 @@ int auto_variant(int64_t n, int vec) {
 
 at::Tensor gelu_run(const at::Tensor& x, int64_t variant, const char* op) {
   check_input(x, op);
-  KSUITE_CHECK(valid_variant(variant), op, ": variant must be 0 (auto), 1, 2 or 4 .. ", kVariants,
+  KSUITE_CHECK(valid_gelu_variant(variant), op, ": variant must be 0 (auto), 1, 2 or 4 .. ", kGeluVariants,
                ", got ", variant);
   const c10::cuda::CUDAGuard guard(x.device());
   at::Tensor y = at::empty_like(x);

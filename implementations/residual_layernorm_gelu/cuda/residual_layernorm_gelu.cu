@@ -40,7 +40,7 @@
 
 namespace {
 
-constexpr int kVariants = 17;
+constexpr int kRlgVariants = 17;
 
 template <typename T, int VEC, int PACKS, bool PLAIN = false>
 bool launch_regs(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
@@ -174,7 +174,7 @@ at::Tensor rlg_run(const at::Tensor& x, const at::Tensor& r, const at::Tensor& w
   KSUITE_CHECK(x.is_contiguous() && r.is_contiguous() && weight.is_contiguous() && bias.is_contiguous(), op,
                ": x, r, weight and bias must be contiguous (call .contiguous() first)");
   KSUITE_CHECK(eps > 0.0, op, ": eps must be positive, got ", eps);
-  KSUITE_CHECK(variant >= 0 && variant <= kVariants, op, ": variant must be 0 (auto) .. ", kVariants,
+  KSUITE_CHECK(variant >= 0 && variant <= kRlgVariants, op, ": variant must be 0 (auto) .. ", kRlgVariants,
                ", got ", variant);
   const int64_t m = n == 0 ? 0 : x.numel() / n;
   KSUITE_CHECK(m <= int64_t(0x7fffffff), op, ": too many rows (", m, ")");

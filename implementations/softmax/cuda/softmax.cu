@@ -49,11 +49,11 @@ namespace {
 
 // ------------------------------------------------------------- launchers
 
-constexpr int kVariants = 33;
+constexpr int kSoftmaxVariants = 33;
 
 template <typename T, int VEC, int PACKS>
 bool launch_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
-  const ksuite::RegPlan plan = ksuite::plan_regs(n, VEC, PACKS, regs_max_threads(VEC * PACKS));
+  const ksuite::RegPlan plan = ksuite::plan_regs(n, VEC, PACKS, softmax_regs_max_threads(VEC * PACKS));
   if (plan.tpr == 0) return false;
   const int64_t rows_per_block = plan.threads / plan.tpr;
   const int64_t grid = (m + rows_per_block - 1) / rows_per_block;
@@ -80,7 +80,7 @@ bool launch_tma(const T* x, T* y, int64_t m, int64_t n, int64_t target, cudaStre
   const int ctas = tma_ctas(packs, target, ksuite::max_smem_optin());
   if (ctas == 0 || m * ctas > int64_t(0x7fffffff)) return false;
   const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
-  ksuite::launch_clustered(softmax_tma_kernel<T>, static_cast<unsigned>(m * ctas), kTmaThreads, chunk * 16,
+  ksuite::launch_clustered(softmax_tma_kernel<T>, static_cast<unsigned>(m * ctas), kSoftmaxTmaThreads, chunk * 16,
                            ctas, stream, x, y, static_cast<int>(n), chunk);
   return true;
 }
@@ -166,7 +166,7 @@ bool launch_cluster(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream)
   const int ctas = ksuite::cluster_ctas(packs, sizeof(Pack<T, VEC>), ksuite::max_smem_optin());
   if (ctas == 0 || m * ctas > int64_t(0x7fffffff) || ksuite::compute_major() < 9) return false;
   const int64_t chunk = (packs + ctas - 1) / ctas;
-  ksuite::launch_clustered(softmax_cluster_kernel<T, VEC>, static_cast<unsigned>(m * ctas), kClusterThreads,
+  ksuite::launch_clustered(softmax_cluster_kernel<T, VEC>, static_cast<unsigned>(m * ctas), kSoftmaxClusterThreads,
                            static_cast<int>(chunk * sizeof(Pack<T, VEC>)), ctas, stream, x, y, n, chunk);
   return true;
 }
@@ -221,7 +221,7 @@ bool launch_unaligned(const T* x, T* y, int64_t m, int64_t n, cudaStream_t strea
   // ceil(n / VEC) = 257 it would be 96, a third of them idle after the first
   // packs).  Head and tail go to the first <= 2 (VEC - 1) threads.
   const ksuite::RegPlan plan =
-      ksuite::plan_regs(n / VEC * VEC, VEC, K, RAW ? kRawUnalignedThreads : regs_max_threads(VEC * K));
+      ksuite::plan_regs(n / VEC * VEC, VEC, K, RAW ? kRawUnalignedThreads : softmax_regs_max_threads(VEC * K));
   if (plan.tpr == 0) return false;
   if (plan.tpr <= 32) {
     const int64_t grid = (m + 3) / 4;
@@ -312,7 +312,7 @@ at::Tensor softmax_run(const at::Tensor& x, int64_t variant, const char* op) {
                op, ": x must be float32, float16 or bfloat16, got ", x.scalar_type());
   KSUITE_CHECK(x.dim() >= 1, op, ": x must have at least one dimension, got a 0-dim tensor");
   KSUITE_CHECK(x.is_contiguous(), op, ": x must be contiguous (call .contiguous() first)");
-  KSUITE_CHECK(variant >= 0 && variant <= kVariants, op, ": variant must be 0 (auto) .. ", kVariants,
+  KSUITE_CHECK(variant >= 0 && variant <= kSoftmaxVariants, op, ": variant must be 0 (auto) .. ", kSoftmaxVariants,
                ", got ", variant);
   const int64_t n = x.size(-1);
   const int64_t m = n == 0 ? 0 : x.numel() / n;

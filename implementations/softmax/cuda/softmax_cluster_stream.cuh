@@ -11,11 +11,11 @@ namespace {
 
 // ----------------------------------------- cluster, register loads (any VEC)
 
-constexpr int kClusterThreads = 512;
+constexpr int kSoftmaxClusterThreads = 512;
 
 // 3 CTAs an SM (64 KB slices): <= 40 registers a thread.
 template <typename T, int VEC>
-__global__ void __launch_bounds__(kClusterThreads, 3)
+__global__ void __launch_bounds__(kSoftmaxClusterThreads, 3)
 softmax_cluster_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, int64_t chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();
@@ -43,16 +43,16 @@ softmax_cluster_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, in
   const int cnt = static_cast<int>(count);
   float mx = -INFINITY;
 #pragma unroll 1
-  for (int base = threadIdx.x; base < cnt; base += kInFlight * kClusterThreads) {
+  for (int base = threadIdx.x; base < cnt; base += kInFlight * kSoftmaxClusterThreads) {
     Raw raw[kInFlight];
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) {
-      const int i = base + u * kClusterThreads;
+      const int i = base + u * kSoftmaxClusterThreads;
       raw[u] = ksuite::ld_pack_if<T, VEC, true, false>(reinterpret_cast<const T*>(xr + i), i < cnt);
     }
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) {
-      const int i = base + u * kClusterThreads;
+      const int i = base + u * kSoftmaxClusterThreads;
       if (i < cnt) {
         if constexpr (VEC == 1) {
           if constexpr (sizeof(T) == 4) {
@@ -77,7 +77,7 @@ softmax_cluster_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, in
       for (int k = 0; k < VEC; ++k) sum += ksuite::exp_approx(to_float(slice[i].v[k]) - mx);
     }
   }
-  const float2 cta = ksuite::group_reduce(make_float2(mx, sum), kClusterThreads, red,
+  const float2 cta = ksuite::group_reduce(make_float2(mx, sum), kSoftmaxClusterThreads, red,
                                           make_float2(-INFINITY, 0.0f), MergeMS{});
   if (threadIdx.x == 0) partial = cta;
   cluster.sync();

@@ -49,6 +49,6 @@ struct MergeMS {
 
 // Block size bound of the register kernel: 32 floats a thread fit the 64
 // registers of a 1024-thread block; 64 floats need a 256-thread bound.
-constexpr int regs_max_threads(int elems) { return elems <= 32 ? 1024 : 256; }
+constexpr int softmax_regs_max_threads(int elems) { return elems <= 32 ? 1024 : 256; }
 
 }  // namespace

@@ -14,7 +14,7 @@ namespace {
 // ---------------------------------------------------------------- registers
 
 template <typename T, int VEC, int PACKS>
-__global__ void __launch_bounds__(regs_max_threads(VEC * PACKS))
+__global__ void __launch_bounds__(softmax_regs_max_threads(VEC * PACKS))
 softmax_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int n, int tpr) {
   __shared__ float2 red[32];
   const int group = threadIdx.x / tpr;
@@ -189,7 +189,7 @@ softmax_warp_rows_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, 
 constexpr int kRawUnalignedThreads = 256;
 constexpr int kRawUnalignedBlocks = 5;
 template <typename T, int K, bool BLOCK, int PATH, bool RAW = false>
-__global__ void __launch_bounds__(RAW ? kRawUnalignedThreads : BLOCK ? regs_max_threads(ksuite::vec16<T>() * K) : 128,
+__global__ void __launch_bounds__(RAW ? kRawUnalignedThreads : BLOCK ? softmax_regs_max_threads(ksuite::vec16<T>() * K) : 128,
                                   RAW ? kRawUnalignedBlocks : 1)
 softmax_unaligned_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int n) {
   constexpr int VEC = ksuite::vec16<T>();

@@ -12,7 +12,7 @@ namespace {
 
 // ------------------------------------------------ cluster + TMA (bulk copy)
 
-constexpr int kTmaThreads = 256;
+constexpr int kSoftmaxTmaThreads = 256;
 
 
 // CTA `rank` of the cluster owns packs [rank * chunk, (rank + 1) * chunk) of
@@ -22,7 +22,7 @@ constexpr int kTmaThreads = 256;
 // up to 7 CTAs an SM, so one CTA's load overlaps the others' math) or
 // 4 x 64 KB (plan 5, 3 an SM).
 template <typename T>
-__global__ void __launch_bounds__(kTmaThreads)
+__global__ void __launch_bounds__(kSoftmaxTmaThreads)
 softmax_tma_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // the launcher uses this kernel on sm_90+ only
@@ -30,7 +30,7 @@ softmax_tma_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
   namespace cg = cooperative_groups;
   constexpr int VEC = ksuite::vec16<T>();
   cg::cluster_group cluster = cg::this_cluster();
-  extern __shared__ __align__(128) uint4 slice[];
+  extern __shared__ __align__(128) uint4 tma_slice[];
   __shared__ __align__(8) uint64_t bar;
   __shared__ float2 red[32];
   __shared__ float2 partial;  // this CTA's (max, sum), read by the whole cluster
@@ -49,7 +49,7 @@ softmax_tma_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar_addr), "r"(bytes)
                  : "memory");
     const char* src = reinterpret_cast<const char*>(x + row * n + int64_t(p0) * VEC);
-    const uint32_t dst = smem_addr(slice);
+    const uint32_t dst = smem_addr(tma_slice);
     constexpr uint32_t kPiece = 16384;
     for (uint32_t off = 0; off < bytes; off += kPiece) {
       const uint32_t size = min(kPiece, bytes - off);
@@ -73,12 +73,12 @@ softmax_tma_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
   }
   // Running (max, sum) over this thread's packs, rescaled when a pack raises the max.
   float mx = -INFINITY, sum = 0.0f;
-  for (int i = threadIdx.x; i < count; i += kTmaThreads) {
+  for (int i = threadIdx.x; i < count; i += kSoftmaxTmaThreads) {
     float v[VEC];
-    ksuite::raw_to_floats<T>(slice[i], v);
+    ksuite::raw_to_floats<T>(tma_slice[i], v);
     online_add(v, mx, sum);
   }
-  const float2 cta = ksuite::group_reduce(make_float2(mx, sum), kTmaThreads, red, make_float2(-INFINITY, 0.0f),
+  const float2 cta = ksuite::group_reduce(make_float2(mx, sum), kSoftmaxTmaThreads, red, make_float2(-INFINITY, 0.0f),
                                           MergeMS{});
   if (threadIdx.x == 0) partial = cta;
   cluster.sync();  // every CTA's partial is written
@@ -87,9 +87,9 @@ softmax_tma_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
   cluster.sync();  // no CTA leaves while another may still read its `partial`
   const float row_mx = tot.x, inv = 1.0f / tot.y;
   T* yr = y + row * n + int64_t(p0) * VEC;
-  for (int i = threadIdx.x; i < count; i += kTmaThreads) {
+  for (int i = threadIdx.x; i < count; i += kSoftmaxTmaThreads) {
     float v[VEC];
-    ksuite::raw_to_floats<T>(slice[i], v);
+    ksuite::raw_to_floats<T>(tma_slice[i], v);
 #pragma unroll
     for (int k = 0; k < VEC; ++k) v[k] = ksuite::exp_approx(v[k] - row_mx) * inv;
     ksuite::st16_global(yr + i * VEC, ksuite::floats_to_raw<T>(v));
