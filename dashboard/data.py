@@ -234,8 +234,8 @@ def build(paths) -> Loaded:
     for column in CATEGORICAL:
         if column in df.columns:
             df[column] = df[column].astype("category")
-    # the reader's buffers are freed: hand their pages back (200 runs x 2,000 rows, with
-    # serve.py's malloc pool: ~550 MB resident after the load, not ~1,000 MB)
+    # the reader's buffers are freed: hand their pages back to the system, so the
+    # server keeps only the frame resident
     pa.default_memory_pool().release_unused()
     return Loaded(frame=df, problems=problems, runs=runs, index=index)
 

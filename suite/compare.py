@@ -118,8 +118,8 @@ def _median(values: np.ndarray) -> float:
 def collapse(df: pd.DataFrame) -> pd.DataFrame:
     """One row per ROW_KEY; several runs of a key pool their samples and keep each run's median.
 
-    The frame is grouped once and each case read from NumPy arrays: pandas per case
-    costs ~7 ms on 2 cores, seconds for a side of a few hundred cases."""
+    The frame is grouped once and each case read from NumPy arrays, so a side of
+    thousands of cases collapses in about a second."""
     if df.empty:
         return pd.DataFrame(columns=CASE_COLUMNS)
     keys = pd.DataFrame({col: _strings(df[col], "") for col in store.ROW_KEY})

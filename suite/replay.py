@@ -4,8 +4,8 @@ SPEC is the JSON that ``spec()`` writes: the case, the implementation, the
 seed its inputs were made with in the run, the plugins to import, and how many
 calls to make.  The inputs are rebuilt as the timed run built them; ``warmup``
 calls (compilation, autotuning, first-call allocations) run first, then the
-op back to back for ``heat_ms`` (0 by default: a heated card changes ncu's
-figures by under 1%, lab/README.md), then the ``calls`` calls run between
+op back to back for ``heat_ms`` (0 by default: ncu pauses the card before a
+profiled kernel whatever ran before it), then the ``calls`` calls run between
 ``cudaProfilerStart`` and ``cudaProfilerStop``, so that
 ``ncu --profile-from-start off`` profiles exactly those calls' kernels.
 Not a verb of the CLI: suite.ncu starts it under ncu.

@@ -87,8 +87,8 @@ def _slowed(inner, percent: float):
             cycles = max(1, int(extra * ms * 1e3 * rate[0]))
             # Corrections, under the run's own protocol: the spin runs at the clock
             # the op leaves behind, and at a power cap the op itself speeds up by
-            # part of the idle time it is given (a GEMM at 8192^3 gave back all
-            # of a 3% spin), so the spin grows until the pair is slower by `extra`.
+            # part of the idle time it is given, so the spin grows until the pair
+            # is slower by `extra`.
             for _ in range(CORRECTIONS):
                 got = median_ms(cycles) / median_ms(0) - 1.0
                 if abs(got - extra) <= 0.15 * extra:
