@@ -159,6 +159,9 @@ class Sweep:
         self._build_lock = threading.Lock()
         self._stopping = False
         self._errors: list[BaseException] = []
+        # workers start Inductor's compile pool when the plan has torch.compile rows
+        self._warm_compile = self.plan.device == "cuda" and any(
+            i.backend == "compile" for _, impls in self.plan.cases for i in impls)
 
     @property
     def multi(self) -> bool:
@@ -173,8 +176,7 @@ class Sweep:
                        own_ceilings=None if slot.ceil else f"gpu{slot.index}",
                        reuse_ceilings=self.reuse_ceilings, profile=self.profile,
                        profile_dir=self.profile_dir, energy=self.energy,
-                       warm_compile=self.plan.device == "cuda" and any(
-                           i.backend == "compile" for _, impls in self.plan.cases for i in impls))
+                       warm_compile=self._warm_compile)
         return with_ceilings(opts, slot.ceil) if slot.ceil else opts
 
     def stamp(self, row: dict, slot: Slot | None = None) -> dict:
