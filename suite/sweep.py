@@ -13,6 +13,7 @@ stops, unless it is the last one left.
 """
 from __future__ import annotations
 
+import functools
 import multiprocessing as mp
 import sys
 import threading
@@ -159,8 +160,11 @@ class Sweep:
         self._build_lock = threading.Lock()
         self._stopping = False
         self._errors: list[BaseException] = []
-        # workers start Inductor's compile pool when the plan has torch.compile rows
-        self._warm_compile = self.plan.device == "cuda" and any(
+
+    @functools.cached_property
+    def _warm_compile(self) -> bool:
+        """Workers start Inductor's compile pool when the plan has torch.compile rows."""
+        return self.plan.device == "cuda" and any(
             i.backend == "compile" for _, impls in self.plan.cases for i in impls)
 
     @property
