@@ -59,23 +59,33 @@ def _gemm_jobs():
         def element_size(self):
             return self.size
 
-    ints = ["M", "N", "K", "stride_am", "stride_bk", "stride_cm", "M_KEY", "N_KEY", "K_KEY"]
+    ints = ["M", "N", "K", "stride_am", "stride_bk", "stride_cm", "SMS", "M_KEY", "N_KEY", "K_KEY", "SPLIT_K"]
     sizes = ["M", "N", "K", "stride_am", "stride_bk", "stride_cm"]
+
+    def signature(ptr):
+        return dict({p: ptr for p in ("a_ptr", "b_ptr", "c_ptr")}, ws_ptr="*fp32", lock_ptr="*i32",
+                    **{n: "i32" for n in ints})
+
     for label, ptr, size, prec, m in (("bf16", "*bf16", 2, "tf32", 4096), ("bf16", "*bf16", 2, "tf32", 64),
-                                      ("fp32-ieee", "*fp32", 4, "ieee", 4096)):
+                                      ("bf16", "*bf16", 2, "tf32", 8), ("fp32-ieee", "*fp32", 4, "ieee", 4096),
+                                      ("fp32-ieee", "*fp32", 4, "ieee", 8)):
         for cfg in T.prune(None, {"M_KEY": m, "N_KEY": m, "a_ptr": _Operand(size)}, PRECISION=prec):
-            const = dict(cfg.kwargs, PRECISION=prec, UPCAST=False, VEC=16, EVEN_M=True, EVEN_N=True,
+            const = dict(cfg.kwargs, PRECISION=prec, UPCAST=False, VEC_K=16, VEC_N=16, EVEN_M=True, EVEN_N=True,
                          EVEN_K=True, stride_ak=1, stride_bn=1, stride_cn=1)
-            sig = dict({p: ptr for p in ("a_ptr", "b_ptr", "c_ptr")}, **{n: "i32" for n in ints})
-            yield (f"gemm-tiled-{label}", cfg, T._gemm_kernel.fn, sig, const,
-                   ["a_ptr", "b_ptr", "c_ptr"] + sizes)
+            yield (f"gemm-tiled-{label}", cfg, T._gemm_kernel.fn, signature(ptr), const,
+                   ["a_ptr", "b_ptr", "c_ptr", "ws_ptr"] + sizes)
     # M=4000, N=3000, K=5000: sizes Triton sees as unaligned (not multiples of 16);
-    # the launcher's VEC=8 must keep A's and B's loads 16 bytes wide
+    # the launcher's VEC_K = VEC_N = 8 must keep A's and B's loads 16 bytes wide
     for cfg in T.prune(None, {"M_KEY": 4096, "N_KEY": 3072, "a_ptr": _Operand(2)}, PRECISION="tf32"):
-        const = dict(cfg.kwargs, PRECISION="tf32", UPCAST=False, VEC=8, EVEN_M=False, EVEN_N=False,
+        const = dict(cfg.kwargs, PRECISION="tf32", UPCAST=False, VEC_K=8, VEC_N=8, EVEN_M=False, EVEN_N=False,
                      EVEN_K=False, stride_ak=1, stride_bn=1, stride_cn=1)
-        sig = dict({p: "*bf16" for p in ("a_ptr", "b_ptr", "c_ptr")}, **{n: "i32" for n in ints})
-        yield "gemm-tiled-bf16-ragged", cfg, T._gemm_kernel.fn, sig, const, ["a_ptr", "b_ptr", "c_ptr"]
+        yield "gemm-tiled-bf16-ragged", cfg, T._gemm_kernel.fn, signature("*bf16"), const, ["a_ptr", "b_ptr", "c_ptr"]
+    # decode with an odd K (M=3, N=1288, K=3449): A's rows are unaligned, B's and
+    # C's are not (VEC_N = 8), so B's loads, all of the traffic, stay 16 bytes wide
+    for cfg in T.prune(None, {"M_KEY": 3, "N_KEY": 1536, "a_ptr": _Operand(2)}, PRECISION="tf32"):
+        const = dict(cfg.kwargs, PRECISION="tf32", UPCAST=False, VEC_K=1, VEC_N=8, EVEN_M=False, EVEN_N=False,
+                     EVEN_K=False, stride_ak=1, stride_bn=1, stride_cn=1)
+        yield "gemm-tiled-bf16-decode", cfg, T._gemm_kernel.fn, signature("*bf16"), const, ["a_ptr", "b_ptr", "c_ptr"]
     for cfg in P.LARGE + P.SKINNY:
         bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
         sig = {"a_desc": f"tensordesc<bf16[{bm}, {bk}]>", "b_desc": f"tensordesc<bf16[{bk}, {bn}]>",

@@ -78,6 +78,37 @@ def test_gemm_persistent_in_interpreter(dims, dtype, poisoned):
     _run("gemm", "triton:persistent", Case.make("gemm", dtype, **dims))
 
 
+# Fewer tiles than the interpreter's pretend SMs and a long K: split K.  Odd K
+# (A's rows unaligned, B's not), one row, a ragged tile edge, several slices.
+SPLIT_SHAPES = [dict(M=3, N=40, K=333), dict(M=1, N=64, K=1001), dict(M=17, N=24, K=512)]
+
+
+@pytest.mark.parametrize("dtype", ("float32", "bfloat16"))
+@pytest.mark.parametrize("dims", SPLIT_SHAPES, ids=lambda d: "x".join(map(str, d.values())))
+def test_gemm_split_k_in_interpreter(dims, dtype, poisoned):
+    from implementations.gemm import _triton_tiled as T
+
+    cfg = T.INTERPRETER_CONFIG
+    split = T.split_k(dims["M"], dims["N"], dims["K"], cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"],
+                      T.INTERPRETER_SMS)
+    assert split > 1, dims
+    for _ in range(2):  # the second call finds the per-tile counters reset by the first
+        _run("gemm", "triton", Case.make("gemm", dtype, **dims))
+    assert not T._locks[torch.device("cpu")].any()
+    assert f"split_k={split}" in discover().get("gemm", "triton").config(Case.make("gemm", dtype, **dims))
+
+
+def test_split_k_plans():
+    from implementations.gemm._triton_tiled import split_k
+
+    assert split_k(4096, 4096, 4096, 128, 256, 64, 132) == 1  # 512 tiles fill the SMs
+    assert split_k(8, 8192, 8192, 16, 64, 256, 132) == 1  # 128 tiles: a split would add a wave
+    assert split_k(3, 1288, 3449, 16, 64, 256, 132) > 1  # 21 tiles, 14 steps of K
+    s = split_k(403, 256, 5768, 64, 128, 64, 132)  # 14 tiles, 91 steps of K
+    assert 14 * s <= 132 and s >= 8
+    assert split_k(3, 1288, 200, 16, 64, 256, 132) == 1  # one step of K: nothing to split
+
+
 def test_gemm_supports():
     reg = discover()
     tiled, tf32, pers = (reg.get("gemm", n) for n in ("triton", "triton:tf32", "triton:persistent"))
@@ -135,3 +166,5 @@ def test_gpu_configs_compile_for_sm90():
         assert r["tma"] == ("persistent" in r["kernel"]), f"{where}: tma={r['tma']}"
     ragged = [r for r in rows if r["kernel"] == "gemm-tiled-bf16-ragged"]
     assert ragged and all(r["cp_async16"] > 0 and r["scalar_loads"] == 0 for r in ragged), ragged
+    decode = [r for r in rows if r["kernel"] == "gemm-tiled-bf16-decode"]
+    assert decode and all(r["cp_async16"] > 0 for r in decode), decode

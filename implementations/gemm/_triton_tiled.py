@@ -11,11 +11,20 @@ spread B's columns over more programs instead.
 Triton marks an integer argument as aligned only when it is a multiple of 16,
 so with K = 5000 or N = 3000 (multiples of 8, 16-byte rows in bf16) it could
 not prove A's or B's rows 16-byte aligned, nor the K and N edges of the masks
-on 8-element boundaries, and loaded every element on its own: a fraction of
-cuBLAS's rate.  The launcher passes VEC, the largest power of two up to 16
-that divides K, N and the row strides, and the kernel rounds those to VEC (a
-no-op) so that the compiler knows it: loads and masks stay 16 bytes wide for
-every shape whose rows are 16-byte aligned.
+on 8-element boundaries, and would load every element on its own.  The
+launcher passes VEC_K, the largest power of two up to 16 that divides K and
+A's row stride, and VEC_N, the same for N and B's and C's row strides; the
+kernel rounds those to them (a no-op) so that the compiler knows it.  Each
+operand's loads are as wide as its own rows allow: an odd K narrows A's loads
+only, and B, all of the traffic when M is small, stays 16 bytes wide.
+
+When the output has fewer tiles than the GPU has SMs (decode and skinny
+shapes, small outputs with a long K), each tile's K is split into slices run
+by separate programs (split_k picks the count per shape at launch), so that
+every SM streams its share of B.  The slices leave float32 partials in a
+workspace, and the last slice of a tile to finish (a per-tile counter, reset
+by that slice) sums them in slice order and writes C: no second kernel, and
+the same bits whichever slice finishes last.
 
 The autotuner's key is the half-octave bucket of M, N and K
 (implementations._shared.autotune.bucket), passed as arguments the kernel
@@ -47,20 +56,25 @@ def tile_coords(pid, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
     "EVEN_M": lambda a: a["M"] % a["BLOCK_M"] == 0,
     "EVEN_N": lambda a: a["N"] % a["BLOCK_N"] == 0,
     "EVEN_K": lambda a: a["K"] % a["BLOCK_K"] == 0,
+    "SPLIT_K": lambda a: split_k(a["M"], a["N"], a["K"], a["BLOCK_M"], a["BLOCK_N"], a["BLOCK_K"], a["SMS"]),
 })
 @triton.jit
-def _gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
-                 stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+def _gemm_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, lock_ptr, M, N, K,
+                 stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, SMS,
                  M_KEY, N_KEY, K_KEY,  # the autotuner's key only
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                 GROUP_M: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr, VEC: tl.constexpr,
-                 EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr):
-    if VEC > 1:  # what the launcher checked, said so the compiler can vectorise
-        K = K // VEC * VEC
-        N = N // VEC * VEC
-        stride_am = stride_am // VEC * VEC
-        stride_bk = stride_bk // VEC * VEC
-        stride_cm = stride_cm // VEC * VEC
+                 GROUP_M: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+                 VEC_K: tl.constexpr, VEC_N: tl.constexpr,
+                 EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, SPLIT_K):
+    # What the launcher checked, said so that the compiler can vectorise: A's
+    # rows along K, B's and C's along N, each as wide as its own alignment.
+    if VEC_K > 1:
+        K = K // VEC_K * VEC_K
+        stride_am = stride_am // VEC_K * VEC_K
+    if VEC_N > 1:
+        N = N // VEC_N * VEC_N
+        stride_bk = stride_bk // VEC_N * VEC_N
+        stride_cm = stride_cm // VEC_N * VEC_N
     pid = tl.program_id(0)
     pid_m, pid_n = tile_coords(pid, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     # No wrap-around on the offsets, so these hints are true for every tile and
@@ -68,11 +82,17 @@ def _gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     offs_m = tl.max_contiguous(tl.multiple_of(pid_m * BLOCK_M + tl.arange(0, BLOCK_M), BLOCK_M), BLOCK_M)
     offs_n = tl.max_contiguous(tl.multiple_of(pid_n * BLOCK_N + tl.arange(0, BLOCK_N), BLOCK_N), BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
-    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
-    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    # Split K: program (tile, s) sums the s-th of SPLIT_K slices of K, each a
+    # whole number of BLOCK_K steps.
+    steps = tl.cdiv(K, BLOCK_K)
+    per_split = tl.cdiv(steps, SPLIT_K)
+    first = tl.program_id(1) * per_split
+    last = tl.minimum(first + per_split, steps)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + (first * BLOCK_K + offs_k[None, :]) * stride_ak
+    b_ptrs = b_ptr + (first * BLOCK_K + offs_k[:, None]) * stride_bk + offs_n[None, :] * stride_bn
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+    for k in range(first, last):
         k_left = K - k * BLOCK_K
         # Masks are compiled in only where the shape is ragged: aligned shapes
         # (the 4096^3 / 8192^3 headline cases) run a mask-free inner loop.
@@ -94,8 +114,25 @@ def _gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
 
-    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+    mask_c = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    if SPLIT_K > 1:
+        # Every slice leaves its float32 partial in the workspace; the slice
+        # that finishes last (a counter per tile) sums them and writes C, then
+        # resets the counter for the next call.
+        ws = ws_ptr + offs_m[:, None] * N + offs_n[None, :]
+        tl.store(ws + tl.program_id(1) * M * N, acc, mask=mask_c)
+        tl.debug_barrier()  # every thread's partial stored before the release below
+        done = tl.atomic_add(lock_ptr + pid, 1, sem="acq_rel", scope="gpu")
+        if done == SPLIT_K - 1:
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for s in range(SPLIT_K):  # in slice order, whichever slice came last: deterministic
+                acc += tl.load(ws + s * M * N, mask=mask_c, other=0.0, cache_modifier=".cg")
+            c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+            tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask_c)
+            tl.atomic_xchg(lock_ptr + pid, 0, sem="relaxed", scope="gpu")
+    else:
+        c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask_c)
 
 
 def _cfg(bm, bn, bk, stages, warps, group=8):
@@ -110,68 +147,127 @@ LARGE = [_cfg(128, 256, 64, 3, 8), _cfg(256, 128, 64, 3, 8), _cfg(128, 256, 64, 
 # Mid-sized problems: more, smaller tiles so that every SM gets work.
 MID = [_cfg(128, 128, 64, 4, 8), _cfg(128, 128, 64, 4, 4), _cfg(128, 256, 64, 3, 8), _cfg(64, 128, 64, 4, 4)]
 LARGE_MN = 4096 * 4096
-# M <= 128: B is the traffic; narrow column blocks put more programs on it.
-SKINNY = [_cfg(16, 64, 256, 4, 4, 1), _cfg(64, 64, 128, 4, 4, 1), _cfg(128, 64, 64, 4, 4, 1)]
+# M <= 128: B is the traffic; narrow column blocks put more programs on it,
+# and split K (split_k) puts the rest of the SMs on it when the tiles are few.
+# M <= 16 (decode) wastes the least of a 16-row tile.
+TINY = [_cfg(16, 64, 256, 3, 4, 1), _cfg(16, 128, 128, 4, 4, 1), _cfg(16, 64, 128, 4, 4, 1)]
+TINY_M = 16
+SKINNY = [_cfg(32, 64, 128, 4, 4, 1), _cfg(64, 64, 128, 4, 4, 1), _cfg(64, 128, 64, 4, 4, 1),
+          _cfg(128, 64, 64, 4, 4, 1)]
 SKINNY_M = 128
 # Exact float32 runs on the CUDA cores (FMA): the wgmma tiles above spill there
 # (ptxas, sm_90), so it gets smaller per-thread tiles.
 FMA = [_cfg(128, 128, 32, 3, 8), _cfg(64, 128, 32, 3, 4), _cfg(128, 64, 32, 3, 4), _cfg(64, 64, 32, 4, 4)]
+FMA_TINY = [_cfg(16, 64, 64, 4, 4, 1), _cfg(16, 128, 32, 4, 4, 1)]
+
+# split_k's price of one more slice, in BLOCK_K steps: its partial's store and
+# the last slice's read of it
+SPLIT_COST = 0.25
+SPLIT_MAX = 16
+
+
+def split_k(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) -> int:
+    """How many slices of K each tile is cut into: 1 while the tiles alone fill
+    the SMs; else the count that minimises waves x BLOCK_K steps per slice (plus
+    SPLIT_COST a slice), so that a skinny or small output with a long K keeps
+    every SM streaming its share of A and B."""
+    tiles = -(-m // bm) * -(-n // bn)
+    steps = -(-k // bk)
+    if tiles >= sms or steps < 4:
+        return 1
+    best, best_cost = 1, float(steps)
+    for s in range(2, min(SPLIT_MAX, steps // 2) + 1):
+        cost = -(-tiles * s // sms) * -(-steps // s) + SPLIT_COST * s
+        if cost < best_cost:
+            best, best_cost = s, cost
+    return best
 
 
 def tensor_core_configs(m: int, n: int) -> list:
     """The 16-bit (bf16 and fp16 alike) candidates for an m x n output: 3 or 4, chosen by shape."""
+    if m <= TINY_M:
+        return TINY
     if m <= SKINNY_M:
         return SKINNY
     return LARGE if m * n >= LARGE_MN else MID
 
 
-def prune(configs, named_args, **kwargs):
-    """Only the configs meant for this problem's bucket: at most four are compiled and timed."""
-    m = named_args["M_KEY"]
-    n = named_args["N_KEY"]
-    if named_args["a_ptr"].element_size() == 4:
-        if kwargs["PRECISION"] == "ieee":
-            return FMA
+def candidates(m: int, n: int, itemsize: int, precision: str) -> list:
+    """The configs tried for an m x n output of ``itemsize``-byte inputs."""
+    if itemsize == 4:
+        if precision == "ieee":
+            return FMA_TINY if m <= TINY_M else FMA
         # TF32 tiles cost twice the shared memory per stage of 16-bit ones
         return [_cfg(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"] // 2,
                      c.num_stages, c.num_warps, c.kwargs["GROUP_M"]) for c in tensor_core_configs(m, n)]
     return tensor_core_configs(m, n)
 
 
-# PRECISION is in the key: exact and TF32 float32 pick from different lists; VEC
-# too, as a shape whose rows are not 16-byte aligned loads another way
-_autotuned = autotune(configs=LARGE + MID + SKINNY + FMA, key=["M_KEY", "N_KEY", "K_KEY", "PRECISION", "VEC"],
-                             prune_configs_by={"early_config_prune": prune},
-                             # the winner per key is kept in Triton's cache directory (keyed by the
-                             # kernel source, the configs and the GPU architecture), so a second run
-                             # on this machine compiles the chosen config but does not autotune again
-                             cache_results=True)(_gemm_kernel)
+def prune(configs, named_args, **kwargs):
+    """Only the configs meant for this problem's bucket: at most four are compiled and timed."""
+    return candidates(named_args["M_KEY"], named_args["N_KEY"], named_args["a_ptr"].element_size(),
+                      kwargs["PRECISION"])
+
+
+# PRECISION is in the key: exact and TF32 float32 pick from different lists;
+# VEC_K and VEC_N too, as a shape whose rows are not 16-byte aligned loads
+# another way.  The split of K is not: split_k picks it per shape, at launch.
+_autotuned = autotune(configs=LARGE + MID + TINY + SKINNY + FMA + FMA_TINY,
+                      key=["M_KEY", "N_KEY", "K_KEY", "PRECISION", "VEC_K", "VEC_N"],
+                      prune_configs_by={"early_config_prune": prune},
+                      # the winner per key is kept in Triton's cache directory (keyed by the
+                      # kernel source, the configs and the GPU architecture), so a second run
+                      # on this machine compiles the chosen config but does not autotune again
+                      cache_results=True)(_gemm_kernel)
 
 # Under TRITON_INTERPRET every config would be run and timed on the CPU: one small one instead.
 INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 4}
+# ... on a pretend GPU of this many SMs, so that small shapes split K there too
+INTERPRETER_SMS = 4
 
 
-def describe(kwargs, num_warps=None, num_stages=None) -> str:
+def describe(kwargs, num_warps=None, num_stages=None, split=1) -> str:
     text = (f"BLOCK_M={kwargs['BLOCK_M']} BLOCK_N={kwargs['BLOCK_N']} "
             f"BLOCK_K={kwargs['BLOCK_K']} GROUP_M={kwargs['GROUP_M']}")
     if num_warps is not None:
         text += f" warps={num_warps} stages={num_stages}"
+    if split > 1:
+        text += f" split_k={split}"
     return text
 
 
-def vector_width(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> int:
-    """The largest power of two up to 16 dividing K, N and the row strides, when
-    rows are contiguous and the bases 16-byte aligned; else 1 (nothing assumed)."""
-    if a.stride(1) != 1 or b.stride(1) != 1 or c.stride(1) != 1:
-        return 1
-    if any(t.data_ptr() % 16 for t in (a, b, c)):
-        return 1
-    values = (a.shape[1], b.shape[1], a.stride(0), b.stride(0), c.stride(0))
+def _pow2_dividing(values) -> int:
     return next(v for v in (16, 8, 4, 2, 1) if all(x % v == 0 for x in values))
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, precision: str) -> tuple[torch.Tensor, str]:
-    """C = A @ B in A's dtype; returns C and a description of the config used."""
+def vector_widths(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple[int, int]:
+    """(VEC_K, VEC_N): the largest powers of two up to 16 that divide A's K and
+    row stride, and N with B's and C's row strides, for operands whose rows
+    are contiguous and whose bases are 16-byte aligned; else 1 (nothing
+    assumed).  Each operand vectorises on its own: an odd K leaves B and C wide."""
+    vec_k = vec_n = 1
+    if a.stride(1) == 1 and a.data_ptr() % 16 == 0:
+        vec_k = _pow2_dividing((a.shape[1], a.stride(0)))
+    if b.stride(1) == 1 and c.stride(1) == 1 and b.data_ptr() % 16 == 0 and c.data_ptr() % 16 == 0:
+        vec_n = _pow2_dividing((b.shape[1], b.stride(0), c.stride(0)))
+    return vec_k, vec_n
+
+
+_locks: dict[torch.device, torch.Tensor] = {}
+
+
+def _lock(device: torch.device, tiles: int) -> torch.Tensor:
+    """Zeroed per-tile counters of the split-K kernels; each call leaves them zero.
+    One buffer per device, for kernels issued on one stream."""
+    lock = _locks.get(device)
+    if lock is None or lock.numel() < tiles:
+        lock = _locks[device] = torch.zeros(max(tiles, 1024), dtype=torch.int32, device=device)
+    return lock
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = None) -> tuple[torch.Tensor, str]:
+    """C = A @ B in A's dtype; returns C and a description of the config used.
+    ``sms``: the SM count split_k plans for (default: the device's)."""
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"bad shapes for a matmul: {tuple(a.shape)} @ {tuple(b.shape)}")
     if a.dtype != b.dtype:
@@ -181,20 +277,32 @@ def matmul(a: torch.Tensor, b: torch.Tensor, precision: str) -> tuple[torch.Tens
     if max(M * K, K * N, M * N) >= 2**31:
         raise ValueError("operands of 2^31 elements or more: the kernel's offsets are 32-bit")
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
-    args = (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-            bucket(M), bucket(N), bucket(K))
     # tf32/ieee only matter for float32; 16-bit inputs take the default path
     prec = precision if a.dtype == torch.float32 else "tf32"
-    vec = vector_width(a, b, c)
-    if interpreting():
-        cfg = INTERPRETER_CONFIG
-        grid = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
-        _gemm_kernel[grid](*args, PRECISION=prec, UPCAST=a.dtype == torch.bfloat16, VEC=vec, **cfg)
-        return c, describe(cfg) + " (interpreter)"
+    vec_k, vec_n = vector_widths(a, b, c)
+    interp = interpreting()
+    if sms is None:
+        sms = INTERPRETER_SMS if interp else torch.cuda.get_device_properties(a.device).multi_processor_count
+    configs = [INTERPRETER_CONFIG] if interp else [
+        dict(cfg.kwargs) for cfg in candidates(bucket(M), bucket(N), a.element_size(), prec)]
+    plans = [(cfg, split_k(M, N, K, cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], sms)) for cfg in configs]
+    # room for the float32 partials of whichever candidate splits the most
+    ws = torch.empty(max([s * M * N for _, s in plans if s > 1], default=1), device=a.device,
+                     dtype=torch.float32)
+    lock = _lock(a.device, max(-(-M // cfg["BLOCK_M"]) * -(-N // cfg["BLOCK_N"]) for cfg, _ in plans))
+    args = (a, b, c, ws, lock, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+            c.stride(1), sms, bucket(M), bucket(N), bucket(K))
 
     def grid(meta):
-        return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+        return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), meta["SPLIT_K"])
 
-    _autotuned[grid](*args, PRECISION=prec, UPCAST=False, VEC=vec)
+    if interp:
+        cfg, split = plans[0]
+        _gemm_kernel[grid](*args, PRECISION=prec, UPCAST=a.dtype == torch.bfloat16, VEC_K=vec_k, VEC_N=vec_n,
+                           **cfg)
+        return c, describe(cfg, split=split) + " (interpreter)"
+
+    _autotuned[grid](*args, PRECISION=prec, UPCAST=False, VEC_K=vec_k, VEC_N=vec_n)
     best = _autotuned.best_config
-    return c, describe(best.kwargs, best.num_warps, best.num_stages)
+    split = split_k(M, N, K, best.kwargs["BLOCK_M"], best.kwargs["BLOCK_N"], best.kwargs["BLOCK_K"], sms)
+    return c, describe(best.kwargs, best.num_warps, best.num_stages, split)
