@@ -6,7 +6,7 @@ For bf16 8192^3 (compute bound, at the H200's 700 W cap) and each
 implementation, every trial first conditions the card for two seconds,
 alternately idle or running a 4096^3 GEMM back to back, then takes three
 medians under the suite's default protocol (events timer, cold L2, up to 100
-samples in about 150 ms): at once (m1), right after (m2), and after 300 ms of
+samples in about 150 ms, or --budget-ms and --max-samples): at once (m1), right after (m2), and after 300 ms of
 the op back to back (m3).  If m1 moves with the conditioning and m3 does not,
 a settle before the samples removes the spread that a run-to-run comparison
 sees; if m3 still moves, the spread is the card's temperature, slower than
@@ -33,6 +33,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trials", type=int, default=8)
     p.add_argument("--impls", nargs="+", default=["torch", "triton"])
+    p.add_argument("--budget-ms", type=float, default=None, help="each median's sample budget (default: the suite's)")
+    p.add_argument("--max-samples", type=int, default=None)
     args = p.parse_args(argv)
     import torch
 
@@ -49,6 +51,7 @@ def main(argv=None) -> int:
     def heat():
         heater.fn(**heat_in)
 
+    limits = {k: v for k, v in (("budget_ms", args.budget_ms), ("max_samples", args.max_samples)) if v}
     rows = []
     for name in args.impls:
         impl = reg.get("gemm", name)
@@ -65,10 +68,10 @@ def main(argv=None) -> int:
                 time.sleep(2.0)
             else:
                 _busy(heat, 2.0)
-            m1 = measure([call], "cuda", "events").median
-            m2 = measure([call], "cuda", "events").median
+            m1 = measure([call], "cuda", "events", **limits).median
+            m2 = measure([call], "cuda", "events", **limits).median
             _busy(call, 0.3)
-            m3 = measure([call], "cuda", "events").median
+            m3 = measure([call], "cuda", "events", **limits).median
             rows.append((name, trial, cond, m1, m2, m3))
             print(f"{name:8s} trial {trial} after {cond:5s}: m1 {m1:.4f} m2 {m2:.4f} m3 {m3:.4f} ms", flush=True)
     print()

@@ -59,7 +59,7 @@ def _gemm_jobs():
         def element_size(self):
             return self.size
 
-    ints = ["M", "N", "K", "stride_am", "stride_bk", "stride_cm", "SMS", "M_KEY", "N_KEY", "K_KEY", "SPLIT_K"]
+    ints = ["M", "N", "K", "stride_am", "stride_bk", "stride_cm", "SMS", "M_KEY", "N_KEY", "K_KEY", "DP_TILES", "SPLIT_K"]
     sizes = ["M", "N", "K", "stride_am", "stride_bk", "stride_cm"]
 
     def signature(ptr):

@@ -98,15 +98,37 @@ def test_gemm_split_k_in_interpreter(dims, dtype, poisoned):
     assert f"split_k={split}" in discover().get("gemm", "triton").config(Case.make("gemm", dtype, **dims))
 
 
-def test_split_k_plans():
-    from implementations.gemm._triton_tiled import split_k
+def test_split_plans():
+    from implementations.gemm._triton_tiled import launched, split_plan
 
-    assert split_k(4096, 4096, 4096, 128, 256, 64, 132) == 1  # 512 tiles fill the SMs
-    assert split_k(8, 8192, 8192, 16, 64, 256, 132) == 1  # 128 tiles: a split would add a wave
-    assert split_k(3, 1288, 3449, 16, 64, 256, 132) > 1  # 21 tiles, 14 steps of K
-    s = split_k(403, 256, 5768, 64, 128, 64, 132)  # 14 tiles, 91 steps of K
-    assert 14 * s <= 132 and s >= 8
-    assert split_k(3, 1288, 200, 16, 64, 256, 132) == 1  # one step of K: nothing to split
+    assert split_plan(4096, 4096, 4096, 128, 256, 64, 132) == (512, 1)  # a last wave of 116: no gain in a split
+    assert split_plan(4096, 4096, 4096, 128, 256, 64, 128) == (512, 1)  # 4 whole waves: nothing to split
+    assert split_plan(8, 8192, 8192, 16, 64, 256, 128) == (128, 1)  # one whole wave
+    dp, s = split_plan(3, 1288, 3449, 16, 64, 256, 132)  # 21 tiles, 14 steps of K: all tail
+    assert dp == 0 and s > 1
+    dp, s = split_plan(403, 256, 5768, 64, 128, 64, 132)  # 14 tiles, 91 steps of K
+    assert dp == 0 and 14 * s <= 132 and s >= 8
+    assert split_plan(3, 1288, 200, 16, 64, 256, 132)[1] == 1  # one step of K: nothing to split
+    dp, s = split_plan(1699, 2328, 1152, 128, 128, 64, 132)  # 266 tiles: two waves and 2 more
+    assert dp == 264 and s > 1
+    assert launched(1699, 2328, (dp, s), 128, 128) == 264 + 2 * s
+
+
+def test_gemm_tail_split_and_padding_in_interpreter(poisoned, monkeypatch):
+    """Whole tiles beside split ones in one launch (6 tiles on 4 pretend SMs), then
+    the padded path (odd K and N) with the size rule lifted."""
+    from implementations.gemm import _triton_tiled as T
+
+    dims = dict(M=64, N=96, K=480)
+    assert T.split_plan(64, 96, 480, 32, 32, 32, T.INTERPRETER_SMS)[0] == 4
+    for dtype in ("float32", "bfloat16"):
+        _run("gemm", "triton", Case.make("gemm", dtype, **dims))
+        assert "(2 of 6 tiles)" in discover().get("gemm", "triton").config(Case.make("gemm", dtype, **dims))
+    monkeypatch.setattr(T, "PAD_BELOW", 1.0)
+    for dtype in ("float32", "bfloat16"):
+        case = Case.make("gemm", dtype, M=37, N=45, K=51)
+        _run("gemm", "triton", case)
+        assert "padded" in discover().get("gemm", "triton").config(case)
 
 
 def test_gemm_supports():

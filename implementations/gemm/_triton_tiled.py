@@ -18,13 +18,19 @@ kernel rounds those to them (a no-op) so that the compiler knows it.  Each
 operand's loads are as wide as its own rows allow: an odd K narrows A's loads
 only, and B, all of the traffic when M is small, stays 16 bytes wide.
 
-When the output has fewer tiles than the GPU has SMs (decode and skinny
-shapes, small outputs with a long K), each tile's K is split into slices run
-by separate programs (split_k picks the count per shape at launch), so that
-every SM streams its share of B.  The slices leave float32 partials in a
-workspace, and the last slice of a tile to finish (a per-tile counter, reset
-by that slice) sums them in slice order and writes C: no second kernel, and
-the same bits whichever slice finishes last.
+Rows that are not 16-byte aligned at all (an odd K or N) leave only
+element-by-element loads, a fraction of the tensor cores' feed; when the
+problem is large enough for it to pay (PAD_BELOW), A and B are copied into
+zero-padded aligned rows first and C out of them after, inside the call.
+
+Tiles that would form a last, ragged wave (all of them when the output has
+fewer tiles than the GPU has SMs: decode and skinny shapes, small outputs
+with a long K) have their K split into slices run by separate programs, so
+that every SM has work to the end (split_plan picks the count per shape at
+launch).  The slices leave float32 partials in a workspace, and the last
+slice of a tile to finish (a per-tile counter, reset by that slice) sums them
+in slice order and writes C: no second kernel, and the same bits whichever
+slice finishes last.
 
 The autotuner's key is the half-octave bucket of M, N and K
 (implementations._shared.autotune.bucket), passed as arguments the kernel
@@ -32,6 +38,8 @@ ignores; the candidates are chosen from the bucket too, so every shape in a
 bucket reuses one tuning.
 """
 from __future__ import annotations
+
+import functools
 
 import torch
 import triton
@@ -56,7 +64,8 @@ def tile_coords(pid, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
     "EVEN_M": lambda a: a["M"] % a["BLOCK_M"] == 0,
     "EVEN_N": lambda a: a["N"] % a["BLOCK_N"] == 0,
     "EVEN_K": lambda a: a["K"] % a["BLOCK_K"] == 0,
-    "SPLIT_K": lambda a: split_k(a["M"], a["N"], a["K"], a["BLOCK_M"], a["BLOCK_N"], a["BLOCK_K"], a["SMS"]),
+    "DP_TILES": lambda a: _plan_of(a)[0],
+    "SPLIT_K": lambda a: _plan_of(a)[1],
 })
 @triton.jit
 def _gemm_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, lock_ptr, M, N, K,
@@ -65,7 +74,7 @@ def _gemm_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, lock_ptr, M, N, K,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                  GROUP_M: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
                  VEC_K: tl.constexpr, VEC_N: tl.constexpr,
-                 EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, SPLIT_K):
+                 EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, DP_TILES, SPLIT_K):
     # What the launcher checked, said so that the compiler can vectorise: A's
     # rows along K, B's and C's along N, each as wide as its own alignment.
     if VEC_K > 1:
@@ -75,18 +84,25 @@ def _gemm_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, lock_ptr, M, N, K,
         N = N // VEC_N * VEC_N
         stride_bk = stride_bk // VEC_N * VEC_N
         stride_cm = stride_cm // VEC_N * VEC_N
+    # Programs below DP_TILES own a whole tile; each of the tiles after them
+    # (those that would make a last, ragged wave) is cut into SPLIT_K slices
+    # of K run by SPLIT_K programs (see split_plan).
     pid = tl.program_id(0)
-    pid_m, pid_n = tile_coords(pid, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    whole = pid < DP_TILES
+    tail = tl.maximum(pid - DP_TILES, 0)
+    tile = tl.where(whole, pid, DP_TILES + tail // SPLIT_K)
+    sid = tl.where(whole, 0, tail % SPLIT_K)
+    slices = tl.where(whole, 1, SPLIT_K)
+    pid_m, pid_n = tile_coords(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     # No wrap-around on the offsets, so these hints are true for every tile and
     # the loads along the contiguous dimension stay vectorised.
     offs_m = tl.max_contiguous(tl.multiple_of(pid_m * BLOCK_M + tl.arange(0, BLOCK_M), BLOCK_M), BLOCK_M)
     offs_n = tl.max_contiguous(tl.multiple_of(pid_n * BLOCK_N + tl.arange(0, BLOCK_N), BLOCK_N), BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
-    # Split K: program (tile, s) sums the s-th of SPLIT_K slices of K, each a
-    # whole number of BLOCK_K steps.
+    # slice sid of a tile's K: a whole number of BLOCK_K steps
     steps = tl.cdiv(K, BLOCK_K)
-    per_split = tl.cdiv(steps, SPLIT_K)
-    first = tl.program_id(1) * per_split
+    per_split = tl.cdiv(steps, slices)
+    first = sid * per_split
     last = tl.minimum(first + per_split, steps)
     a_ptrs = a_ptr + offs_m[:, None] * stride_am + (first * BLOCK_K + offs_k[None, :]) * stride_ak
     b_ptrs = b_ptr + (first * BLOCK_K + offs_k[:, None]) * stride_bk + offs_n[None, :] * stride_bn
@@ -115,21 +131,23 @@ def _gemm_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, lock_ptr, M, N, K,
         b_ptrs += BLOCK_K * stride_bk
 
     mask_c = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    if SPLIT_K > 1:
-        # Every slice leaves its float32 partial in the workspace; the slice
-        # that finishes last (a counter per tile) sums them and writes C, then
-        # resets the counter for the next call.
-        ws = ws_ptr + offs_m[:, None] * N + offs_n[None, :]
-        tl.store(ws + tl.program_id(1) * M * N, acc, mask=mask_c)
+    if slices > 1:
+        # Every slice leaves its float32 partial in the tile's block of the
+        # workspace; the slice that finishes last (a counter per split tile)
+        # sums them and writes C, then resets the counter for the next call.
+        slot = tile - DP_TILES
+        ws = (ws_ptr + slot * SPLIT_K * BLOCK_M * BLOCK_N
+              + tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :])
+        tl.store(ws + sid * BLOCK_M * BLOCK_N, acc)
         tl.debug_barrier()  # every thread's partial stored before the release below
-        done = tl.atomic_add(lock_ptr + pid, 1, sem="acq_rel", scope="gpu")
+        done = tl.atomic_add(lock_ptr + slot, 1, sem="acq_rel", scope="gpu")
         if done == SPLIT_K - 1:
             acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
             for s in range(SPLIT_K):  # in slice order, whichever slice came last: deterministic
-                acc += tl.load(ws + s * M * N, mask=mask_c, other=0.0, cache_modifier=".cg")
+                acc += tl.load(ws + s * BLOCK_M * BLOCK_N, cache_modifier=".cg")
             c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
             tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask_c)
-            tl.atomic_xchg(lock_ptr + pid, 0, sem="relaxed", scope="gpu")
+            tl.atomic_xchg(lock_ptr + slot, 0, sem="relaxed", scope="gpu")
     else:
         c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
         tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask_c)
@@ -160,27 +178,47 @@ SKINNY_M = 128
 FMA = [_cfg(128, 128, 32, 3, 8), _cfg(64, 128, 32, 3, 4), _cfg(128, 64, 32, 3, 4), _cfg(64, 64, 32, 4, 4)]
 FMA_TINY = [_cfg(16, 64, 64, 4, 4, 1), _cfg(16, 128, 32, 4, 4, 1)]
 
-# split_k's price of one more slice, in BLOCK_K steps: its partial's store and
-# the last slice's read of it
-SPLIT_COST = 0.25
 SPLIT_MAX = 16
 
 
-def split_k(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) -> int:
-    """How many slices of K each tile is cut into: 1 while the tiles alone fill
-    the SMs; else the count that minimises waves x BLOCK_K steps per slice (plus
-    SPLIT_COST a slice), so that a skinny or small output with a long K keeps
-    every SM streaming its share of A and B."""
+@functools.lru_cache(maxsize=4096)
+def split_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) -> tuple[int, int]:
+    """(whole tiles, slices): the tiles of C that fill whole waves of the SMs
+    run as they are; the rest, a last wave that would leave SMs idle, each
+    have their K cut into ``slices`` (1: no split) so that the last wave is
+    full too.  Chosen to minimise waves x BLOCK_K steps per program, plus the
+    last slice's read of the others' float32 partials (in steps' worth of
+    bytes, read from L2 at about twice HBM's rate).  Small outputs (fewer
+    tiles than SMs: decode, skinny, a long K) are all tail; a shape whose
+    tiles fill whole waves is not split."""
     tiles = -(-m // bm) * -(-n // bn)
     steps = -(-k // bk)
-    if tiles >= sms or steps < 4:
-        return 1
+    full, tail = divmod(tiles, sms)
+    if tail == 0 or steps < 4:
+        return tiles, 1
+    per_slice = 0.1 + 0.5 * (bm * bn * 4) / ((bm + bn) * bk * 2)
     best, best_cost = 1, float(steps)
     for s in range(2, min(SPLIT_MAX, steps // 2) + 1):
-        cost = -(-tiles * s // sms) * -(-steps // s) + SPLIT_COST * s
+        cost = -(-tail * s // sms) * -(-steps // s) + per_slice * s
         if cost < best_cost:
             best, best_cost = s, cost
-    return best
+    return (tiles, 1) if best == 1 else (tiles - tail, best)
+
+
+def split_k(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) -> int:
+    """The slices of K of the split tiles (1: none split)."""
+    return split_plan(m, n, k, bm, bn, bk, sms)[1]
+
+
+def _plan_of(a: dict) -> tuple[int, int]:
+    return split_plan(a["M"], a["N"], a["K"], a["BLOCK_M"], a["BLOCK_N"], a["BLOCK_K"], a["SMS"])
+
+
+def launched(m: int, n: int, plan: tuple[int, int], bm: int, bn: int) -> int:
+    """Programs of a launch: one per whole tile, ``slices`` per split one."""
+    tiles = -(-m // bm) * -(-n // bn)
+    dp, slices = plan
+    return dp + (tiles - dp) * slices
 
 
 def tensor_core_configs(m: int, n: int) -> list:
@@ -226,13 +264,13 @@ INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 4}
 INTERPRETER_SMS = 4
 
 
-def describe(kwargs, num_warps=None, num_stages=None, split=1) -> str:
+def describe(kwargs, num_warps=None, num_stages=None, split=1, split_tiles=0, tiles=0) -> str:
     text = (f"BLOCK_M={kwargs['BLOCK_M']} BLOCK_N={kwargs['BLOCK_N']} "
             f"BLOCK_K={kwargs['BLOCK_K']} GROUP_M={kwargs['GROUP_M']}")
     if num_warps is not None:
         text += f" warps={num_warps} stages={num_stages}"
     if split > 1:
-        text += f" split_k={split}"
+        text += f" split_k={split} ({split_tiles} of {tiles} tiles)"
     return text
 
 
@@ -265,9 +303,37 @@ def _lock(device: torch.device, tiles: int) -> torch.Tensor:
     return lock
 
 
+# Pad operands whose rows are not 16-byte aligned when 1/M + 1/N + 1/K is below
+# this: copying A and B into aligned rows (and C out of them) moves
+# 2 (MK + KN + MN) elements, a small price beside the 2 MNK FLOPs it speeds up
+# (element-by-element loads feed the tensor cores at a fraction of their rate);
+# a skinny or small GEMM, bandwidth bound, would pay the copy in full.
+PAD_BELOW = 1 / 256
+
+
+def _padded(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None):
+    """C through copies of A and B whose rows are padded with zeros to 16 bytes, or None
+    where the rows are aligned already or the problem is too small for the copy to pay."""
+    M, K = a.shape
+    N = b.shape[1]
+    per16 = 16 // a.element_size()
+    aligned_k = K % per16 == 0 and a.stride(1) == 1 and a.stride(0) % per16 == 0
+    aligned_n = N % per16 == 0 and b.stride(1) == 1 and b.stride(0) % per16 == 0
+    if (aligned_k and aligned_n) or not 1 / M + 1 / N + 1 / K < PAD_BELOW:
+        return None
+    import torch.nn.functional as F
+
+    kp, np_ = -(-K // per16) * per16, -(-N // per16) * per16
+    a2 = a if aligned_k else F.pad(a, (0, kp - K))
+    b2 = F.pad(b, (0, np_ - N, 0, kp - K))
+    c2, description = matmul(a2, b2, precision, sms)
+    c = c2 if np_ == N else c2[:, :N].contiguous()
+    return c, description + f" (rows padded to 16 bytes: K {K}->{kp}, N {N}->{np_})"
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = None) -> tuple[torch.Tensor, str]:
     """C = A @ B in A's dtype; returns C and a description of the config used.
-    ``sms``: the SM count split_k plans for (default: the device's)."""
+    ``sms``: the SM count split_plan plans for (default: the device's)."""
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"bad shapes for a matmul: {tuple(a.shape)} @ {tuple(b.shape)}")
     if a.dtype != b.dtype:
@@ -276,6 +342,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = N
     N = b.shape[1]
     if max(M * K, K * N, M * N) >= 2**31:
         raise ValueError("operands of 2^31 elements or more: the kernel's offsets are 32-bit")
+    padded = _padded(a, b, precision, sms)
+    if padded is not None:
+        return padded
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     # tf32/ieee only matter for float32; 16-bit inputs take the default path
     prec = precision if a.dtype == torch.float32 else "tf32"
@@ -285,24 +354,30 @@ def matmul(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = N
         sms = INTERPRETER_SMS if interp else torch.cuda.get_device_properties(a.device).multi_processor_count
     configs = [INTERPRETER_CONFIG] if interp else [
         dict(cfg.kwargs) for cfg in candidates(bucket(M), bucket(N), a.element_size(), prec)]
-    plans = [(cfg, split_k(M, N, K, cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], sms)) for cfg in configs]
+    plans = [(cfg, split_plan(M, N, K, cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], sms)) for cfg in configs]
+
+    def split_tiles(cfg, plan):
+        return -(-M // cfg["BLOCK_M"]) * -(-N // cfg["BLOCK_N"]) - plan[0]
+
     # room for the float32 partials of whichever candidate splits the most
-    ws = torch.empty(max([s * M * N for _, s in plans if s > 1], default=1), device=a.device,
-                     dtype=torch.float32)
-    lock = _lock(a.device, max(-(-M // cfg["BLOCK_M"]) * -(-N // cfg["BLOCK_N"]) for cfg, _ in plans))
+    ws = torch.empty(max([split_tiles(c, p) * p[1] * c["BLOCK_M"] * c["BLOCK_N"] for c, p in plans if p[1] > 1],
+                         default=1), device=a.device, dtype=torch.float32)
+    lock = _lock(a.device, max(split_tiles(c, p) for c, p in plans))
     args = (a, b, c, ws, lock, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
             c.stride(1), sms, bucket(M), bucket(N), bucket(K))
 
     def grid(meta):
-        return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), meta["SPLIT_K"])
+        return (launched(M, N, (meta["DP_TILES"], meta["SPLIT_K"]), meta["BLOCK_M"], meta["BLOCK_N"]),)
 
     if interp:
-        cfg, split = plans[0]
+        cfg, plan = plans[0]
         _gemm_kernel[grid](*args, PRECISION=prec, UPCAST=a.dtype == torch.bfloat16, VEC_K=vec_k, VEC_N=vec_n,
                            **cfg)
-        return c, describe(cfg, split=split) + " (interpreter)"
+        return c, describe(cfg, split=plan[1], split_tiles=split_tiles(cfg, plan),
+                           tiles=split_tiles(cfg, (0, 1))) + " (interpreter)"
 
     _autotuned[grid](*args, PRECISION=prec, UPCAST=False, VEC_K=vec_k, VEC_N=vec_n)
     best = _autotuned.best_config
-    split = split_k(M, N, K, best.kwargs["BLOCK_M"], best.kwargs["BLOCK_N"], best.kwargs["BLOCK_K"], sms)
-    return c, describe(best.kwargs, best.num_warps, best.num_stages, split)
+    cfg = best.kwargs
+    plan = split_plan(M, N, K, cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], sms)
+    return c, describe(cfg, best.num_warps, best.num_stages, plan[1], split_tiles(cfg, plan), split_tiles(cfg, (0, 1)))
