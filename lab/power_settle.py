@@ -38,6 +38,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     import torch
 
+    if not torch.cuda.is_available():
+        raise SystemExit("power_settle: needs a CUDA GPU")
+
     from suite.timing import measure
     from suite.workload import Case, discover
 

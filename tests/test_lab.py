@@ -24,7 +24,7 @@ GPU_PROBES = {
     "energy_counter": [], "gelu_midsize": None, "gemm_clocks": ["--seconds", "1"], "gemm_ksweep": None, "gemm_order": None,
     "l2_flush_probe": None, "mma_feed": [], "mma_peak": [], "rlg_eviction": None, "rlg_pipe_probe": None,
     "rlg_placement": None, "rlg_prefetch_probe": None, "rlg_smem_probe": None, "sampler_overhead": None,
-    "softmax_pipe_probe": None, "softmax_short_rows": None,
+    "softmax_pipe_probe": None, "softmax_short_rows": None, "power_settle": ["--trials", "1"],
 }
 
 
