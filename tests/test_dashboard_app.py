@@ -89,6 +89,17 @@ def test_overview_content(monkeypatch, tree):
     assert any("claim more than" in w.value for w in at.warning)
 
 
+def test_overview_sections_below_the_heatmap_run_only_when_opened(monkeypatch, tree):
+    closed = app(monkeypatch, [tree["results"]])
+    assert [f["data"][0]["type"] for f in figures(closed)] == ["heatmap"]
+    opened = app(monkeypatch, [tree["results"]], params={"overview_show_pass": "true",
+                                                         "overview_show_env": "true"})
+    assert [f["data"][0]["type"] for f in figures(opened)] == ["heatmap", "bar"]
+    frames = [d.value for d in opened.dataframe]
+    assert any("pass_rate" in f.columns for f in frames)
+    assert len(frames) >= len(closed.dataframe) + 3  # pass rate, environment, ceilings
+
+
 def test_bandwidth_never_plots_failed_rows(monkeypatch, tree):
     at = app(monkeypatch, [tree["two_commits"]], "bandwidth")
     at.selectbox(key="bw_workload").set_value("attention").run()

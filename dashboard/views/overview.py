@@ -1,4 +1,5 @@
-"""Overview: best implementation per workload and dtype, SOL heatmap, pass rate, environment."""
+"""Overview: best implementation per workload and dtype, SOL heatmap; pass rate and environment
+in sections that run only while opened (fewer charts and tables for the browser to draw)."""
 import streamlit as st
 
 from dashboard import analysis, charts, safe, ui
@@ -39,19 +40,24 @@ if sol.empty:
 else:
     st.plotly_chart(charts.sol_heatmap(sol, status, title=f"SOL, {dtype}, {gpu}"), key="overview_heatmap")
 
-st.subheader("Pass rate")
-counts = analysis.pass_rate(rows)
-st.caption("ok / (ok + incorrect + error); unsupported and unavailable cases were not run.")
-left, right = st.columns([3, 2])
-left.plotly_chart(charts.pass_rate_bars(counts, title="rows per status"), key="overview_pass")
-right.dataframe(counts, hide_index=True, column_config={
-    "pass_rate": st.column_config.ProgressColumn("pass rate", min_value=0.0, max_value=1.0, format="percent")})
-ui.not_ok_section(rows, "the chosen runs")
+# the sections below the heatmap run only while opened (their state in the URL): each
+# chart and table the browser draws costs the first render and every filter change
+with st.expander("Pass rate", key="overview_show_pass", bind="query-params") as section:
+    if section.open:
+        counts = analysis.pass_rate(rows)
+        st.caption("ok / (ok + incorrect + error); unsupported and unavailable cases were not run.")
+        left, right = st.columns([3, 2])
+        left.plotly_chart(charts.pass_rate_bars(counts, title="rows per status"), key="overview_pass")
+        right.dataframe(counts, hide_index=True, column_config={
+            "pass_rate": st.column_config.ProgressColumn("pass rate", min_value=0.0, max_value=1.0,
+                                                         format="percent")})
+        ui.not_ok_section(rows, "the chosen runs")
 
-st.subheader("Environment")
-st.dataframe(analysis.environment(rows), hide_index=True)
-st.caption("Measured ceilings (used in every formula) against the datasheet (shown for reference).")
-st.dataframe(analysis.ceilings(rows), hide_index=True, column_config={
-    "gbps_of_datasheet": st.column_config.NumberColumn("GB/s of datasheet", format="percent"),
-    "tflops_of_datasheet": st.column_config.NumberColumn("TFLOP/s of datasheet", format="percent")})
+with st.expander("Environment", key="overview_show_env", bind="query-params") as section:
+    if section.open:
+        st.dataframe(analysis.environment(rows), hide_index=True)
+        st.caption("Measured ceilings (used in every formula) against the datasheet (shown for reference).")
+        st.dataframe(analysis.ceilings(rows), hide_index=True, column_config={
+            "gbps_of_datasheet": st.column_config.NumberColumn("GB/s of datasheet", format="percent"),
+            "tflops_of_datasheet": st.column_config.NumberColumn("TFLOP/s of datasheet", format="percent")})
 ui.page_notes()
