@@ -163,7 +163,8 @@ def _check_timed(outs: list, reference_of: Callable[[int], Any], rule: verify.Ru
                  timer: str) -> tuple[verify.Check, str] | None:
     """The first timed output that fails its check, with where it came from; None if all pass."""
     for i, out in enumerate(outs):
-        chk = verify.check(out, reference_of(i), rule)
+        ref, cond = reference_of(i)
+        chk = verify.check(out, ref, rule, cond)
         if not chk.correct:
             where = f"graph input set {i} of {len(outs)}" if timer == "graph" else "the last timed call"
             return chk, where
@@ -172,11 +173,12 @@ def _check_timed(outs: list, reference_of: Callable[[int], Any], rule: verify.Ru
 
 def run_impl(wl: Workload, case: Case, impl: Implementation, inputs: dict, ref, opts: Options,
              more_inputs: Callable[[int], list[dict]],
-             reference_of: Callable[[int], Any] | None = None) -> list[dict]:
+             reference_of: Callable[[int], Any] | None = None, cond=None) -> list[dict]:
     """Warm up, check, time, then check what was timed; one row per timer.
 
     ``reference_of(i)`` is the reference of input set i (0: ``inputs``, then
-    ``more_inputs``'s), for the graph timer's rotating sets.
+    ``more_inputs``'s) and its rows' condition (Workload.row_condition), for
+    the graph timer's rotating sets; ``cond`` that of ``ref``.
     """
     import torch
 
@@ -207,7 +209,7 @@ def run_impl(wl: Workload, case: Case, impl: Implementation, inputs: dict, ref, 
         _sync(opts.device)
     if opts.device == "cuda":
         template["peak_mem_bytes"] = torch.cuda.max_memory_allocated() - base_mem
-    chk = verify.check(out, ref, rule)
+    chk = verify.check(out, ref, rule, cond)
     del out
     template.update(_check_fields(chk))
     try:
@@ -238,7 +240,7 @@ def run_impl(wl: Workload, case: Case, impl: Implementation, inputs: dict, ref, 
             row["graph_sets"] = len(calls)
         del calls
         _sync(opts.device)
-        bad = _check_timed(outs, reference_of or (lambda i: ref), rule, timer)
+        bad = _check_timed(outs, reference_of or (lambda i: (ref, cond)), rule, timer)
         del outs
         if bad:
             chk, where = bad
@@ -307,6 +309,7 @@ def run_case(wl: Workload, case: Case, impls: list[Implementation], opts: Option
     try:
         inputs = wl.make_inputs(case, opts.device, seed)
         ref = wl.reference(case, inputs)
+        cond = wl.row_condition(case, inputs)
     except Exception as exc:
         msg = f"inputs or reference failed: {_short(exc)}"
         for impl in impls:
@@ -326,15 +329,15 @@ def run_case(wl: Workload, case: Case, impls: list[Implementation], opts: Option
 
     def reference_of(i: int):
         if i == 0:
-            return ref
+            return ref, cond
         if i not in extra_refs:
-            extra_refs[i] = wl.reference(case, extra_sets[i - 1])
+            extra_refs[i] = (wl.reference(case, extra_sets[i - 1]), wl.row_condition(case, extra_sets[i - 1]))
         return extra_refs[i]
 
     for impl in impls:
         send(("start", impl.name))
         try:
-            rows = run_impl(wl, case, impl, inputs, ref, opts, more_inputs, reference_of)
+            rows = run_impl(wl, case, impl, inputs, ref, opts, more_inputs, reference_of, cond)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a row
             msg = _short(exc)
             if isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in msg.lower():

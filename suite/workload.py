@@ -197,6 +197,12 @@ class Workload:
     def reduction_length(self, case: Case) -> int:
         return 1
 
+    def row_condition(self, case: Case, inputs: Mapping[str, Any]):
+        """Per output row (the reference reshaped to rows of its last dimension),
+        how much the float32 computation amplifies the rounding of its inputs, as
+        a float64 tensor, or None where nothing does (suite.verify)."""
+        return None
+
     def write_bytes(self, case: Case) -> float:
         """Bytes a fully fused kernel writes (its outputs, once); with
         read_bytes, the traffic mix that picks the row's bandwidth roof.  A

@@ -203,3 +203,37 @@ def test_long_rows_are_checked_in_chunks(monkeypatch):
     bad[777] += 1.0
     c = verify.check(bad, vec, verify.Rule(tol=1.0, dtype="float32", rounding=8))
     assert c.check == "elementwise" and "column 777" in c.message
+
+
+def _float32_layernorm_gelu(inputs):
+    """A plain float32 two-pass residual + LayerNorm + GELU, as a kernel computes it."""
+    h = inputs["x"] + inputs["r"]
+    mean = h.mean(-1, keepdim=True)
+    var = ((h - mean) ** 2).mean(-1, keepdim=True)
+    ln = (h - mean) * torch.rsqrt(var + inputs["eps"]) * inputs["weight"] + inputs["bias"]
+    return ln * 0.5 * (1 + torch.erf(ln / math.sqrt(2)))
+
+
+def test_ill_conditioned_layernorm_rows_are_judged_by_their_condition():
+    """Three-element rows: some have a spread far below their size, and centring them
+    in float32 loses up to ~4 * kappa * u_acc. Without the rows' condition an honest
+    kernel fails the elementwise test; with it the kernel passes and a wrong element
+    of a well-conditioned row still fails."""
+    wl = discover().workloads["residual_layernorm_gelu"]
+    case = Case.make("residual_layernorm_gelu", "float32", M=83219, N=3)
+    inputs = wl.make_inputs(case, "cpu", 11)
+    ref = wl.reference(case, inputs)
+    cond = wl.row_condition(case, inputs)
+    assert cond.shape == (83219,) and float(cond.max()) > 50 and float(cond.median()) < 10
+    honest = _float32_layernorm_gelu(inputs)
+    rule = verify.rule_for(wl, case)
+    plain = verify.check(honest, ref, rule)
+    assert not plain.correct and plain.check == "elementwise"
+    assert verify.check(honest, ref, rule, cond).correct
+    assert verify.check_case(wl, case, honest, ref, inputs=inputs).correct
+    calm = int(torch.argmin(cond))
+    wrong = honest.clone()
+    wrong[calm, 1] *= 1 + 1e-4
+    bad = verify.check(wrong, ref, rule, cond)
+    assert not bad.correct and bad.check == "elementwise" and f"row {calm}," in bad.message
+    assert "condition" in bad.message

@@ -49,9 +49,11 @@ def _run(impl, case, timers=("wall",)):
         return extra[:n]
 
     def reference_of(i):
-        return ref if i == 0 else wl.reference(case, extra[i - 1])
+        sets = [inputs] + extra
+        return ref if i == 0 else wl.reference(case, sets[i]), wl.row_condition(case, sets[i])
 
-    return worker.run_impl(wl, case, impl, inputs, ref, _opts(timers), more, reference_of)
+    return worker.run_impl(wl, case, impl, inputs, ref, _opts(timers), more, reference_of,
+                           wl.row_condition(case, inputs))
 
 
 def test_each_workload_declares_its_traffic_mix():
