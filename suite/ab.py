@@ -18,8 +18,13 @@ removes it instead:
 4. Per case, the log ratios candidate / base of the rounds where both are ok give
    the geometric-mean ratio and its 95% t interval (compare_stats.paired).  A
    regression when the interval lies wholly above 1 + threshold, an improvement
-   when wholly below 1 / (1 + threshold), else the same (inconclusive when it
-   crosses the edge).  Losses are regressions as in compare: ok -> not ok in any
+   when wholly below 1 / (1 + threshold), the same when wholly inside the band.
+5. Extra rounds: a gated case whose interval still crosses an edge of the band
+   is timed again, in more alternating rounds of only such cases (their
+   shapes in a --shapes file), until every one is decided or --max-rounds is
+   reached; one still undecided then is ``unsure``, listed with its interval
+   but not failing the gate.  A noisy case gets the rounds it needs, and the
+   rest of the sweep is not run again for it.  Losses are regressions as in compare: ok -> not ok in any
    run, or no row where the base has one (both sides ran the same sweep).
    What is gated follows compare: our own implementations by default.
 
@@ -55,6 +60,9 @@ OWN_RUN_OPTIONS = ("--out", "--resume", "--seed", "--reuse-ceilings", "--no-prog
 def _own_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
     d = (lambda v: argparse.SUPPRESS) if suppress else (lambda v: v)  # noqa: E731
     p.add_argument("--rounds", type=int, default=d(5), help="timed rounds after the warm-up (default 5)")
+    p.add_argument("--max-rounds", type=int, default=d(None),
+                   help="rounds at most: extra ones time only the gated cases whose interval still "
+                        "crosses +-threshold (default twice --rounds; --rounds itself: no extra rounds)")
     p.add_argument("--threshold", default=d("2%"),
                    help="smallest change that counts, as 2%% or 0.02 (default 2%%)")
     p.add_argument("--gate", choices=("own", "all"), default=d("own"),
@@ -184,6 +192,7 @@ class SideRun:
     seconds: float
     log: Path
     tail: str = ""  # the log's last line, kept for the report after the log is gone
+    only: frozenset | None = None  # an extra round's cases (ROW_KEY tuples); None: the whole sweep
 
 
 def run_side(tree: Path, out: Path, run_args: list[str], seed: int, env: dict) -> SideRun:
@@ -228,6 +237,85 @@ def orchestrate(trees: dict[str, Path], run_args: list[str], rounds: int, seed: 
     return runs
 
 
+# the run options that say what is swept; an extra round replaces them with its own cases
+_SWEEP_OPTIONS = ("preset", "shape", "shapes", "workloads", "impls", "backends", "dtypes")
+
+
+def extra_round_args(run_args: list[str], keys: list[tuple], shapes_file: Path) -> list[str]:
+    """``suite run`` options that time only the cases ``keys`` (ROW_KEY tuples),
+    under the protocol of ``run_args``: their shapes and dtypes per workload
+    go to ``shapes_file`` (TOML), their implementations to --impls; every
+    option but those that choose the sweep is kept as given."""
+    from suite import runner
+
+    p = argparse.ArgumentParser(add_help=False)
+    runner.configure(p)
+    given = vars(p.parse_known_args(run_args)[0])
+    lines = []
+    by_case: dict[tuple, set] = {}
+    for wl, _impl, dtype, shape, _timer in keys:
+        by_case.setdefault((wl, shape), set()).add(dtype)
+    for (wl, shape), dtypes in sorted(by_case.items()):
+        lines.append(f"[[{wl}]]")
+        lines += [f"{k} = {int(v)}" for k, v in (kv.split("=", 1) for kv in shape.split(","))]
+        lines.append("dtypes = [" + ", ".join(f'"{d}"' for d in sorted(dtypes)) + "]")
+        lines.append("")
+    shapes_file.write_text("\n".join(lines))
+    kept = []
+    for action in p._actions:
+        if not action.option_strings or action.dest in _SWEEP_OPTIONS or action.dest == "help":
+            continue
+        value, flag = given.get(action.dest), action.option_strings[0]
+        if value is None or value is False or value == [] or value == action.default:
+            continue
+        if value is True:
+            kept.append(flag)
+        elif isinstance(value, list):
+            for v in value:
+                kept += [flag, str(v)]
+        else:
+            kept += [flag, str(value)]
+    return kept + ["--shapes", str(shapes_file), "--impls", ",".join(sorted({k[1] for k in keys}))]
+
+
+def undecided(runs: dict[str, list[SideRun | None]], opt: compare.Options) -> list[tuple]:
+    """The gated cases ok on both sides whose paired-round interval crosses an edge of the band."""
+    band = math.log1p(opt.threshold)
+    keyed = {s: [_keyed(r.frame, r.only) if r is not None else {} for r in runs[s]] for s in SIDES}
+    out = []
+    for key in sorted(set().union(*keyed["base"], *keyed["cand"])):
+        if not opt.gated(key[1]):
+            continue
+        lo, hi = _interval(keyed, key)
+        if lo is None:
+            continue
+        if not (math.log(lo) > band or math.log(hi) < -band or (math.log(hi) <= band and math.log(lo) >= -band)):
+            out.append(key)
+    return out
+
+
+def extra_rounds(trees: dict[str, Path], run_args: list[str], runs: dict[str, list[SideRun | None]],
+                 max_rounds: int, seed: int, envs: dict[str, dict], out_dir: Path, labels: dict[str, str],
+                 opt: compare.Options, runner: Callable[..., SideRun] = run_side) -> None:
+    """Append rounds of the undecided cases to ``runs`` until none is left or
+    ``max_rounds`` rounds are done, the first side alternating as before."""
+    while len(runs["base"]) - 1 < max_rounds:
+        keys = undecided(runs, opt)
+        if not keys:
+            return
+        r = len(runs["base"])
+        shapes = out_dir / f"{r:02d}-undecided.toml"
+        args = extra_round_args(run_args, keys, shapes)
+        print(f"ab: round {r}/{max_rounds}: {len(keys)} undecided case(s) again", file=sys.stderr)
+        for side in (SIDES if r % 2 else SIDES[::-1]):
+            done = runner(trees[side], out_dir / f"{r:02d}-{side}.parquet", args, seed + r, envs[side])
+            done.only = frozenset(keys)
+            runs[side].append(done)
+            rows = 0 if done.frame is None else len(done.frame)
+            print(f"ab: round {r}/{max_rounds} {labels[side]}: {rows} rows in {done.seconds:.0f} s"
+                  + (f", exit {done.rc}: {done.tail}" if done.rc else ""), file=sys.stderr)
+
+
 def _tail(log: Path) -> str:
     try:
         lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
@@ -237,20 +325,23 @@ def _tail(log: Path) -> str:
 
 
 # ---------------------------------------------------------------- verdicts
-def _keyed(frame: pd.DataFrame | None) -> dict[tuple, tuple[str, float]]:
+def _keyed(frame: pd.DataFrame | None, only: frozenset | None = None) -> dict[tuple, tuple[str, float]]:
+    """ROW_KEY tuple -> (status, ms_median) of a run's rows (of ``only``'s cases, where given)."""
     if frame is None:
         return {}
     f = frame.copy()
     for col in store.ROW_KEY:
         f[col] = f[col].fillna("").astype(str)
-    return {tuple(k): (str(s), float(m) if m == m else math.nan)
-            for k, s, m in zip(zip(*(f[c] for c in store.ROW_KEY)), f["status"].fillna("error"),
-                               pd.to_numeric(f["ms_median"], errors="coerce"))}
+    out = {tuple(k): (str(s), float(m) if m == m else math.nan)
+           for k, s, m in zip(zip(*(f[c] for c in store.ROW_KEY)), f["status"].fillna("error"),
+                              pd.to_numeric(f["ms_median"], errors="coerce"))}
+    return out if only is None else {k: v for k, v in out.items() if k in only}
 
 
-def _status(runs: list[dict], key: tuple) -> str | None:
-    """The side's worst status of the key over its runs; "missing" where some run lacks it."""
-    seen = [run.get(key, ("missing", math.nan))[0] for run in runs]
+def _status(runs: list[tuple[dict, frozenset | None]], key: tuple) -> str | None:
+    """The side's worst status of the key over the runs meant to time it (an extra
+    round only its own cases); "missing" where one of them lacks it."""
+    seen = [run.get(key, ("missing", math.nan))[0] for run, only in runs if only is None or key in only]
     if all(s == "missing" for s in seen):
         return None
     rank = {**compare._STATUS_RANK, "missing": -1}
@@ -260,10 +351,11 @@ def _status(runs: list[dict], key: tuple) -> str | None:
 def verdicts(runs: dict[str, list[SideRun | None]], opt: compare.Options, labels: dict[str, str],
              shas: dict[str, str], envs: dict[str, dict] | None = None) -> compare.Result:
     """``envs``: each side's extra environment (--base-env, --cand-env), for the notes."""
-    keyed = {s: [_keyed(r.frame) if r is not None else {} for r in runs[s]] for s in SIDES}
+    keyed = {s: [_keyed(r.frame, r.only) if r is not None else {} for r in runs[s]] for s in SIDES}
     # A base run that wrote nothing is left out; a candidate's counts: it lost every row.
-    done = {"base": [k for k, r in zip(keyed["base"], runs["base"]) if r is not None and r.frame is not None],
-            "cand": [k for k, r in zip(keyed["cand"], runs["cand"]) if r is not None]}
+    done = {"base": [(k, r.only) for k, r in zip(keyed["base"], runs["base"])
+                     if r is not None and r.frame is not None],
+            "cand": [(k, r.only) for k, r in zip(keyed["cand"], runs["cand"]) if r is not None]}
     keys = sorted(set().union(*keyed["base"], *keyed["cand"]))
     band = math.log1p(opt.threshold)
     rows = []
@@ -277,8 +369,16 @@ def verdicts(runs: dict[str, list[SideRun | None]], opt: compare.Options, labels
         rows.append(row)
     frames = {s: pd.concat([r.frame for r in runs[s] if r is not None and r.frame is not None]
                            or [pd.DataFrame(columns=store.COLUMNS)], ignore_index=True) for s in SIDES}
-    notes = [f"{sum(r is not None for r in runs['cand']) - 1} round(s) after a warm-up, the first "
-             "side alternating (AB, BA, ...); one seed per round for both sides"]
+    extra = sum(r is not None and r.only is not None for r in runs["cand"])
+    notes = [f"{sum(r is not None and r.only is None for r in runs['cand']) - 1} round(s) after a "
+             "warm-up, the first side alternating (AB, BA, ...); one seed per round for both sides"]
+    if extra:
+        notes.append(f"{extra} extra round(s) of only the cases whose interval crossed "
+                     f"+-{opt.threshold:.1%}")
+    unsure = [r for r in rows if r["verdict"] == "unsure"]
+    if unsure:
+        notes.append(f"{len(unsure)} gated case(s) unsure: their interval still crosses "
+                     f"+-{opt.threshold:.1%} after every round (listed; not a failure)")
     envs = envs or {}
     if shas["base"] == shas["cand"] and envs.get("base", {}) == envs.get("cand", {}):
         notes.append("both refs are the same commit: an A/A run, whose every change is noise")
@@ -341,12 +441,24 @@ def _status_verdict(row: dict, bs: str | None, cs: str | None) -> dict:
     return {**row, "verdict": "status", "reason": f"{bs} -> {cs}"}
 
 
-def _paired(row: dict, keyed: dict, key: tuple, band: float, opt: compare.Options) -> dict:
+def _pairs(keyed: dict, key: tuple) -> list[tuple[float, float]]:
+    """(base ms, candidate ms) of every timed round (the warm-up left out) where both are ok."""
     pairs = []
     for b, c in zip(keyed["base"][1:], keyed["cand"][1:]):
         (sb, mb), (sc, mc) = b.get(key, ("missing", math.nan)), c.get(key, ("missing", math.nan))
         if sb == sc == "ok" and mb > 0 and mc > 0:
             pairs.append((mb, mc))
+    return pairs
+
+
+def _interval(keyed: dict, key: tuple) -> tuple[float | None, float | None]:
+    """The 95% interval of the paired ratio, or (None, None) under two pairs."""
+    p = paired([math.log(mc / mb) for mb, mc in _pairs(keyed, key)])
+    return (p.lo, p.hi) if p.n >= 2 else (None, None)
+
+
+def _paired(row: dict, keyed: dict, key: tuple, band: float, opt: compare.Options) -> dict:
+    pairs = _pairs(keyed, key)
     p = paired([math.log(mc / mb) for mb, mc in pairs])
     row.update(rounds=p.n, band=opt.threshold, band_source="threshold", test="paired rounds")
     if p.n < 2:
@@ -361,9 +473,11 @@ def _paired(row: dict, keyed: dict, key: tuple, band: float, opt: compare.Option
                 "improvement": not slower and gated, "context": not gated,
                 "reason": f"{p.n} rounds"}
     inside = math.log(p.hi) <= band and math.log(p.lo) >= -band
-    why = (f"within +-{opt.threshold:.1%}" if inside else
-           f"inconclusive: the interval crosses +-{opt.threshold:.1%}")
-    return {**row, "verdict": "same", "reason": f"{why}; {p.n} rounds"}
+    if inside or not gated:
+        why = (f"within +-{opt.threshold:.1%}" if inside else
+               f"inconclusive: the interval crosses +-{opt.threshold:.1%}")
+        return {**row, "verdict": "same", "reason": f"{why}; {p.n} rounds"}
+    return {**row, "verdict": "unsure", "reason": f"the interval crosses +-{opt.threshold:.1%} after {p.n} rounds"}
 
 
 # ---------------------------------------------------------------- the verb
@@ -373,6 +487,9 @@ def main(args) -> int:
     args, run_args = split_args(args)
     if args.rounds < 2:
         raise UsageError(f"--rounds {args.rounds}: at least 2 rounds are needed for an interval")
+    max_rounds = 2 * args.rounds if args.max_rounds is None else args.max_rounds
+    if max_rounds < args.rounds:
+        raise UsageError(f"--max-rounds {max_rounds} is below --rounds {args.rounds}")
     opt = compare.Options(threshold=parse_fraction(args.threshold), gate=args.gate,
                           fail_on_improvement=args.fail_on_improvement)
     check_run_args(run_args)
@@ -389,6 +506,8 @@ def main(args) -> int:
         paths = {s: trees.add(s, shas[s]) for s in SIDES}
         side_envs = {s: side_env(paths[s], envs[s]) for s in SIDES}
         runs = orchestrate(paths, run_args, args.rounds, seed, side_envs, out_dir, labels)
+        if runs["cand"][0] is not None and runs["cand"][0].frame is not None:
+            extra_rounds(paths, run_args, runs, max_rounds, seed, side_envs, out_dir, labels, opt)
     finally:
         trees.close()
     result = verdicts(runs, opt, labels, shas, envs)

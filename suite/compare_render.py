@@ -13,8 +13,8 @@ import sys
 
 from suite.compare import Options, Result, as_dict
 
-_ORDER = {"suspect": 0, "broke": 0, "lost": 1, "missing": 2, "slower": 3, "not comparable": 4, "fixed": 5,
-          "faster": 6, "gone": 7, "new": 8, "status": 9, "same": 10}
+_ORDER = {"suspect": 0, "broke": 0, "lost": 1, "missing": 2, "slower": 3, "unsure": 4, "not comparable": 5,
+          "fixed": 6, "faster": 7, "gone": 8, "new": 9, "status": 10, "same": 11}
 
 
 def emit(results: list[Result], opt: Options, fmt: str, code: int, show_all: bool = False,
@@ -170,7 +170,7 @@ def table(results: list[Result], opt: Options, code: int, show_all: bool, out) -
     # Piped output (CI logs, files) is not truncated to an 80-column guess.
     console = Console(file=out, width=max(120, probe.width) if probe.is_terminal else 240)
     style = {"suspect": "bold red", "broke": "bold red", "lost": "bold red", "missing": "bold red", "slower": "red",
-             "faster": "green", "fixed": "green", "not comparable": "yellow"}
+             "faster": "green", "fixed": "green", "not comparable": "yellow", "unsure": "yellow"}
     for res in results:
         console.print(f"[bold]{_heading(res)}[/bold]", highlight=False)
         for note in res.notes:

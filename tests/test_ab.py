@@ -24,19 +24,21 @@ from suite import ab, cli, compare, store
 ROOT = Path(__file__).resolve().parents[1]
 
 FAKE_MAIN = '''
-import json, os, sys, pathlib
+import json, os, random, sys, pathlib
 import pandas as pd
 args = sys.argv[1:]
 assert args[0] == "run", args
 out, seed = args[args.index("--out") + 1], int(args[args.index("--seed") + 1])
 spec = json.loads((pathlib.Path(__file__).parent / "spec.json").read_text())
 with open(os.environ["FAKE_AB_LOG"], "a") as fh:
-    fh.write(f"{spec['name']} {seed} {os.environ.get('FAKE_AB_FLAG', '-')}\\n")
+    fh.write(f"{spec['name']} {seed} {os.environ.get('FAKE_AB_FLAG', '-')} "
+             f"{'extra:' + args[args.index('--impls') + 1] if '--shapes' in args else 'full'}\\n")
 if spec.get("rc"):
     sys.exit(spec["rc"])
 rows = []
-for i, (impl, status, ms) in enumerate(spec["rows"]):
-    noise = 1 + 0.002 * (((seed * 7919 + i * 104729) % 11) - 5) / 5
+for i, (impl, status, ms, *amp) in enumerate(spec["rows"]):
+    # seeded noise of its own per commit, round and row
+    noise = 1 + (amp[0] if amp else 0.002) * random.Random(f"{spec['name']} {seed} {i}").uniform(-1, 1)
     rows.append(dict(schema_version=1, run_id=f"{spec['name']}-{seed}", timestamp="2025-01-01T00:00:00Z",
                      workload="gemm", impl=impl, backend=impl.split(":")[0], dtype="float32",
                      shape="M=1,N=2,K=3", timer="wall", l2="n/a", status=status,
@@ -68,7 +70,10 @@ def fake_repo(tmp_path, monkeypatch):
     (repo / "suite" / "__main__.py").write_text(FAKE_MAIN)
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     refs = {"A": _commit(repo, "A", BASE_ROWS), "B": _commit(repo, "B", CAND_ROWS),
-            "dead": _commit(repo, "dead", [], rc=3)}
+            "dead": _commit(repo, "dead", [], rc=3),
+            # triton 2.5% slower under 3% noise a round: undecided after a few rounds
+            "noisyA": _commit(repo, "noisyA", [["triton", "ok", 1.0, 0.03], ["eager", "ok", 3.0]]),
+            "noisyB": _commit(repo, "noisyB", [["triton", "ok", 1.025, 0.03], ["eager", "ok", 3.0]])}
     log = tmp_path / "runs.log"
     monkeypatch.setenv("FAKE_AB_LOG", str(log))
     return repo, refs, log
@@ -115,6 +120,57 @@ def test_ab_runs_both_refs_in_worktrees_and_judges_paired_rounds(fake_repo, caps
                             capture_output=True, text=True).stdout
     assert listed.count("worktree ") == 1
     assert "ab: round 3/3" in err
+
+
+def test_undecided_cases_get_extra_rounds_of_their_own(fake_repo, capsys):
+    """A gated case whose interval crosses the band's edge is timed again, alone, in
+    alternating rounds up to --max-rounds; a case decided in the first rounds is not."""
+    repo, refs, log = fake_repo
+    code, doc, err = _ab(capsys, repo, refs["noisyA"], refs["noisyB"], "--rounds", "3", "--max-rounds", "6")
+    runs = [ln.split() for ln in log.read_text().splitlines()]
+    assert [r[3] for r in runs[:8]] == ["full"] * 8
+    extra = runs[8:]
+    assert extra and len(extra) % 2 == 0 and len(runs) <= 14, runs
+    assert {r[3] for r in extra} == {"extra:triton"}
+    assert [int(r[1]) for r in extra] == [104 + i // 2 for i in range(len(extra))]
+    assert [r[0] for r in extra[:2]] == ["noisyB", "noisyA"]  # round 4: the candidate first
+    rows = _rows(doc)
+    assert rows["eager"]["rounds"] == 3 and rows["eager"]["verdict"] == "same"
+    assert rows["triton"]["rounds"] == 3 + len(extra) // 2
+    assert rows["triton"]["verdict"] in ("slower", "unsure")
+    assert (code == 1) == (rows["triton"]["verdict"] == "slower")
+    assert any("extra round" in n for n in doc["comparisons"][0]["notes"])
+    if rows["triton"]["verdict"] == "unsure":
+        assert len(extra) == 6 and not rows["triton"]["regression"]
+    assert "undecided case(s) again" in err
+    # no extra round where --max-rounds is --rounds
+    log.write_text("")
+    code, doc, err = _ab(capsys, repo, refs["noisyA"], refs["noisyB"], "--rounds", "3", "--max-rounds", "3")
+    assert len(log.read_text().splitlines()) == 8
+    assert _rows(doc)["triton"]["verdict"] in ("unsure", "slower", "same")
+    code, _, err = _ab(capsys, repo, refs["noisyA"], refs["noisyB"], "--rounds", "3", "--max-rounds", "2")
+    assert code == 2 and "--max-rounds 2 is below --rounds 3" in err
+
+
+def test_extra_round_args_keep_the_protocol_and_name_only_the_cases(tmp_path):
+    from suite.shapes import file_cases
+    from suite.workload import discover
+
+    run_args = ["--preset", "quick", "--workloads", "gemm,gelu", "--dtypes", "bfloat16", "--samples", "5,40",
+                "--plugin", "tests.slow_impls", "--timer=events", "--budget-ms", "60", "--backends", "torch"]
+    keys = [("gemm", "slow:3", "bfloat16", "M=8192,N=8192,K=8192", "events"),
+            ("gemm", "triton", "float16", "M=8192,N=8192,K=8192", "events"),
+            ("gelu", "triton", "bfloat16", "N=268435456", "events")]
+    args = ab.extra_round_args(run_args, keys, tmp_path / "cases.toml")
+    for gone in ("--preset", "--workloads", "--dtypes", "--backends"):
+        assert gone not in args
+    assert args[args.index("--samples") + 1] == "5,40" and args[args.index("--budget-ms") + 1] == "60.0"
+    assert args[args.index("--plugin") + 1] == "tests.slow_impls" and args[args.index("--timer") + 1] == "events"
+    assert args[args.index("--impls") + 1] == "slow:3,triton"
+    cases = file_cases(args[args.index("--shapes") + 1], discover().workloads, None, None)
+    assert sorted((c.workload, c.dtype, c.label) for c in cases) == [
+        ("gelu", "bfloat16", "N=268435456"), ("gemm", "bfloat16", "M=8192,N=8192,K=8192"),
+        ("gemm", "float16", "M=8192,N=8192,K=8192")]
 
 
 def test_ab_of_a_commit_against_itself_passes(fake_repo, capsys):
