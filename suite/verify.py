@@ -38,9 +38,9 @@ that fails names the row's ``check``):
   most 1/16.
 
   Where a workload's output amplifies the float32 rounding of its inputs
-  row by row (LayerNorm's centring: a row whose values sit far from zero
-  with a small spread loses about u_acc * max|h| / std to the subtraction
-  of the mean), the workload names each row's condition number kappa
+  row by row (a row normalised by its mean and spread: values far from zero
+  with a small spread lose about u_acc * max|h| / std to the subtraction of
+  the mean), the workload names each row's condition number kappa
   (``Workload.row_condition``) and that row's bound becomes
   e + CONDITION_FACTOR * kappa * u_acc; a well-conditioned row (kappa a few
   units) gains a few u_acc.
@@ -65,8 +65,9 @@ ACCUMULATOR = "float32"
 # 8 keeps that below 1e-5 for the worst of 2^30 elements.
 SQRT_N_FACTOR = 8.0
 CHUNK = 1 << 24  # elements per float64 temporary (128 MiB)
-# u_acc's per unit of a row's condition number: a float32 two-pass LayerNorm
-# loses up to 4 of them (3.7-3.9 at N = 3 to 41, 67 < kappa < 283); twice that.
+# u_acc's per unit of a row's condition number: a float32 two-pass mean-and-
+# spread normalisation loses up to 4 of them (3.7-3.9 at rows of 3 to 41,
+# 67 < kappa < 283); twice that.
 CONDITION_FACTOR = 8.0
 
 
