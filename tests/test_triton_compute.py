@@ -89,8 +89,8 @@ def test_gemm_split_k_in_interpreter(dims, dtype, poisoned):
     from implementations.gemm import _triton_tiled as T
 
     cfg = T.INTERPRETER_CONFIG
-    split = T.split_k(dims["M"], dims["N"], dims["K"], cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"],
-                      T.INTERPRETER_SMS)
+    _, split = T.split_plan(dims["M"], dims["N"], dims["K"], cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"],
+                            T.INTERPRETER_SMS)
     assert split > 1, dims
     for _ in range(2):  # the second call finds the per-tile counters reset by the first
         _run("gemm", "triton", Case.make("gemm", dtype, **dims))

@@ -166,7 +166,7 @@ LARGE = [_cfg(128, 256, 64, 3, 8), _cfg(256, 128, 64, 3, 8), _cfg(128, 256, 64, 
 MID = [_cfg(128, 128, 64, 4, 8), _cfg(128, 128, 64, 4, 4), _cfg(128, 256, 64, 3, 8), _cfg(64, 128, 64, 4, 4)]
 LARGE_MN = 4096 * 4096
 # M <= 128: B is the traffic; narrow column blocks put more programs on it,
-# and split K (split_k) puts the rest of the SMs on it when the tiles are few.
+# and split K (split_plan) puts the rest of the SMs on it when the tiles are few.
 # M <= 16 (decode) wastes the least of a 16-row tile.
 TINY = [_cfg(16, 64, 256, 3, 4, 1), _cfg(16, 128, 128, 4, 4, 1), _cfg(16, 64, 128, 4, 4, 1)]
 TINY_M = 16
@@ -203,11 +203,6 @@ def split_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) -> t
         if cost < best_cost:
             best, best_cost = s, cost
     return (tiles, 1) if best == 1 else (tiles - tail, best)
-
-
-def split_k(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) -> int:
-    """The slices of K of the split tiles (1: none split)."""
-    return split_plan(m, n, k, bm, bn, bk, sms)[1]
 
 
 def _plan_of(a: dict) -> tuple[int, int]:
@@ -249,7 +244,7 @@ def prune(configs, named_args, **kwargs):
 
 # PRECISION is in the key: exact and TF32 float32 pick from different lists;
 # VEC_K and VEC_N too, as a shape whose rows are not 16-byte aligned loads
-# another way.  The split of K is not: split_k picks it per shape, at launch.
+# another way.  The split of K is not: split_plan picks it per shape, at launch.
 _autotuned = autotune(configs=LARGE + MID + TINY + SKINNY + FMA + FMA_TINY,
                       key=["M_KEY", "N_KEY", "K_KEY", "PRECISION", "VEC_K", "VEC_N"],
                       prune_configs_by={"early_config_prune": prune},
