@@ -1,10 +1,10 @@
 """Screenshots of every page in headless Chromium, for docs/ and the browser test.
 
-    python -m dashboard.screenshots results/ --out docs/screenshots \
-        --query profile=run=1bbf0242e5c6
+    python -m dashboard.screenshots results/ --out docs/screenshots
 
-(the README's: the committed runs; Profile on the run that holds Nsight Compute
-figures, since the newest runs hold none).
+(the README's: the committed runs).  Profile shows the newest run that holds
+Nsight Compute figures, unless ``--query profile=run=RUN_ID`` names another:
+the newest runs may hold none.
 
 Starts the dashboard the way ``python -m suite dashboard`` does, on a free
 localhost port, and drives the system's Chromium through playwright (no
@@ -112,6 +112,18 @@ def fit_height(page, width: int = 1400, least: int = 1000, most: int = 4000) -> 
     page.wait_for_load_state("networkidle")
 
 
+def newest_profiled_run(paths: list[str]) -> str | None:
+    """The run_id of the newest run under ``paths`` with Nsight Compute figures, or None."""
+    from suite import store
+
+    files = [str(f) for p in paths for f in (sorted(Path(p).rglob("*.parquet")) if Path(p).is_dir() else [p])]
+    df, _ = store.read_runs(files)
+    if df.empty or "ncu_ms" not in df:
+        return None
+    df = df[df["ncu_ms"].notna()]
+    return None if df.empty else str(df.sort_values("timestamp")["run_id"].iloc[-1])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dashboard.screenshots", description=__doc__.split("\n")[0])
     ap.add_argument("paths", nargs="*", default=["results"])
@@ -120,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="a URL query string for one page (overview, case, ...), e.g. profile=run=RUN_ID")
     args = ap.parse_args(argv)
     queries = dict(q.split("=", 1) for q in args.query)
+    if "profile" not in queries:
+        run = newest_profiled_run(args.paths)
+        if run:
+            queries["profile"] = f"run={run}"
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with serve(args.paths) as base, browser_page() as page:

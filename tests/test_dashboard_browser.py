@@ -133,3 +133,20 @@ def test_a_click_on_a_chart_point_opens_its_case(server, fresh_page):
     assert "case_workload=softmax" in page.url and "gpu=h200" in page.url and "bw_" not in page.url
     page.locator('[data-testid="stDataFrame"]').first.wait_for()
     assert no_exception(page)
+
+
+def test_screenshots_show_the_newest_run_with_nsight_compute_figures():
+    """Without --query profile=..., the Profile screenshot names the newest committed
+    run whose rows hold ncu figures; a folder without any gives None."""
+    import pandas as pd
+
+    from suite import store
+
+    root = Path(__file__).resolve().parents[1]
+    run = shots.newest_profiled_run([str(root / "results")])
+    df, _ = store.read_runs([str(p) for p in sorted((root / "results").rglob("*.parquet"))])
+    profiled = df[df["ncu_ms"].notna()]
+    assert run is not None and run in set(profiled["run_id"])
+    newest = pd.to_datetime(profiled["timestamp"]).max()
+    assert (pd.to_datetime(profiled.loc[profiled["run_id"] == run, "timestamp"]) == newest).any()
+    assert shots.newest_profiled_run([str(root / "docs")]) is None
