@@ -152,7 +152,8 @@ def test_softmax_split_chunk_of_minus_inf(sub, poisoned):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_every_short_row_candidate(dtype, poisoned):
     """Each autotuning candidate of the rows kernels (packed rows, one row on 1 to 8 warps, no
-    eviction hint, ALIGN), launched as the autotuner would, at irregular widths."""
+    eviction hint, ALIGN, rlg's 16-byte GRANULES form of unaligned rows), launched as the
+    autotuner would, at irregular widths."""
     import triton
 
     from implementations.residual_layernorm_gelu import triton as rlg
@@ -161,7 +162,9 @@ def test_every_short_row_candidate(dtype, poisoned):
     reg = _registry()
     # Under a few hundred rows the plans keep as few rows a program as they can, so these
     # M (none a multiple of the packed ROWS) draw the candidates of any M up to that
-    for m, n in ((13, 1000), (11, 1002), (5, 781), (9, 1024), (9, 2040)):
+    # (and rows of at most 16 columns over enough rows that the narrow-block candidates of
+    # tiny_rows appear: 1500 x 8, 1100 x 3)
+    for m, n in ((13, 1000), (11, 1002), (5, 781), (9, 1024), (9, 2040), (1500, 8), (1100, 3), (3, 4721)):
         case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
         wl = reg.workloads["residual_layernorm_gelu"]
         inputs = wl.make_inputs(case, "cpu", m + n)
@@ -172,10 +175,11 @@ def test_every_short_row_candidate(dtype, poisoned):
                 x, inputs["r"], inputs["weight"], inputs["bias"], y, m, n, float(inputs["eps"]),
                 triton.next_power_of_2(m), ROWS=c["ROWS"], BLOCK_N=c["BLOCK_N"], EXACT=x.element_size() == 4,
                 EVEN_N=n == c["BLOCK_N"], ALIGN=rlg.row_align(n, x.element_size()),
-                WB_EARLY=c["WB_EARLY"], EVICT=c["EVICT"], num_warps=c["num_warps"])
+                WB_EARLY=c["WB_EARLY"], EVICT=c["EVICT"], GRANULES=c.get("GRANULES", False),
+                num_warps=c["num_warps"])
             res = verify.check(y, wl.reference(case, inputs), wl.tolerance(case))
             assert res.correct, f"{case} {c}: {res.message}"
-    for m, n in ((40, 128), (13, 100), (5, 3)):
+    for m, n in ((40, 128), (13, 100), (5, 3), (2100, 3), (1030, 7), (600, 16)):
         case = Case.make("softmax", dtype, M=m, N=n)
         wl = reg.workloads["softmax"]
         inputs = wl.make_inputs(case, "cpu", m + n)
@@ -300,7 +304,7 @@ sys.path.insert(0, sys.argv[1])
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from suite.workload import discover, itemsize
+from suite.workload import Case, discover, itemsize
 import implementations.gelu.triton as G
 import implementations.softmax.triton as S
 import implementations.residual_layernorm_gelu.triton as R
@@ -310,7 +314,12 @@ reg = discover()
 ptr = {"float32": "*fp32", "float16": "*fp16", "bfloat16": "*bf16"}
 jobs = {}
 for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
-    for case in reg.workloads[wl].cases("quick") + reg.workloads[wl].cases("full"):
+    # the presets, plus rows no preset has: of at most 16 columns (tiny_rows) and long
+    # unaligned ones (rlg's GRANULES form)
+    extra = {"softmax": [Case.make(wl, "float32", M=3813928, N=3), Case.make(wl, "bfloat16", M=657893, N=5)],
+             "residual_layernorm_gelu": [Case.make(wl, "float32", M=33104, N=609),
+                                         Case.make(wl, "bfloat16", M=2232008, N=8)]}.get(wl, [])
+    for case in reg.workloads[wl].cases("quick") + reg.workloads[wl].cases("full") + extra:
         if case.dtype == "float16":
             continue  # same code as bfloat16 but for the conversions
         p, b = ptr[case.dtype], itemsize(case.dtype)
@@ -340,6 +349,8 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                     const["EVEN_N"] = n == plan["BLOCK_N"]
                 const["ALIGN"] = R.row_align(n, b)
                 aligned = aligned or const["ALIGN"] * b == 16  # N = 1000: 16-byte rows all the same
+            if plan.get("GRANULES") and wl != "softmax":
+                aligned = True  # the body moves in 16-byte vectors whatever N is
             if plan["kernel"] in ("split", "split2") and wl == "softmax":
                 ptrs += ["stats_ptr", "count_ptr"]
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")
@@ -491,3 +502,22 @@ def test_rlg_races_whole_wide_rows_against_split():
     text = chosen.config_for(4096, 32768, "bfloat16", 2)
     assert text.startswith("kernel=parts; head to head parts 228us, split 287us; lost: kernel=split BLOCK=4096")
     assert chosen.config_for(4096, 32768, "float16", 2).startswith("kernel=split")  # not raced yet
+
+
+def test_tiny_rows_are_sized_by_their_real_bytes():
+    """Rows of at most 16 columns: narrow blocks (BLOCK_N = next_pow2(N)) holding 4 to 32 KB of
+    real row bytes a program, in both workloads' candidates; wider rows get none."""
+    from implementations._shared.row_tuning import tiny_rows
+    from implementations.residual_layernorm_gelu import triton as rlg
+    from implementations.softmax import _triton_plan as sm
+
+    for m, n, b in ((3813928, 3, 4), (657893, 5, 2), (2232008, 8, 2), (286973, 11, 4), (10 ** 6, 1, 2)):
+        tiny = tiny_rows(m, n, b)
+        assert tiny, (m, n, b)
+        for c in tiny:
+            assert c["BLOCK_N"] == max(2, 1 << (n - 1).bit_length())
+            assert 4096 < c["ROWS"] * n * b <= 32768 and 1 <= c["num_warps"] <= 32
+        narrow = [c for c in tiny if c["BLOCK_N"] < 16]
+        for cands in (sm.candidates(m, n, b), rlg.candidates(m, n, b)):
+            assert all(any(all(c[k] == t[k] for k in t) for c in cands) for t in narrow[:5])
+    assert tiny_rows(10 ** 6, 17, 4) == [] and tiny_rows(10 ** 6, 100, 2) == []

@@ -33,6 +33,38 @@ def rows_plan(m: int, block_n: int, dtype_bytes: int) -> dict:
     return dict(kernel="rows", ROWS=rows, BLOCK_N=block_n, num_warps=warps)
 
 
+TINY = 16  # rows narrower than this (next power of two) are padded to 16 by the plans
+
+
+def tiny_rows(m: int, n: int, dtype_bytes: int) -> list[dict]:
+    """Rows kernel shapes for rows of at most TINY columns, the block as
+    narrow as the row (BLOCK_N = next_pow2(n), at least 2), sized by the
+    row's real bytes.
+
+    The plans pad such rows to 16 columns and size a program by those padded
+    slots, so at N=3 a program reads 3/16 of the bytes it was sized for (a
+    few KB) and most lanes hold masked columns.  Here a program holds about
+    16, 32 or 8 KB of real row bytes (ROWS a power of two), at 16 or 32
+    values a thread, up to 32 warps.
+    """
+    bn = max(2, triton.next_power_of_2(n))
+    if bn > TINY:
+        return []
+    out = []
+    for target in (16384, 32768, 8192):
+        rows = 1
+        while rows * 2 * n * dtype_bytes <= target:
+            rows *= 2
+        rows = min(rows, triton.next_power_of_2(m))
+        for ept in (16, 32):
+            warps = rows * bn // (32 * ept)
+            if 1 <= warps <= 32:
+                c = dict(kernel="rows", ROWS=rows, BLOCK_N=bn, num_warps=warps)
+                if c not in out:
+                    out.append(c)
+    return out
+
+
 def neighbours(base: dict, m: int, long_kernel: str, long_choices) -> list[dict]:
     """The plan first, then its neighbours, without duplicates.
 

@@ -9,7 +9,11 @@ gelu_f32's branch-free erf, so that instruction issue stays under the limit.
 - ``_rlg_rows`` (next_pow2(N) <= 16384): ROWS x BLOCK_N of h in registers
   (about 16 float32 a thread), exact two-pass mean and variance over the
   held values (no second read), then normalise, scale, shift and GELU, one
-  store.  Short rows (N=1024) are packed several to a program.
+  store.  Short rows (N=1024) are packed several to a program; rows of at
+  most 16 columns are also tried in blocks as narrow as the row, sized by
+  their real bytes (tiny_rows).  float32 rows that are not a whole number of
+  16-byte vectors are also tried in the GRANULES form (``_rlg_granules``:
+  16-byte accesses for the body of each row).
 - ``_rlg_split`` (wider rows, any N): one row a program, in BLOCK-wide
   chunks.  Chunk 0's h stays in registers; its mean K is the shift for
   per-lane sums of (h - K) and (h - K)^2 over the rest of the row, which keeps
@@ -37,7 +41,7 @@ import triton
 import triton.language as tl
 
 from implementations._shared.l2_prefetch import prefetch_l2
-from implementations._shared.row_tuning import Raced, device_index, neighbours, rows_plan, sm_count, tuned
+from implementations._shared.row_tuning import Raced, device_index, neighbours, rows_plan, sm_count, tiny_rows, tuned
 from implementations._shared.row_tuning import time_ms as _time_ms
 
 from implementations._shared.gelu_math import gelu_f32
@@ -52,7 +56,10 @@ MAX_FUSED = 16384  # widest row (power of two) held whole in registers
 @triton.jit(do_not_specialize=["M_BUCKET"])
 def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
               ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EXACT: tl.constexpr, EVEN_N: tl.constexpr,
-              ALIGN: tl.constexpr, WB_EARLY: tl.constexpr, EVICT: tl.constexpr):
+              ALIGN: tl.constexpr, WB_EARLY: tl.constexpr, EVICT: tl.constexpr, GRANULES: tl.constexpr = False):
+    if GRANULES:
+        _rlg_granules(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, ROWS, BLOCK_N, EXACT, EVICT, WB_EARLY)
+        return
     # ALIGN divides N (see row_align), so n == N, but written so that the
     # compiler sees the factor: row starts and the column mask then come in
     # ALIGN-element groups, and N = 1000 still gets 16-byte accesses.
@@ -89,6 +96,61 @@ def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
     y = gelu_f32(d * rstd[:, None] * w.to(tl.float32)[None, :] + b.to(tl.float32)[None, :], EXACT)
     dst = (rows.to(tl.int64) * n)[:, None] + cols[None, :]
     tl.store(y_ptr + dst, y.to(y_ptr.dtype.element_ty), mask=(rows < M)[:, None] & cmask[None, :])
+
+
+@triton.jit
+def _rlg_granules(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
+                  EXACT: tl.constexpr, EVICT: tl.constexpr, WB_EARLY: tl.constexpr):
+    """_rlg_rows for rows whose width is not a whole number of 16-byte vectors
+    (N = 13437 bf16): each row of x, r and y is split at the 16-byte
+    boundaries inside it into a body of whole granules, which starts at a
+    multiple of VEC elements from the (16-byte aligned) base and is masked a
+    granule at a time, so that it moves in 16-byte vectors whatever N is; and
+    a head and a tail of fewer than VEC elements each, accessed element by
+    element.  BLOCK_N holds the body only (at most N // VEC * VEC).  Weight
+    and bias are indexed by column, which is not granule-aligned with the
+    body: they are read element by element (the same columns for every row,
+    so L1 and L2 hits).
+    """
+    VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK_N)
+    # rows past the end re-load the last row and are masked only at the store
+    start = tl.minimum(rows, M - 1).to(tl.int64) * N
+    end = start + N
+    body = (start + (VEC - 1)) // VEC * VEC  # first 16-byte boundary at or after the row start
+    tail = tl.maximum(end // VEC * VEC, body)  # last one at or before its end (body: none inside)
+    n_body = tail - body  # a multiple of VEC: the mask is constant over each granule
+    bmask = cols[None, :] < n_body[:, None]
+    boffs = body[:, None] + cols[None, :]
+    # head [start, min(body, end)) in the first VEC lanes, tail [tail, end) in the next VEC
+    k = tl.arange(0, 2 * VEC)[None, :]
+    eoffs = tl.where(k < VEC, start[:, None] + k, tail[:, None] + (k - VEC))
+    emask = eoffs < tl.where(k < VEC, tl.minimum(body, end)[:, None], end[:, None])
+    hb = (tl.load(x_ptr + boffs, mask=bmask, other=0.0, eviction_policy=EVICT).to(tl.float32)
+          + tl.load(r_ptr + boffs, mask=bmask, other=0.0, eviction_policy=EVICT).to(tl.float32))
+    he = (tl.load(x_ptr + eoffs, mask=emask, other=0.0).to(tl.float32)
+          + tl.load(r_ptr + eoffs, mask=emask, other=0.0).to(tl.float32))
+    bcol = (body - start)[:, None] + cols[None, :]  # the body's columns in w and b
+    ecol = eoffs - start[:, None]
+    if WB_EARLY:
+        wb = tl.load(w_ptr + bcol, mask=bmask, other=0.0, eviction_policy="evict_last")
+        bb = tl.load(b_ptr + bcol, mask=bmask, other=0.0, eviction_policy="evict_last")
+    we = tl.load(w_ptr + ecol, mask=emask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    be = tl.load(b_ptr + ecol, mask=emask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    mean = (tl.sum(hb, axis=1) + tl.sum(he, axis=1)) / N
+    db = tl.where(bmask, hb - mean[:, None], 0.0)
+    de = tl.where(emask, he - mean[:, None], 0.0)
+    rstd = tl.math.rsqrt((tl.sum(db * db, axis=1) + tl.sum(de * de, axis=1)) / N + eps)
+    if not WB_EARLY:
+        wb = tl.load(w_ptr + bcol, mask=bmask, other=0.0, eviction_policy="evict_last")
+        bb = tl.load(b_ptr + bcol, mask=bmask, other=0.0, eviction_policy="evict_last")
+    wb = wb.to(tl.float32)
+    bb = bb.to(tl.float32)
+    out_ty = y_ptr.dtype.element_ty
+    live = (rows < M)[:, None]
+    tl.store(y_ptr + boffs, gelu_f32(db * rstd[:, None] * wb + bb, EXACT).to(out_ty), mask=bmask & live)
+    tl.store(y_ptr + eoffs, gelu_f32(de * rstd[:, None] * we + be, EXACT).to(out_ty), mask=emask & live)
 
 
 @triton.jit(do_not_specialize=["M_BUCKET"])
@@ -320,8 +382,13 @@ def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
             if c["kernel"] == "rows" and c["ROWS"] * c["BLOCK_N"] >= 32 * 32 * c["num_warps"] \
                     and c["BLOCK_N"] >= 8192:
                 out.append(dict(c, WB_EARLY=False))
-        return _with_hints(out[:8], dtype_bytes, 4)
+        return _with_hints(_with_granules(out[:8], n, dtype_bytes), dtype_bytes, 4)
     bn, r0 = base["BLOCK_N"], base["ROWS"]
+    tiny = tiny_rows(m, n, dtype_bytes)
+    if tiny:
+        # rows of at most 16 columns: the plan, then blocks as narrow as the
+        # row holding 8-32 KB of real row bytes (see tiny_rows)
+        return _with_hints(list(map(_with_wb, [base] + tiny[:5])), dtype_bytes, 4)
     vec = 16 // dtype_bytes  # values a thread for one 16-byte access
     # Rows not a whole number of 16-byte vectors (N = 781) are read one
     # element an instruction, a register and an address each: 16-bit rows at
@@ -341,7 +408,37 @@ def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     for c in map(_with_wb, out):
         if c not in unique:
             unique.append(c)
-    return _with_hints(unique[:8], dtype_bytes, 4)
+    return _with_hints(_with_granules(unique[:8], n, dtype_bytes), dtype_bytes, 4)
+
+
+def granule_block(n: int, dtype_bytes: int) -> int:
+    """BLOCK_N of the GRANULES form: the body of whole 16-byte granules, at
+    most N // VEC * VEC elements (13437 bf16: 16384; 4100 float32: 4096)."""
+    vec = 16 // dtype_bytes
+    return max(16, triton.next_power_of_2(n // vec * vec))
+
+
+def _with_granules(out: list[dict], n: int, dtype_bytes: int) -> list[dict]:
+    """float32 rows not a whole number of 16-byte vectors (row_align below one
+    vector) and at least 64 wide: the first three rows designs, plus the same
+    three in the GRANULES form (_rlg_granules) over its body-only block, with
+    the warps scaled to it; the autotuner times both forms.  Others: ``out``.
+    (16-bit rows are left out: the element-wise w and b of eight-element
+    granules take a 64-bit address a value, and every such form spills for
+    sm_90, 244 bytes at bf16 16384 on 32 warps.)"""
+    if row_align(n, dtype_bytes) * dtype_bytes == 16 or n < 64 or dtype_bytes != 4:
+        return out
+    gb = granule_block(n, dtype_bytes)
+    rows = [c for c in out if c["kernel"] == "rows"]
+    gran = []
+    for c in rows[:3]:
+        warps = max(1, c["num_warps"] * gb // c["BLOCK_N"])
+        # w and b read element by element beside h: after the reductions at 16 or more values a thread
+        early = c["WB_EARLY"] and c["ROWS"] * gb < 16 * 32 * warps
+        g = dict(c, BLOCK_N=gb, GRANULES=True, num_warps=warps, WB_EARLY=early)
+        if g not in gran:
+            gran.append(g)
+    return (rows[:3] + gran + [c for c in out if c["kernel"] != "rows"] + rows[3:])[:8]
 
 
 def _with_wb(c: dict) -> dict:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import triton
 
-from implementations._shared.row_tuning import neighbours, rows_plan
+from implementations._shared.row_tuning import neighbours, rows_plan, tiny_rows
 from suite.backends import interpreting
 
 MAX_FUSED = 32768  # longest row (power of two) kept whole in registers
@@ -234,6 +234,13 @@ def candidates(m: int, n: int, dtype_bytes: int, long_rows: str | None = None) -
             # (capped at 64 registers, 4 and 8 programs an SM: 71-78 uncapped, no spills capped)
             out += [dict(kernel=base["kernel"], BLOCK=blk, SUB=blk, num_warps=w, EVICT="", PAIRS=True, maxnreg=64)
                     for blk, w in ((16384, 8), (8192, 4), (32768, 16), (16384, 16))]
+    elif base["kernel"] == "rows" and tiny_rows(m, n, dtype_bytes):
+        # rows of at most 16 columns: the plan, then blocks as narrow as the
+        # row holding 8-32 KB of real row bytes (see tiny_rows), the first
+        # also without the eviction hint
+        extra = {k: base[k] for k in ("GRANULES",) if k in base}
+        tiny = [dict(c, EVICT="evict_first", **extra) for c in tiny_rows(m, n, dtype_bytes)]
+        out = [base] + tiny[:6] + [dict(tiny[0], EVICT="")]
     elif base["kernel"] == "rows" and base["BLOCK_N"] <= 256:
         out = _short_row_candidates(base, m)
         if "GRANULES" in base:

@@ -8,7 +8,9 @@ _shared/triton_math.py); at 1 T elements/s (bf16 at copy speed) MUFU has room fo
 - Rows that fit on chip (next_pow2(N) <= 32768): ``_softmax_rows`` holds
   ROWS x BLOCK_N values in registers, 16 to 32 float32 a thread: one read, one
   write.  Short rows go several to a program (N=128 bf16: 64 rows, 16 KB), so
-  a program moves enough bytes to amortise its launch and reductions.
+  a program moves enough bytes to amortise its launch and reductions; rows
+  of at most 16 columns are also tried in blocks as narrow as the row, sized
+  by their real bytes rather than by 16 padded columns (tiny_rows).
 - Unaligned rows (N % 16 != 0: Triton cannot prove a row start 16-byte
   aligned): the element-masked block is one 2- or 4-byte access an element
   (65521 x 2053 bf16: 0.65 of copy).  The GRANULES form addresses a row as
