@@ -172,18 +172,23 @@ def _rows_shape(rows: int, bn: int, ept: int) -> dict | None:
 def _granule_candidates(base: dict, m: int, n: int, dtype_bytes: int) -> list[dict]:
     """Unaligned widths wider than 256: three element-masked designs (the plan,
     half its rows at 16 values a thread, one row at 32: among them the H200's
-    winners at 65521 x 2053 and 1823 x 781), then five
-    of the granule form over its own, often halved, block (one row at 16
-    values a thread, its rows_plan, half that plan's rows at 16, one row at
-    32 and at 8), topped up from the plans' neighbours."""
+    winners at 65521 x 2053 and 1823 x 781), then the granule form over its
+    own, often halved, block: one and (up to 1024 wide) four rows at 16 values a thread, its
+    rows_plan, one row at 32, then (as room allows) two rows at 16, half the
+    plan's rows at 16, one row at 8, and the plans' neighbours.  Four rows a
+    program: short rows (bf16 N=307, 614 bytes) one to a warp leave each
+    program too little to move."""
     bn, gb = base["BLOCK_N"], granule_block(n, dtype_bytes)
     gbase = rows_plan(m, gb, dtype_bytes)
     elem = [base] + [dict(c, EVICT="evict_first", GRANULES=False)
                      for c in [_rows_shape(base["ROWS"] // 2, bn, 16), _rows_shape(1, bn, 32)]
                      + neighbours(rows_plan(m, bn, dtype_bytes), m, "online", ()) if c]
+    few = gb <= 1024  # several rows a program only for short rows (4 x 4096 float32 spills)
     gran = [dict(c, EVICT="evict_first", GRANULES=True)
-            for c in [_rows_shape(1, gb, 16), gbase, _rows_shape(gbase["ROWS"] // 2, gb, 16),
-                      _rows_shape(1, gb, 32), _rows_shape(1, gb, 8)] + neighbours(gbase, m, "online", ()) if c]
+            for c in [_rows_shape(1, gb, 16), few and _rows_shape(4, gb, 16), gbase, _rows_shape(1, gb, 32),
+                      few and _rows_shape(2, gb, 16), _rows_shape(gbase["ROWS"] // 2, gb, 16),
+                      _rows_shape(1, gb, 8)]
+            + neighbours(gbase, m, "online", ()) if c]
     out: list[dict] = []
     for group, room in ((elem, 3), (gran, 8)):
         for c in group:
