@@ -322,3 +322,18 @@ def nvcc_compile_check(source: Path, arch: str = "sm_90a", include_dirs: Sequenc
     if proc.returncode != 0:
         raise RuntimeError(f"nvcc failed on {source} (exit {proc.returncode}):\n"
                            f"{proc.stdout}{proc.stderr}")
+
+
+def nvcc_host_program(source: Path, exe: Path, include_dirs: Sequence[Path] = ()) -> None:
+    """Build a host program from one .cu with the compile check's flags (no GPU
+    needed to build or run it): a check of the kernels' __host__ __device__
+    helpers (index maps, bit manipulation) on the CPU.  Raise with nvcc's output."""
+    nvcc = nvcc_path()
+    if nvcc is None:
+        raise FileNotFoundError("nvcc not found")
+    with tempfile.TemporaryDirectory(prefix="ksuite-nvcc-") as tmp:
+        cmd = ([nvcc, str(source), "-o", str(exe)] + [f"-I{d}" for d in include_dirs]
+               + _check_flags("sm_90a") + _stub_missing_headers(tmp))
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"nvcc failed on {source} (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")

@@ -132,6 +132,16 @@ def test_the_row_ops_know_which_plans_run():
         assert [rlg_runs(v, dt, 32768, 4096) for dt in ("bfloat16", "float32")] == [True, False]
         assert [rlg_runs(v, "float32", n, 8) for n in (16384, 16392)] == [True, False]
         assert not rlg_runs(v, "bfloat16", 781, 2048)
+    # any alignment (18: 4 packs a thread, <= 1024 threads; 19: 8 packs, <= 512): rows that are not
+    # 16-byte multiples whose body (n // vec packs) fits: bf16 up to 4096 packs, float32 4096;
+    # on 16-byte rows they are not timed (plans 1-17 cover them)
+    for v in (18, 19):
+        assert [rlg_runs(v, "bfloat16", n, 1024) for n in (7, 781, 13437, 25905, 32775, 32777)] == \
+            [True] * 5 + [False]
+        assert [rlg_runs(v, "float32", n, 2048) for n in (1, 4721, 16387, 16389)] == [True] * 3 + [False]
+        assert not any(rlg_runs(v, dt, n, 64) for dt, n in (("bfloat16", 4096), ("float32", 1000)))
+    # the fuzz preset's unaligned bf16 rows: the any-alignment plans and the two long-row plans
+    assert [v for v in range(1, 20) if rlg_runs(v, "bfloat16", 25905, 1024)] == [4, 5, 18, 19]
 
 
 def test_variant_zero_is_a_real_choice_where_it_is_one(monkeypatch):

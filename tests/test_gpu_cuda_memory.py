@@ -105,6 +105,7 @@ OPCHECK = [
     ("softmax", "softmax_v", {"M": 37, "N": 128}, (11,)),
     ("residual_layernorm_gelu", "residual_layernorm_gelu", {"M": 37, "N": 300}, ()),
     ("residual_layernorm_gelu", "residual_layernorm_gelu_v", {"M": 37, "N": 304}, (2,)),
+    ("residual_layernorm_gelu", "residual_layernorm_gelu_v", {"M": 37, "N": 301}, (18,)),
 ]
 
 
@@ -163,7 +164,7 @@ cases = {
     "rlg cpu": (lambda: ks.residual_layernorm_gelu(x.cpu(), x, w, b, 1e-5), "CUDA tensor"),
     "rlg device": (lambda: ks.residual_layernorm_gelu(x, x.cpu(), w, b, 1e-5), "is on cpu"),
     "rlg eps": (lambda: ks.residual_layernorm_gelu(x, x, w, b, -1.0), "eps must be positive"),
-    "rlg_v variant": (lambda: ks.residual_layernorm_gelu_v(x, x, w, b, 1e-5, 18), "variant must be"),
+    "rlg_v variant": (lambda: ks.residual_layernorm_gelu_v(x, x, w, b, 1e-5, 20), "variant must be"),
     "rlg_v shape": (lambda: ks.residual_layernorm_gelu_v(x, x, torch.randn(63, device="cuda"), b, 1e-5, 1),
                     "weight must have shape"),
 }
@@ -214,7 +215,7 @@ VARIANT_SHAPES = {
                                 # 4096 packs in bf16 (the two-pass fallback)
                                 {"M": 150, "N": 16384}],
 }
-VARIANTS = {"gelu": (0, 1, 2, 4, 5, 6, 7, 8), "softmax": range(0, 34), "residual_layernorm_gelu": range(0, 18)}
+VARIANTS = {"gelu": (0, 1, 2, 4, 5, 6, 7, 8), "softmax": range(0, 34), "residual_layernorm_gelu": range(0, 20)}
 SOFTMAX_HALF2 = (28, 29, 30, 31, 32, 33)  # exps kept as half2: 16-bit rows only
 
 
@@ -306,6 +307,10 @@ def test_rlg_statistics_of_offset_rows(variant, dtype, n, shift):
     merged one-round statistics (plans 14-17) must not.  Full rows, so that
     the one-round path runs (plan 16 on clusters of 2, 8 and 2 CTAs).  (A
     float32 shift of 300 costs ~1e-5 in rounding x + r alone.)"""
+    _check_rlg_offset_rows(variant, dtype, n, shift)
+
+
+def _check_rlg_offset_rows(variant, dtype, n, shift):
     wl = discover().workloads["residual_layernorm_gelu"]
     import_module("implementations.residual_layernorm_gelu.cuda").ops()
     case = Case.make("residual_layernorm_gelu", dtype, M=140, N=n)
@@ -317,6 +322,135 @@ def test_rlg_statistics_of_offset_rows(variant, dtype, n, shift):
     torch.cuda.synchronize()
     result = check(out, wl.reference(case, inputs), wl.tolerance(case))
     assert result.correct, f"variant {variant} {case} offset rows: {result.message}"
+
+
+# residual_layernorm_gelu's any-alignment plans (18, 19) at irregular shapes
+# in all three dtypes, checked elementwise (one wrong head or tail element a
+# row fails): rows of 1 .. VEC - 1 elements (all head, or head and tail with
+# no body), a pack and one (VEC + 1, 2 VEC + 1), a pack short of one, odd
+# widths whose rows start at every misalignment (many rows), the widths where
+# lane groups give way to a block (bf16 1031 / 1033 at 4 packs), the fuzz
+# preset's slow unaligned shapes (float32 4721 and 5093; bf16 13437 to
+# 25905, fewer rows), the longest rows that fit (bf16 32775 at both pack
+# counts, float32 16387) and ones a column past them (auto runs), one row, and
+# 16-byte rows (they run there too).
+RLG_UNALIGNED_VARIANTS = (18, 19)
+RLG_UNALIGNED_SHAPES = [{"M": 1, "N": 1}, {"M": 7, "N": 1}, {"M": 5, "N": 2}, {"M": 9, "N": 3},
+                        {"M": 3, "N": 5}, {"M": 11, "N": 7}, {"M": 37, "N": 9}, {"M": 33, "N": 17},
+                        {"M": 19, "N": 15}, {"M": 1, "N": 781}, {"M": 1823, "N": 781}, {"M": 4099, "N": 257},
+                        {"M": 67, "N": 1031}, {"M": 67, "N": 1033}, {"M": 300, "N": 4721}, {"M": 129, "N": 5093},
+                        {"M": 41, "N": 13437}, {"M": 23, "N": 19379}, {"M": 17, "N": 25905}, {"M": 1, "N": 25905},
+                        {"M": 5, "N": 32767}, {"M": 3, "N": 32775}, {"M": 3, "N": 32777}, {"M": 9, "N": 16387},
+                        {"M": 9, "N": 16389}, {"M": 33, "N": 1024}, {"M": 5, "N": 8192}]
+
+
+def _rlg_v(inputs: dict, variant: int) -> torch.Tensor:
+    return torch.ops.kernel_suite.residual_layernorm_gelu_v(
+        inputs["x"], inputs["r"], inputs["weight"], inputs["bias"], float(inputs["eps"]), variant)
+
+
+def _check_rlg(case: Case, inputs: dict, out: torch.Tensor, what: str):
+    from suite.verify import check_case
+
+    torch.cuda.synchronize()
+    wl = discover().workloads["residual_layernorm_gelu"]
+    result = check_case(wl, case, out, wl.reference(case, inputs), inputs=inputs)
+    assert result.correct, f"{what} {case}: {result.message}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", RLG_UNALIGNED_SHAPES, ids=lambda s: f"M{s['M']}xN{s['N']}")
+@pytest.mark.parametrize("variant", RLG_UNALIGNED_VARIANTS)
+def test_rlg_unaligned_variants(variant, shape, dtype):
+    wl = discover().workloads["residual_layernorm_gelu"]
+    import_module("implementations.residual_layernorm_gelu.cuda").ops()
+    case = Case.make("residual_layernorm_gelu", dtype, **shape)
+    inputs = wl.make_inputs(case, "cuda", zlib.crc32(f"unaligned v{variant}|{case}".encode()))
+    poison_allocator("cuda", wl.min_bytes(case), inputs["x"].dtype)  # every unwritten element a NaN
+    _check_rlg(case, inputs, _rlg_v(inputs, variant), f"variant {variant}")
+
+
+def _offset(t: torch.Tensor, elems: int) -> torch.Tensor:
+    """The same values at a base address `elems` elements past a 16-byte boundary."""
+    buf = torch.empty(t.numel() + 16, dtype=t.dtype, device=t.device)
+    assert buf.data_ptr() % 16 == 0
+    view = buf[elems:elems + t.numel()].view(t.shape)
+    view.copy_(t)
+    return view
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("variant", RLG_UNALIGNED_VARIANTS)
+def test_rlg_unaligned_variants_misaligned_base(variant, dtype):
+    """w and b at every offset from a 16-byte boundary (each its own, so
+    their words sit differently from the rows' and from each other's): the
+    plans run, reading them a word at a time.  x alone, or x and r, one
+    element off a boundary: y (a fresh tensor) is not misaligned with them,
+    so the plans decline and auto runs."""
+    wl = discover().workloads["residual_layernorm_gelu"]
+    import_module("implementations.residual_layernorm_gelu.cuda").ops()
+    vec = 16 // torch.empty((), dtype=getattr(torch, dtype)).element_size()
+    for shape in ({"M": 37, "N": 781}, {"M": 64, "N": 1024}, {"M": 9, "N": 13437}):
+        case = Case.make("residual_layernorm_gelu", dtype, **shape)
+        base = wl.make_inputs(case, "cuda", zlib.crc32(f"misaligned v{variant}|{case}".encode()))
+        for k in range(vec):
+            inputs = {**base, "weight": _offset(base["weight"], k), "bias": _offset(base["bias"], (k + 3) % vec)}
+            _check_rlg(case, inputs, _rlg_v(inputs, variant), f"variant {variant} w +{k}, b +{(k + 3) % vec}")
+        for names in (("x",), ("x", "r")):
+            inputs = {**base, **{k: _offset(base[k], 1) for k in names}}
+            assert inputs["x"].data_ptr() % 16 != 0
+            _check_rlg(case, inputs, _rlg_v(inputs, variant), f"variant {variant} {'+'.join(names)} misaligned")
+
+
+@pytest.mark.parametrize("variant", RLG_UNALIGNED_VARIANTS)
+@pytest.mark.parametrize("dtype,n,shift", (("bfloat16", 25905, 300.0), ("bfloat16", 32768, 300.0),
+                                           ("float32", 4721, 30.0), ("float32", 16387, 30.0)))
+def test_rlg_unaligned_statistics_of_offset_rows(variant, dtype, n, shift):
+    """test_rlg_statistics_of_offset_rows for the any-alignment plans: the
+    head and tail elements take part in both passes of the statistics."""
+    _check_rlg_offset_rows(variant, dtype, n, shift)
+
+
+def test_rlg_unaligned_plans_run_where_the_tuner_says():
+    """The tuner's mirror (_runs) against the launcher at widths that are not
+    16-byte multiples: where it says plan 18 or 19 runs as itself,
+    rlg_unaligned_kernel is what the GPU ran, and where it says not (the row
+    does not fit), something else ran."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    from implementations.residual_layernorm_gelu.cuda import _runs
+
+    wl = discover().workloads["residual_layernorm_gelu"]
+    import_module("implementations.residual_layernorm_gelu.cuda").ops()
+    seen = {}
+    for dtype, n in (("bfloat16", 781), ("bfloat16", 32775), ("bfloat16", 32777), ("float32", 16387),
+                     ("float32", 16389)):
+        case = Case.make("residual_layernorm_gelu", dtype, M=3, N=n)
+        inputs = wl.make_inputs(case, "cuda", 1)
+        for variant in RLG_UNALIGNED_VARIANTS:
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                _rlg_v(inputs, variant)
+                torch.cuda.synchronize()
+            names = [e.name for e in prof.events() if e.device_type == DeviceType.CUDA]
+            assert names, "the profiler saw no kernel"
+            ran = any("rlg_unaligned_kernel" in name for name in names)
+            seen[(dtype, n, variant)] = ran
+            assert ran == _runs(variant, dtype, n, 4), (dtype, n, variant, names)
+    assert any(seen.values()) and not all(seen.values())
+
+
+def test_rlg_tuner_times_the_unaligned_plans():
+    """The registered op at an unaligned shape: the any-alignment plans are
+    among the candidates timed, and the choice is correct."""
+    from implementations.residual_layernorm_gelu.cuda import _TUNER, _key, _runs
+
+    registry = discover()
+    case = Case.make("residual_layernorm_gelu", "bfloat16", M=1823, N=781)
+    key = _key(1823, 781, "bfloat16")
+    assert [v for v in _TUNER.variants if _runs(v, *key)] == [1, 2, 3, 4, 5, 6, 7, 18, 19]
+    _run_and_check("cuda", case, registry.workloads["residual_layernorm_gelu"].make_inputs(case, "cuda", 5))
+    assert set(_TUNER.times[key]) == {1, 2, 3, 4, 5, 6, 7, 18, 19}
 
 
 def test_softmax_tuner_picks_among_plans_that_run():

@@ -34,7 +34,7 @@ def ops():
 
 
 # the .cu's plans (residual_layernorm_gelu_v); one that cannot run a shape runs auto's
-_TUNER = VariantTuner(tuple(range(1, 18)), {
+_TUNER = VariantTuner(tuple(range(1, 20)), {
     1: "row in registers, 4 packs of x and of r a thread",
     2: "row in registers, 2 packs a thread",
     3: "row in registers, 1 pack a thread",
@@ -53,13 +53,27 @@ _TUNER = VariantTuner(tuple(range(1, 18)), {
         "statistics, combined by Chan's formula)",
     15: "plan 8 with plan 14's one-round statistics",
     16: "plan 12 with one-round statistics: one cluster exchange of (sum, squared deviations) a row",
-    17: "plan 10 with one-round statistics: one cluster exchange a row"},
+    17: "plan 10 with one-round statistics: one cluster exchange a row",
+    18: "any alignment: scalar head and tail, 16-byte body of x, r and y, 4 packs a thread, "
+        "w and b by 32-bit words",
+    19: "plan 18 at 8 packs a thread (<= 512 threads a row)"},
     runs=lambda v, key: _runs(v, *key))
 
 
+# the .cu's any-alignment plans (launch_unaligned_rows): 16-byte packs a thread
+_UNALIGNED_PACKS = {18: 4, 19: 8}
+
+
 def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
-    """Mirror of the .cu's launch(): which plans run as themselves."""
+    """Mirror of the .cu's launch(): which plans run as themselves (for
+    inputs allocated by torch: base pointers on 16-byte boundaries)."""
     vec = 16 // itemsize(dtype)
+    if variant in _UNALIGNED_PACKS:
+        # launch_unaligned_rows: threads for the body's n // vec packs, <= 1024 of them at 4 packs a
+        # thread, <= 512 at 8.  They run on 16-byte rows too, as register plans whose w and b are
+        # read a word at a time (plan 1's design with more loads): not timed there.
+        packs = _UNALIGNED_PACKS[variant]
+        return n % vec != 0 and row_plans.regs_fit(n // vec * vec, vec, packs, 1024 if packs <= 4 else 512)
     if n % vec:
         vec = 1
     if variant in (1, 2, 3, 6, 7):

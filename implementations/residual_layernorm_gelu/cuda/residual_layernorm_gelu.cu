@@ -23,11 +23,16 @@
 //  12     plan 10 as one CTA an SM, the next two rows in flight, w and b in shared memory
 //  13     plan 8 at 512 threads x 8 packs;  14-17: plans 13, 8, 12 and 10 with
 //         one-round statistics (16, 17: one cluster exchange a row, not two)
-// Plans 8-17 take 16-byte packs only.  At bf16 4096 x 32768 on the H200 plan 16
-// takes 206-208 us, 8, 12 and 15 223-226: plan 12's second exchange is the cost.
+//  18, 19 rows of any width and alignment: a scalar head and tail around a
+//         16-byte body of x, r and y, 4 / 8 packs a thread (<= 1024 / 512
+//         threads a row) as plans 1-3; w and b read as 32-bit words; x, r and y
+//         equally misaligned (else auto runs)
+// Plans 8-17 take 16-byte packs only; on other rows plans 1-7 take one
+// element a load.  At bf16 4096 x 32768 on the H200 plan 16 takes 206-208
+// us, 8, 12 and 15 223-226: plan 12's second exchange is the cost.
 // Auto: registers (float32 at 2 packs first) while the row fits 1024 threads,
 // else the cluster, else one block a row.  A plan that cannot run a shape runs auto's.
-// Kernels: rlg_rows.cuh (plans 1-7), rlg_tma.cuh (8-17), over rlg_common.cuh.
+// Kernels: rlg_rows.cuh (plans 1-7, 18, 19), rlg_tma.cuh (8-17), over rlg_common.cuh.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAException.h>
@@ -40,15 +45,17 @@
 
 namespace {
 
-constexpr int kRlgVariants = 17;
+constexpr int kRlgVariants = 19;
 
-template <typename T, int VEC, int PACKS, bool PLAIN = false>
-bool launch_regs(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
-                 cudaStream_t stream) {
-  const ksuite::RegPlan plan = ksuite::plan_regs(n, VEC, PACKS, regs_max_threads(VEC * PACKS));
-  if (plan.tpr == 0 || n > 0x7fffffff) return false;
-  // Shifts, not divides, in the kernel: tpr <= 32 is a power of two and the
-  // block holds threads / tpr (a power of two) rows; tpr > 32 is the block.
+// The register kernels' rows a block (shifts, not divides, in the kernel):
+// tpr <= 32 is a power of two and the block holds threads / tpr (a power of
+// two) rows; tpr > 32 is the block.  grid 0: too many blocks.
+struct RowGroups {
+  int lg_tpr, lg_rows;
+  unsigned grid;
+};
+
+RowGroups row_groups(const ksuite::RegPlan& plan, int64_t m) {
   int lg_tpr = 10, lg_rows = 0;
   if (plan.tpr <= 32) {
     lg_tpr = 0;
@@ -57,9 +64,46 @@ bool launch_regs(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m
   }
   const int64_t rows_per_block = int64_t(1) << lg_rows;
   const int64_t grid = (m + rows_per_block - 1) / rows_per_block;
-  if (grid > 0x7fffffff) return false;
-  rlg_regs_kernel<T, VEC, PACKS, PLAIN><<<static_cast<unsigned>(grid), plan.threads, 0, stream>>>(
-      x, r, w, b, y, m, static_cast<int>(n), eps, static_cast<float>(1.0 / double(n)), plan.tpr, lg_tpr, lg_rows);
+  return {lg_tpr, lg_rows, grid > 0x7fffffff ? 0u : static_cast<unsigned>(grid)};
+}
+
+template <typename T, int VEC, int PACKS, bool PLAIN = false>
+bool launch_regs(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n, float eps,
+                 cudaStream_t stream) {
+  const ksuite::RegPlan plan = ksuite::plan_regs(n, VEC, PACKS, regs_max_threads(VEC * PACKS));
+  if (plan.tpr == 0 || n > 0x7fffffff) return false;
+  const RowGroups g = row_groups(plan, m);
+  if (g.grid == 0) return false;
+  rlg_regs_kernel<T, VEC, PACKS, PLAIN><<<g.grid, plan.threads, 0, stream>>>(
+      x, r, w, b, y, m, static_cast<int>(n), eps, static_cast<float>(1.0 / double(n)), plan.tpr, g.lg_tpr,
+      g.lg_rows);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
+// Plans 18 and 19: rows of any width and base alignment, PACKS 16-byte packs
+// a thread (rlg_unaligned_kernel), when x, r and y rows are equally
+// misaligned (their addresses differ by multiples of 16 bytes; w and b may lie
+// anywhere).
+template <typename T, int PACKS>
+bool launch_unaligned_rows(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n,
+                           float eps, cudaStream_t stream) {
+  constexpr int VEC = ksuite::vec16<T>();
+  const auto xa = reinterpret_cast<std::uintptr_t>(x);
+  if (((xa - reinterpret_cast<std::uintptr_t>(r)) | (xa - reinterpret_cast<std::uintptr_t>(y))) & 15u) return false;
+  if (n > 0x7fffffff) return false;
+  // Threads for the body's packs, at most n / VEC whatever the row's
+  // misalignment (sized for ceil(n / VEC), 2053 bf16 columns at 4 packs a
+  // thread would take 96 threads where 64 hold its 256 packs); head and tail
+  // go to the first <= 2 (VEC - 1) threads, so a row takes >= 2 VEC lanes.
+  ksuite::RegPlan plan = ksuite::plan_regs(n / VEC * VEC, VEC, PACKS, unaligned_max_threads(PACKS));
+  if (plan.tpr == 0) return false;
+  plan.tpr = std::max(plan.tpr, 2 * VEC);
+  const RowGroups g = row_groups(plan, m);
+  if (g.grid == 0) return false;
+  rlg_unaligned_kernel<T, PACKS><<<g.grid, plan.threads, 0, stream>>>(
+      x, r, w, b, y, m, static_cast<int>(n), eps, static_cast<float>(1.0 / double(n)), plan.tpr, g.lg_tpr,
+      g.lg_rows);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }
@@ -131,6 +175,8 @@ void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int
           return;
       }
       break;
+    case 18: if (launch_unaligned_rows<T, 4>(x, r, w, b, y, m, n, eps, stream)) return; break;
+    case 19: if (launch_unaligned_rows<T, 8>(x, r, w, b, y, m, n, eps, stream)) return; break;
     case 5: {
       const auto grid = static_cast<unsigned>(std::min<int64_t>(m, ksuite::sm_count()));
       rlg_wide_kernel<T, VEC, false><<<grid, 1024, 0, stream>>>(x, r, w, b, y, m, n, eps);

@@ -1,7 +1,7 @@
-// residual_layernorm_gelu.cu's plans 1-7: h in registers (1-3, and 6 and 7
-// with plain loads; a warp or a block a row), a cluster a row with h in
-// shared memory (4), and one block a row with h staged in shared memory or x
-// and r read twice (5).
+// residual_layernorm_gelu.cu's plans 1-7, 18 and 19: h in registers (1-3, and
+// 6 and 7 with plain loads; a warp or a block a row), a cluster a row with h
+// in shared memory (4), one block a row with h staged in shared memory or x
+// and r read twice (5), and rows of any alignment in registers (18, 19).
 #pragma once
 
 #include <cooperative_groups.h>
@@ -114,6 +114,113 @@ rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __res
 #pragma unroll
     for (int k = 0; k < VEC; ++k) h[p][k] = ksuite::gelu_out<T>(fmaf(h[p][k] * rstd, wv[k], bv[k]));
     if (ok[p]) ksuite::store_floats<T, VEC>(yr + p * stride, h[p]);
+  }
+}
+
+// ------------------------------------------- plans 18, 19: any alignment
+//
+// A row whose width is not a multiple of the 16-byte pack starts at every
+// misalignment in turn, and plans 1-17 then take it one element a load.
+// Here each row is split at its 16-byte boundaries (ksuite::split_row): the
+// body, whole 16-byte packs of x, r and y, is held as in rlg_regs_kernel
+// (PACKS packs a thread, every load issued first, a lane group or the block a
+// row, the same exact two-pass statistics); the head and tail, at most
+// 2 (VEC - 1) elements, are one element each on the row's first threads
+// (groups of >= 2 VEC lanes), loaded with the packs.  x, r and y must be
+// equally misaligned (the launcher checks), so one split serves all three.
+//
+// w and b are indexed by column, and the body's columns start `head`
+// elements into them: their packs lie off the 16-byte boundaries, by an
+// amount that varies from row to row.  Each is read as 32-bit words (L1 hits:
+// every row reads the same columns) and, for 16-bit types 2 bytes off a word,
+// funnel-shifted (ksuite::ld16_words_if): 4 or 5 loads and registers a pack
+// of each, where one load an element takes 8 of each for bf16, and the two
+// aligned packs around it 8 registers (the 4-pack plans spill at 64).
+//
+// Block size bound: 4 packs a thread fit the 64 registers of 1024 threads
+// (bf16 rows of up to 32768 columns in one block, float32 16384); 8 packs
+// need 128 (float32's raw x and r alone are 64 registers), so 512 threads
+// (bf16 32768 columns again, float32 16384).
+constexpr int unaligned_max_threads(int packs) { return packs <= 4 ? 1024 : 512; }
+
+template <typename T, int PACKS>
+__global__ void __launch_bounds__(unaligned_max_threads(PACKS), 1)
+rlg_unaligned_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
+                     const T* __restrict__ b, T* __restrict__ y, int64_t m, int n, float eps, float inv_n,
+                     int tpr, int lg_tpr, int lg_rows) {
+  constexpr int VEC = ksuite::vec16<T>();
+  __shared__ float red[2][32];
+  const int group = threadIdx.x >> lg_tpr;
+  const int t = threadIdx.x - (group << lg_tpr);
+  const int64_t row = (int64_t(blockIdx.x) << lg_rows) + group;
+  const int64_t off = row * n;
+  // Rows past the last one are empty (no loads, no stores); their threads
+  // still take part in the reductions.
+  const ksuite::RowSplit split = ksuite::split_row(x + off, row < m ? n : 0);
+  // This thread's body packs: elements start + p * stride, p < PACKS
+  // (16-byte aligned in x, r and y).
+  const int c0 = split.head + t * VEC, stride = tpr * VEC;
+  const int64_t start = off + c0;
+  bool ok[PACKS];
+#pragma unroll
+  for (int p = 0; p < PACKS; ++p) ok[p] = p * tpr + t < split.body;
+  uint4 rx[PACKS], rr[PACKS];
+#pragma unroll
+  for (int p = 0; p < PACKS; ++p) {
+    rx[p] = ksuite::ld_pack_if<T, VEC, true, false>(x + start + p * stride, ok[p]);
+    rr[p] = ksuite::ld_pack_if<T, VEC, true, false>(r + start + p * stride, ok[p]);
+  }
+  // This thread's head or tail element, and its w and b.
+  const bool edge = t < split.edges;
+  const int ecol = split.edge_col(t);
+  float he, we, be;
+  {
+    float xe[1], re[1], wf[1], bf[1];
+    ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, true, false>(x + off + ecol, edge), xe);
+    ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, true, false>(r + off + ecol, edge), re);
+    ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, false, false>(w + ecol, edge), wf);
+    ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, false, false>(b + ecol, edge), bf);
+    he = xe[0] + re[0];
+    we = wf[0];
+    be = bf[0];
+  }
+  // h = x + r; the row sum in VEC chains (packs past the body's end and a
+  // missing edge element hold garbage and are left out by predicated adds).
+  float h[PACKS][VEC], acc[VEC];
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) acc[k] = 0.0f;
+#pragma unroll
+  for (int p = 0; p < PACKS; ++p) {
+    float xv[VEC], rv[VEC];
+    ksuite::raw_to_floats<T>(rx[p], xv);
+    ksuite::raw_to_floats<T>(rr[p], rv);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) h[p][k] = xv[k] + rv[k];
+    if (ok[p]) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) acc[k] += h[p][k];
+    }
+  }
+  if (edge) acc[0] += he;
+  pairwise_sum(acc);
+  // Exact two-pass statistics: the mean, then squared deviations from it.
+  const float mean = rlg_row_sum(acc[0], tpr, red[0]) * inv_n;
+  center_and_square<VEC>(h, ok, mean, acc);
+  he -= mean;
+  if (edge) acc[0] = fmaf(he, he, acc[0]);
+  const float rstd = rsqrtf(fmaf(rlg_row_sum(acc[0], tpr, red[1]), inv_n, eps));
+  // The edge element first, so that its registers are free for the packs'.
+  if (edge) y[off + ecol] = ksuite::from_float<T>(ksuite::gelu_out<T>(fmaf(he * rstd, we, be)));
+  // w and b at the body's columns c0 + p * stride, off the boundaries.
+#pragma unroll
+  for (int p = 0; p < PACKS; ++p) {
+    const int c = c0 + p * stride;
+    float wv[VEC], bv[VEC];
+    ksuite::raw_to_floats<T>(ksuite::ld16_words_if(w + c, ok[p]), wv);
+    ksuite::raw_to_floats<T>(ksuite::ld16_words_if(b + c, ok[p]), bv);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) h[p][k] = ksuite::gelu_out<T>(fmaf(h[p][k] * rstd, wv[k], bv[k]));
+    if (ok[p]) ksuite::st16_global(y + start + p * stride, ksuite::floats_to_raw<T>(h[p]));
   }
 }
 

@@ -1,7 +1,8 @@
 // How the row kernels (softmax, residual_layernorm_gelu) spread a row of n
 // columns over threads: in registers (a group of lanes or a whole block a row,
 // RegPlan), or for longer rows over the CTAs of one thread-block cluster
-// (cluster_ctas), and the reductions over a row's threads.
+// (cluster_ctas), the reductions over a row's threads, and rows of any
+// alignment split at their 16-byte boundaries (RowSplit, ld16_words_if).
 // implementations/_shared/row_plans.py mirrors these plans in Python.
 // Included as "ksuite/rows.cuh".
 #pragma once
@@ -73,6 +74,89 @@ __device__ __forceinline__ float row_max(float v, int tpr, float* smem) {
   if (tpr > 32) return block_max(v, smem);
   for (int off = tpr >> 1; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
   return v;
+}
+
+// ---- Rows at any alignment --------------------------------------------------
+// A row whose width is not a multiple of the 16-byte pack starts at every
+// misalignment in turn, so a kernel that takes it a pack at a time splits each
+// row at the 16-byte boundaries inside it: a head of < VEC elements before the
+// first boundary, a body of whole packs, and a tail of < VEC elements after
+// them.  Arrays that share the row's misalignment (x, y: their addresses
+// differ by a multiple of 16 bytes) split the same way.
+struct RowSplit {
+  int head;   // elements before the first boundary (all n when the row holds none)
+  int body;   // whole 16-byte packs from there
+  int edges;  // head + tail elements (< 2 VEC)
+  int skip;   // body * VEC: edge i >= head is column i + skip
+  // The column of edge element i < edges: the head's, then the tail's.
+  __host__ __device__ __forceinline__ int edge_col(int i) const { return i < head ? i : i + skip; }
+};
+
+// Elements of T from p to the next 16-byte boundary (0 when p is on one).
+template <typename T>
+__host__ __device__ __forceinline__ int to_boundary(const T* p) {
+  const auto low = static_cast<uint32_t>(reinterpret_cast<std::uintptr_t>(p)) & 15u;
+  return static_cast<int>(((16u - low) & 15u) / sizeof(T));
+}
+
+// The split of the n-element row at p (n == 0: all zero).
+template <typename T>
+__host__ __device__ __forceinline__ RowSplit split_row(const T* p, int n) {
+  constexpr int VEC = 16 / static_cast<int>(sizeof(T));
+  RowSplit s;
+  s.head = std::min(n, to_boundary(p));
+  s.body = (n - s.head) / VEC;
+  s.skip = s.body * VEC;
+  s.edges = n - s.skip;
+  return s;
+}
+
+// Bits [bits, bits + 32) of the 64-bit hi:lo (bits < 32).
+__host__ __device__ __forceinline__ uint32_t funnel_right(uint32_t lo, uint32_t hi, uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __funnelshift_r(lo, hi, bits);
+#else
+  return static_cast<uint32_t>(((static_cast<uint64_t>(hi) << 32) | lo) >> bits);
+#endif
+}
+
+// The 16 bytes that start `odd` bytes (0, or 2 for 16-bit T) into the words
+// w[0..4] (little-endian: element k of the result is element odd / 2 + k of
+// the words): w[0..3] as they are, or each pair funnel-shifted by 16 bits.
+// w[4] is not used when odd == 0.
+template <typename T>
+__host__ __device__ __forceinline__ uint4 join_words(const uint32_t (&w)[5], uint32_t odd) {
+  if constexpr (sizeof(T) == 4) {
+    return make_uint4(w[0], w[1], w[2], w[3]);
+  } else {
+    static_assert(sizeof(T) == 2, "16- or 32-bit elements");
+    const uint32_t bits = odd * 8u;
+    return make_uint4(funnel_right(w[0], w[1], bits), funnel_right(w[1], w[2], bits),
+                      funnel_right(w[2], w[3], bits), funnel_right(w[3], w[4], bits));
+  }
+}
+
+// `pred ? the 16 bytes at p : undefined` where p is on an element but not
+// necessarily on a 16-byte boundary (a column-indexed parameter, such as a
+// LayerNorm weight, read at a split row's body columns): four 32-bit loads
+// (ld.global.nc) from p rounded down to 4 bytes, and for 16-bit T 2 bytes
+// past a word a fifth (join_words).  Every word read holds an element of the
+// 16 bytes, so none lies outside their allocation.  Lanes 16 bytes apart
+// touch 4 lines a load, as a 16-byte load of contiguous lanes does: 4 or 5
+// such loads where one a 16-bit element would take 8, and 4 or 5 registers
+// where the two aligned packs around p would take 8.
+template <typename T>
+__device__ __forceinline__ uint4 ld16_words_if(const T* p, bool pred) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  const uint32_t* wp = reinterpret_cast<const uint32_t*>(a & ~std::uintptr_t(3));
+  const uint32_t odd = static_cast<uint32_t>(a) & 2u;  // 0 for float
+  const int q = pred, q4 = pred && odd != 0;
+  uint32_t w[5];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) KSUITE_LD_IF("ld.global.nc.b32 %0, [%2]", 1, "=r"(w[i]) : "r"(q), "l"(wp + i));
+  w[4] = 0;
+  if constexpr (sizeof(T) == 2) KSUITE_LD_IF("ld.global.nc.b32 %0, [%2]", 1, "+r"(w[4]) : "r"(q4), "l"(wp + 4));
+  return join_words<T>(w, odd);
 }
 
 // Thread-block clusters (sm_90+): a row too long for one CTA's shared memory
