@@ -100,6 +100,10 @@ def test_the_row_ops_know_which_plans_run():
     assert [sm_runs(v, "bfloat16", 2053, 65536) for v in (15, 16, 17, 26)] == [True] * 4
     assert [sm_runs(v, "bfloat16", 2053, 65536) for v in (23, 24, 25)] == [False] * 3
     assert [sm_runs(v, "bfloat16", 32768, 4096) for v in (15, 26)] == [True, False]
+    # shared-memory tiles of whole rows: 1..256 columns in any dtype, aligned or not; wider rows run auto
+    for dt in ("float32", "bfloat16", "float16"):
+        assert all(sm_runs(v, dt, n, 1 << 22) for v in (34, 35) for n in (1, 3, 7, 8, 25, 64, 128, 256))
+        assert not any(sm_runs(v, dt, n, 8) for v in (34, 35) for n in (257, 781, 4096))
     # rows of 781 are not 16-byte multiples: softmax.cu ignores the variant
     assert not any(sm_runs(v, "float32", 781, 2048) for v in range(1, 11))
     assert all(sm_runs(v, "bfloat16", 4096, 32768) for v in (1, 2, 3, 7, 8, 9, 10))

@@ -9,6 +9,7 @@ that must raise, each in a child process.
 """
 from __future__ import annotations
 
+import math
 import zlib
 from importlib import import_module
 
@@ -16,7 +17,7 @@ import pytest
 import torch
 
 from suite import cuda_build
-from suite.verify import check, poison_allocator
+from suite.verify import check, check_case, poison_allocator
 from suite.workload import Case, discover
 
 pytestmark = pytest.mark.gpu
@@ -103,6 +104,7 @@ OPCHECK = [
     ("softmax", "softmax_v", {"M": 37, "N": 1024}, (4,)),
     ("softmax", "softmax_v", {"M": 37, "N": 300}, (15,)),
     ("softmax", "softmax_v", {"M": 37, "N": 128}, (11,)),
+    ("softmax", "softmax_v", {"M": 37, "N": 7}, (35,)),
     ("residual_layernorm_gelu", "residual_layernorm_gelu", {"M": 37, "N": 300}, ()),
     ("residual_layernorm_gelu", "residual_layernorm_gelu_v", {"M": 37, "N": 304}, (2,)),
     ("residual_layernorm_gelu", "residual_layernorm_gelu_v", {"M": 37, "N": 301}, (18,)),
@@ -151,7 +153,7 @@ cases = {
     "softmax contiguous": (lambda: ks.softmax(x.t()), "contiguous"),
     "softmax cpu": (lambda: ks.softmax(x.cpu()), "'CPU' backend"),
     "softmax_v variant": (lambda: ks.softmax_v(x, -1), "variant must be"),
-    "softmax_v variant high": (lambda: ks.softmax_v(x, 34), "variant must be"),
+    "softmax_v variant high": (lambda: ks.softmax_v(x, 36), "variant must be"),
     "rlg dtype": (lambda: ks.residual_layernorm_gelu(x.double(), x.double(), w.double(), b.double(), 1e-5),
                   "float32, float16 or bfloat16"),
     "rlg mixed dtype": (lambda: ks.residual_layernorm_gelu(x, x.half(), w, b, 1e-5), "one dtype"),
@@ -215,7 +217,7 @@ VARIANT_SHAPES = {
                                 # 4096 packs in bf16 (the two-pass fallback)
                                 {"M": 150, "N": 16384}],
 }
-VARIANTS = {"gelu": (0, 1, 2, 4, 5, 6, 7, 8), "softmax": range(0, 34), "residual_layernorm_gelu": range(0, 20)}
+VARIANTS = {"gelu": (0, 1, 2, 4, 5, 6, 7, 8), "softmax": range(0, 36), "residual_layernorm_gelu": range(0, 20)}
 SOFTMAX_HALF2 = (28, 29, 30, 31, 32, 33)  # exps kept as half2: 16-bit rows only
 
 
@@ -296,6 +298,98 @@ def test_softmax_new_variants_misaligned_base(variant, dtype):
         torch.cuda.synchronize()
         result = check(out, wl.reference(case, {"x": x}), wl.tolerance(case))
         assert result.correct, f"variant {variant} {case} misaligned: {result.message}"
+
+
+# softmax's shared-memory tile plans (34: a tile a block, 35: persistent
+# blocks, the next tile in flight) for rows of 1..256 columns at any
+# alignment, against the float64 reference under the harness's rule
+# (normwise and elementwise): every lane-group width (1 to 32 lanes a row)
+# and columns a lane (1 to 8, all slots full or the last one ragged), one
+# row, fewer rows than a tile's 16-byte unit, a partial last tile (prime
+# M), 100003 rows, and 257 columns (past the plans: auto runs).
+SOFTMAX_TILE_VARIANTS = (34, 35)
+SOFTMAX_TILE_SHAPES = ([{"M": m, "N": n} for n in (1, 2, 3, 4, 5, 6, 7, 8, 25, 31, 33, 63, 64)
+                        for m in (1, 3, 1237, 100003)]
+                       + [{"M": m, "N": n} for n in (100, 128, 200, 255, 256, 257) for m in (3, 1237)])
+
+
+def _softmax_tile_check(variant: int, case: Case, x: torch.Tensor):
+    wl = discover().workloads["softmax"]
+    poison_allocator("cuda", wl.min_bytes(case))
+    out = torch.ops.kernel_suite.softmax_v(x, variant)
+    torch.cuda.synchronize()
+    result = check_case(wl, case, out, wl.reference(case, {"x": x}), inputs={"x": x})
+    assert result.correct, f"variant {variant} {case} (x at {x.data_ptr() % 16} mod 16): {result.message}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SOFTMAX_TILE_SHAPES, ids=lambda s: f"M{s['M']}xN{s['N']}")
+@pytest.mark.parametrize("variant", SOFTMAX_TILE_VARIANTS)
+def test_softmax_tile_variants(variant, shape, dtype):
+    wl = discover().workloads["softmax"]
+    import_module("implementations.softmax.cuda").ops()
+    case = Case.make("softmax", dtype, **shape)
+    x = wl.make_inputs(case, "cuda", zlib.crc32(f"tile v{variant}|{case}".encode()))["x"]
+    _softmax_tile_check(variant, case, x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", (7, 25))
+@pytest.mark.parametrize("variant", SOFTMAX_TILE_VARIANTS)
+def test_softmax_tile_variants_many_tiles(variant, n, dtype):
+    """The fuzz preset's millions of short rows (3021808 x 7 bf16 ran at 0.22
+    of copy bandwidth before these plans): thousands of tiles, several
+    for each persistent block of plan 35 (its buffers and copy groups
+    reused), the last one partial."""
+    wl = discover().workloads["softmax"]
+    import_module("implementations.softmax.cuda").ops()
+    case = Case.make("softmax", dtype, M=3021808 if n == 7 else 1_000_003, N=n)
+    x = wl.make_inputs(case, "cuda", zlib.crc32(f"tiles v{variant}|{case}".encode()))["x"]
+    _softmax_tile_check(variant, case, x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("variant", SOFTMAX_TILE_VARIANTS)
+def test_softmax_tile_variants_misaligned_base(variant, dtype):
+    """x 1 to VEC - 1 elements past a 16-byte boundary, y from the allocator:
+    every tile has a head and a tail by x's boundaries, and y's packs are
+    gathered from the buffer element by element."""
+    wl = discover().workloads["softmax"]
+    import_module("implementations.softmax.cuda").ops()
+    vec = 16 // torch.empty((), dtype=getattr(torch, dtype)).element_size()
+    for shape in ({"M": 1, "N": 5}, {"M": 1237, "N": 7}, {"M": 1237, "N": 8}, {"M": 3, "N": 25},
+                  {"M": 1237, "N": 64}, {"M": 100003, "N": 3}, {"M": 1237, "N": 200}):
+        case = Case.make("softmax", dtype, **shape)
+        x = wl.make_inputs(case, "cuda", zlib.crc32(f"tile misaligned v{variant}|{case}".encode()))["x"]
+        for offset in range(1, vec):
+            buf = torch.empty(x.numel() + offset, dtype=x.dtype, device=x.device)
+            view = buf[offset:].view(x.shape)
+            view.copy_(x)
+            assert view.data_ptr() % 16 != 0
+            _softmax_tile_check(variant, case, view)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", (2, 7, 25, 64, 255))
+@pytest.mark.parametrize("variant", SOFTMAX_TILE_VARIANTS)
+def test_softmax_tile_variants_inf_and_large_values(variant, n, dtype):
+    """Rows with -inf entries, one huge entry (a one-hot output), entries
+    offset by 1e4 (the max subtracted exactly), both extremes of the dtype
+    in one row, and all entries at half the dtype's maximum (a uniform
+    output: exp(v - max) must not overflow where v log2 e would)."""
+    wl = discover().workloads["softmax"]
+    import_module("implementations.softmax.cuda").ops()
+    case = Case.make("softmax", dtype, M=1237, N=n)
+    x = wl.make_inputs(case, "cuda", zlib.crc32(f"tile special v{variant}|{case}".encode()))["x"].float()
+    big = torch.finfo(getattr(torch, dtype)).max / 2
+    x[0::5, 0] = -math.inf
+    if n > 2:
+        x[0::5, n - 1] = -math.inf
+    x[1::5, n // 2] = big
+    x[2::5] += 1e4
+    x[3::5, 0], x[3::5, n - 1] = -big, big
+    x[4::5] = big
+    _softmax_tile_check(variant, case, x.to(getattr(torch, dtype)))
 
 
 @pytest.mark.parametrize("variant", (8, 12, 14, 15, 16, 17))

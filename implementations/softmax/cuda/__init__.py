@@ -1,9 +1,10 @@
 """Hand-written CUDA softmax: rows in registers (lanes of a warp or a block a
 row, all loads before the one (max, sum) reduction; short rows several to a
 lane group; rows off 16-byte boundaries as a scalar head, 16-byte body and
-scalar tail), split over a thread-block cluster's shared memory loaded by
-TMA bulk copies (sm_90), or online (running max and sum, two reads) for
-rows longer than that.
+scalar tail), tiles of whole short rows (<= 256 columns, any alignment)
+copied through shared memory with 16-byte accesses, split over a
+thread-block cluster's shared memory loaded by TMA bulk copies (sm_90), or
+online (running max and sum, two reads) for rows longer than that.
 
 ``softmax_v(x, variant)`` runs one plan by number (see softmax.cu; 0 = auto,
 what ``softmax`` runs), for device benchmarks that compare them.
@@ -45,7 +46,7 @@ def _plan(n: int, size: int) -> str:
 # softmax.cu's plans (softmax_v); one that cannot run a shape runs auto's.
 # 0 (auto) is a candidate only where it is a design of its own: rows that
 # are not a multiple of 16 bytes, which it runs one element a load.
-_TUNER = VariantTuner(tuple(range(34)), {
+_TUNER = VariantTuner(tuple(range(36)), {
     0: "auto plan: row in registers, one element a load (unaligned rows)",
     1: "row in registers, 4 packs of 16 B a thread",
     2: "row in registers, 2 packs a thread",
@@ -79,7 +80,10 @@ _TUNER = VariantTuner(tuple(range(34)), {
     30: "as 29 at 512 threads x 8 packs (half the CTAs a cluster), one CTA an SM (16-bit only)",
     31: "as 30 with one buffer (16-bit only)",
     32: "as 31 at 512 threads x 16 packs (clusters of half as many CTAs; 16-bit only)",
-    33: "as 31 at 1024 threads x 8 packs (clusters of half as many CTAs; 16-bit only)"},
+    33: "as 31 at 1024 threads x 8 packs (clusters of half as many CTAs; 16-bit only)",
+    34: "short rows, any alignment: a tile of whole rows a block (<= 16 KB), copied into shared memory "
+        "by 16-byte cp.async, a row a lane group",
+    35: "as 34 with persistent blocks, two 8 KB tile buffers each: the next tile's copies in flight"},
     runs=lambda v, key: _runs(v, *key))
 
 # softmax.cu's persistent plans: slice target (bytes), buffers a CTA
@@ -91,6 +95,9 @@ _IN_REGISTERS = {18: (512, 4), 19: (256, 8), 20: (1024, 4), 21: (256, 8), 22: (5
 _SHORT_MAX_PACKS = 128
 _UNALIGNED_PACKS = {15: 4, 16: 2, 17: 8, 26: 4}
 _UNALIGNED_RAW = (26,)  # packs kept raw, blocks of <= 256 threads
+# softmax.cu's shared-memory tile plans (kTileMaxCols): rows of 1..256 columns, any alignment
+_TILES = (34, 35)
+_TILE_MAX_COLS = 256
 # softmax.cu's raw-pack plans (23-25): threads, packs a thread
 _RAW = {23: (512, 8), 24: (256, 8), 25: (1024, 8), 27: (512, 8), 28: (512, 8)}
 
@@ -100,6 +107,8 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
     inputs allocated by torch: base pointers on 16-byte boundaries)."""
     size = itemsize(dtype)
     vec = 16 // size
+    if variant in _TILES:  # any alignment (x and y equally misaligned, as allocated)
+        return 1 <= n <= _TILE_MAX_COLS
     if variant in _UNALIGNED_PACKS:  # any n whose row fits K packs a thread
         packs = _UNALIGNED_PACKS[variant]  # threads for the body's n // vec packs
         bound = 256 if variant in _UNALIGNED_RAW or vec * packs > 32 else 1024

@@ -22,6 +22,9 @@
 //  18-22      as 8-10 with the slice copied to registers once and its buffer refilled early
 //  23-25, 27  row (on a cluster: a slice) in registers as raw 16-byte packs, exp twice
 //  28-33      16-bit only, exps kept as half2: 28 as 27, 29-33 as 19 at other shapes
+//  34, 35     rows of 1..256 columns, any alignment: tiles of whole rows copied into
+//             shared memory by 16-byte cp.async, a row a lane group; 34: a tile a
+//             block, 35: persistent blocks with the next tile's copies in flight
 // Auto: registers at 2 packs a thread (float32, and 16-bit rows <= 1024), else
 // 4; longer rows on a cluster (float32: register loads, 16-bit: 64 KB TMA
 // slices); longer still, streaming.  A plan that cannot run a shape (too long
@@ -29,7 +32,10 @@
 //
 // This file holds the plan table above, the launchers and the op; the kernels
 // are in softmax_rows.cuh (plans 1-3, 11-17, 23-28), softmax_tma.cuh (4, 5,
-// 8-10, 18-22, 29-33) and softmax_cluster_stream.cuh (6, 7), over softmax_common.cuh.
+// 8-10, 18-22, 29-33), softmax_cluster_stream.cuh (6, 7) and
+// softmax_tiles.cuh (34, 35), over softmax_common.cuh.
+#include <numeric>
+
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
@@ -44,12 +50,13 @@
 #include "softmax_tma.cuh"
 #include "softmax_cluster_stream.cuh"
 #include "softmax_rows.cuh"
+#include "softmax_tiles.cuh"
 
 namespace {
 
 // ------------------------------------------------------------- launchers
 
-constexpr int kSoftmaxVariants = 33;
+constexpr int kSoftmaxVariants = 35;
 
 template <typename T, int VEC, int PACKS>
 bool launch_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
@@ -235,6 +242,52 @@ bool launch_unaligned(const T* x, T* y, int64_t m, int64_t n, cudaStream_t strea
   return true;
 }
 
+// Plans 34 and 35: tiles of whole rows in shared memory (softmax_tiles.cuh)
+// for rows of 1..kTileMaxCols columns, x and y at any alignment, 1 << glog
+// lanes a row (tile_lanes_log2).  Rows a tile: a multiple of the rows whose
+// bytes are a multiple of 16 and of the block's row groups (every lane busy
+// in each round), as many as TILE_BYTES holds; fewer where that leaves
+// under two tiles an SM (100003 float32 rows of 7 at 16 KB: 196 tiles of
+// 512 rows; on 132 SMs 264 of 380 rows instead).  STAGES 1: a block a
+// tile.  STAGES 2: one persistent block for each that fits the GPU at once
+// (6 an SM), at most one a tile.
+template <typename T, int STAGES, int TILE_BYTES, int MIN_BLOCKS>
+bool launch_tiles(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
+  static_assert(TILE_BYTES >= kTileThreads * kTileQ * 4, "one round of the groups' rows must fit a tile");
+  if (n < 1 || n > kTileMaxCols) return false;
+  const int ni = static_cast<int>(n);
+  const int glog = tile_lanes_log2<T>(ni);
+  const int64_t row_bytes = n * static_cast<int64_t>(sizeof(T));
+  const int64_t align_rows = 16 / std::gcd<int64_t>(row_bytes, 16);
+  const int64_t unit = std::max<int64_t>(align_rows, kTileThreads >> glog);
+  int64_t rows = TILE_BYTES / row_bytes / unit * unit;  // >= unit: unit * row_bytes <= 8 KB
+  const int64_t spread = 2 * int64_t(ksuite::sm_count());
+  if ((m + rows - 1) / rows < spread) {
+    const int64_t even = ((m + spread - 1) / spread + align_rows - 1) / align_rows * align_rows;
+    rows = std::min(rows, std::max(align_rows, even));
+  }
+  if (rows < 1 || rows * row_bytes > TILE_BYTES) return false;  // (cannot happen: see above)
+  const int64_t tiles = (m + rows - 1) / rows;
+  auto kernel = softmax_tile_kernel<T, STAGES, TILE_BYTES, MIN_BLOCKS>;
+  int64_t grid = tiles;
+  if constexpr (STAGES == 2) {
+    constexpr int kMaxDevices = 64;
+    static int resident[kMaxDevices] = {};  // blocks an SM holds, per device
+    const int dev = c10::cuda::current_device();
+    int per_sm = dev < kMaxDevices ? resident[dev] : 0;
+    if (per_sm <= 0) {
+      C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kTileThreads, 0));
+      if (dev < kMaxDevices) resident[dev] = per_sm;
+    }
+    if (per_sm <= 0) return false;
+    grid = std::min<int64_t>(tiles, int64_t(per_sm) * ksuite::sm_count());
+  }
+  if (grid > 0x7fffffff) return false;
+  kernel<<<static_cast<unsigned>(grid), kTileThreads, 0, stream>>>(x, y, m, ni, static_cast<int>(rows), glog, tiles);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
 // Auto, chosen by a variant sweep on the H200 (softmax_v runs each plan): rows
 // in registers at 2 packs a thread for float32 and for 16-bit rows up to 1024
 // columns, else 4 packs; rows too long for registers go to a cluster: float32
@@ -259,11 +312,13 @@ void launch_auto(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
 template <typename T, int VEC>
 void launch(const T* x, T* y, int64_t m, int64_t n, int variant, cudaStream_t stream) {
   bool done = false;
-  switch (variant) {  // any row length and alignment (VEC == 1 too)
+  switch (variant) {  // any alignment (VEC == 1 too)
     case 15: done = launch_unaligned<T, 4>(x, y, m, n, stream); break;
     case 16: done = launch_unaligned<T, 2>(x, y, m, n, stream); break;
     case 17: done = launch_unaligned<T, 8>(x, y, m, n, stream); break;
     case 26: done = launch_unaligned<T, 4, true>(x, y, m, n, stream); break;
+    case 34: done = launch_tiles<T, 1, 16384, 6>(x, y, m, n, stream); break;
+    case 35: done = launch_tiles<T, 2, 8192, 6>(x, y, m, n, stream); break;
     default: break;
   }
   if constexpr (VEC > 1) {  // rows on 16-byte boundaries
