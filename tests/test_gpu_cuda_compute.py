@@ -132,6 +132,99 @@ def test_gemm_unaligned_pointers():
     _check("gemm", "cuda", Case.make("gemm", "bfloat16", M=300, N=512, K=256), transform=shift)
 
 
+# gemm_skinny (A with at most 16 rows): every M from 1 to 16 at one decode
+# shape, then M in (1, 3, 5, 8, 13, 16) against every N with K rotating, so
+# each (M, N) and each (M, K) pair occurs; N covers one column, fewer than a
+# pack, one pack, one block, ragged blocks with N % 8 != 0 (2379, 7577: the
+# 2-byte path) and == 0; K covers shorter than one 8-row group, one split
+# (no workspace) and many splits with a ragged last one.
+SKINNY_NS = (1, 7, 8, 256, 1288, 2379, 4096, 7577)
+SKINNY_KS = (1, 7, 281, 1427, 3449, 5888)
+SKINNY_SHAPES = sorted(
+    {(m, 1288, 3449) for m in range(1, 17)}
+    | {(m, n, SKINNY_KS[(i + j) % len(SKINNY_KS)])
+       for i, m in enumerate((1, 3, 5, 8, 13, 16)) for j, n in enumerate(SKINNY_NS)}
+    | {(4, 67592, 300),   # more column blocks than 2 per SM: one split over a long K
+       (16, 4096, 281),   # M = 16 with the 16 * M minimum split: two splits
+       (2, 2379, 1427), (5, 2048, 5888), (8, 1847, 3712)})  # fuzz shapes
+
+
+def _skinny_inputs(m, n, k, dtype, seed, shift=(0, 0)):
+    """Fresh random a (m x k) and b (k x n); shift[i] > 0 starts that operand
+    shift[i] elements into its storage (a 2-byte offset: no 16-byte loads)."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    out = []
+    for (rows, cols), off in zip(((m, k), (k, n)), shift):
+        buf = torch.randn(rows * cols + off, generator=g, device="cuda").to(dtype)
+        out.append(buf[off:].view(rows, cols))
+    return out
+
+
+def _check_skinny(fn, m, n, k, dtype, seed, shift=(0, 0)):
+    """fn(a, b) on fresh inputs against the float64 product, the output and the
+    fp32 workspace sizes poisoned (NaN in the output's dtype and in float32)."""
+    wl = discover().workloads["gemm"]
+    case = Case.make("gemm", str(dtype).removeprefix("torch."), M=m, N=n, K=k)
+    a, b = _skinny_inputs(m, n, k, dtype, seed, shift)
+    ref = a.double() @ b.double()
+    verify.poison_allocator("cuda", m * n * 2, dtype)
+    from implementations.gemm.cuda import skinny_plan
+
+    _, splits = skinny_plan(m, n, k, torch.cuda.get_device_properties(0).multi_processor_count)
+    if splits > 1:  # the fp32 partials [splits, m, n]
+        verify.poison_allocator("cuda", splits * m * n * 4)
+    out = fn(a, b)
+    torch.cuda.synchronize()
+    assert out.dtype == dtype and out.shape == (m, n)
+    res = verify.check_case(wl, case, out, ref)
+    assert res.correct, f"{m}x{n}x{k} {dtype} shift={shift} seed={seed}: {res.message}"
+    return a, b, out
+
+
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+@pytest.mark.parametrize("m,n,k", SKINNY_SHAPES)
+def test_gemm_skinny(m, n, k, dtype):
+    from implementations.gemm.cuda import ops
+
+    _check_skinny(ops().gemm_skinny, m, n, k, dtype, SEED + m * 7 + n + k)
+
+
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+@pytest.mark.parametrize("m,n,k", [(1, 8, 7), (3, 1288, 3449), (8, 7577, 281), (13, 5120, 4751),
+                                   (16, 2379, 1427), (16, 4096, 5888)])
+def test_gemm_cuda_routes_skinny(m, n, k, dtype):
+    """The registered `cuda` GEMM on skinny shapes (it calls gemm_skinny)."""
+    _check("gemm", "cuda", Case.make("gemm", dtype, M=m, N=n, K=k))
+
+
+@pytest.mark.parametrize("shift", [(0, 1), (1, 0), (1, 1)])
+@pytest.mark.parametrize("m,n,k", [(3, 1288, 3449), (16, 4096, 1427), (1, 256, 7)])
+def test_gemm_skinny_unaligned(m, n, k, shift):
+    """Views that start 2 bytes into their storage: N % 8 == 0 but B is not
+    16-byte aligned, so the 2-byte path must run; A is read per element."""
+    from implementations.gemm.cuda import ops
+
+    _check_skinny(ops().gemm_skinny, m, n, k, torch.bfloat16, SEED + 1, shift)
+    gemm_cuda = discover().get("gemm", "cuda").fn
+    _check_skinny(gemm_cuda, m, n, k, torch.float16, SEED + 2, shift)
+
+
+def test_gemm_skinny_deterministic_and_empty():
+    """The same inputs give the same bits (partials added in a fixed order);
+    K = 0 gives zeros, M = 0 or N = 0 an empty result."""
+    from implementations.gemm.cuda import ops
+
+    for m, n, k in ((5, 2048, 5888), (13, 2379, 4751)):
+        a, b, first = _check_skinny(ops().gemm_skinny, m, n, k, torch.bfloat16, SEED + 3)
+        for _ in range(3):
+            assert torch.equal(ops().gemm_skinny(a, b), first)
+    a, b = _skinny_inputs(4, 9, 0, torch.float16, SEED)
+    verify.poison_allocator("cuda", 4 * 9 * 2, torch.float16)
+    assert torch.equal(ops().gemm_skinny(a, b), torch.zeros(4, 9, device="cuda", dtype=torch.float16))
+    assert ops().gemm_skinny(*_skinny_inputs(0, 9, 5, torch.float16, SEED)).shape == (0, 9)
+    assert ops().gemm_skinny(*_skinny_inputs(3, 0, 5, torch.float16, SEED)).shape == (3, 0)
+
+
 @pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
 @pytest.mark.parametrize("d", (64, 128))
 @pytest.mark.parametrize("s", (1, 17, 63, 64, 65, 127, 129, 255, 257))
@@ -233,6 +326,12 @@ with pytest.raises(RuntimeError, match="tile must be"):
     gemm_ops().gemm_mma_ws(a.bfloat16(), a.bfloat16(), -1)
 with pytest.raises(RuntimeError, match="float16 and bfloat16"):
     gemm_ops().gemm_mma_ws(a, a)
+with pytest.raises(RuntimeError, match="at most 16 rows"):
+    gemm_ops().gemm_skinny(torch.randn(17, 64, device="cuda").bfloat16(), a.bfloat16())
+with pytest.raises(RuntimeError, match="float16 and bfloat16"):
+    gemm_ops().gemm_skinny(a[:4], a)
+with pytest.raises(RuntimeError, match="inner dimensions"):
+    gemm_ops().gemm_skinny(a[:4].bfloat16(), torch.randn(32, 64, device="cuda").bfloat16())
 q = torch.randn(1, 1, 16, 96, device="cuda", dtype=torch.bfloat16)
 with pytest.raises(RuntimeError, match="head dim"):
     attention_ops().attention_flash(q, q, q, False)
@@ -256,6 +355,8 @@ def test_boundary_checks_explain_themselves():
     ("gemm_mma", torch.float16, (33, 17, 11)),
     ("gemm_naive", torch.float32, (33, 17, 11)),
     ("gemm_mma_ws", torch.bfloat16, (40, 24, 48)),
+    ("gemm_skinny", torch.bfloat16, (5, 24, 300)),
+    ("gemm_skinny", torch.float16, (16, 17, 11)),
 ])
 def test_opcheck_gemm(op, dtype, shape):
     from implementations.gemm.cuda import ops

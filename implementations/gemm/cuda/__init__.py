@@ -10,10 +10,18 @@ inputs (tf32 would be a different computation).  On Hopper four more tiles
 gemm_ws_kernel.cuh): a producer warpgroup issues TMA loads into swizzled
 stages, 8 mma warps wait only on mbarriers, the grid is persistent; 12 and
 13 store C through shared memory in 16-byte pieces rather than 4-byte ones.
+When A has at most 16 rows (decode and other skinny shapes) ``cuda`` runs
+gemm_skinny.cu instead: those shapes are a stream over B, which one row of
+128-row tiles would read with most SMs idle and mostly padded tensor-core
+tiles; the skinny kernel has each thread own 8 columns of C (one 16-byte
+pack of B when N % 8 == 0 and B is 16-byte aligned, else 2-byte loads) with
+M x 8 fp32 accumulators on the FMA units, splits K over the grid so that
+every SM has blocks whatever N is, and adds the splits' fp32 partials in a
+fixed order (deterministic).
 ``cuda:naive`` is gemm_naive.cu: one thread per element of C, no tiling, all
 three dtypes; the pair shows what tiling and tensor cores buy.  Built by
 implementations._shared.cuda_ext on first use; called as torch.ops.kernel_suite.gemm_mma /
-gemm_mma_ws / gemm_naive.
+gemm_mma_ws / gemm_skinny / gemm_naive.
 """
 from __future__ import annotations
 
@@ -26,7 +34,7 @@ from suite.backends import dtype_in
 from suite.workload import Case, register
 
 _HERE = Path(__file__).parent
-SOURCES = [_HERE / "gemm_mma.cu", _HERE / "gemm_naive.cu"]
+SOURCES = [_HERE / "gemm_mma.cu", _HERE / "gemm_naive.cu", _HERE / "gemm_skinny.cu"]
 WS_SOURCES = [_HERE / "gemm_ws.cu"]  # sm_90a: its own extension
 
 
@@ -40,6 +48,7 @@ def _fakes() -> None:
 
     torch.library.register_fake("kernel_suite::gemm_mma")(lambda a, b, tile=-1: out_like(a, b))
     torch.library.register_fake("kernel_suite::gemm_naive")(out_like)
+    torch.library.register_fake("kernel_suite::gemm_skinny")(out_like)
 
 
 def _ws_fakes() -> None:
@@ -60,7 +69,7 @@ def _hopper() -> bool:
 
 
 def ops():
-    """Build (once) and load gemm_mma and gemm_naive, and on Hopper gemm_mma_ws."""
+    """Build (once) and load gemm_mma, gemm_skinny and gemm_naive, and on Hopper gemm_mma_ws."""
     lib = cuda_ext.load("gemm", SOURCES, fakes=_fakes)
     if _hopper():
         cuda_ext.load("gemm_ws", WS_SOURCES, hopper=True, fakes=_ws_fakes)
@@ -90,6 +99,39 @@ TILES = {0: "128x128x32, 4 warps, 4 stages, 2 CTAs/SM",
 WS_FIRST = 10
 
 
+# A with at most this many rows goes to gemm_skinny.
+SKINNY_ROWS = 16
+SKINNY_COLS = 256   # columns of C per block
+SKINNY_KROUND = 8   # a K split's rows are a multiple of this
+SKINNY_KMIN = 64    # and, with more than one split, at least max(this, 16 * M)
+
+
+def skinny_plan(m: int, n: int, k: int, sms: int) -> tuple[int, int]:
+    """(K rows per split, splits) of gemm_skinny (mirrors split_rows in
+    gemm_skinny.cu): about two blocks per SM over the ceil(n / 256) column
+    blocks; with more than one split, each at least max(64, 16 * m) rows, so
+    that all 8 warps of a block have rows and the fp32 partials stay a small
+    fraction of B's bytes; rows rounded up to a multiple of 8."""
+    col_blocks = -(-n // SKINNY_COLS)
+    want = -(-2 * sms // col_blocks)
+    splits = max(1, min(want, k // max(SKINNY_KMIN, 16 * m)))
+    rows = -(-k // splits)
+    rows = -(-rows // SKINNY_KROUND) * SKINNY_KROUND
+    return rows, -(-k // rows)
+
+
+def _skinny_config(case: Case) -> str:
+    import torch
+
+    m, n, k = case["M"], case["N"], case["K"]
+    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    rows, splits = skinny_plan(m, n, k, sms)
+    bound = 1 << max(0, m - 1).bit_length()
+    loads = "16-byte" if n % 8 == 0 else "2-byte"
+    return (f"skinny: FMA, {bound}x8 fp32 accumulators a thread, 256 columns x {splits} K splits "
+            f"of {rows} rows, {loads} loads of B")
+
+
 def _tile(case: Case) -> str:
     """The tile gemm_mma.cu picks for this case (mirrors its auto_tile)."""
     m, n, k = case["M"], case["N"], case["K"]
@@ -114,6 +156,8 @@ def _key(dtype: str, m: int, n: int, k: int) -> tuple:
 
 
 def _config(case: Case) -> str:
+    if case["M"] <= SKINNY_ROWS:
+        return _skinny_config(case)
     if case["K"] % 8 == 0 and case["N"] % 8 == 0:
         tuned = _TUNER.config(_key(case.dtype, case["M"], case["N"], case["K"]))
         if tuned:
@@ -125,9 +169,12 @@ def _config(case: Case) -> str:
           supports=dtype_in("float16", "bfloat16"), config=_config,
           description="CUDA: mma.sync tensor cores, ldmatrix from padded shared memory, "
                       "multi-stage cp.async pipeline, register double-buffered fragments; on Hopper also "
-                      "TMA-fed warp-specialised tiles; tile autotuned")
+                      "TMA-fed warp-specialised tiles; tile autotuned; at most 16 rows of A: a split-K "
+                      "FMA kernel streaming B in 16-byte packs")
 def gemm_cuda(a, b):
     (m, k), n = a.shape, b.shape[-1]
+    if m <= SKINNY_ROWS:
+        return ops().gemm_skinny(a, b)
     if k % 8 or n % 8 or a.data_ptr() % 16 or b.data_ptr() % 16:
         return ops().gemm_mma(a, b)  # the guarded path (one tile); TMA needs all four
     key = _key(str(a.dtype).removeprefix("torch."), m, n, k)
