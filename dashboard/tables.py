@@ -20,6 +20,9 @@ from dashboard.charts import STATUS_COLORS
 
 SOL_COLORSCALE = "Viridis"   # 0 dark violet, 1 yellow, as the SOL colour bar elsewhere
 NO_ROW = "—"                 # the implementation has no row on that case
+# the grid sizes a column by its first rows and header only: a longer text further down
+# is cut ("unsupp…"); a 14-px grid font is at most ~8 px a character, plus the padding
+CHAR_PX, PAD_PX, MAX_PX = 8, 16, 320
 
 
 def sol_css(values) -> list[str]:
@@ -53,3 +56,12 @@ def sol_table(sol: pd.DataFrame, status: pd.DataFrame) -> Styler:
     values = sol.to_numpy(dtype=float)
     css[~np.isnan(values)] = sol_css(values[~np.isnan(values)])
     return text.style.apply(lambda frame: pd.DataFrame(css, index=frame.index, columns=frame.columns), axis=None)
+
+
+def column_widths(text: pd.DataFrame) -> dict[str, int]:
+    """Pixels for each column of ``text`` and for its index ("_index", as st.column_config
+    names it) that fit the header and the longest cell, at most MAX_PX each."""
+    def px(header, values) -> int:
+        return min(MAX_PX, CHAR_PX * max([len(str(header))] + [len(str(v)) for v in values]) + PAD_PX)
+
+    return {"_index": px(text.index.name or "", text.index), **{c: px(c, text[c]) for c in text.columns}}

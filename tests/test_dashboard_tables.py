@@ -60,3 +60,14 @@ def test_sol_table_without_statuses():
     sol, _ = matrix()
     text = tables.sol_table(sol.iloc[:1], pd.DataFrame()).data
     assert text.loc["triton", "gelu"] == "0.80"
+
+
+def test_column_widths_fit_the_longest_text_of_any_row():
+    """The grid sizes a column by its first rows: a status in the last row must widen it."""
+    text = pd.DataFrame({"gemm": ["0.99"] * 13 + ["unsupported"], "a_long_workload_name": ["0.5"] * 14},
+                        index=pd.Index(["t"] * 13 + ["triton:persistent"], name="implementation"))
+    widths = tables.column_widths(text)
+    assert widths["gemm"] == tables.CHAR_PX * len("unsupported") + tables.PAD_PX
+    assert widths["a_long_workload_name"] == tables.CHAR_PX * len("a_long_workload_name") + tables.PAD_PX
+    assert widths["_index"] == tables.CHAR_PX * len("triton:persistent") + tables.PAD_PX
+    assert tables.column_widths(pd.DataFrame({"x" * 500: ["1"]}))["x" * 500] == tables.MAX_PX

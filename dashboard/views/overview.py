@@ -45,7 +45,10 @@ else:
     st.caption(f"SOL of each implementation (row) on each workload (column), {safe.md(dtype)} on "
                f"{safe.md(gpu)}: 1 is the roofline; a failed case shows its status, — no row. "
                "A click on a cell opens its case.")
-    event = st.dataframe(tables.sol_table(sol, status), key="overview_sol", width="content",
+    table = tables.sol_table(sol, status)
+    event = st.dataframe(table, key="overview_sol", width="content", height="content",
+                         column_config={c: st.column_config.TextColumn(width=w)
+                                        for c, w in tables.column_widths(table.data).items()},
                          on_select="rerun", selection_mode="single-cell")
     cells = event.selection.get("cells", []) if event else []
     shapes = analysis.sol_shapes(rows, dtype, gpu) if cells else {}
