@@ -232,16 +232,27 @@ def best_table(df: pd.DataFrame) -> pd.DataFrame:
     return out[columns]
 
 
+def _largest_shapes(d: pd.DataFrame) -> pd.Series:
+    top = largest_shape(d, by=("workload",))
+    return top.drop_duplicates("workload").set_index("workload")["shape"]
+
+
+def sol_shapes(df: pd.DataFrame, dtype: str, gpu: str) -> pd.Series:
+    """The shape :func:`sol_matrix` shows for each workload (its largest with an ok
+    row), by workload."""
+    return _largest_shapes(df[(df["dtype"] == dtype) & (df["gpu"] == gpu)])
+
+
 def sol_matrix(df: pd.DataFrame, dtype: str, gpu: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(SOL, status text): workload x implementation at each workload's largest size.
+    """(SOL, status text): workload x implementation at each workload's largest size
+    (:func:`sol_shapes`).
 
     Cells of implementations that failed there hold NaN and their status.
     """
     d = df[(df["dtype"] == dtype) & (df["gpu"] == gpu)]
-    top = largest_shape(d, by=("workload",))
-    if top.empty:
+    shapes = _largest_shapes(d)
+    if shapes.empty:
         return pd.DataFrame(), pd.DataFrame()
-    shapes = top.drop_duplicates("workload").set_index("workload")["shape"]
     at = d[d["shape"].eq(d["workload"].map(shapes))]
     # several timers: keep the best of each implementation
     at = at.assign(_sol=at["sol"].where(at["status"] == "ok"))

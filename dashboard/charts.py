@@ -245,47 +245,6 @@ def roofline_chart(df: pd.DataFrame, peak_gbps: float, peak_tflops: dict[str, fl
                    logx=True, logy=True)
 
 
-# a heatmap cell's text: at most four characters, so that it fits its cell
-STATUS_MARKS = {"incorrect": "bad", "error": "err", "suspect": "sus", "unsupported": "n/s",
-                "unavailable": "n/a"}
-# the heatmap's plot area on the dashboard's wide layout in a 1400-px window, less the
-# workload names and the colour bar; a character is ~0.6 of the font size wide
-HEATMAP_PX = 600
-CELL_FONT = (8, 12)  # smaller than 8 px: no text in the cells, the hover names each value
-
-
-def _cell(v) -> str:
-    return "" if pd.isna(v) else f"{v:.2f}" if abs(v) < 10 else f"{v:.0f}"
-
-
-def cell_font(columns: int, chars: int = 4) -> int:
-    """The font size at which ``chars`` characters fit a cell of HEATMAP_PX / ``columns``
-    pixels (2 px padding each side), up to CELL_FONT[1]; 0 where that is under CELL_FONT[0]."""
-    size = int((HEATMAP_PX / max(columns, 1) - 4) / (0.6 * chars))
-    return min(size, CELL_FONT[1]) if size >= CELL_FONT[0] else 0
-
-
-def sol_heatmap(sol: pd.DataFrame, status: pd.DataFrame, title: str = "") -> go.Figure:
-    """Workload x implementation SOL; a failed cell shows its status, shortened
-    (STATUS_MARKS), "—" where the implementation has no row.  Cell text is at most
-    four characters, in a font that fits the cell (:func:`cell_font`), or none
-    where the cells are too narrow; the hover names the full value and status."""
-    full = status.reindex_like(sol) if not status.empty else pd.DataFrame(index=sol.index, columns=sol.columns)
-    full = full.fillna("no row").where(sol.isna(), "")  # a value needs no status
-    text = sol.map(_cell).where(sol.notna(), full.map(lambda s: STATUS_MARKS.get(s, "—" if s == "no row" else s[:4])))
-    size = cell_font(len(sol.columns))
-    fig = go.Figure(go.Heatmap(z=sol.to_numpy(dtype=float), x=[safe.html(c) for c in sol.columns],
-                               y=[safe.html(i) for i in sol.index], text=text.map(safe.html).to_numpy(),
-                               texttemplate="%{text}" if size else "", textfont=dict(size=size or CELL_FONT[0]),
-                               customdata=full.map(safe.html).to_numpy(), zmin=0, zmax=1,
-                               colorscale="Viridis", colorbar=dict(title="SOL"),
-                               hovertemplate="%{y} · %{x}<br>SOL %{z:.2f} %{customdata}<extra></extra>"))
-    fig.update_yaxes(autorange="reversed")
-    # rows of at least 28 px, so the text and the workload names keep to their row
-    fig.update_layout(height=max(450, 28 * len(sol.index) + 200))
-    return _layout(fig, title, "implementation", "workload")
-
-
 def pass_rate_bars(counts: pd.DataFrame, title: str = "", by: str = "impl") -> go.Figure:
     """Stacked rows per status for each implementation, or ``by`` (one trace per status)."""
     fig = go.Figure()

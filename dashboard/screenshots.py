@@ -31,9 +31,13 @@ LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm
                "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 PAGES = [("", "Overview"), ("case", "Case"), ("bandwidth", "Bandwidth"), ("roofline", "Roofline"), ("fusion", "Fusion"),
          ("profile", "Profile"), ("compare", "Compare"), ("history", "History"), ("data", "Data")]
-# pages that draw a chart only when the runs hold its figures (Nsight Compute, energy),
-# else show the command that records them
-CHART_OR_CODE = {"profile"}
+CHART = ".js-plotly-plot .main-svg"
+# what shows a page drawn, by its title: a Plotly chart's SVG, but the Overview's SOL
+# table (the default page draws no Plotly chart, so its first render loads no Plotly
+# JavaScript), and Profile's chart or, where the runs hold none of its figures
+# (Nsight Compute, energy), the command that records them
+DRAWN = {"Overview": '.st-key-overview_sol [data-testid="data-grid-canvas"]',
+         "Profile": f'{CHART}, [data-testid="stCode"]'}
 
 
 def free_port() -> int:
@@ -91,13 +95,11 @@ def browser_page(timeout_ms: int = 60_000):
             browser.close()
 
 
-def wait_ready(page, title: str, chart: bool = True, or_code: bool = False) -> None:
-    """The page's heading is shown and, if asked, a Plotly chart has drawn its SVG
-    (``or_code``: or a code block, a chartless page's hint)."""
+def wait_ready(page, title: str, drawn: bool = True) -> None:
+    """The page's heading is shown and, if asked, what marks it drawn (DRAWN)."""
     page.get_by_role("heading", name=title, exact=True).wait_for()
-    if chart:
-        extra = ', [data-testid="stCode"]' if or_code else ""
-        page.locator(".js-plotly-plot .main-svg" + extra).first.wait_for()
+    if drawn:
+        page.locator(DRAWN.get(title, CHART)).first.wait_for()
     page.wait_for_load_state("networkidle")
 
 
@@ -143,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             query = queries.get(path or "overview")
             page.goto(f"{base}/{path}" + (f"?{query}" if query else ""))
             page.set_viewport_size({"width": 1400, "height": 1000})
-            wait_ready(page, title, or_code=path in CHART_OR_CODE)
+            wait_ready(page, title)
             fit_height(page)
             target = out / f"{path or 'overview'}.png"
             page.screenshot(path=str(target), full_page=True)

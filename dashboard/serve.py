@@ -29,7 +29,7 @@ def warm() -> None:
     # resident against ~550 MB)
     pa.set_memory_pool(pa.system_memory_pool())
     import plotly.graph_objects  # noqa: F401
-    from dashboard import analysis, charts, charts_profile, data, ui  # noqa: F401
+    from dashboard import analysis, charts, charts_profile, data, tables, ui  # noqa: F401
     from suite import compare  # noqa: F401  (Compare's verdicts)
     loaded = data.load()
     for column in ("run_id", "gpu", "commit", "workload", "dtype", "impl", "timer"):
@@ -42,18 +42,20 @@ def warm() -> None:
 def first_use() -> None:
     """What a process pays once, on the first page otherwise (~1 s on 2 cores): Plotly's
     validators of each trace kind the pages draw, its dataframe adapter (narwhals),
-    pandas' Styler and its templates (Compare's shaded table)."""
+    pandas' Styler and its templates (Compare's shaded table, the Overview's SOL table)."""
     import pandas as pd
     import plotly.graph_objects as go
     import streamlit.delta_generator as dg
 
+    from dashboard import tables
+
     x = pd.Series([1.0, 2.0])
-    fig = go.Figure([go.Scatter(x=x, y=x, customdata=pd.concat([x, x], axis=1)), go.Bar(x=x, y=x),
-                     go.Heatmap(z=[[1.0]], text=[["a"]])])
+    fig = go.Figure([go.Scatter(x=x, y=x, customdata=pd.concat([x, x], axis=1)), go.Bar(x=x, y=x)])
     fig.add_hline(y=1.0, annotation_text="a")
     fig.update_layout(title="a").update_xaxes(type="log")
     fig.to_dict()
     pd.DataFrame({"a": x}).style.apply(lambda r: [""] * len(r), axis=1).format({"a": "{:.1f}"}).to_html()
+    tables.sol_css([0.5])  # Plotly's colour scales (the Overview's SOL table)
     # Streamlit's once-a-process check for a script started without `streamlit run`
     # walks every frame's source (~0.3 s); this process is `streamlit run`
     dg._use_warning_has_been_displayed = True

@@ -9,9 +9,10 @@ way ``python -m suite dashboard`` does (dashboard.screenshots.serve), and
 reports, in seconds:
 
   first render   from the server answering /_stcore/health to the Overview's
-                 heading and first chart drawn (the load and the page)
-  filter change  a sidebar dtype chosen, to the rerun done and the chart redrawn
-  page change    Overview -> Bandwidth through the sidebar, to its chart drawn
+                 heading and SOL table drawn (the load and the page)
+  filter change  a sidebar dtype chosen, to the rerun done and the table redrawn
+  page change    Overview -> Bandwidth through the sidebar, to its chart drawn (the
+                 session's first Plotly chart: the browser loads Plotly's JavaScript here)
   compare GPUs   Compare switched to "two GPUs", to the rerun done and the table shown
   server RSS     the Streamlit process's resident memory at the end, in MB
 
@@ -113,7 +114,7 @@ def measure(folder: Path) -> dict[str, tuple[float, float]]:
         start = time.monotonic()
         page.get_by_role("option", name="float16", exact=True).click()
         settle(page)
-        page.locator(".js-plotly-plot .main-svg").first.wait_for()
+        page.locator(shots.DRAWN["Overview"]).first.wait_for()
         out["filter change"] = (time.monotonic() - start, times.since())
         page.keyboard.press("Escape")
         times.since()

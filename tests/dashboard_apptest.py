@@ -28,18 +28,34 @@ def figures(at: AppTest) -> list[dict]:
     return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
 
 
-def select_point(at: AppTest, key: str, point: dict) -> AppTest:
-    """Run ``at`` again as if ``point`` (Streamlit's selection: customdata and all) had
-    been clicked on the Plotly chart ``key``: AppTest has no setter for a chart's
-    selection, so its widget state is sent as the browser sends it."""
+def table(at: AppTest, key: str):
+    """The st.dataframe ``key`` on the page (AppTest's element; ``.value`` its data)."""
+    return next(el for el in at.dataframe if el.proto.id.endswith(key))
+
+
+def _select(at: AppTest, element, selection: dict) -> AppTest:
+    """Run ``at`` again as if ``selection`` had been made on ``element`` (a chart or
+    table with on_select): AppTest has no setter for a selection, so its widget state
+    is sent as the browser sends it."""
     from streamlit.proto.WidgetStates_pb2 import WidgetStates
 
-    chart = next(el for el in at.get("plotly_chart") if el.proto.id.endswith(key))
     states = at._tree.get_widget_states()
     ws = WidgetStates()
     ws.widgets.extend(states.widgets)
     state = ws.widgets.add()
-    state.id = chart.proto.id
-    state.string_value = json.dumps({"selection": {"points": [point], "point_indices": [0], "box": [],
-                                                 "lasso": []}})
+    state.id = element.proto.id
+    state.string_value = json.dumps({"selection": selection})
     return at._run(ws)
+
+
+def select_point(at: AppTest, key: str, point: dict) -> AppTest:
+    """Run ``at`` again as if ``point`` (Streamlit's selection: customdata and all) had
+    been clicked on the Plotly chart ``key``."""
+    chart = next(el for el in at.get("plotly_chart") if el.proto.id.endswith(key))
+    return _select(at, chart, {"points": [point], "point_indices": [0], "box": [], "lasso": []})
+
+
+def select_cell(at: AppTest, key: str, row: int, column: str) -> AppTest:
+    """Run ``at`` again as if the cell (row position, column name) of the table ``key``
+    had been clicked (selection_mode="single-cell")."""
+    return _select(at, table(at, key), {"rows": [], "columns": [], "cells": [[row, column]]})

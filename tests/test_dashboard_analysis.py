@@ -123,6 +123,8 @@ def test_sol_matrix_shows_status_of_failed_cells():
     sol, status = analysis.sol_matrix(df, "float32", "h200")
     assert sol.loc["softmax", "triton"] == 0.8 and np.isnan(sol.loc["softmax", "cuda"])
     assert status.loc["softmax", "cuda"] == "error" and status.loc["softmax", "triton"] == ""
+    # the cells' case: the largest shape with an ok row, the one a click opens
+    assert analysis.sol_shapes(df, "float32", "h200").to_dict() == {"softmax": "big"}
 
 
 def test_pass_rate_leaves_unsupported_out_of_the_denominator():

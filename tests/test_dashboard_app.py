@@ -11,7 +11,7 @@ pytest.importorskip("plotly", reason="the dashboard needs plotly (scripts/setup.
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import fixtures_dashboard as fx  # noqa: E402
-from dashboard_apptest import app, figures  # noqa: E402
+from dashboard_apptest import app, figures, select_cell, table  # noqa: E402
 PAGES = {"overview": "Overview", "case": "Case", "bandwidth": "Bandwidth", "roofline": "Roofline", "fusion": "Fusion",
          "profile": "Profile", "compare": "Compare", "history": "History", "data_table": "Data"}
 
@@ -70,6 +70,9 @@ def test_page_renders(monkeypatch, tree, page, dataset):
         assert not figures(at)
         return
     figs = figures(at)
+    if page == "overview":  # no Plotly chart on the default page: the SOL matrix is a table
+        assert not figs and len(table(at, "overview_sol").value.columns) > 0
+        return
     if page == "profile":  # the fixture runs hold no ncu or energy figures: the page says how to record them
         assert not figs and "--profile ncu" in at.code[0].value
         return
@@ -83,21 +86,39 @@ def test_overview_content(monkeypatch, tree):
     best = at.dataframe[0].value
     assert set(best["gpu"]) == {"h200", "h100-80gb-hbm3"}
     assert set(best["workload"]) == set(fx.SHAPES)
-    heat = figures(at)[0]["data"][0]
-    assert heat["type"] == "heatmap" and "cuda" in heat["x"]
+    sol = table(at, "overview_sol").value  # bfloat16 on the first GPU (h100-80gb-hbm3)
+    assert "cuda" in sol.index and set(sol.columns) == set(fx.SHAPES)
+    assert sol.loc["cuda", "gelu"] == "unavailable"  # not run on the H100
+    assert sol.loc["cuda", "attention"] == "—"  # no cuda attention at all
+    assert 0 < float(sol.loc["triton", "gelu"]) <= 1
     # the planted L2-resident row is flagged, not hidden
     assert any("claim more than" in w.value for w in at.warning)
 
 
-def test_overview_sections_below_the_heatmap_run_only_when_opened(monkeypatch, tree):
+def test_overview_sections_below_the_sol_table_run_only_when_opened(monkeypatch, tree):
     closed = app(monkeypatch, [tree["results"]])
-    assert [f["data"][0]["type"] for f in figures(closed)] == ["heatmap"]
+    assert figures(closed) == []  # no Plotly JavaScript for the browser to load
     opened = app(monkeypatch, [tree["results"]], params={"overview_show_pass": "true",
                                                          "overview_show_env": "true"})
-    assert [f["data"][0]["type"] for f in figures(opened)] == ["heatmap", "bar"]
+    assert [f["data"][0]["type"] for f in figures(opened)] == ["bar"]
     frames = [d.value for d in opened.dataframe]
     assert any("pass_rate" in f.columns for f in frames)
     assert len(frames) >= len(closed.dataframe) + 3  # pass rate, environment, ceilings
+
+
+def test_a_click_on_a_sol_cell_opens_its_case(monkeypatch, tree):
+    at = app(monkeypatch, [tree["results"]], params={"overview_gpu": "h200", "overview_dtype": "float32",
+                                                     "dtype": "float32"})
+    sol = table(at, "overview_sol").value
+    at = select_cell(at, "overview_sol", list(sol.index).index("triton"), "softmax")
+    assert not at.exception, at.exception
+    assert [t.value for t in at.title] == ["Case"]
+    chosen = {s.key: s.value for s in at.selectbox}
+    largest = max(fx.SHAPES["softmax"], key=lambda s: s["M"] * s["N"])
+    assert chosen["case_gpu"] == "h200" and chosen["case_workload"] == "softmax"
+    assert chosen["case_dtype"] == "float32" and chosen["case_shape"] == f"M={largest['M']},N={largest['N']}"
+    params = dict(at.query_params)
+    assert params["dtype"] == "float32" and not [k for k in params if k.startswith("overview_")]
 
 
 def test_bandwidth_never_plots_failed_rows(monkeypatch, tree):

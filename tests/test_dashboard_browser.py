@@ -1,8 +1,9 @@
 """The dashboard in a real browser: headless Debian Chromium through playwright.
 
 Starts the server the way `python -m suite dashboard` does (dashboard.launch,
-via dashboard.screenshots.serve), opens every page, checks its heading, a
-rendered Plotly chart and no Streamlit exception, checks that a sidebar filter
+via dashboard.screenshots.serve), opens every page, checks its heading, what
+marks it drawn (a Plotly chart; the Overview's SOL table, with no Plotly
+JavaScript loaded) and no Streamlit exception, checks that a sidebar filter
 change reaches the URL and survives a page change, and saves screenshots under
 tests/artifacts/dashboard/.
 """
@@ -46,12 +47,48 @@ def no_exception(page) -> bool:
 def test_every_page_renders(server, page, path, title):
     base, tree = server
     page.goto(f"{base}/{path}")
-    shots.wait_ready(page, title, or_code=path in shots.CHART_OR_CODE)
+    shots.wait_ready(page, title)
     assert no_exception(page)
     # the corrupt file is named, the rest is shown
     assert page.get_by_text(str(tree["corrupt"])).count() >= 1
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{path or 'overview'}.png"), full_page=True)
+
+
+def test_the_overview_loads_no_plotly(server, fresh_page):
+    """The default page draws its SOL matrix as a table, so the browser neither
+    fetches nor evaluates Plotly's bundle (Streamlit loads it with the first chart)."""
+    base, _ = server
+    page = fresh_page
+    scripts = []
+    page.on("request", lambda r: scripts.append(r.url) if r.resource_type == "script" else None)
+    page.goto(base)
+    shots.wait_ready(page, "Overview")
+    assert scripts and not [u for u in scripts if "plotly" in u.lower()]
+    page.locator('[data-testid="stSidebar"]').get_by_role("link", name="Bandwidth").click()
+    shots.wait_ready(page, "Bandwidth")
+    assert [u for u in scripts if "plotly" in u.lower()]  # the check above can see it
+
+
+def test_a_click_on_a_sol_cell_opens_its_case(server, fresh_page):
+    """A real click on the Overview's SOL table (Streamlit's cell selection) lands on
+    the Case view with that workload's largest shape in the URL."""
+    base, _ = server
+    page = fresh_page
+    page.goto(f"{base}/?gpu=h200&overview_dtype=float32")
+    shots.wait_ready(page, "Overview")
+    grid = page.locator('.st-key-overview_sol [data-testid="stDataFrame"]')
+    grid.scroll_into_view_if_needed()
+    # the grid is a canvas: its last column (softmax, the workloads sorted) ends at the
+    # table's right edge (width="content"); under the 35-px header, the first row
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + box["width"] - 15, box["y"] + 35 + 17)
+    page.wait_for_url("**/case?**case_shape=**")
+    shots.wait_ready(page, "Case")
+    assert "case_workload=softmax" in page.url and "case_gpu=h200" in page.url
+    assert "case_dtype=float32" in page.url and "case_shape=M%3D4096%2CN%3D131072" in page.url
+    page.locator('[data-testid="stDataFrame"]').first.wait_for()
+    assert no_exception(page)
 
 
 def test_filter_change_reaches_the_url_and_survives_navigation(server, page):

@@ -75,39 +75,6 @@ def test_roofline_without_ceilings_has_points_only():
     assert len(fig.data) == 1
 
 
-def test_sol_heatmap_values_and_status_text():
-    sol = pd.DataFrame({"triton": [0.8, np.nan]}, index=["gelu", "softmax"])
-    status = pd.DataFrame({"triton": ["", "error"]}, index=["gelu", "softmax"])
-    fig = charts.sol_heatmap(sol, status)
-    assert len(fig.data) == 1 and fig.data[0].type == "heatmap"
-    assert fig.data[0].z[0][0] == 0.8 and np.isnan(fig.data[0].z[1][0])
-    assert [list(r) for r in fig.data[0].text] == [["0.80"], ["err"]]
-    assert [list(r) for r in fig.data[0].customdata] == [[""], ["error"]]  # the hover names it
-    assert (fig.data[0].zmin, fig.data[0].zmax) == (0, 1)
-
-
-@pytest.mark.parametrize("columns", [3, 17, 25, 60])
-def test_sol_heatmap_text_keeps_inside_its_cell(columns):
-    """At most four characters a cell, in a font whose four characters fit the cell's
-    width on the dashboard's layout (charts.HEATMAP_PX); none where that font would be
-    under 8 px; every status and value still in the hover."""
-    impls = [f"impl{i}" for i in range(columns)]
-    statuses = ["", "unsupported", "unavailable", "incorrect", "error", "suspect", np.nan]
-    status = pd.DataFrame([[statuses[(i + j) % len(statuses)] for i in range(columns)] for j in range(4)],
-                          index=["attention", "gelu", "gemm", "softmax"], columns=impls)
-    status.iloc[-1, -1] = np.nan  # no row at all
-    sol = pd.DataFrame(np.where(status == "", 0.987654, np.nan), index=status.index, columns=impls)
-    sol.iloc[0, 0] = 12.5  # a suspect value over 10
-    heat = charts.sol_heatmap(sol, status).data[0]
-    assert max(len(t) for row in heat.text for t in row) <= 4
-    assert "unsupported" in str(heat.customdata.tolist()) and "no row" in str(heat.customdata.tolist())
-    width = charts.HEATMAP_PX / columns
-    if heat.texttemplate:
-        assert 8 <= heat.textfont.size <= 12 and 4 * 0.6 * heat.textfont.size + 4 <= width
-    else:
-        assert columns > 25 and (width - 4) / 2.4 < 8
-
-
 def test_pass_rate_bars_one_trace_per_status():
     counts = pd.DataFrame({"impl": ["a", "b"], "ok": [3, 1], "incorrect": [0, 2], "error": [1, 0],
                            "unsupported": [0, 0], "unavailable": [0, 1], "pass_rate": [0.75, 1 / 3]})

@@ -1,8 +1,12 @@
-"""Overview: best implementation per workload and dtype, SOL heatmap; pass rate and environment
-in sections that run only while opened (fewer charts and tables for the browser to draw)."""
+"""Overview: best implementation per workload and dtype, the SOL matrix; pass rate and environment
+in sections that run only while opened (fewer charts and tables for the browser to draw).
+
+The default page draws no Plotly chart until a section is opened: the SOL matrix is a
+coloured table (dashboard.tables), since the browser loads and evaluates Plotly's
+JavaScript only for a page that shows a Plotly chart."""
 import streamlit as st
 
-from dashboard import analysis, charts, safe, ui
+from dashboard import analysis, charts, safe, tables, ui
 from suite.roofline import SUSPECT_SOL
 
 ctx = ui.context()
@@ -38,9 +42,20 @@ sol, status = analysis.sol_matrix(rows, dtype, gpu)
 if sol.empty:
     st.info(f"No correct {safe.md(dtype)} rows on {safe.md(gpu)}.")
 else:
-    st.plotly_chart(charts.sol_heatmap(sol, status, title=f"SOL, {dtype}, {gpu}"), key="overview_heatmap")
+    st.caption(f"SOL of each implementation (row) on each workload (column), {safe.md(dtype)} on "
+               f"{safe.md(gpu)}: 1 is the roofline; a failed case shows its status, — no row. "
+               "A click on a cell opens its case.")
+    table = tables.sol_table(sol, status)
+    event = st.dataframe(table, key="overview_sol", width="content", height="content",
+                         column_config={c: st.column_config.TextColumn(width=w)
+                                        for c, w in tables.column_widths(table.data).items()},
+                         on_select="rerun", selection_mode="single-cell")
+    cells = event.selection.get("cells", []) if event else []
+    shapes = analysis.sol_shapes(rows, dtype, gpu) if cells else {}
+    if cells and cells[0][1] in shapes:  # (row, workload); every implementation is on the Case view
+        ui.open_case({"gpu": gpu, "workload": cells[0][1], "dtype": dtype, "shape": shapes[cells[0][1]]})
 
-# the sections below the heatmap run only while opened (their state in the URL): each
+# the sections below the SOL matrix run only while opened (their state in the URL): each
 # chart and table the browser draws costs the first render and every filter change
 with st.expander("Pass rate", key="overview_show_pass", bind="query-params") as section:
     if section.open:
