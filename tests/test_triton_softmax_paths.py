@@ -65,7 +65,8 @@ def _launch(sm, x, y, c: dict, mode: int | None = None) -> None:
     for md in ((mode,) if mode is not None else (1, 2)):
         sm._softmax_split[(m * triton.cdiv(n, c["BLOCK"]),)](
             x, y, stats, count, n, bucket, BLOCK=c["BLOCK"], SUB=c["SUB"], P_MAX=p_max, MODE=md,
-            EVICT=c["EVICT"], PAIRS=c.get("PAIRS", False), num_warps=c["num_warps"],
+            EVICT=c["EVICT"], PAIRS=c.get("PAIRS", False), GRANULES=c.get("GRANULES", False),
+            num_warps=c["num_warps"],
             **({"maxnreg": c["maxnreg"]} if "maxnreg" in c else {}))
 
 
@@ -89,6 +90,29 @@ def test_granule_rows_minus_inf(poisoned):
         x[r, c] = 1.5
     y = sm.softmax_triton(x, granules=True)
     assert verify.check(y, torch.softmax(x.double(), -1), 1.6e-2).correct
+
+
+@cpu_only
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_granule_split_chunks(dtype, poisoned):
+    """The split kernel's granule chunks (two launches interpreted): rows that
+    start anywhere in a granule, a body shorter than one chunk, a ragged last
+    chunk, an empty one, a row shorter than a granule, and rows of -inf but
+    for one element in the head, the body or the tail."""
+    from implementations.softmax import triton as sm
+
+    impl = discover().get("softmax", "triton")
+    for m, n, block in ((7, 1000, 64), (5, 4099, 1024), (3, 67, 16), (4, 5, 16), (9, 139, 64), (2, 1030, 512)):
+        wl, case, inputs = _inputs(m, n, dtype, "cpu", seed=m * 131 + n)
+        _assert_ok(impl.fn(**inputs, granules=True, max_fused=1, block=block, long_rows="split2"), wl, case,
+                   inputs, f"split granules {m}x{n}/{block}")
+    x = torch.full((5, 1003), float("-inf"), dtype=getattr(torch, dtype))
+    for r, c in enumerate((0, 2, 500, 1000, 1002)):
+        x[r + 0, c] = 1.5
+    y = sm.softmax_triton(x, granules=True, max_fused=1, block=128, long_rows="split2")
+    assert verify.check(y, torch.softmax(x.double(), -1), 1.6e-2).correct
+    with pytest.raises(ValueError, match="granule form holds"):
+        sm.plan(4, 4099, 4, max_fused=1, block=1024, long_rows="split", sub=256, granules=True)
 
 
 @cpu_only
@@ -223,11 +247,15 @@ for ty, b in (("*bf16", 2), ("*fp32", 4)):
     for c in S.split_candidates(4096, 32768, b):
         jobs.append((S._softmax_split, {"x_ptr": ty, "y_ptr": ty, "stats_ptr": "*fp32", "count_ptr": "*i32",
                                         "N": "i32", "M_BUCKET": "i32"}, dict(c, P_MAX=8, MODE=0)))
+    for c in S.split_candidates(1567, 19945, b) + S.candidates(191, 90533, b):
+        if c.get("GRANULES"):
+            jobs.append((S._softmax_split, {"x_ptr": ty, "y_ptr": ty, "stats_ptr": "*fp32", "count_ptr": "*i32",
+                                            "N": "i32", "M_BUCKET": "i32"}, dict(c, P_MAX=32, MODE=0)))
 for kern, sig, c in jobs:
     const = {k: v for k, v in c.items() if k not in ("kernel", "num_warps", "maxnreg")}
     sig = dict(sig, **{k: "constexpr" for k in const})
     attrs = {(i,): [["tt.divisibility", 16]] for i, k in enumerate(sig) if k.endswith("_ptr")}
-    if c["kernel"] == "split" or c.get("PAIRS"):
+    if (c["kernel"] == "split" and not c.get("GRANULES")) or c.get("PAIRS"):
         attrs[(list(sig).index("N"),)] = [["tt.divisibility", 16]]
     k = triton.compile(ASTSource(fn=kern, signature=sig, constexprs=const, attrs=attrs),
                        target=GPUTarget("cuda", 90, 32),
@@ -261,9 +289,10 @@ def test_granule_and_mid_split_candidates_compile_for_sm90():
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     res = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert len(res) == 26 and not [r for r in res if r["spill"]], res
-    gran = [r for r in res if "GRANULES" in r["c"]]
-    assert len(gran) == 10 and all(r["ld_v4"] and r["st_v4"] for r in gran), gran
+    assert len(res) == 42 and not [r for r in res if r["spill"]], res
+    # (rows: 5 a dtype; split at an unaligned N, whose rows start anywhere in a granule: 8 a dtype)
+    gran = [r for r in res if "'GRANULES': True" in r["c"]]
+    assert len(gran) == 26 and all(r["ld_v4"] and r["st_v4"] for r in gran), gran
     # PAIRS at bf16 32768: 16-byte words in and out; on 16 warps at most 64
     # registers, so that two programs fit an SM (the point of the form)
     # (split at bf16 131072: 16384 on 8 warps, 8192 on 4 and 32768 on 16, 32 words a thread, and 16384

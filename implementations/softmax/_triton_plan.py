@@ -132,8 +132,13 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
         # programs a row.  The chunk stays in registers (SUB = BLOCK).
         chunk = block or 8192
         sub = min(sub or chunk, chunk)
-        return dict(kernel=long_rows, BLOCK=chunk, SUB=sub, num_warps=max(1, min(16, sub // 1024)),
-                    EVICT="evict_first")
+        out = dict(kernel=long_rows, BLOCK=chunk, SUB=sub, num_warps=max(1, min(16, sub // 1024)),
+                   EVICT="evict_first")
+        if granules:
+            if sub != chunk:
+                raise ValueError("granules: the split kernel's granule form holds its chunk (sub == block)")
+            out["GRANULES"] = True
+        return out
     # 8192 with 32 warps: 8 values a thread, ~48 registers, one program an SM,
     # so ~132 rows share L2 (fp32 131072: 64 MB, the later chunks fitting).
     chunk = block or min(8192, max_fused)
@@ -225,6 +230,12 @@ def candidates(m: int, n: int, dtype_bytes: int, long_rows: str | None = None) -
             for sub_bytes, w in ((16384, 8), (8192, 4)):
                 out.append(dict(kernel=base["kernel"], BLOCK=kb // dtype_bytes, SUB=sub_bytes // dtype_bytes,
                                 num_warps=w, EVICT="evict_first"))
+        if unaligned(n):
+            # rows not known to be 16-byte aligned: the chunks in registers
+            # also as granules of the row's body (see _softmax_split), first,
+            # and of the streamed ones only the 64 KB chunk in 16 KB steps
+            held = [c for c in out if c["SUB"] == c["BLOCK"]]
+            out = [dict(c, GRANULES=True) for c in held] + held[:1] + held[2:3] + out[len(held):len(held) + 1]
         if pairs_fit(n, dtype_bytes):
             # PAIRS, 32 words a thread: 16384 on 8 warps (the float32 plan's
             # bytes and registers) and 8192 on 4, in place of the two streamed
@@ -283,4 +294,6 @@ def split_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     top = triton.next_power_of_2(n)
     out = [dict(kernel="split", BLOCK=blk, SUB=blk, num_warps=w, EVICT="evict_first")
            for blk, w in ((8192, 8), (4096, 4), (8192, 16), (4096, 8)) if blk < top]
+    if unaligned(n):  # the same as granules of the row's body (see _softmax_split), and the plan as is
+        return [dict(c, GRANULES=True) for c in out] + out[:1]
     return out[:1] + [dict(out[0], EVICT="")] + out[1:]

@@ -247,7 +247,8 @@ def _softmax_online(x_ptr, y_ptr, N, M_BUCKET, BLOCK: tl.constexpr):
 
 @triton.jit(do_not_specialize=["M_BUCKET"])
 def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.constexpr, SUB: tl.constexpr,
-                   P_MAX: tl.constexpr, MODE: tl.constexpr, EVICT: tl.constexpr, PAIRS: tl.constexpr = False):
+                   P_MAX: tl.constexpr, MODE: tl.constexpr, EVICT: tl.constexpr, PAIRS: tl.constexpr = False,
+                   GRANULES: tl.constexpr = False):
     """A row of P = cdiv(N, BLOCK) chunks is done by P programs, one chunk each.
 
     SUB == BLOCK: the chunk is held in registers (as float32, whatever the
@@ -268,6 +269,11 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
     held and written as 32-bit words of two elements (see _softmax_rows), so
     a 16-bit chunk of 16384 costs a program the registers of 8192 float32
     elements, and moves the same bytes.
+    GRANULES (SUB == BLOCK, rows not known to be 16-byte aligned): the chunks
+    cut the row's body of whole 16-byte granules (see _softmax_rows), so that
+    they are loaded and stored in 16-byte vectors whatever N is; chunk 0 also
+    takes the head and tail of fewer than VEC elements each, element by
+    element.  Without it such a row is one 2- or 4-byte access an element.
     count_ptr: int32 [1 + M], zero at launch (ticket, then one counter a row).
     stats_ptr: float32 [M, 2, P_MAX].
     """
@@ -290,6 +296,24 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
         safe = tl.where(m == float("-inf"), 0.0, m)  # a chunk of -inf only gives zeros, not NaN
         lo, hi = _pair_unpack(v, BF16, 1)
         s = tl.sum(exp2(lo * LOG2E - safe) + exp2(hi * LOG2E - safe), axis=0)
+    elif GRANULES:
+        VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
+        body = (base + (VEC - 1)) // VEC * VEC  # first 16-byte boundary at or after the row start
+        tail = tl.maximum((base + N) // VEC * VEC, body)  # last one at or before its end
+        cols = c * BLOCK + tl.arange(0, BLOCK)
+        mask = cols < tail - body  # a multiple of VEC: constant over each granule
+        z = tl.load(x_ptr + body + cols, mask=mask, other=float("-inf"),
+                    eviction_policy=EVICT).to(tl.float32) * LOG2E
+        # head [base, min(body, end)) in the first VEC lanes, tail [tail, end) in the next VEC: chunk 0's
+        k = tl.arange(0, 2 * VEC)
+        eoffs = tl.where(k < VEC, base + k, tail + (k - VEC))
+        emask = (eoffs < tl.where(k < VEC, tl.minimum(body, base + N), base + N)) & (c == 0)
+        ze = tl.load(x_ptr + eoffs, mask=emask, other=float("-inf")).to(tl.float32) * LOG2E
+        m = tl.maximum(tl.max(z, axis=0), tl.max(ze, axis=0))
+        safe = tl.where(m == float("-inf"), 0.0, m)  # a chunk of -inf only gives zeros, not NaN
+        e = exp2(z - safe)
+        ee = exp2(ze - safe)
+        s = tl.sum(e, axis=0) + tl.sum(ee, axis=0)
     elif SUB == BLOCK:
         cols = c * BLOCK + tl.arange(0, BLOCK)
         mask = cols < N
@@ -337,6 +361,10 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
             lo, hi = _pair_unpack(v, BF16, 2)
             out = _pair_pack(exp2(lo * LOG2E - cy), exp2(hi * LOG2E - cy), BF16)
             tl.store((y_ptr + base).to(tl.pointer_type(tl.int32)) + pc, out, mask=pmask)
+        elif GRANULES:
+            scale = exp2(safe - m_row) * inv
+            tl.store(y_ptr + body + cols, (e * scale).to(out_ty), mask=mask)
+            tl.store(y_ptr + eoffs, (ee * scale).to(out_ty), mask=emask)
         elif SUB == BLOCK:
             tl.store(y_ptr + base + cols, (e * (exp2(m - m_row) * inv)).to(out_ty), mask=mask)
         else:
@@ -596,7 +624,8 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
         for mode in modes:
             _softmax_split[(m * chunks,)](x, y, stats, count, n, bucket, BLOCK=p["BLOCK"], SUB=p["SUB"],
                                           P_MAX=triton.next_power_of_2(chunks), MODE=mode, EVICT=p["EVICT"],
-                                          PAIRS=p.get("PAIRS", False), num_warps=p["num_warps"],
+                                          PAIRS=p.get("PAIRS", False), GRANULES=p.get("GRANULES", False),
+                                          num_warps=p["num_warps"],
                                           **({"maxnreg": p["maxnreg"]} if "maxnreg" in p else {}))
     elif untuned:
         # One config: the interpreter would run every candidate on the CPU.
