@@ -69,7 +69,10 @@ def test_gemm_tf32_cpu_preset(case, poisoned):
 
 # Multiples of 8 (TMA's 16-byte rows) but ragged against the 32-wide interpreter
 # tiles, one row, and more tiles than programs so each program loops.
-PERSISTENT_SHAPES = [dict(M=37, N=72, K=104), dict(M=1, N=64, K=40), dict(M=100, N=136, K=64)]
+PERSISTENT_SHAPES = [dict(M=37, N=72, K=104), dict(M=1, N=64, K=40), dict(M=100, N=136, K=64),
+                     # a ragged last wave over the 3 pretend SMs, K long enough to split it:
+                     # 4 tiles (one split), 2 (fewer than the SMs), 5 with a ragged K and N
+                     dict(M=33, N=64, K=1000), dict(M=5, N=40, K=800), dict(M=65, N=40, K=392)]
 
 
 @pytest.mark.parametrize("dtype", ("float16", "bfloat16"))

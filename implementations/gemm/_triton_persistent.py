@@ -6,6 +6,17 @@ flattened the next tile's first TMA loads overlap this tile's epilogue.  TMA
 moves whole boxes between global and shared memory and fills out-of-bounds
 elements with zeros (and drops out-of-bounds stores), so ragged M, N and K need
 no masks; the price is that every row stride must be a multiple of 16 bytes.
+
+No tile size divides every output evenly among the SMs: 1792 x 5304 is 294
+tiles of 128 x 256, 2.2 waves over 132 SMs, so the third wave runs 30 tiles
+with 102 SMs idle, and the best single tile reached 0.67 of cuBLAS there
+(lab/findings/gemm_persistent_tiles-686295c.txt).  So the tiles that fill
+whole waves run as they are, and the rest (the ragged last wave) have their K
+cut into SPLIT_K slices that the programs take after their whole tiles,
+chosen per shape at launch by the tiled kernel's split_plan: the slices
+leave float32 partials in a workspace and the last slice of a tile to finish
+(a per-tile counter, reset by that slice) sums them in slice order and
+stores C, so the result does not depend on which slice finishes last.
 """
 from __future__ import annotations
 
@@ -16,27 +27,33 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from implementations.gemm._triton_tiled import LARGE_MN, SKINNY_M, describe, tile_coords
+from implementations.gemm._triton_tiled import LARGE_MN, SKINNY_M, _lock, describe, split_plan, tile_coords
 from suite.backends import interpreting
 from implementations._shared.autotune import autotune, bucket
 
 
+def _plan_of(a: dict) -> tuple[int, int]:
+    return split_plan(a["M"], a["N"], a["K"], a["BLOCK_M"], a["BLOCK_N"], a["BLOCK_K"], a["NUM_SMS"])
+
+
+@triton.heuristics({"DP_TILES": lambda a: _plan_of(a)[0], "SPLIT_K": lambda a: _plan_of(a)[1]})
 @triton.jit
-def _persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
+def _persistent_kernel(a_desc, b_desc, c_desc, ws_ptr, lock_ptr, M, N, K,
                        M_KEY, N_KEY, K_KEY,  # the autotuner's key only
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                        GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, UPCAST: tl.constexpr,
-                       DTYPE: tl.constexpr):
+                       DTYPE: tl.constexpr, DP_TILES, SPLIT_K):
     start = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
     num_tiles = num_pid_m * num_pid_n
+    # Whole tiles: tiles [0, DP_TILES), full waves of the SMs.
     # The epilogue finds its tile from a second counter rather than reusing
     # the loop's: after flattening, that keeps the store's coordinates free of
     # the next tile's prologue so the two can overlap.
     tile_c = start - NUM_SMS
-    for tile in tl.range(start, num_tiles, NUM_SMS, flatten=True):
+    for tile in tl.range(start, DP_TILES, NUM_SMS, flatten=True):
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
@@ -51,6 +68,33 @@ def _persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
         tile_c += NUM_SMS
         pid_m, pid_n = tile_coords(tile_c, num_pid_m, num_pid_n, GROUP_M)
         c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+    # The ragged last wave: each remaining tile as SPLIT_K slices of its K steps.
+    per_split = tl.cdiv(k_tiles, SPLIT_K)
+    offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    for unit in range(start, (num_tiles - DP_TILES) * SPLIT_K, NUM_SMS):
+        slot = unit // SPLIT_K
+        sid = unit - slot * SPLIT_K
+        pid_m, pid_n = tile_coords(DP_TILES + slot, num_pid_m, num_pid_n, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(sid * per_split, tl.minimum(sid * per_split + per_split, k_tiles)):
+            a = a_desc.load([off_m, ki * BLOCK_K])
+            b = b_desc.load([ki * BLOCK_K, off_n])
+            if UPCAST:
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
+            acc = tl.dot(a, b, acc)
+        ws = ws_ptr + slot.to(tl.int64) * (SPLIT_K * BLOCK_M * BLOCK_N) + offs
+        tl.store(ws + sid * (BLOCK_M * BLOCK_N), acc)
+        tl.debug_barrier()  # every thread's partial stored before the release below
+        done = tl.atomic_add(lock_ptr + slot, 1, sem="acq_rel", scope="gpu")
+        if done == SPLIT_K - 1:
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for s in range(SPLIT_K):  # in slice order, whichever slice came last: deterministic
+                acc += tl.load(ws + s * (BLOCK_M * BLOCK_N), cache_modifier=".cg")
+            c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+            tl.atomic_xchg(lock_ptr + slot, 0, sem="relaxed", scope="gpu")
 
 
 def _set_block_shapes(nargs):
@@ -114,26 +158,44 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, str]:
     a, b = (t if t.is_contiguous() and t.data_ptr() % 16 == 0 else t.clone(memory_format=torch.contiguous_format)
             for t in (a, b))
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
-    if interpreting():
-        cfg = INTERPRETER_CONFIG
+    interp = interpreting()
+    num_sms = INTERPRETER_SMS if interp else _num_sms(
+        a.device.index if a.device.index is not None else torch.cuda.current_device())
+    configs = [INTERPRETER_CONFIG] if interp else [cfg.kwargs for cfg in _prune(
+        None, {"M_KEY": bucket(M), "N_KEY": bucket(N)})]
+    plans = [(cfg, split_plan(M, N, K, cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], num_sms)) for cfg in configs]
+
+    def split_tiles(cfg, plan):
+        return triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]) - plan[0]
+
+    # room for the float32 partials of whichever candidate splits the most
+    ws = torch.empty(max([split_tiles(c, p) * p[1] * c["BLOCK_M"] * c["BLOCK_N"] for c, p in plans if p[1] > 1],
+                         default=1), device=a.device, dtype=torch.float32)
+    lock = _lock(a.device, max(split_tiles(c, p) for c, p in plans))
+
+    def grid(meta):
+        dp, slices = meta["DP_TILES"], meta["SPLIT_K"]
+        tiles = triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])
+        return (max(1, min(num_sms, dp + (tiles - dp) * slices)),)
+
+    if interp:
+        cfg, plan = plans[0]
         bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
         descs = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]),
                  TensorDescriptor.from_tensor(c, [bm, bn]))
-        tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
-        grid = (min(INTERPRETER_SMS, tiles),)
-        _persistent_kernel[grid](*descs, M, N, K, bucket(M), bucket(N), bucket(K), NUM_SMS=INTERPRETER_SMS,
-                                 UPCAST=a.dtype == torch.bfloat16, DTYPE=str(a.dtype), **cfg)
-        return c, describe(cfg) + f" programs={grid[0]} (interpreter)"
+        _persistent_kernel[grid](*descs, ws, lock, M, N, K, bucket(M), bucket(N), bucket(K),
+                                 NUM_SMS=INTERPRETER_SMS, UPCAST=a.dtype == torch.bfloat16, DTYPE=str(a.dtype),
+                                 **cfg)
+        return c, (describe(cfg, split=plan[1], split_tiles=split_tiles(cfg, plan), tiles=split_tiles(cfg, (0, 1)))
+                   + " (interpreter)")
 
-    num_sms = _num_sms(a.device.index if a.device.index is not None else torch.cuda.current_device())
     # placeholder boxes; the config's pre_hook sets the real ones before each launch
     descs = (TensorDescriptor.from_tensor(a, [64, 64]), TensorDescriptor.from_tensor(b, [64, 64]),
              TensorDescriptor.from_tensor(c, [64, 64]))
-
-    def grid(meta):
-        return (min(num_sms, triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])),)
-
-    _autotuned[grid](*descs, M, N, K, bucket(M), bucket(N), bucket(K), NUM_SMS=num_sms, UPCAST=False,
+    _autotuned[grid](*descs, ws, lock, M, N, K, bucket(M), bucket(N), bucket(K), NUM_SMS=num_sms, UPCAST=False,
                      DTYPE=str(a.dtype))
     best = _autotuned.best_config
-    return c, describe(best.kwargs, best.num_warps, best.num_stages) + f" programs<={num_sms}"
+    cfg = best.kwargs
+    plan = split_plan(M, N, K, cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], num_sms)
+    return c, describe(cfg, best.num_warps, best.num_stages, plan[1], split_tiles(cfg, plan),
+                       split_tiles(cfg, (0, 1))) + f" programs<={num_sms}"
