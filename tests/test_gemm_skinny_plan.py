@@ -1,45 +1,71 @@
 """The K split of gemm_skinny as implementations/gemm/cuda/__init__.py mirrors
 it for the `config` column (the kernel's own rule is split_rows in
-gemm_skinny.cu): figures worked out by hand from that rule, and the
-invariants the kernel relies on."""
+gemm_skinny.cu): figures worked out by hand from that rule, a brute-force
+search for the largest split count the rule allows, and the invariants the
+kernel relies on."""
 from __future__ import annotations
 
 import pytest
 
-from implementations.gemm.cuda import SKINNY_KMIN, SKINNY_KROUND, skinny_plan
+from implementations.gemm.cuda import SKINNY_KMIN, SKINNY_KROUND, skinny_blocks_per_sm, skinny_plan
 
 
-@pytest.mark.parametrize("m,n,k,sms,want", [
-    # 6 column blocks want 44 splits: 79 rows, rounded up to 80
-    (3, 1288, 3449, 132, (80, 44)),
-    # 20 column blocks want 14 splits (the 208-row minimum allows 22): 340 -> 344 rows
-    (13, 5120, 4751, 132, (344, 14)),
-    # 30 column blocks want 9 splits; the 128-row minimum (16 * 8) allows only 2
-    (8, 7577, 281, 132, (144, 2)),
+@pytest.mark.parametrize("m,n,k,sms,per_sm,want", [
+    # 6 column blocks, a wave of 264 allows 44 splits; 808 // 64 = 12; 12^2 * 5 <= 808:
+    # 12 splits of 68 rows, rounded up to 72 (the last 16)
+    (5, 1536, 808, 132, 2, (72, 12)),
+    # 8 column blocks: 33 splits (33^2 * 5 = 5445 <= 5888), 179 rows -> 184, 32 splits
+    (5, 2048, 5888, 132, 2, (184, 32)),
+    # 30 column blocks: 8 splits fill the wave, but 281 // 64 = 4: 71 rows -> 72
+    (8, 7577, 281, 132, 2, (72, 4)),
+    # one block an SM: 16 splits of 368 rows
+    (16, 2048, 5888, 132, 1, (368, 16)),
+    # one column block: 132 would fill the wave, 46 give 64 rows each, but
+    # 14^2 * 16 > 3000 >= 13^2 * 16: 13 splits of 231 -> 232 rows
+    (16, 256, 3000, 132, 1, (232, 13)),
+    # four blocks an SM: 33 splits, 497 rows -> 504
+    (1, 4096, 16384, 132, 4, (504, 33)),
     # K shorter than the 64-row minimum: one split
-    (1, 8, 7, 132, (8, 1)),
-    # 256 column blocks want 2 splits
-    (16, 65536, 4096, 132, (2048, 2)),
-    # 10 column blocks want 27 splits, the 64-row minimum allows 22: 65 -> 72 rows, 20 splits
-    (2, 2379, 1427, 132, (72, 20)),
-    # more column blocks than 2 per SM: one split over the whole K
-    (4, 67592, 300, 132, (304, 1)),
-    # a smaller GPU wants fewer splits
-    (3, 1288, 3449, 16, (576, 6)),
+    (1, 8, 7, 132, 4, (8, 1)),
+    # more column blocks (265) than the wave: one split over the whole K
+    (4, 67592, 300, 132, 2, (304, 1)),
+    # a smaller GPU: a wave of 32 over 6 column blocks, 5 splits of 690 -> 696 rows
+    (3, 1288, 3449, 16, 2, (696, 5)),
 ])
-def test_skinny_plan_figures(m, n, k, sms, want):
-    assert skinny_plan(m, n, k, sms) == want
+def test_skinny_plan_figures(m, n, k, sms, per_sm, want):
+    assert skinny_plan(m, n, k, sms, per_sm) == want
 
 
+def test_blocks_per_sm_follow_the_register_budget():
+    # MB = 1, 2: four blocks; 4, 8: two; 16: one (kMinBlocks in gemm_skinny.cu)
+    assert [skinny_blocks_per_sm(m) for m in range(1, 17)] == [4, 4] + [2] * 6 + [1] * 8
+
+
+def _largest_split(m, n, k, sms, per_sm):
+    """The largest split count the rule allows, by search: one wave, each
+    split at least SKINNY_KMIN rows, splits^2 * m <= k; else 1."""
+    col_blocks = -(-n // 256)
+    ok = [s for s in range(1, k // SKINNY_KMIN + 1)
+          if s * col_blocks <= sms * per_sm and s * s * m <= k]
+    return max(ok, default=1)
+
+
+@pytest.mark.parametrize("per_sm", (1, 2, 4))
 @pytest.mark.parametrize("m", (1, 2, 3, 5, 8, 13, 16))
 @pytest.mark.parametrize("n", (1, 7, 256, 1288, 7577, 70000))
-@pytest.mark.parametrize("k", (1, 63, 64, 65, 281, 3449, 5888))
-def test_skinny_plan_invariants(m, n, k):
-    rows, splits = skinny_plan(m, n, k, 132)
+@pytest.mark.parametrize("k", (1, 63, 64, 65, 281, 808, 3449, 5888))
+def test_skinny_plan_invariants(m, n, k, per_sm):
+    sms = 132
+    rows, splits = skinny_plan(m, n, k, sms, per_sm)
     assert rows % SKINNY_KROUND == 0 and rows > 0
     # every split has rows of K, the last possibly fewer, none empty
     assert (splits - 1) * rows < k <= splits * rows
     col_blocks = -(-n // 256)
-    # about two blocks per SM at most, and no split shorter than the minimum
-    assert splits == 1 or col_blocks * splits < 2 * 132 + col_blocks
-    assert splits == 1 or rows >= max(SKINNY_KMIN, 16 * m)
+    if splits > 1:
+        assert col_blocks * splits <= sms * per_sm  # one wave
+        assert rows >= SKINNY_KMIN                    # a group of 8 rows for every warp
+        assert splits * splits * m <= k               # the last block's partials stay short
+    # the largest count allowed, less at most what rounding rows up to 8 takes off
+    best = _largest_split(m, n, k, sms, per_sm)
+    assert rows == -(-(-(-k // best)) // SKINNY_KROUND) * SKINNY_KROUND
+    assert splits <= best

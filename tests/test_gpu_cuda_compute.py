@@ -140,13 +140,26 @@ def test_gemm_unaligned_pointers():
 # (no workspace) and many splits with a ragged last one.
 SKINNY_NS = (1, 7, 8, 256, 1288, 2379, 4096, 7577)
 SKINNY_KS = (1, 7, 281, 1427, 3449, 5888)
+# Shapes that split K (on 132 SMs; skinny_plan's figures), for M = 1, 5, 8
+# and 16, short K and long, N % 8 == 0 and not: the workspace, the arrival
+# counters and the last block's sum in split order.
+SKINNY_SPLIT_SHAPES = ((1, 4096, 16384), (1, 2379, 281), (5, 1536, 808), (5, 2048, 5888),
+                       (8, 7577, 281), (8, 1847, 3712), (16, 2048, 5888), (16, 255, 3000),
+                       (16, 4096, 281))
 SKINNY_SHAPES = sorted(
     {(m, 1288, 3449) for m in range(1, 17)}
     | {(m, n, SKINNY_KS[(i + j) % len(SKINNY_KS)])
        for i, m in enumerate((1, 3, 5, 8, 13, 16)) for j, n in enumerate(SKINNY_NS)}
-    | {(4, 67592, 300),   # more column blocks than 2 per SM: one split over a long K
-       (16, 4096, 281),   # M = 16 with the 16 * M minimum split: two splits
-       (2, 2379, 1427), (5, 2048, 5888), (8, 1847, 3712)})  # fuzz shapes
+    | {(4, 67592, 300),   # more column blocks than one wave: one split over a long K
+       (2, 2379, 1427)}
+    | set(SKINNY_SPLIT_SHAPES))
+
+
+def _skinny_splits(m, n, k):
+    from implementations.gemm.cuda import skinny_blocks_per_sm, skinny_plan
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    return skinny_plan(m, n, k, sms, skinny_blocks_per_sm(m))[1]
 
 
 def _skinny_inputs(m, n, k, dtype, seed, shift=(0, 0)):
@@ -162,17 +175,17 @@ def _skinny_inputs(m, n, k, dtype, seed, shift=(0, 0)):
 
 def _check_skinny(fn, m, n, k, dtype, seed, shift=(0, 0)):
     """fn(a, b) on fresh inputs against the float64 product, the output and the
-    fp32 workspace sizes poisoned (NaN in the output's dtype and in float32)."""
+    fp32 workspace sizes poisoned (NaN in the output's dtype and in float32):
+    an element of C no block writes, or a partial read before it is written,
+    fails."""
     wl = discover().workloads["gemm"]
     case = Case.make("gemm", str(dtype).removeprefix("torch."), M=m, N=n, K=k)
     a, b = _skinny_inputs(m, n, k, dtype, seed, shift)
     ref = a.double() @ b.double()
     verify.poison_allocator("cuda", m * n * 2, dtype)
-    from implementations.gemm.cuda import skinny_plan
-
-    _, splits = skinny_plan(m, n, k, torch.cuda.get_device_properties(0).multi_processor_count)
-    if splits > 1:  # the fp32 partials [splits, m, n]
-        verify.poison_allocator("cuda", splits * m * n * 4)
+    splits = _skinny_splits(m, n, k)
+    if splits > 1:  # the fp32 partials [column blocks, splits, m, 256]
+        verify.poison_allocator("cuda", -(-n // 256) * splits * m * 256 * 4)
     out = fn(a, b)
     torch.cuda.synchronize()
     assert out.dtype == dtype and out.shape == (m, n)
@@ -209,13 +222,38 @@ def test_gemm_skinny_unaligned(m, n, k, shift):
     _check_skinny(gemm_cuda, m, n, k, torch.float16, SEED + 2, shift)
 
 
+def test_gemm_skinny_split_shapes_split():
+    """The split shapes above do run several splits on an H200's 132 SMs,
+    and the decode shape at M = 4 over 67592 columns runs one."""
+    if torch.cuda.get_device_properties(0).multi_processor_count < 132:
+        pytest.skip("the split counts are figured for 132 SMs")
+    for m, n, k in SKINNY_SPLIT_SHAPES:
+        assert _skinny_splits(m, n, k) > 1, (m, n, k)
+    assert _skinny_splits(4, 67592, 300) == 1
+
+
+@pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16))
+def test_gemm_skinny_calls_in_a_row(dtype):
+    """Split calls back to back with fresh inputs, over grids of different
+    column-block counts: each call must find its counters at zero (the last
+    block of each column block resets its own), else no block counts to S,
+    C keeps its poison and the check fails."""
+    from implementations.gemm.cuda import ops
+
+    order = [(5, 1536, 808), (8, 7577, 281), (5, 1536, 808), (5, 1536, 808),
+             (16, 4096, 281), (1, 4096, 16384), (8, 7577, 281)]
+    for i, (m, n, k) in enumerate(order):
+        _check_skinny(ops().gemm_skinny, m, n, k, dtype, SEED + 100 + i)
+
+
 def test_gemm_skinny_deterministic_and_empty():
     """The same inputs give the same bits (partials added in a fixed order);
     K = 0 gives zeros, M = 0 or N = 0 an empty result."""
     from implementations.gemm.cuda import ops
 
-    for m, n, k in ((5, 2048, 5888), (13, 2379, 4751)):
+    for m, n, k in ((5, 2048, 5888), (13, 2379, 4751), (16, 255, 3000)):
         a, b, first = _check_skinny(ops().gemm_skinny, m, n, k, torch.bfloat16, SEED + 3)
+        assert _skinny_splits(m, n, k) > 1
         for _ in range(3):
             assert torch.equal(ops().gemm_skinny(a, b), first)
     a, b = _skinny_inputs(4, 9, 0, torch.float16, SEED)

@@ -16,8 +16,9 @@ gemm_skinny.cu instead: those shapes are a stream over B, which one row of
 tiles; the skinny kernel has each thread own 8 columns of C (one 16-byte
 pack of B when N % 8 == 0 and B is 16-byte aligned, else 2-byte loads) with
 M x 8 fp32 accumulators on the FMA units, splits K over the grid so that
-every SM has blocks whatever N is, and adds the splits' fp32 partials in a
-fixed order (deterministic).
+it fills one wave of the SMs (the occupancy API) whatever N is, and in the
+same launch the last split of each column block to finish adds the splits'
+fp32 partials in split order (deterministic).
 ``cuda:naive`` is gemm_naive.cu: one thread per element of C, no tiling, all
 three dtypes; the pair shows what tiling and tensor cores buy.  Built by
 implementations._shared.cuda_ext on first use; called as torch.ops.kernel_suite.gemm_mma /
@@ -103,18 +104,32 @@ WS_FIRST = 10
 SKINNY_ROWS = 16
 SKINNY_COLS = 256   # columns of C per block
 SKINNY_KROUND = 8   # a K split's rows are a multiple of this
-SKINNY_KMIN = 64    # and, with more than one split, at least max(this, 16 * M)
+SKINNY_KMIN = 64    # and, with more than one split, at least this many
 
 
-def skinny_plan(m: int, n: int, k: int, sms: int) -> tuple[int, int]:
+def skinny_blocks_per_sm(m: int) -> int:
+    """Blocks of gemm_skinny an SM holds for m rows of A.  The .cu asks
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor for the kernel it launches;
+    this is the figure that gives on sm_90, from the register budget each
+    instantiation is compiled to (kMinBlocks in gemm_skinny.cu: 64 registers
+    a thread for MB <= 2, 128 for MB = 4 and 8, up to 255 for MB = 16, where
+    MB is the power of two at or above m), for the `config` text only."""
+    return 4 if m <= 2 else 2 if m <= 8 else 1
+
+
+def skinny_plan(m: int, n: int, k: int, sms: int, per_sm: int) -> tuple[int, int]:
     """(K rows per split, splits) of gemm_skinny (mirrors split_rows in
-    gemm_skinny.cu): about two blocks per SM over the ceil(n / 256) column
-    blocks; with more than one split, each at least max(64, 16 * m) rows, so
-    that all 8 warps of a block have rows and the fp32 partials stay a small
-    fraction of B's bytes; rows rounded up to a multiple of 8."""
+    gemm_skinny.cu), for a grid of one wave of sms * per_sm blocks over the
+    ceil(n / 256) column blocks: splits = that wave // column blocks, at most
+    k // 64 (each warp of a split gets an 8-row group) and with splits^2 * m
+    <= k (the partials the last block of a column block adds, splits * m * 256
+    fp32, at most twice the B bytes a split reads); at least one; rows
+    rounded up to a multiple of 8."""
     col_blocks = -(-n // SKINNY_COLS)
-    want = -(-2 * sms // col_blocks)
-    splits = max(1, min(want, k // max(SKINNY_KMIN, 16 * m)))
+    splits = min(sms * per_sm // col_blocks, k // SKINNY_KMIN)
+    while splits > 1 and splits * splits * m > k:
+        splits -= 1
+    splits = max(splits, 1)
     rows = -(-k // splits)
     rows = -(-rows // SKINNY_KROUND) * SKINNY_KROUND
     return rows, -(-k // rows)
@@ -125,7 +140,7 @@ def _skinny_config(case: Case) -> str:
 
     m, n, k = case["M"], case["N"], case["K"]
     sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    rows, splits = skinny_plan(m, n, k, sms)
+    rows, splits = skinny_plan(m, n, k, sms, skinny_blocks_per_sm(m))
     bound = 1 << max(0, m - 1).bit_length()
     loads = "16-byte" if n % 8 == 0 else "2-byte"
     return (f"skinny: FMA, {bound}x8 fp32 accumulators a thread, 256 columns x {splits} K splits "

@@ -9,17 +9,27 @@
 //    otherwise columns lane, lane+32, ..., so that each 2-byte load of a warp
 //    is contiguous) and keeps MB x 8 fp32 accumulators, MB the power of two
 //    at or above M (1, 2, 4, 8, 16);
-//  - K is split over grid.y (kSplits) so that the grid has about two blocks
-//    per SM whatever N is; within a block, warp w takes rows of B in groups
-//    of U (8 packs or 4 rows of 8 scalars in flight per thread), the groups
-//    of the 8 warps interleaved;
+//  - K is split over grid.y so that the grid is one wave: the blocks an SM
+//    holds (the occupancy API, for the instantiated kernel) times the SMs
+//    (split_rows has the rule); within a block, warp w takes rows of B in
+//    groups of U (8 packs or 4 rows of 8 scalars in flight per thread), the
+//    groups of the 8 warps interleaved, each row converted to fp32 only as
+//    it is used, so that an SM holds four blocks for MB <= 2 and two for
+//    MB = 4 and 8 (kMinBlocks: the register budget ptxas is given);
 //  - the U rows of A a warp needs go to its own slice of shared memory (so
 //    the warps never wait on each other in the main loop), read back as
 //    broadcasts;
 //  - at the end the 8 warps' sums meet in shared memory and are added in warp
-//    order; with one split that sum is C, else it is split z's fp32 partial
-//    in a workspace [S, M, N], which a second kernel adds in split order.
+//    order; with one split that sum is C.  With S splits it is split z's fp32
+//    partial, stored in the workspace tile [column block][z][M][256]; the
+//    block then adds one to its column block's counter (release: its
+//    partial is visible before the count), and the block that brings the
+//    count to S (acquire: it sees all S partials) adds the partials in split
+//    order, writes C and sets the counter back to zero for the next call.
+//    One launch; whichever block finishes last, the sum is the same.
 // Every sum is taken in a fixed order, so the result is deterministic.
+// The counters are one zeroed buffer per device (grown when a grid needs
+// more), so calls on one device must not overlap on two streams.
 // The 16-byte path needs N % 8 == 0 and B 16-byte aligned; A is read one
 // element at a time (it is tiny and sits in L2), C is written one at a time.
 
@@ -29,6 +39,9 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
+
+#include <algorithm>
+#include <mutex>
 
 #include "ksuite/common.cuh"
 #include "operands.h"
@@ -40,18 +53,34 @@ constexpr int kCols = 256;  // columns of C a block owns (8 per thread)
 constexpr int kKRound = 8;  // a split's rows of K are a multiple of this (one group of 8 rows)
 constexpr int kKMin = 64;   // and at least this many (one group for each of the 8 warps)
 constexpr int kMaxRows = 16;
+constexpr int kMaxDevices = 64;
+
+// Adds one to *p (acquire and release at GPU scope); returns the old count.
+__device__ __forceinline__ int arrive(int* p) {
+  int old;
+  asm volatile("atom.add.acq_rel.gpu.global.s32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
+  return old;
+}
+
+// Blocks an SM is to hold, as ptxas's register budget: MB <= 2 four (64
+// registers a thread), MB = 4 and 8 two (128), MB = 16 (128 accumulators a
+// thread) one.
+template <int MB>
+constexpr int kMinBlocks = MB <= 2 ? 4 : MB <= 8 ? 2 : 1;
 
 template <typename T, int MB, bool VEC>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kMinBlocks<MB>)
 skinny_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, float* __restrict__ W,
-              int M, int N, int K, int kchunk) {
+              int* __restrict__ counters, int M, int N, int K, int kchunk) {
   constexpr int U = VEC ? 8 : 4;       // rows of B a thread has in flight
   constexpr int RB = MB < 4 ? MB : 4;  // rows of C per round of the final reduction
   __shared__ alignas(16) float sA[kWarps][U][MB];
   __shared__ alignas(16) float red[kWarps][RB][kCols];
+  __shared__ int last;
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int n0 = blockIdx.x * kCols;
+  const int splits = gridDim.y;
   const int kb = blockIdx.y * kchunk;
   const int ke = static_cast<int>(min(static_cast<int64_t>(K), static_cast<int64_t>(kb) + kchunk));
   // The block-relative column of this thread's element j.
@@ -66,32 +95,21 @@ skinny_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ 
   for (int k0 = kb + warp * U; k0 < ke; k0 += kWarps * U) {
     // U rows of B first (zero past K and past N, so that 0 * garbage never
     // reaches an accumulator), then this warp's slice of A.
-    float b[U][8];
+    using Raw = std::conditional_t<VEC, uint4[U], uint32_t[U][8]>;
+    Raw raw;
     if constexpr (VEC) {
-      uint4 raw[U];
       const bool in_n = n0 + col(0) < N;  // N % 8 == 0: the whole pack or none
 #pragma unroll
       for (int u = 0; u < U; ++u)
         raw[u] = ksuite::ld16_if<ksuite::kNcStream, true>(
             B + static_cast<int64_t>(k0 + u) * N + n0 + col(0), in_n && k0 + u < ke);
-#pragma unroll
-      for (int u = 0; u < U; ++u) ksuite::raw_to_floats<T>(raw[u], b[u]);
     } else {
-      uint32_t raw[U][8];
 #pragma unroll
       for (int u = 0; u < U; ++u)
 #pragma unroll
         for (int j = 0; j < 8; ++j)
           raw[u][j] = ksuite::ld_pack_if<T, 1>(B + static_cast<int64_t>(k0 + u) * N + n0 + col(j),
                                                k0 + u < ke && n0 + col(j) < N);
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          float f[1];
-          ksuite::raw_pack_to_floats<T, 1>(raw[u][j], f);
-          b[u][j] = f[0];
-        }
     }
     for (int i = lane; i < U * MB; i += 32) {
       const int u = i / MB, m = i % MB, k = k0 + u;
@@ -99,16 +117,30 @@ skinny_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ 
     }
     __syncwarp();
 #pragma unroll
-    for (int u = 0; u < U; ++u)
+    for (int u = 0; u < U; ++u) {
+      float b[8];  // row u as fp32, converted here rather than all U rows up front
+      if constexpr (VEC) {
+        ksuite::raw_to_floats<T>(raw[u], b);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          float f[1];
+          ksuite::raw_pack_to_floats<T, 1>(raw[u][j], f);
+          b[j] = f[0];
+        }
+      }
 #pragma unroll
       for (int m = 0; m < MB; ++m) {
         const float a = sA[warp][u][m];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[m][j] = fmaf(a, b[u][j], acc[m][j]);
+        for (int j = 0; j < 8; ++j) acc[m][j] = fmaf(a, b[j], acc[m][j]);
       }
+    }
     __syncwarp();  // sA is rewritten by the next group
   }
 
+  // This split's partial tile: [M][256], all 256 columns (zero past N).
+  float* part = splits > 1 ? W + (static_cast<int64_t>(blockIdx.x) * splits + blockIdx.y) * M * kCols : nullptr;
   // The 8 warps' sums, RB rows of C at a time, added in warp order.
 #pragma unroll
   for (int r = 0; r < MB; r += RB) {
@@ -130,91 +162,139 @@ skinny_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ 
       float s = 0.f;
 #pragma unroll
       for (int w = 0; w < kWarps; ++w) s += red[w][mm][cl];
-      if (m < M && n < N) {
-        if (W != nullptr) {
-          W[(static_cast<int64_t>(blockIdx.y) * M + m) * N + n] = s;
-        } else {
+      if (m < M) {
+        if (splits > 1) {
+          part[m * kCols + cl] = s;
+        } else if (n < N) {
           C[static_cast<int64_t>(m) * N + n] = ksuite::from_float<T>(s);
         }
       }
     }
   }
-}
+  if (splits == 1) return;
 
-// C[i] = the sum of the S partials W[z, i] in split order.
-template <typename T>
-__global__ void __launch_bounds__(256)
-skinny_reduce(const float* __restrict__ W, T* __restrict__ C, int64_t MN, int S) {
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < MN;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float s = 0.f;
+  // Arrive: every thread's stores fenced, then one count for the block.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = arrive(&counters[blockIdx.x]) == splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();  // every thread's reads below after thread 0's acquire
+
+  // The last block of this column block: C = the S partials added in split
+  // order, 4 columns a thread at a time, read from L2 (.cg: never a stale L1 line).
+  constexpr int kQuads = kCols / 4;
+  const float4* tile = reinterpret_cast<const float4*>(W + static_cast<int64_t>(blockIdx.x) * splits * M * kCols);
+  const int quads = M * kQuads;  // float4s in one partial
+  for (int e = threadIdx.x; e < quads; e += kThreads) {
+    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 8
-    for (int z = 0; z < S; ++z) s += W[z * MN + i];
-    C[i] = ksuite::from_float<T>(s);
+    for (int z = 0; z < splits; ++z) {
+      const float4 v = __ldcg(tile + static_cast<int64_t>(z) * quads + e);
+      s.x += v.x;
+      s.y += v.y;
+      s.z += v.z;
+      s.w += v.w;
+    }
+    const int m = e / kQuads, n = n0 + (e % kQuads) * 4;
+    T* c = C + static_cast<int64_t>(m) * N + n;
+    if (n < N) c[0] = ksuite::from_float<T>(s.x);
+    if (n + 1 < N) c[1] = ksuite::from_float<T>(s.y);
+    if (n + 2 < N) c[2] = ksuite::from_float<T>(s.z);
+    if (n + 3 < N) c[3] = ksuite::from_float<T>(s.w);
   }
+  if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // the next call finds zero (kernel order on the stream)
 }
 
-// The K split: about two blocks per SM over the ceil(N / 256) column blocks,
-// and (when there is more than one split) each split at least max(64, 16 * M)
-// rows of K, so that every warp has rows and the fp32 partials written and
-// read again stay a small fraction of B's bytes; rows rounded up to a
-// multiple of 8.  Returns the rows of K per split; the split count is
-// ceil(K / rows).
+// The K split, for a grid of one wave (sms * per_sm blocks, per_sm the blocks
+// an SM holds) over the ceil(N / 256) column blocks:
+//  - splits = that wave / column blocks (rounded down, so no second wave);
+//  - each split at least 64 rows of K (one group of 8 rows for each warp);
+//  - splits^2 * M <= K: the partials the last block of a column block reads
+//    (S * M * 256 fp32) are at most twice the bytes of B a split reads
+//    (K/S * 256 2-byte elements), so the serial tail stays shorter than a
+//    split's stream (it reads from L2, faster than an SM's share of DRAM);
+// at least one split; rows ceil(K / splits) rounded up to a multiple of 8.
+// Returns the rows of K per split; the split count is ceil(K / rows).
 // Mirrored in implementations/gemm/cuda/__init__.py (skinny_plan) for `config`.
-int64_t split_rows(int64_t M, int64_t N, int64_t K, int64_t sms) {
+int64_t split_rows(int64_t M, int64_t N, int64_t K, int64_t sms, int64_t per_sm) {
   const int64_t col_blocks = (N + kCols - 1) / kCols;
-  const int64_t want = (2 * sms + col_blocks - 1) / col_blocks;
-  const int64_t kmin = std::max<int64_t>(kKMin, 16 * M);
-  const int64_t splits = std::max<int64_t>(1, std::min(want, K / kmin));
+  int64_t splits = std::min(per_sm * sms / col_blocks, K / kKMin);
+  while (splits > 1 && splits * splits * M > K) --splits;
+  splits = std::max<int64_t>(splits, 1);
   const int64_t rows = (K + splits - 1) / splits;
   return (rows + kKRound - 1) / kKRound * kKRound;
 }
 
+// Blocks of this instantiation an SM holds (registers and shared memory), per device.
 template <typename T, int MB, bool VEC>
-void launch_rows(const T* A, const T* B, T* C, float* W, int M, int N, int K, int kchunk, dim3 grid) {
-  skinny_kernel<T, MB, VEC><<<grid, kThreads, 0, ksuite::current_stream()>>>(A, B, C, W, M, N, K, kchunk);
+int resident_blocks() {
+  static int cache[kMaxDevices] = {};
+  const int dev = c10::cuda::current_device();
+  int per_sm = dev < kMaxDevices ? cache[dev] : 0;
+  if (per_sm <= 0) {
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, skinny_kernel<T, MB, VEC>, kThreads, 0));
+    per_sm = std::max(per_sm, 1);
+    if (dev < kMaxDevices) cache[dev] = per_sm;
+  }
+  return per_sm;
+}
+
+// At least `blocks` zeroed arrival counters on the current device: one buffer
+// per device, replaced by a larger zeroed one when a grid needs more; every
+// call leaves the counters it used at zero.
+int* counters(int64_t blocks) {
+  static std::mutex mu;
+  static at::Tensor* bufs = new at::Tensor[kMaxDevices];  // kept for the process's life
+  const int dev = c10::cuda::current_device();
+  KSUITE_CHECK(dev < kMaxDevices, "gemm_skinny: device index ", dev, " is beyond ", kMaxDevices);
+  const std::lock_guard<std::mutex> lock(mu);
+  at::Tensor& buf = bufs[dev];
+  if (!buf.defined() || buf.numel() < blocks) {
+    buf = at::zeros({std::max<int64_t>(blocks, 1024)}, at::TensorOptions().device(at::kCUDA, dev).dtype(at::kInt));
+  }
+  return buf.data_ptr<int>();
+}
+
+template <typename T, int MB, bool VEC>
+void launch_rows(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  const int64_t kchunk = split_rows(M, N, K, ksuite::sm_count(), resident_blocks<T, MB, VEC>());
+  const int64_t splits = (K + kchunk - 1) / kchunk;
+  const int64_t col_blocks = (N + kCols - 1) / kCols;
+  const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(splits));
+  at::Tensor ws;
+  float* W = nullptr;
+  int* cnt = nullptr;
+  if (splits > 1) {
+    ws = at::empty({col_blocks, splits, M, kCols}, a.options().dtype(at::kFloat));
+    W = ws.data_ptr<float>();
+    cnt = counters(col_blocks);
+  }
+  skinny_kernel<T, MB, VEC><<<grid, kThreads, 0, ksuite::current_stream()>>>(
+      reinterpret_cast<const T*>(a.data_ptr()), reinterpret_cast<const T*>(b.data_ptr()),
+      reinterpret_cast<T*>(c.data_ptr()), W, cnt, int(M), int(N), int(K), int(kchunk));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 template <typename T, bool VEC>
-void launch_vec(const T* A, const T* B, T* C, float* W, int M, int N, int K, int kchunk, dim3 grid) {
-  if (M <= 1) return launch_rows<T, 1, VEC>(A, B, C, W, M, N, K, kchunk, grid);
-  if (M <= 2) return launch_rows<T, 2, VEC>(A, B, C, W, M, N, K, kchunk, grid);
-  if (M <= 4) return launch_rows<T, 4, VEC>(A, B, C, W, M, N, K, kchunk, grid);
-  if (M <= 8) return launch_rows<T, 8, VEC>(A, B, C, W, M, N, K, kchunk, grid);
-  return launch_rows<T, 16, VEC>(A, B, C, W, M, N, K, kchunk, grid);
+void launch_vec(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
+  const int64_t M = a.size(0);
+  if (M <= 1) return launch_rows<T, 1, VEC>(a, b, c);
+  if (M <= 2) return launch_rows<T, 2, VEC>(a, b, c);
+  if (M <= 4) return launch_rows<T, 4, VEC>(a, b, c);
+  if (M <= 8) return launch_rows<T, 8, VEC>(a, b, c);
+  return launch_rows<T, 16, VEC>(a, b, c);
 }
 
 template <typename T>
 void launch(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
-  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
-  const int64_t kchunk = split_rows(M, N, K, ksuite::sm_count());
-  const int64_t splits = (K + kchunk - 1) / kchunk;
-  const dim3 grid(static_cast<unsigned>((N + kCols - 1) / kCols), static_cast<unsigned>(splits));
-  const T* A = reinterpret_cast<const T*>(a.data_ptr());
-  const T* B = reinterpret_cast<const T*>(b.data_ptr());
-  T* C = reinterpret_cast<T*>(c.data_ptr());
-  at::Tensor ws;
-  float* W = nullptr;
-  if (splits > 1) {
-    ws = at::empty({splits, M, N}, a.options().dtype(at::kFloat));
-    W = ws.data_ptr<float>();
-  }
-  const bool vec = N % 8 == 0 && ksuite::aligned16(B);
-  if (vec) {
-    launch_vec<T, true>(A, B, C, W, int(M), int(N), int(K), int(kchunk), grid);
+  if (b.size(1) % 8 == 0 && ksuite::aligned16(b.data_ptr())) {
+    launch_vec<T, true>(a, b, c);
   } else {
-    launch_vec<T, false>(A, B, C, W, int(M), int(N), int(K), int(kchunk), grid);
-  }
-  if (splits > 1) {
-    const int64_t MN = M * N;
-    const int64_t blocks = std::min<int64_t>((MN + 255) / 256, 8LL * ksuite::sm_count());
-    skinny_reduce<T><<<static_cast<unsigned>(blocks), 256, 0, ksuite::current_stream()>>>(W, C, MN,
-                                                                                         int(splits));
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    launch_vec<T, false>(a, b, c);
   }
 }
-
 at::Tensor gemm_skinny(const at::Tensor& a, const at::Tensor& b) {
   ksuite_gemm_operands::check(a, b, "gemm_skinny");
   KSUITE_CHECK(a.scalar_type() == at::kHalf || a.scalar_type() == at::kBFloat16,
