@@ -1,6 +1,6 @@
 """gemm_skinny against cuBLAS on skinny shapes (M <= 16 rows of A), on a GPU.
 
-``python3 -m benchmarks.skinny_probe [--seed S] [--count N] [--dtype bfloat16]``
+``python3 -m lab.skinny_probe [--seed S] [--count N] [--dtype bfloat16]``
 
 A seeded random set of shapes (M from 1 to 16; N and K log-uniform from 256
 to 16384, half of them multiples of 8 and half odd, so both load paths run)
@@ -47,7 +47,7 @@ def time_us(fn) -> float:
     return measure([fn], "cuda", "events", min_samples=20, max_samples=200, budget_ms=200.0).median * 1e3
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("--count", type=int, default=30)
@@ -56,7 +56,7 @@ def main() -> None:
     ap.add_argument("--floor", type=float, default=0.85, help="list shapes whose ratio is below this")
     ap.add_argument("--extra", default=",".join("x".join(map(str, s)) for s in EXTRA),
                     help="more MxNxK shapes, comma separated")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         raise SystemExit("skinny_probe needs a CUDA GPU")
 
