@@ -2,7 +2,7 @@
 
 ``python3 -m lab.gemm_split_tail`` on the H200.  triton:persistent runs the
 tiles that fill whole waves of the SMs as they are and cuts the rest into K
-slices (split_plan).  For aligned bf16 shapes off the powers of two, the
+slices (plan).  For aligned bf16 shapes off the powers of two, the
 shipped call (autotuned, split where split_plan says so) is timed in paired
 rounds against the same config with the split turned off (every tile whole),
 each checked against cuBLAS's output first; cuBLAS is timed in the same rounds.
@@ -25,7 +25,7 @@ def whole(m, n, k, bm, bn, bk, sms):
 def bench() -> None:
     if not torch.cuda.is_available():
         raise SystemExit("gemm_split_tail needs a CUDA GPU (it times kernels; see lab/findings)")
-    shipped = P.split_plan
+    shipped = P.plan
     print("M x N x K: time / cuBLAS's in the same round, median [p20, p80] over 10 rounds; config")
     for m, n, k in SHAPES:
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
@@ -34,19 +34,19 @@ def bench() -> None:
         c, config = P.matmul(a, b)  # tunes
         calls = {"cublas": lambda: a @ b}
         for name, plan in (("split", shipped), ("whole", whole)):
-            P.split_plan = plan
+            P.plan = plan
             y = P.matmul(a, b)[0].float()
             err = ((y - ref).norm() / ref.norm()).item()
             if not err < 1e-2:
                 raise SystemExit(f"{m}x{n}x{k} {name}: relative error {err:.1e}")
 
             def call(plan=plan):
-                P.split_plan = plan
+                P.plan = plan
                 return P.matmul(a, b)
 
             calls[name] = call
         times = round_times(calls, 10)
-        P.split_plan = shipped
+        P.plan = shipped
         ratios = {k2: [x / y for x, y in zip(times[k2], times["cublas"])] for k2 in ("split", "whole")}
         print(f"{m}x{n}x{k}: cuBLAS {statistics.median(times['cublas']):.1f} us; split {spread(ratios['split'])}; "
               f"whole {spread(ratios['whole'])}; {config}", flush=True)

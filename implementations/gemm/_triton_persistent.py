@@ -17,6 +17,13 @@ chosen per shape at launch by the tiled kernel's split_plan: the slices
 leave float32 partials in a workspace and the last slice of a tile to finish
 (a per-tile counter, reset by that slice) sums them in slice order and
 stores C, so the result does not depend on which slice finishes last.
+Here a split costs more than split_plan's model says (the partials cross L2
+through registers, and the slices run after the flattened loop of whole
+tiles, their pipeline cold), so it is taken only where the model saves at
+least SPLIT_MIN_GAIN of a program's steps: in paired rounds on the H200 the
+split saved 6% and 16% of the time where the model said 20% and 25%, -1% to
++3% where it said 5-16%, and lost 6% and 14% where it said 16% and 3%
+(lab/findings/gemm_split_tail-ed59e8b.txt).
 """
 from __future__ import annotations
 
@@ -32,8 +39,16 @@ from suite.backends import interpreting
 from implementations._shared.autotune import autotune, bucket
 
 
+SPLIT_MIN_GAIN = 0.18
+
+
+def plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) -> tuple[int, int]:
+    """(whole tiles, slices of each other tile): split_plan, taken only for a gain of SPLIT_MIN_GAIN."""
+    return split_plan(m, n, k, bm, bn, bk, sms, SPLIT_MIN_GAIN)
+
+
 def _plan_of(a: dict) -> tuple[int, int]:
-    return split_plan(a["M"], a["N"], a["K"], a["BLOCK_M"], a["BLOCK_N"], a["BLOCK_K"], a["NUM_SMS"])
+    return plan(a["M"], a["N"], a["K"], a["BLOCK_M"], a["BLOCK_N"], a["BLOCK_K"], a["NUM_SMS"])
 
 
 @triton.heuristics({"DP_TILES": lambda a: _plan_of(a)[0], "SPLIT_K": lambda a: _plan_of(a)[1]})
@@ -163,7 +178,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, str]:
         a.device.index if a.device.index is not None else torch.cuda.current_device())
     configs = [INTERPRETER_CONFIG] if interp else [cfg.kwargs for cfg in _prune(
         None, {"M_KEY": bucket(M), "N_KEY": bucket(N)})]
-    plans = [(cfg, split_plan(M, N, K, cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], num_sms)) for cfg in configs]
+    plans = [(cfg, plan(M, N, K, cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], num_sms)) for cfg in configs]
 
     def split_tiles(cfg, plan):
         return triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]) - plan[0]
@@ -179,15 +194,15 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, str]:
         return (max(1, min(num_sms, dp + (tiles - dp) * slices)),)
 
     if interp:
-        cfg, plan = plans[0]
+        cfg, chosen = plans[0]
         bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
         descs = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]),
                  TensorDescriptor.from_tensor(c, [bm, bn]))
         _persistent_kernel[grid](*descs, ws, lock, M, N, K, bucket(M), bucket(N), bucket(K),
                                  NUM_SMS=INTERPRETER_SMS, UPCAST=a.dtype == torch.bfloat16, DTYPE=str(a.dtype),
                                  **cfg)
-        return c, (describe(cfg, split=plan[1], split_tiles=split_tiles(cfg, plan), tiles=split_tiles(cfg, (0, 1)))
-                   + " (interpreter)")
+        return c, (describe(cfg, split=chosen[1], split_tiles=split_tiles(cfg, chosen),
+                            tiles=split_tiles(cfg, (0, 1))) + " (interpreter)")
 
     # placeholder boxes; the config's pre_hook sets the real ones before each launch
     descs = (TensorDescriptor.from_tensor(a, [64, 64]), TensorDescriptor.from_tensor(b, [64, 64]),
@@ -196,6 +211,6 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, str]:
                      DTYPE=str(a.dtype))
     best = _autotuned.best_config
     cfg = best.kwargs
-    plan = split_plan(M, N, K, cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], num_sms)
-    return c, describe(cfg, best.num_warps, best.num_stages, plan[1], split_tiles(cfg, plan),
+    chosen = plan(M, N, K, cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], num_sms)
+    return c, describe(cfg, best.num_warps, best.num_stages, chosen[1], split_tiles(cfg, chosen),
                        split_tiles(cfg, (0, 1))) + f" programs<={num_sms}"

@@ -182,7 +182,8 @@ SPLIT_MAX = 16
 
 
 @functools.lru_cache(maxsize=4096)
-def split_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) -> tuple[int, int]:
+def split_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int,
+               min_gain: float = 0.0) -> tuple[int, int]:
     """(whole tiles, slices): the tiles of C that fill whole waves of the SMs
     run as they are; the rest, a last wave that would leave SMs idle, each
     have their K cut into ``slices`` (1: no split) so that the last wave is
@@ -190,7 +191,8 @@ def split_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) -> t
     last slice's read of the others' float32 partials (in steps' worth of
     bytes, read from L2 at about twice HBM's rate).  Small outputs (fewer
     tiles than SMs: decode, skinny, a long K) are all tail; a shape whose
-    tiles fill whole waves is not split."""
+    tiles fill whole waves is not split.  ``min_gain``: split only if that saves
+    at least this fraction of a program's steps (its whole tiles' included)."""
     tiles = -(-m // bm) * -(-n // bn)
     steps = -(-k // bk)
     full, tail = divmod(tiles, sms)
@@ -202,6 +204,8 @@ def split_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) -> t
         cost = -(-tail * s // sms) * -(-steps // s) + per_slice * s
         if cost < best_cost:
             best, best_cost = s, cost
+    if steps - best_cost < min_gain * (full + 1) * steps:
+        best = 1
     return (tiles, 1) if best == 1 else (tiles - tail, best)
 
 
