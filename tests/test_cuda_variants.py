@@ -148,6 +148,34 @@ def test_the_row_ops_know_which_plans_run():
     assert [v for v in range(1, 20) if rlg_runs(v, "bfloat16", 25905, 1024)] == [4, 5, 18, 19]
 
 
+def test_softmax_cluster_at_any_alignment_runs_where_its_body_fits():
+    """Plan 36 (softmax.cu's cluster with a scalar head and tail and a 16-byte
+    body): any n whose n // vec packs fit 8 CTAs' slices (64 KB, or up to a
+    block's opt-in shared memory at 8 CTAs), aligned or not; for unaligned
+    rows too long for registers auto runs it, so variant 0 is no candidate
+    of its own there, but is where registers hold the row (one element a
+    load) or where plan 36 does not fit (two reads a row)."""
+    from implementations.softmax.cuda import _TUNER, _plan
+    from implementations.softmax.cuda import _runs as sm_runs
+
+    assert 36 in _TUNER.variants and "any alignment" in _TUNER.describe[36]
+    # the slow unaligned rows: bf16 90533 (11316 packs, 4 CTAs), bf16 50257 (2 CTAs), float32 19945 (2 CTAs)
+    for dt, n in (("bfloat16", 90533), ("bfloat16", 50257), ("float32", 19945), ("float16", 131073)):
+        assert sm_runs(36, dt, n, 256) and not sm_runs(0, dt, n, 256)
+        assert not any(sm_runs(v, dt, n, 256) for v in (1, 4, 6, 15, 23, 34))
+    assert _plan(90533, 2).startswith("cluster of 4 x 512 threads, row in shared memory, scalar head and tail")
+    assert _plan(50257, 2).startswith("cluster of 2 ") and _plan(19945, 4).startswith("cluster of 2 ")
+    # short and aligned rows: it runs too (a body of 0 packs, or no head and tail)
+    assert all(sm_runs(36, dt, n, 8) for dt in ("float32", "bfloat16") for n in (1, 7, 781, 4096, 131072))
+    assert sm_runs(0, "bfloat16", 781, 2048) and _plan(781, 2).startswith("registers")
+    assert _plan(8193, 2).startswith("cluster of 1 ") and not sm_runs(0, "bfloat16", 8193, 8)
+    assert sm_runs(0, "bfloat16", 8191, 8)  # 1024 threads of 8 elements: registers
+    # too long for 8 CTAs (bf16 1000003: 125000 packs, 8 x 250 KB; float32 600001): two reads
+    for dt, n in (("bfloat16", 1_000_003), ("float32", 600_001)):
+        assert not sm_runs(36, dt, n, 2) and sm_runs(0, dt, n, 2)
+        assert _plan(n, 2 if dt == "bfloat16" else 4).startswith("two reads")
+
+
 def test_variant_zero_is_a_real_choice_where_it_is_one(monkeypatch):
     """gemm tile 0 and attention tiling 0 are designs, not 'the automatic plan'."""
     import suite.timing

@@ -81,7 +81,7 @@ def _misaligned(t: torch.Tensor) -> torch.Tensor:
 
 
 MISALIGNED = [("gelu", "cuda", {"N": 100_000}), ("softmax", "cuda", {"M": 64, "N": 512}),
-              ("softmax", "cuda", {"M": 4, "N": 40000}),
+              ("softmax", "cuda", {"M": 4, "N": 40000}), ("softmax", "cuda", {"M": 3, "N": 90533}),
               ("residual_layernorm_gelu", "cuda", {"M": 64, "N": 1024})]
 
 
@@ -153,7 +153,7 @@ cases = {
     "softmax contiguous": (lambda: ks.softmax(x.t()), "contiguous"),
     "softmax cpu": (lambda: ks.softmax(x.cpu()), "'CPU' backend"),
     "softmax_v variant": (lambda: ks.softmax_v(x, -1), "variant must be"),
-    "softmax_v variant high": (lambda: ks.softmax_v(x, 36), "variant must be"),
+    "softmax_v variant high": (lambda: ks.softmax_v(x, 37), "variant must be"),
     "rlg dtype": (lambda: ks.residual_layernorm_gelu(x.double(), x.double(), w.double(), b.double(), 1e-5),
                   "float32, float16 or bfloat16"),
     "rlg mixed dtype": (lambda: ks.residual_layernorm_gelu(x, x.half(), w, b, 1e-5), "one dtype"),
@@ -217,7 +217,7 @@ VARIANT_SHAPES = {
                                 # 4096 packs in bf16 (the two-pass fallback)
                                 {"M": 150, "N": 16384}],
 }
-VARIANTS = {"gelu": (0, 1, 2, 4, 5, 6, 7, 8), "softmax": range(0, 36), "residual_layernorm_gelu": range(0, 20)}
+VARIANTS = {"gelu": (0, 1, 2, 4, 5, 6, 7, 8), "softmax": range(0, 37), "residual_layernorm_gelu": range(0, 20)}
 SOFTMAX_HALF2 = (28, 29, 30, 31, 32, 33)  # exps kept as half2: 16-bit rows only
 
 
@@ -390,6 +390,84 @@ def test_softmax_tile_variants_inf_and_large_values(variant, n, dtype):
     x[3::5, 0], x[3::5, n - 1] = -big, big
     x[4::5] = big
     _softmax_tile_check(variant, case, x.to(getattr(torch, dtype)))
+
+
+# softmax's plan 36 (the cluster of plan 6 at any alignment: a scalar head
+# and tail on rank 0, the body's 16-byte packs over the CTAs), and auto,
+# which runs it for unaligned rows too long for registers: N % VEC of 1 to
+# VEC - 1 (and 0: no head or tail), more rows than VEC with odd N (a row
+# start at every offset within a pack), N just past the register plans'
+# 8192 (a cluster of 1), the slow shapes it is for (191 x 90533, 999 x
+# 50257, 1567 x 19945), uneven slices on 2-8 CTAs (131073), slices near a
+# block's shared memory (bf16 900001: 8 x 220 KB; float32 450001), past it
+# (1000003: two reads), a body of no packs (7).
+SOFTMAX_SPLIT_SHAPES = ([{"M": 9, "N": 20000 + r} for r in range(8)]
+                        + [{"M": 17, "N": n} for n in (8193, 8195, 8197, 8199, 8207)]
+                        + [{"M": 7, "N": 131073}, {"M": 191, "N": 90533}, {"M": 999, "N": 50257},
+                           {"M": 1567, "N": 19945}, {"M": 3, "N": 450_001}, {"M": 3, "N": 900_001},
+                           {"M": 2, "N": 1_000_003}, {"M": 5, "N": 65536}, {"M": 11, "N": 7}, {"M": 37, "N": 781}])
+
+
+def _softmax_split_check(variant: int, case: Case, x: torch.Tensor, what: str = ""):
+    wl = discover().workloads["softmax"]
+    poison_allocator("cuda", wl.min_bytes(case))
+    out = torch.ops.kernel_suite.softmax_v(x, variant)
+    torch.cuda.synchronize()
+    result = check(out, wl.reference(case, {"x": x}), wl.tolerance(case))
+    assert result.correct, f"variant {variant} {case}{what}: {result.message}"
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SOFTMAX_SPLIT_SHAPES, ids=lambda s: f"M{s['M']}xN{s['N']}")
+@pytest.mark.parametrize("variant", (36, 0))
+def test_softmax_cluster_any_alignment(variant, shape, dtype):
+    wl = discover().workloads["softmax"]
+    import_module("implementations.softmax.cuda").ops()
+    case = Case.make("softmax", dtype, **shape)
+    x = wl.make_inputs(case, "cuda", zlib.crc32(f"split v{variant}|{case}".encode()))["x"]
+    _softmax_split_check(variant, case, x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", (8193, 20003, 90533, 131073))
+@pytest.mark.parametrize("variant", (36, 0))
+def test_softmax_cluster_any_alignment_one_finite_element(variant, n, dtype):
+    """Rows of -inf but one element: at column 0 (the head, where the row
+    starts off a boundary), n // 2 (the body, on a CTA other than rank 0
+    where the cluster has several, so rank 0 holds only -inf) or n - 1 (the
+    tail).  48 rows of odd n: rows 3k + c (c: the column's case) start at
+    every offset within a pack.  The output is one-hot."""
+    wl = discover().workloads["softmax"]
+    import_module("implementations.softmax.cuda").ops()
+    rows = 48
+    case = Case.make("softmax", dtype, M=rows, N=n)
+    x = torch.full((rows, n), -math.inf, device="cuda")
+    cols = torch.tensor([(0, n // 2, n - 1)[r % 3] for r in range(rows)], device="cuda")
+    x[torch.arange(rows, device="cuda"), cols] = torch.randn(rows, device="cuda")
+    x = x.to(getattr(torch, dtype))
+    out = _softmax_split_check(variant, case, x, " (one finite element a row)")
+    assert torch.equal(out.float().argmax(-1), cols)
+    assert torch.equal(out.float().sum(-1), torch.ones(rows, device="cuda"))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_cluster_any_alignment_misaligned_base(dtype):
+    """x 1 to VEC - 1 elements past a 16-byte boundary, y from the allocator:
+    x and y split differently, so plan 36 refuses and auto's one element a
+    load cluster (or two reads) runs."""
+    wl = discover().workloads["softmax"]
+    import_module("implementations.softmax.cuda").ops()
+    vec = 16 // torch.empty((), dtype=getattr(torch, dtype)).element_size()
+    for shape in ({"M": 4, "N": 40000}, {"M": 5, "N": 20001}, {"M": 3, "N": 90533}):
+        case = Case.make("softmax", dtype, **shape)
+        x = wl.make_inputs(case, "cuda", zlib.crc32(f"split misaligned|{case}".encode()))["x"]
+        for offset in range(1, vec):
+            buf = torch.empty(x.numel() + offset, dtype=x.dtype, device=x.device)
+            view = buf[offset:].view(x.shape)
+            view.copy_(x)
+            assert view.data_ptr() % 16 != 0
+            _softmax_split_check(36, case, view, f" (x at {view.data_ptr() % 16} mod 16)")
 
 
 @pytest.mark.parametrize("variant", (8, 12, 14, 15, 16, 17))

@@ -3,8 +3,9 @@ row, all loads before the one (max, sum) reduction; short rows several to a
 lane group; rows off 16-byte boundaries as a scalar head, 16-byte body and
 scalar tail), tiles of whole short rows (<= 256 columns, any alignment)
 copied through shared memory with 16-byte accesses, split over a
-thread-block cluster's shared memory loaded by TMA bulk copies (sm_90), or
-online (running max and sum, two reads) for rows longer than that.
+thread-block cluster's shared memory loaded by TMA bulk copies (sm_90) or
+register loads (rows at any alignment too: head, body and tail), or online
+(running max and sum, two reads) for rows longer than that.
 
 ``softmax_v(x, variant)`` runs one plan by number (see softmax.cu; 0 = auto,
 what ``softmax`` runs), for device benchmarks that compare them.
@@ -37,16 +38,25 @@ def ops():
 def _plan(n: int, size: int) -> str:
     """Mirror of softmax.cu's launch_auto: 2 packs a thread for float32 and
     for short 16-bit rows, else 4; long rows to a register-load cluster
-    (float32) or TMA slices of <= 64 KB (16-bit)."""
+    (float32) or TMA slices of <= 64 KB (16-bit); rows that are not 16-byte
+    multiples and too long for registers to the cluster with a 16-byte body
+    (plan 36; x and y as torch allocates them)."""
     packs = (2, 4) if size == 4 or n <= 1024 else (4,)
     long_rows = "cluster" if size == 4 else "tma"
-    return row_plans.row_plan_first_fit(n, size, size, packs, long_rows=long_rows, tma_slice=64 * 1024)
+    plan = row_plans.row_plan_first_fit(n, size, size, packs, long_rows=long_rows, tma_slice=64 * 1024)
+    vec = 16 // size
+    if n % vec and not plan.startswith("registers"):
+        ctas = row_plans.cluster_ctas(n // vec, 16)
+        if ctas:
+            return f"cluster of {ctas} x 512 threads, row in shared memory, scalar head and tail, 16-byte body"
+    return plan
 
 
 # softmax.cu's plans (softmax_v); one that cannot run a shape runs auto's.
 # 0 (auto) is a candidate only where it is a design of its own: rows that
-# are not a multiple of 16 bytes, which it runs one element a load.
-_TUNER = VariantTuner(tuple(range(36)), {
+# are not a multiple of 16 bytes, which it runs one element a load (in
+# registers, or past plan 36's cluster, two reads a row).
+_TUNER = VariantTuner(tuple(range(37)), {
     0: "auto plan: row in registers, one element a load (unaligned rows)",
     1: "row in registers, 4 packs of 16 B a thread",
     2: "row in registers, 2 packs a thread",
@@ -83,7 +93,8 @@ _TUNER = VariantTuner(tuple(range(36)), {
     33: "as 31 at 1024 threads x 8 packs (clusters of half as many CTAs; 16-bit only)",
     34: "short rows, any alignment: a tile of whole rows a block (<= 16 KB), copied into shared memory "
         "by 16-byte cp.async, a row a lane group",
-    35: "as 34 with persistent blocks, two 8 KB tile buffers each: the next tile's copies in flight"},
+    35: "as 34 with persistent blocks, two 8 KB tile buffers each: the next tile's copies in flight",
+    36: "cluster, register loads into shared memory, any alignment: scalar head and tail, 16-byte body"},
     runs=lambda v, key: _runs(v, *key))
 
 # softmax.cu's persistent plans: slice target (bytes), buffers a CTA
@@ -98,6 +109,8 @@ _UNALIGNED_RAW = (26,)  # packs kept raw, blocks of <= 256 threads
 # softmax.cu's shared-memory tile plans (kTileMaxCols): rows of 1..256 columns, any alignment
 _TILES = (34, 35)
 _TILE_MAX_COLS = 256
+# softmax.cu's cluster plan at any alignment (x and y equally misaligned, as allocated)
+_CLUSTER_SPLIT = 36
 # softmax.cu's raw-pack plans (23-25): threads, packs a thread
 _RAW = {23: (512, 8), 24: (256, 8), 25: (1024, 8), 27: (512, 8), 28: (512, 8)}
 
@@ -113,8 +126,12 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
         packs = _UNALIGNED_PACKS[variant]  # threads for the body's n // vec packs
         bound = 256 if variant in _UNALIGNED_RAW or vec * packs > 32 else 1024
         return row_plans.regs_fit(n // vec * vec, vec, packs, bound)
+    if variant == _CLUSTER_SPLIT:  # any n whose body (at most n // vec packs) fits 8 CTAs' slices
+        return row_plans.cluster_ctas(n // vec, 16) > 0
     if n % vec:
-        return variant == 0  # unaligned rows: plans 1-14 are not used, auto runs
+        # unaligned rows: plans 1-14 are not used, auto runs: one element a load in
+        # registers (8 a thread, <= 1024 threads), else plan 36, else two reads
+        return variant == 0 and (row_plans.regs_fit(n, 1, 8, 1024) or row_plans.cluster_ctas(n // vec, 16) == 0)
     if variant == 0:
         return False  # auto runs one of plans 1-7 here
     if variant in (1, 2, 3):

@@ -25,14 +25,16 @@
 //  34, 35     rows of 1..256 columns, any alignment: tiles of whole rows copied into
 //             shared memory by 16-byte cp.async, a row a lane group; 34: a tile a
 //             block, 35: persistent blocks with the next tile's copies in flight
+//  36         as 6 at any alignment: scalar head and tail, 16-byte body
 // Auto: registers at 2 packs a thread (float32, and 16-bit rows <= 1024), else
 // 4; longer rows on a cluster (float32: register loads, 16-bit: 64 KB TMA
-// slices); longer still, streaming.  A plan that cannot run a shape (too long
-// a row for registers, a misaligned row for TMA or plans 1-14) runs auto's.
+// slices; rows off 16-byte boundaries: plan 36); longer still, streaming.  A
+// plan that cannot run a shape (too long a row for registers, a misaligned
+// row for TMA or plans 1-14) runs auto's.
 //
 // This file holds the plan table above, the launchers and the op; the kernels
 // are in softmax_rows.cuh (plans 1-3, 11-17, 23-28), softmax_tma.cuh (4, 5,
-// 8-10, 18-22, 29-33), softmax_cluster_stream.cuh (6, 7) and
+// 8-10, 18-22, 29-33), softmax_cluster_stream.cuh (6, 7, 36) and
 // softmax_tiles.cuh (34, 35), over softmax_common.cuh.
 #include <numeric>
 
@@ -56,7 +58,7 @@ namespace {
 
 // ------------------------------------------------------------- launchers
 
-constexpr int kSoftmaxVariants = 35;
+constexpr int kSoftmaxVariants = 36;
 
 template <typename T, int VEC, int PACKS>
 bool launch_regs(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
@@ -178,6 +180,25 @@ bool launch_cluster(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream)
   return true;
 }
 
+// Plan 36: the cluster of plan 6 over rows at any alignment, each split at
+// its 16-byte boundaries (softmax_cluster_kernel, SPLIT).  x and y must be
+// equally misaligned (torch's allocations, contiguous: bases on 16-byte
+// boundaries), so that one split serves both; the CTAs' slices are sized for
+// the longest body, the n / VEC packs of a row that starts on a boundary.
+template <typename T>
+bool launch_cluster_split(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
+  constexpr int VEC = ksuite::vec16<T>();
+  if (((reinterpret_cast<std::uintptr_t>(x) - reinterpret_cast<std::uintptr_t>(y)) & 15u) != 0) return false;
+  if (ksuite::compute_major() < 9 || n > 0x7fffffff) return false;
+  const int64_t packs = n / VEC;
+  const int ctas = ksuite::cluster_ctas(packs, 16, ksuite::max_smem_optin());
+  if (ctas == 0 || m * ctas > int64_t(0x7fffffff)) return false;
+  const int64_t chunk = (packs + ctas - 1) / ctas;
+  ksuite::launch_clustered(softmax_cluster_kernel<T, VEC, true>, static_cast<unsigned>(m * ctas),
+                           kSoftmaxClusterThreads, static_cast<int>(chunk * 16), ctas, stream, x, y, n, chunk);
+  return true;
+}
+
 template <typename T, int VEC>
 void launch_stream(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
   const auto grid = static_cast<unsigned>(std::min<int64_t>(m, ksuite::sm_count()));
@@ -292,7 +313,9 @@ bool launch_tiles(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
 // in registers at 2 packs a thread for float32 and for 16-bit rows up to 1024
 // columns, else 4 packs; rows too long for registers go to a cluster: float32
 // with register loads (faster there than TMA), 16-bit with TMA into 64 KB
-// slices (faster than 32 KB); else two reads.
+// slices (faster than 32 KB); rows off 16-byte boundaries (VEC == 1) on the
+// cluster with a 16-byte body (plan 36) where x and y are equally
+// misaligned, one element a load where not; else two reads.
 template <typename T, int VEC>
 void launch_auto(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
   if constexpr (VEC > 1) {
@@ -301,6 +324,9 @@ void launch_auto(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
   if (launch_regs<T, VEC, VEC == 1 ? 8 : 4>(x, y, m, n, stream)) return;
   if constexpr (VEC == 8) {
     if (launch_tma<T>(x, y, m, n, 64 * 1024, stream)) return;
+  }
+  if constexpr (VEC == 1) {
+    if (launch_cluster_split<T>(x, y, m, n, stream)) return;
   }
   if (launch_cluster<T, VEC>(x, y, m, n, stream)) return;
   if constexpr (VEC == 4) {
@@ -319,6 +345,7 @@ void launch(const T* x, T* y, int64_t m, int64_t n, int variant, cudaStream_t st
     case 26: done = launch_unaligned<T, 4, true>(x, y, m, n, stream); break;
     case 34: done = launch_tiles<T, 1, 16384, 6>(x, y, m, n, stream); break;
     case 35: done = launch_tiles<T, 2, 8192, 6>(x, y, m, n, stream); break;
+    case 36: done = launch_cluster_split<T>(x, y, m, n, stream); break;
     default: break;
   }
   if constexpr (VEC > 1) {  // rows on 16-byte boundaries
