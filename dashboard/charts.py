@@ -170,30 +170,34 @@ def bandwidth(df: pd.DataFrame, metric: str = "gbps", ceilings: dict[str, float]
     df = _text_safe(df[[c for c in dict.fromkeys(used) if c in df.columns]])
     fig = go.Figure()
     names = list(dict.fromkeys(df["series"])) if len(df) else []
+    # one sort for all series (each group keeps the order), and plain arrays for Plotly:
+    # per-series sorts and Series arguments were most of this page's server time at scale
+    df = df.sort_values(["size", "shape"], kind="stable") if len(df) else df
     groups = dict(iter(df.groupby("series", sort=False))) if len(df) else {}
     for name in names:
-        g = groups[name].sort_values(["size", "shape"])
+        g = groups[name]
         c = color(name, names)
-        hi = g[work] / (g["ms_p20"] * 1e-3) / (1e9 if metric == "gbps" else 1e12)
-        lo = g[work] / (g["ms_p80"] * 1e-3) / (1e9 if metric == "gbps" else 1e12)
+        size = g["size"].to_numpy(dtype=float)
+        hi = (g[work] / (g["ms_p20"] * 1e-3) / (1e9 if metric == "gbps" else 1e12)).to_numpy(dtype=float)
+        lo = (g[work] / (g["ms_p80"] * 1e-3) / (1e9 if metric == "gbps" else 1e12)).to_numpy(dtype=float)
+        mid = g[metric].to_numpy(dtype=float)
         custom = _custom(g, ["shape", "ms_median", "sol", card_text(g)])
         hover = (f"%{{customdata[0]}}<br>%{{y:.1f}} {unit}<br>%{{customdata[1]:.4g}} ms"
                  "<br>SOL %{customdata[2]:.2f}%{customdata[3]}<extra>" + name + "</extra>")
         if not lines:
             fig.add_trace(go.Scatter(
-                x=g["size"], y=g[metric], mode="markers", name=name,
+                x=size, y=mid, mode="markers", name=name,
                 marker=dict(color=c, size=8, symbol=_symbols(g["gpu"]) if "gpu" in g.columns else None),
-                error_y=dict(type="data", array=(hi - g[metric]).to_numpy(),
-                             arrayminus=(g[metric] - lo).to_numpy(), thickness=1, width=3),
+                error_y=dict(type="data", array=hi - mid, arrayminus=mid - lo, thickness=1, width=3),
                 customdata=custom, hovertemplate=hover))
             continue
-        fig.add_trace(go.Scatter(x=g["size"], y=hi, mode="lines", line=dict(width=0, color=c),
+        fig.add_trace(go.Scatter(x=size, y=hi, mode="lines", line=dict(width=0, color=c),
                                  legendgroup=name, showlegend=False, hoverinfo="skip"))
-        fig.add_trace(go.Scatter(x=g["size"], y=lo, mode="lines", line=dict(width=0, color=c),
+        fig.add_trace(go.Scatter(x=size, y=lo, mode="lines", line=dict(width=0, color=c),
                                  fill="tonexty", fillcolor=_rgba(c, 0.18), legendgroup=name,
                                  showlegend=False, hoverinfo="skip"))
         fig.add_trace(go.Scatter(
-            x=g["size"], y=g[metric], mode="lines+markers", name=name, legendgroup=name,
+            x=size, y=mid, mode="lines+markers", name=name, legendgroup=name,
             line=dict(color=c, dash=_dash(name, names)), customdata=custom, hovertemplate=hover))
     for label, value in (ceilings or {}).items():
         if value and math.isfinite(value):
