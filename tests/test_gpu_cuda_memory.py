@@ -108,6 +108,7 @@ OPCHECK = [
     ("residual_layernorm_gelu", "residual_layernorm_gelu", {"M": 37, "N": 300}, ()),
     ("residual_layernorm_gelu", "residual_layernorm_gelu_v", {"M": 37, "N": 304}, (2,)),
     ("residual_layernorm_gelu", "residual_layernorm_gelu_v", {"M": 37, "N": 301}, (18,)),
+    ("residual_layernorm_gelu", "residual_layernorm_gelu_v", {"M": 5, "N": 8193}, (20,)),
 ]
 
 
