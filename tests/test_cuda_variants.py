@@ -145,7 +145,48 @@ def test_the_row_ops_know_which_plans_run():
         assert [rlg_runs(v, "float32", n, 2048) for n in (1, 4721, 16387, 16389)] == [True] * 3 + [False]
         assert not any(rlg_runs(v, dt, n, 64) for dt, n in (("bfloat16", 4096), ("float32", 1000)))
     # the fuzz preset's unaligned bf16 rows: the any-alignment plans and the two long-row plans
-    assert [v for v in range(1, 20) if rlg_runs(v, "bfloat16", 25905, 1024)] == [4, 5, 18, 19]
+    assert [v for v in range(1, 21) if rlg_runs(v, "bfloat16", 25905, 1024)] == [4, 5, 18, 19, 20]
+
+
+def test_rlg_cluster_at_any_alignment_runs_where_its_body_fits():
+    """Plan 20 (residual_layernorm_gelu.cu's cluster with a scalar head and
+    tail and a 16-byte body): rows that are not 16-byte multiples whose
+    n // vec packs, as float, fit 8 CTAs' slices (64 KB each, or up to a
+    block's opt-in shared memory at 8 CTAs); on 16-byte rows plan 4 covers
+    it, untimed.  Auto runs it for unaligned rows too long for registers."""
+    from implementations.residual_layernorm_gelu.cuda import _TUNER, _auto_plan
+    from implementations.residual_layernorm_gelu.cuda import _runs as rlg_runs
+    from suite.workload import Case
+
+    assert 20 in _TUNER.variants and "any alignment" in _TUNER.describe[20]
+    # the slow unaligned rows: bf16 19379 (2422 packs of 32 B as float: 2 CTAs), 25905 (3238: 2),
+    # 14749 (1843: 1), float32 19379 (4844 packs of 16 B: 2), 25905 (6476: 2); plan 4 at VEC = 1 and
+    # two reads run too
+    for dt, n in (("bfloat16", 19379), ("bfloat16", 25905), ("bfloat16", 14749), ("float32", 19379),
+                  ("float32", 25905), ("float16", 131073)):
+        assert [v for v in range(1, 21) if rlg_runs(v, dt, n, 1024) and v not in (18, 19)] == [4, 5, 20]
+
+    def auto(dt, n):
+        return _auto_plan(Case.make("residual_layernorm_gelu", dt, M=656, N=n))
+
+    assert auto("bfloat16", 19379).startswith("cluster of 2 x 512 threads, row in shared memory, scalar head")
+    assert auto("bfloat16", 25905).startswith("cluster of 2 ") and auto("float32", 25905).startswith("cluster of 2 ")
+    assert all(auto(dt, 131073).startswith("cluster of 8 ") for dt in ("float16", "float32"))  # 512 KB of floats
+    assert auto("bfloat16", 14749).startswith("cluster of 1 ")
+    # unaligned rows that fit registers (one element a load, 8 a thread, <= 1024 threads): auto keeps them
+    assert auto("bfloat16", 8191).startswith("registers") and auto("bfloat16", 8193).startswith("cluster of 1 ")
+    assert auto("float32", 781).startswith("registers") and rlg_runs(20, "float32", 781, 2048)
+    # rows of no whole pack run (all head and tail); 16-byte rows are plan 4's
+    assert all(rlg_runs(20, dt, n, 8) for dt in ("float32", "bfloat16") for n in (1, 3, 7, 8193, 131073))
+    assert not any(rlg_runs(20, dt, n, 8) for dt in ("float32", "bfloat16") for n in (8, 4096, 131072))
+    # too long for 8 CTAs (bf16 524291: 65536 packs of 32 B, 8 x 256 KB; float32 600001): two reads
+    for dt, n in (("bfloat16", 524_291), ("float32", 600_001)):
+        assert not rlg_runs(20, dt, n, 2) and not rlg_runs(4, dt, n, 2) and rlg_runs(5, dt, n, 2)
+        assert auto(dt, n).startswith("two reads")
+    # the longest that fit: 8 slices of 226 KB and 1 KB to spare (of the H200's 227 KB a block):
+    # bf16 8 x 7232 packs of 32 B, float32 8 x 14464 of 16 B
+    assert rlg_runs(20, "bfloat16", 8 * 7232 * 8 + 7, 2) and not rlg_runs(20, "bfloat16", (8 * 7232 + 1) * 8 + 7, 2)
+    assert rlg_runs(20, "float32", 8 * 14464 * 4 + 3, 2) and not rlg_runs(20, "float32", (8 * 14464 + 1) * 4 + 3, 2)
 
 
 def test_softmax_cluster_at_any_alignment_runs_where_its_body_fits():

@@ -108,6 +108,7 @@ OPCHECK = [
     ("residual_layernorm_gelu", "residual_layernorm_gelu", {"M": 37, "N": 300}, ()),
     ("residual_layernorm_gelu", "residual_layernorm_gelu_v", {"M": 37, "N": 304}, (2,)),
     ("residual_layernorm_gelu", "residual_layernorm_gelu_v", {"M": 37, "N": 301}, (18,)),
+    ("residual_layernorm_gelu", "residual_layernorm_gelu_v", {"M": 5, "N": 8193}, (20,)),
 ]
 
 
@@ -166,7 +167,7 @@ cases = {
     "rlg cpu": (lambda: ks.residual_layernorm_gelu(x.cpu(), x, w, b, 1e-5), "CUDA tensor"),
     "rlg device": (lambda: ks.residual_layernorm_gelu(x, x.cpu(), w, b, 1e-5), "is on cpu"),
     "rlg eps": (lambda: ks.residual_layernorm_gelu(x, x, w, b, -1.0), "eps must be positive"),
-    "rlg_v variant": (lambda: ks.residual_layernorm_gelu_v(x, x, w, b, 1e-5, 20), "variant must be"),
+    "rlg_v variant": (lambda: ks.residual_layernorm_gelu_v(x, x, w, b, 1e-5, 21), "variant must be"),
     "rlg_v shape": (lambda: ks.residual_layernorm_gelu_v(x, x, torch.randn(63, device="cuda"), b, 1e-5, 1),
                     "weight must have shape"),
 }
@@ -217,7 +218,7 @@ VARIANT_SHAPES = {
                                 # 4096 packs in bf16 (the two-pass fallback)
                                 {"M": 150, "N": 16384}],
 }
-VARIANTS = {"gelu": (0, 1, 2, 4, 5, 6, 7, 8), "softmax": range(0, 37), "residual_layernorm_gelu": range(0, 20)}
+VARIANTS = {"gelu": (0, 1, 2, 4, 5, 6, 7, 8), "softmax": range(0, 37), "residual_layernorm_gelu": range(0, 21)}
 SOFTMAX_HALF2 = (28, 29, 30, 31, 32, 33)  # exps kept as half2: 16-bit rows only
 
 
@@ -620,9 +621,111 @@ def test_rlg_tuner_times_the_unaligned_plans():
     registry = discover()
     case = Case.make("residual_layernorm_gelu", "bfloat16", M=1823, N=781)
     key = _key(1823, 781, "bfloat16")
-    assert [v for v in _TUNER.variants if _runs(v, *key)] == [1, 2, 3, 4, 5, 6, 7, 18, 19]
+    assert [v for v in _TUNER.variants if _runs(v, *key)] == [1, 2, 3, 4, 5, 6, 7, 18, 19, 20]
     _run_and_check("cuda", case, registry.workloads["residual_layernorm_gelu"].make_inputs(case, "cuda", 5))
-    assert set(_TUNER.times[key]) == {1, 2, 3, 4, 5, 6, 7, 18, 19}
+    assert set(_TUNER.times[key]) == {1, 2, 3, 4, 5, 6, 7, 18, 19, 20}
+
+
+# residual_layernorm_gelu's plan 20 (plan 4's cluster at any alignment: a
+# scalar head and tail on rank 0, the body's 16-byte packs over the CTAs,
+# w and b by words), and auto, which runs it for unaligned rows too long for
+# registers; checked elementwise: N % VEC of 1 to VEC - 1 (and 0: no head or
+# tail), more rows than VEC with odd N (a row start at every offset within a
+# pack), N just past the register plans' 8192 (a cluster of 1), the slow
+# shapes it is for (656 x 19379, 760 x 25905, 1075 x 14749), uneven slices
+# on 8 CTAs (131073), the longest rows whose slices fit a block's shared
+# memory (226 KB: bf16 462855, 8 x 7232 packs of 32 B; float32 462851, 8 x
+# 14464 of 16 B; float32 462855 a pack past it runs two reads, as 524291 does
+# in every dtype), bodies of no packs (1, 7) and rows shorter than the
+# cluster's threads (781).
+RLG_SPLIT_SHAPES = ([{"M": 9, "N": 20000 + r} for r in range(8)]
+                    + [{"M": 17, "N": n} for n in (8193, 8195, 8197, 8199, 8207)]
+                    + [{"M": 7, "N": 131073}, {"M": 656, "N": 19379}, {"M": 760, "N": 25905},
+                       {"M": 1075, "N": 14749}, {"M": 3, "N": 462_851}, {"M": 3, "N": 462_855},
+                       {"M": 2, "N": 524_291}, {"M": 5, "N": 1}, {"M": 11, "N": 7}, {"M": 37, "N": 781}])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", RLG_SPLIT_SHAPES, ids=lambda s: f"M{s['M']}xN{s['N']}")
+@pytest.mark.parametrize("variant", (20, 0))
+def test_rlg_cluster_any_alignment(variant, shape, dtype):
+    wl = discover().workloads["residual_layernorm_gelu"]
+    import_module("implementations.residual_layernorm_gelu.cuda").ops()
+    case = Case.make("residual_layernorm_gelu", dtype, **shape)
+    inputs = wl.make_inputs(case, "cuda", zlib.crc32(f"split v{variant}|{case}".encode()))
+    poison_allocator("cuda", wl.min_bytes(case), inputs["x"].dtype)  # every unwritten element a NaN
+    _check_rlg(case, inputs, _rlg_v(inputs, variant), f"variant {variant}")
+
+
+@pytest.mark.parametrize("dtype,n,shift", (("bfloat16", 25905, 300.0), ("bfloat16", 131073, 300.0),
+                                           ("float32", 19379, 30.0), ("float16", 8193, 30.0)))
+def test_rlg_cluster_any_alignment_statistics_of_offset_rows(dtype, n, shift):
+    """test_rlg_statistics_of_offset_rows for plan 20: the head and tail
+    elements are in rank 0's count, mean and squared deviations."""
+    _check_rlg_offset_rows(20, dtype, n, shift)
+
+
+def _rlg_split_ran(inputs: dict, variant: int) -> bool:
+    """Whether residual_layernorm_gelu_v ran the cluster kernel's SPLIT form."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        _rlg_v(inputs, variant)
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == DeviceType.CUDA]
+    assert names, "the profiler saw no kernel"
+    return any("rlg_cluster_kernel<" in name and ", true>" in name for name in names)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rlg_cluster_any_alignment_misaligned_base(dtype):
+    """w and b at every offset from a 16-byte boundary: plan 20 runs as
+    itself, reading them a word at a time.  x alone, or x and r, 1 to VEC - 1
+    elements off a boundary, y from the allocator: x and y split
+    differently, so plan 20 refuses and auto's one-element-a-load cluster
+    runs; the result is right either way."""
+    wl = discover().workloads["residual_layernorm_gelu"]
+    import_module("implementations.residual_layernorm_gelu.cuda").ops()
+    vec = 16 // torch.empty((), dtype=getattr(torch, dtype)).element_size()
+    for shape in ({"M": 5, "N": 19379}, {"M": 4, "N": 40000}, {"M": 3, "N": 8193}):
+        case = Case.make("residual_layernorm_gelu", dtype, **shape)
+        base = wl.make_inputs(case, "cuda", zlib.crc32(f"split misaligned|{case}".encode()))
+        for k in range(vec):
+            inputs = {**base, "weight": _offset(base["weight"], k), "bias": _offset(base["bias"], (k + 3) % vec)}
+            _check_rlg(case, inputs, _rlg_v(inputs, 20), f"variant 20 w +{k}, b +{(k + 3) % vec}")
+            # (40000 is a 16-byte multiple, but w or b off a boundary sends auto to the same plan)
+            assert _rlg_split_ran(inputs, 20) and _rlg_split_ran(inputs, 0)
+        for offset in range(1, vec):
+            for names in (("x",), ("x", "r")):
+                inputs = {**base, **{k: _offset(base[k], offset) for k in names}}
+                assert inputs["x"].data_ptr() % 16 != 0
+                what = f"variant 20 {'+'.join(names)} at +{offset}"
+                _check_rlg(case, inputs, _rlg_v(inputs, 20), what)
+                assert not _rlg_split_ran(inputs, 20), what
+
+
+def test_rlg_cluster_any_alignment_runs_where_the_tuner_says():
+    """The tuner's mirror (_runs) and the auto plan's (_auto_plan) against
+    the launcher: plan 20 runs the SPLIT cluster kernel at unaligned widths
+    whose slices fit and not past them (two reads); auto runs it where the
+    row is too long for registers and fits, not where registers hold it."""
+    from implementations.residual_layernorm_gelu.cuda import _auto_plan, _runs
+
+    wl = discover().workloads["residual_layernorm_gelu"]
+    import_module("implementations.residual_layernorm_gelu.cuda").ops()
+    seen = {}
+    for dtype, n in (("bfloat16", 781), ("bfloat16", 8191), ("bfloat16", 8193), ("bfloat16", 19379),
+                     ("bfloat16", 462_855), ("bfloat16", 524_291), ("float32", 25905), ("float32", 462_851),
+                     ("float32", 462_855)):
+        case = Case.make("residual_layernorm_gelu", dtype, M=2, N=n)
+        inputs = wl.make_inputs(case, "cuda", 1)
+        ran = _rlg_split_ran(inputs, 20)
+        assert ran == _runs(20, dtype, n, 2), (dtype, n)
+        auto = _rlg_split_ran(inputs, 0)
+        assert auto == ("16-byte body" in _auto_plan(case)), (dtype, n, _auto_plan(case))
+        seen[(dtype, n)] = (ran, auto)
+    assert {v for v in seen.values()} == {(True, False), (True, True), (False, False)}
 
 
 def test_softmax_tuner_picks_among_plans_that_run():

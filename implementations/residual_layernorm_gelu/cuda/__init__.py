@@ -34,7 +34,7 @@ def ops():
 
 
 # the .cu's plans (residual_layernorm_gelu_v); one that cannot run a shape runs auto's
-_TUNER = VariantTuner(tuple(range(1, 20)), {
+_TUNER = VariantTuner(tuple(range(1, 21)), {
     1: "row in registers, 4 packs of x and of r a thread",
     2: "row in registers, 2 packs a thread",
     3: "row in registers, 1 pack a thread",
@@ -56,12 +56,16 @@ _TUNER = VariantTuner(tuple(range(1, 20)), {
     17: "plan 10 with one-round statistics: one cluster exchange a row",
     18: "any alignment: scalar head and tail, 16-byte body of x, r and y, 4 packs a thread, "
         "w and b by 32-bit words",
-    19: "plan 18 at 8 packs a thread (<= 512 threads a row)"},
+    19: "plan 18 at 8 packs a thread (<= 512 threads a row)",
+    20: "cluster, the row split over 2..8 CTAs' shared memory, any alignment: scalar head and tail, "
+        "16-byte body"},
     runs=lambda v, key: _runs(v, *key))
 
 
 # the .cu's any-alignment plans (launch_unaligned_rows): 16-byte packs a thread
 _UNALIGNED_PACKS = {18: 4, 19: 8}
+# the .cu's cluster at any alignment (launch_cluster, SPLIT): x, r and y equally misaligned, as allocated
+_CLUSTER_SPLIT = 20
 
 
 def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
@@ -74,6 +78,10 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
         # read a word at a time (plan 1's design with more loads): not timed there.
         packs = _UNALIGNED_PACKS[variant]
         return n % vec != 0 and row_plans.regs_fit(n // vec * vec, vec, packs, 1024 if packs <= 4 else 512)
+    if variant == _CLUSTER_SPLIT:
+        # the body's n // vec packs, as float, over 1..8 CTAs.  It runs on 16-byte rows too, as plan
+        # 4 with w and b read a word at a time: not timed there.
+        return n % vec != 0 and row_plans.cluster_ctas(n // vec, vec * 4) > 0
     if n % vec:
         vec = 1
     if variant in (1, 2, 3, 6, 7):
@@ -101,9 +109,17 @@ def _key(m: int, n: int, dtype: str) -> tuple:
 
 
 def _auto_plan(case) -> str:
-    return row_plans.row_plan_first_fit(
-        case["N"], itemsize(case.dtype), 4, (2, 4) if itemsize(case.dtype) == 4 else (4,),
-        long_rows="cluster") + " (auto plan)"
+    """Mirror of the .cu's auto choice: registers, else the cluster (rows that
+    are not 16-byte multiples: plan 20's 16-byte body where its slices fit),
+    else two reads."""
+    n, size = case["N"], itemsize(case.dtype)
+    plan = row_plans.row_plan_first_fit(n, size, 4, (2, 4) if size == 4 else (4,), long_rows="cluster")
+    vec = 16 // size
+    if n % vec and not plan.startswith("registers"):
+        ctas = row_plans.cluster_ctas(n // vec, vec * 4)
+        if ctas:
+            plan = f"cluster of {ctas} x 512 threads, row in shared memory, scalar head and tail, 16-byte body"
+    return plan + " (auto plan)"
 
 
 def _config(case) -> str:

@@ -27,12 +27,16 @@
 //         16-byte body of x, r and y, 4 / 8 packs a thread (<= 1024 / 512
 //         threads a row) as plans 1-3; w and b read as 32-bit words; x, r and y
 //         equally misaligned (else auto runs)
+//  20     plan 4 at any alignment: a scalar head and tail on the first CTA, the
+//         16-byte body's packs over the cluster; w and b as in 18 and 19
 // Plans 8-17 take 16-byte packs only; on other rows plans 1-7 take one
 // element a load.  At bf16 4096 x 32768 on the H200 plan 16 takes 206-208
 // us, 8, 12 and 15 223-226: plan 12's second exchange is the cost.
 // Auto: registers (float32 at 2 packs first) while the row fits 1024 threads,
-// else the cluster, else one block a row.  A plan that cannot run a shape runs auto's.
-// Kernels: rlg_rows.cuh (plans 1-7, 18, 19), rlg_tma.cuh (8-17), over rlg_common.cuh.
+// else the cluster (rows off 16-byte boundaries: plan 20 where x, r and y are
+// equally misaligned, plan 4 one element a load where not), else one block a
+// row.  A plan that cannot run a shape runs auto's.
+// Kernels: rlg_rows.cuh (plans 1-7, 18-20), rlg_tma.cuh (8-17), over rlg_common.cuh.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAException.h>
@@ -45,7 +49,7 @@
 
 namespace {
 
-constexpr int kRlgVariants = 19;
+constexpr int kRlgVariants = 20;
 
 // The register kernels' rows a block (shifts, not divides, in the kernel):
 // tpr <= 32 is a power of two and the block holds threads / tpr (a power of
@@ -177,6 +181,10 @@ void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int
       break;
     case 18: if (launch_unaligned_rows<T, 4>(x, r, w, b, y, m, n, eps, stream)) return; break;
     case 19: if (launch_unaligned_rows<T, 8>(x, r, w, b, y, m, n, eps, stream)) return; break;
+    case 20:
+      if (launch_cluster<T, ksuite::vec16<T>(), true>(x, r, w, b, y, m, n, eps, ksuite::max_smem_optin(), stream))
+        return;
+      break;
     case 5: {
       const auto grid = static_cast<unsigned>(std::min<int64_t>(m, ksuite::sm_count()));
       rlg_wide_kernel<T, VEC, false><<<grid, 1024, 0, stream>>>(x, r, w, b, y, m, n, eps);
@@ -191,6 +199,12 @@ void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int
     if (launch_regs<T, VEC, 2>(x, r, w, b, y, m, n, eps, stream)) return;
   }
   if (launch_regs<T, VEC, P1>(x, r, w, b, y, m, n, eps, stream)) return;
+  // Rows off 16-byte boundaries (or w and b off them): the cluster with a
+  // 16-byte body (plan 20) before the one of one element a load.
+  if constexpr (VEC == 1) {
+    if (launch_cluster<T, ksuite::vec16<T>(), true>(x, r, w, b, y, m, n, eps, ksuite::max_smem_optin(), stream))
+      return;
+  }
   if (launch_cluster<T, VEC>(x, r, w, b, y, m, n, eps, ksuite::max_smem_optin(), stream)) return;
   launch_wide<T, VEC>(x, r, w, b, y, m, n, eps, stream);
 }

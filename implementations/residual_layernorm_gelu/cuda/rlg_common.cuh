@@ -26,18 +26,32 @@ __device__ __forceinline__ void load_pack(const T* p, float (&out)[VEC]) {
   for (int k = 0; k < VEC; ++k) out[k] = to_float(v.v[k]);
 }
 
-// y[c..c+VEC) = gelu(((h - mean) * rstd) * w + b)
-template <typename T, int VEC>
+// y[c..c+VEC) = gelu(((h - mean) * rstd) * w + b).  WORDS (16-byte packs
+// only): w and b at any element, read as 32-bit words (ksuite::ld16_words_if),
+// and y on a 16-byte boundary (plan 20's body, off the boundaries of w and b).
+template <typename T, int VEC, bool WORDS = false>
 __device__ __forceinline__ void finish_pack(const float (&h)[VEC], float mean, float rstd,
                                             const T* w, const T* b, T* y) {
   float wv[VEC], bv[VEC];
-  load_pack<T, VEC>(w, wv);
-  load_pack<T, VEC>(b, bv);
-  Pack<T, VEC> out;
+  if constexpr (WORDS) {
+    static_assert(VEC * sizeof(T) == 16, "WORDS reads 16-byte packs");
+    ksuite::raw_to_floats<T>(ksuite::ld16_words_if(w, true), wv);
+    ksuite::raw_to_floats<T>(ksuite::ld16_words_if(b, true), bv);
+  } else {
+    load_pack<T, VEC>(w, wv);
+    load_pack<T, VEC>(b, bv);
+  }
+  float out[VEC];
 #pragma unroll
-  for (int k = 0; k < VEC; ++k)
-    out.v[k] = ksuite::from_float<T>(ksuite::gelu_out<T>((h[k] - mean) * rstd * wv[k] + bv[k]));
-  *reinterpret_cast<Pack<T, VEC>*>(y) = out;
+  for (int k = 0; k < VEC; ++k) out[k] = ksuite::gelu_out<T>((h[k] - mean) * rstd * wv[k] + bv[k]);
+  if constexpr (WORDS) {
+    ksuite::st16_global(y, ksuite::floats_to_raw<T>(out));
+  } else {
+    Pack<T, VEC> o;
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) o.v[k] = ksuite::from_float<T>(out[k]);
+    *reinterpret_cast<Pack<T, VEC>*>(y) = o;
+  }
 }
 
 template <typename T, int VEC>

@@ -287,13 +287,35 @@ constexpr int kClusterThreads = 512;
 
 // CTA `rank` of the cluster owns packs [rank * chunk, (rank + 1) * chunk) of
 // the row; element k of its pack i is slice[k * count + i] (conflict free).
-template <typename T, int VEC>
-__global__ void __launch_bounds__(kClusterThreads)
+// Each CTA's (count, mean, squared deviations from that mean) of its h goes
+// to every CTA through distributed shared memory, merged there into the
+// row's mean and variance.
+//
+// SPLIT (plan 20; VEC = 16 / sizeof(T)): rows whose width is not a multiple
+// of VEC start at every misalignment in turn, which plan 4 takes at VEC = 1,
+// one element a load.  Here each row is split at its 16-byte boundaries
+// (ksuite::split_row): the body's whole packs are the packs the CTAs divide
+// (16-byte loads of x and r, 16-byte stores of y), and the head and tail
+// (< 2 VEC elements) are one element each on the first threads of rank 0,
+// in its count, sum and squared deviations and written with its slice.  x, r
+// and y must be equally misaligned (the launcher checks), so one split
+// serves all three; w and b, indexed by column, lie `head` elements off the
+// body's boundaries and are read as 32-bit words (finish_pack's WORDS, as
+// plans 18 and 19 read them).  A row's body is at most n / VEC packs: the
+// launcher sizes the slices for n / VEC.
+//
+// Three CTAs an SM (64 KB slices) take <= 40 registers a thread: plan 4 gets
+// them unbidden, SPLIT (w and b as words, the edge element) asks for them
+// (52 without the bound, no spills with it); a minimum of 0 blocks is no
+// bound at all (no .minnctapersm), so plan 4's code is as before.
+template <typename T, int VEC, bool SPLIT = false>
+__global__ void __launch_bounds__(kClusterThreads, SPLIT ? 3 : 0)
 rlg_cluster_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ w,
                    const T* __restrict__ b, T* __restrict__ y, int64_t n, int64_t chunk, float eps) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // the launcher uses this kernel on sm_90+ only
 #else
+  static_assert(!SPLIT || VEC * sizeof(T) == 16, "the split body is 16-byte packs");
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   extern __shared__ float slice[];
@@ -302,10 +324,28 @@ rlg_cluster_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __
   const unsigned ctas = cluster.num_blocks();
   const int64_t row = blockIdx.x / ctas;
   const int64_t p0 = int64_t(cluster.block_rank()) * chunk;
-  const int64_t count = std::max<int64_t>(0, std::min<int64_t>(n / VEC - p0, chunk));
-  const int64_t off = row * n + p0 * VEC;
+  int64_t head = 0, body = n / VEC;
+  // SPLIT: this thread's head or tail element h = x + r (`edge`: it has one)
+  // at column `ecol` of the row; `edges` of them in this CTA (rank 0 only).
+  bool edge = false;
+  int ecol = 0, edges = 0;
+  float he = 0.0f;
+  if constexpr (SPLIT) {
+    const ksuite::RowSplit split = ksuite::split_row(x + row * n, static_cast<int>(n));
+    head = split.head;
+    body = split.body;
+    edges = cluster.block_rank() == 0 ? split.edges : 0;
+    edge = static_cast<int>(threadIdx.x) < edges;
+    ecol = split.edge_col(static_cast<int>(threadIdx.x));
+    float xe[1], re[1];
+    ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, true, false>(x + row * n + ecol, edge), xe);
+    ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, true, false>(r + row * n + ecol, edge), re);
+    he = edge ? xe[0] + re[0] : 0.0f;
+  }
+  const int64_t count = std::max<int64_t>(0, std::min<int64_t>(body - p0, chunk));
+  const int64_t off = row * n + head + p0 * VEC;
 
-  float s = 0.0f;
+  float s = he;
 #pragma unroll 4
   for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
     float h[VEC];
@@ -316,10 +356,10 @@ rlg_cluster_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __
       s += h[k];
     }
   }
-  const float cnt = float(count * VEC);
+  const float cnt = float(count * VEC + edges);
   const float total = ksuite::block_sum(s, smem);
-  const float local_mean = count ? total / cnt : 0.0f;
-  float m2 = 0.0f;
+  const float local_mean = cnt > 0.0f ? total / cnt : 0.0f;
+  float m2 = edge ? (he - local_mean) * (he - local_mean) : 0.0f;
   for (int64_t j = threadIdx.x; j < count * VEC; j += blockDim.x)
     m2 += (slice[j] - local_mean) * (slice[j] - local_mean);
   m2 = ksuite::block_sum(m2, smem);
@@ -338,25 +378,41 @@ rlg_cluster_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __
   }
   cluster.sync();  // no CTA leaves while another may still read its `partial`
   const float rstd = rsqrtf(var / float(n) + eps);
+  if constexpr (SPLIT) {
+    float we[1], be[1];
+    ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, false, false>(w + ecol, edge), we);
+    ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, false, false>(b + ecol, edge), be);
+    if (edge) y[row * n + ecol] = ksuite::from_float<T>(ksuite::gelu_out<T>((he - mean) * rstd * we[0] + be[0]));
+  }
 #pragma unroll 4
   for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
     float h[VEC];
 #pragma unroll
     for (int k = 0; k < VEC; ++k) h[k] = slice[k * count + i];
-    const int64_t c = p0 * VEC + i * VEC;
-    finish_pack<T, VEC>(h, mean, rstd, w + c, b + c, y + row * n + c);
+    const int64_t c = head + p0 * VEC + i * VEC;
+    finish_pack<T, VEC, SPLIT>(h, mean, rstd, w + c, b + c, y + row * n + c);
   }
 #endif
 }
 
-template <typename T, int VEC>
+// Plan 4 (SPLIT false; VEC = 1 on rows that are not 16-byte multiples) and
+// plan 20 (SPLIT, VEC = 16 / sizeof(T), rows at any alignment: x, r and y
+// must be equally misaligned, their addresses 16-byte multiples apart, as
+// torch allocates them; w and b anywhere).  The slices hold chunk packs as
+// float, n / VEC packs over ctas CTAs (plan 20: the longest body).
+template <typename T, int VEC, bool SPLIT = false>
 bool launch_cluster(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int64_t n,
                     float eps, int smem_limit, cudaStream_t stream) {
+  if constexpr (SPLIT) {
+    const auto xa = reinterpret_cast<std::uintptr_t>(x);
+    if (((xa - reinterpret_cast<std::uintptr_t>(r)) | (xa - reinterpret_cast<std::uintptr_t>(y))) & 15u) return false;
+    if (n > 0x7fffffff) return false;
+  }
   const int64_t packs = n / VEC;
   const int ctas = ksuite::cluster_ctas(packs, VEC * sizeof(float), smem_limit);
   if (ctas == 0 || m * ctas > int64_t(0x7fffffff) || ksuite::compute_major() < 9) return false;
   const int64_t chunk = (packs + ctas - 1) / ctas;
-  ksuite::launch_clustered(rlg_cluster_kernel<T, VEC>, static_cast<unsigned>(m * ctas), kClusterThreads,
+  ksuite::launch_clustered(rlg_cluster_kernel<T, VEC, SPLIT>, static_cast<unsigned>(m * ctas), kClusterThreads,
                            static_cast<int>(chunk * VEC * sizeof(float)), ctas, stream, x, r, w, b, y, n,
                            chunk, eps);
   return true;
