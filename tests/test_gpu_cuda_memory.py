@@ -314,24 +314,32 @@ SOFTMAX_TILE_SHAPES = ([{"M": m, "N": n} for n in (1, 2, 3, 4, 5, 6, 7, 8, 25, 3
                        + [{"M": m, "N": n} for n in (100, 128, 200, 255, 256, 257) for m in (3, 1237)])
 
 
-def _softmax_tile_check(variant: int, case: Case, x: torch.Tensor):
+def _softmax_v_check(variant: int, case: Case, x: torch.Tensor, what: str = ""):
+    """softmax_v(x, variant) into poisoned memory, checked against float64; returns the output."""
     wl = discover().workloads["softmax"]
     poison_allocator("cuda", wl.min_bytes(case))
     out = torch.ops.kernel_suite.softmax_v(x, variant)
     torch.cuda.synchronize()
     result = check_case(wl, case, out, wl.reference(case, {"x": x}), inputs={"x": x})
-    assert result.correct, f"variant {variant} {case} (x at {x.data_ptr() % 16} mod 16): {result.message}"
+    assert result.correct, (f"variant {variant} {case}{what} (x at {x.data_ptr() % 16} mod 16): "
+                            f"{result.message}")
+    return out
+
+
+def _softmax_v_run(variant: int, shape: dict, dtype: str, tag: str):
+    """softmax_v at a shape on fresh inputs seeded by the test, checked as _softmax_v_check does."""
+    wl = discover().workloads["softmax"]
+    import_module("implementations.softmax.cuda").ops()
+    case = Case.make("softmax", dtype, **shape)
+    x = wl.make_inputs(case, "cuda", zlib.crc32(f"{tag} v{variant}|{case}".encode()))["x"]
+    _softmax_v_check(variant, case, x)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SOFTMAX_TILE_SHAPES, ids=lambda s: f"M{s['M']}xN{s['N']}")
 @pytest.mark.parametrize("variant", SOFTMAX_TILE_VARIANTS)
 def test_softmax_tile_variants(variant, shape, dtype):
-    wl = discover().workloads["softmax"]
-    import_module("implementations.softmax.cuda").ops()
-    case = Case.make("softmax", dtype, **shape)
-    x = wl.make_inputs(case, "cuda", zlib.crc32(f"tile v{variant}|{case}".encode()))["x"]
-    _softmax_tile_check(variant, case, x)
+    _softmax_v_run(variant, shape, dtype, "tile")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -346,7 +354,7 @@ def test_softmax_tile_variants_many_tiles(variant, n, dtype):
     import_module("implementations.softmax.cuda").ops()
     case = Case.make("softmax", dtype, M=3021808 if n == 7 else 1_000_003, N=n)
     x = wl.make_inputs(case, "cuda", zlib.crc32(f"tiles v{variant}|{case}".encode()))["x"]
-    _softmax_tile_check(variant, case, x)
+    _softmax_v_check(variant, case, x)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -367,7 +375,7 @@ def test_softmax_tile_variants_misaligned_base(variant, dtype):
             view = buf[offset:].view(x.shape)
             view.copy_(x)
             assert view.data_ptr() % 16 != 0
-            _softmax_tile_check(variant, case, view)
+            _softmax_v_check(variant, case, view)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -390,7 +398,7 @@ def test_softmax_tile_variants_inf_and_large_values(variant, n, dtype):
     x[2::5] += 1e4
     x[3::5, 0], x[3::5, n - 1] = -big, big
     x[4::5] = big
-    _softmax_tile_check(variant, case, x.to(getattr(torch, dtype)))
+    _softmax_v_check(variant, case, x.to(getattr(torch, dtype)))
 
 
 # softmax's plan 36 (the cluster of plan 6 at any alignment: a scalar head
@@ -409,25 +417,11 @@ SOFTMAX_SPLIT_SHAPES = ([{"M": 9, "N": 20000 + r} for r in range(8)]
                            {"M": 2, "N": 1_000_003}, {"M": 5, "N": 65536}, {"M": 11, "N": 7}, {"M": 37, "N": 781}])
 
 
-def _softmax_split_check(variant: int, case: Case, x: torch.Tensor, what: str = ""):
-    wl = discover().workloads["softmax"]
-    poison_allocator("cuda", wl.min_bytes(case))
-    out = torch.ops.kernel_suite.softmax_v(x, variant)
-    torch.cuda.synchronize()
-    result = check(out, wl.reference(case, {"x": x}), wl.tolerance(case))
-    assert result.correct, f"variant {variant} {case}{what}: {result.message}"
-    return out
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SOFTMAX_SPLIT_SHAPES, ids=lambda s: f"M{s['M']}xN{s['N']}")
 @pytest.mark.parametrize("variant", (36, 0))
 def test_softmax_cluster_any_alignment(variant, shape, dtype):
-    wl = discover().workloads["softmax"]
-    import_module("implementations.softmax.cuda").ops()
-    case = Case.make("softmax", dtype, **shape)
-    x = wl.make_inputs(case, "cuda", zlib.crc32(f"split v{variant}|{case}".encode()))["x"]
-    _softmax_split_check(variant, case, x)
+    _softmax_v_run(variant, shape, dtype, "split")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -447,7 +441,7 @@ def test_softmax_cluster_any_alignment_one_finite_element(variant, n, dtype):
     cols = torch.tensor([(0, n // 2, n - 1)[r % 3] for r in range(rows)], device="cuda")
     x[torch.arange(rows, device="cuda"), cols] = torch.randn(rows, device="cuda")
     x = x.to(getattr(torch, dtype))
-    out = _softmax_split_check(variant, case, x, " (one finite element a row)")
+    out = _softmax_v_check(variant, case, x, " (one finite element a row)")
     assert torch.equal(out.float().argmax(-1), cols)
     assert torch.equal(out.float().sum(-1), torch.ones(rows, device="cuda"))
 
@@ -468,7 +462,7 @@ def test_softmax_cluster_any_alignment_misaligned_base(dtype):
             view = buf[offset:].view(x.shape)
             view.copy_(x)
             assert view.data_ptr() % 16 != 0
-            _softmax_split_check(36, case, view, f" (x at {view.data_ptr() % 16} mod 16)")
+            _softmax_v_check(36, case, view)
 
 
 @pytest.mark.parametrize("variant", (8, 12, 14, 15, 16, 17))
