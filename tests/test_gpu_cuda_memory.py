@@ -410,8 +410,10 @@ def test_softmax_tile_variants_inf_and_large_values(variant, n, dtype):
 # 50257, 1567 x 19945), uneven slices on 2-8 CTAs (131073), slices near a
 # block's shared memory (bf16 900001: 8 x 220 KB; float32 450001), past it
 # (1000003: two reads), a body of no packs (7).
-SOFTMAX_SPLIT_SHAPES = ([{"M": 9, "N": 20000 + r} for r in range(8)]
-                        + [{"M": 17, "N": n} for n in (8193, 8195, 8197, 8199, 8207)]
+# (the first ones: every N % VEC; row starts at every offset in a pack, just past 8192)
+CLUSTER_ALIGNMENTS = [{"M": 9, "N": 20000 + r} for r in range(8)] + [{"M": 17, "N": n} for n in
+                                                                     (8193, 8195, 8197, 8199, 8207)]
+SOFTMAX_SPLIT_SHAPES = (CLUSTER_ALIGNMENTS
                         + [{"M": 7, "N": 131073}, {"M": 191, "N": 90533}, {"M": 999, "N": 50257},
                            {"M": 1567, "N": 19945}, {"M": 3, "N": 450_001}, {"M": 3, "N": 900_001},
                            {"M": 2, "N": 1_000_003}, {"M": 5, "N": 65536}, {"M": 11, "N": 7}, {"M": 37, "N": 781}])
@@ -632,8 +634,7 @@ def test_rlg_tuner_times_the_unaligned_plans():
 # 14464 of 16 B; float32 462855 a pack past it runs two reads, as 524291 does
 # in every dtype), bodies of no packs (1, 7) and rows shorter than the
 # cluster's threads (781).
-RLG_SPLIT_SHAPES = ([{"M": 9, "N": 20000 + r} for r in range(8)]
-                    + [{"M": 17, "N": n} for n in (8193, 8195, 8197, 8199, 8207)]
+RLG_SPLIT_SHAPES = (CLUSTER_ALIGNMENTS
                     + [{"M": 7, "N": 131073}, {"M": 656, "N": 19379}, {"M": 760, "N": 25905},
                        {"M": 1075, "N": 14749}, {"M": 3, "N": 462_851}, {"M": 3, "N": 462_855},
                        {"M": 2, "N": 524_291}, {"M": 5, "N": 1}, {"M": 11, "N": 7}, {"M": 37, "N": 781}])
