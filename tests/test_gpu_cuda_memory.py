@@ -346,8 +346,7 @@ def test_softmax_tile_variants(variant, shape, dtype):
 @pytest.mark.parametrize("n", (7, 25))
 @pytest.mark.parametrize("variant", SOFTMAX_TILE_VARIANTS)
 def test_softmax_tile_variants_many_tiles(variant, n, dtype):
-    """The fuzz preset's millions of short rows (3021808 x 7 bf16 ran at 0.22
-    of copy bandwidth before these plans): thousands of tiles, several
+    """The fuzz preset's millions of short rows (3021808 x 7): thousands of tiles, several
     for each persistent block of plan 35 (its buffers and copy groups
     reused), the last one partial."""
     wl = discover().workloads["softmax"]

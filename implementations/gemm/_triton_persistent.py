@@ -7,23 +7,19 @@ moves whole boxes between global and shared memory and fills out-of-bounds
 elements with zeros (and drops out-of-bounds stores), so ragged M, N and K need
 no masks; the price is that every row stride must be a multiple of 16 bytes.
 
-No tile size divides every output evenly among the SMs: 1792 x 5304 is 294
-tiles of 128 x 256, 2.2 waves over 132 SMs, so the third wave runs 30 tiles
-with 102 SMs idle, and the best single tile reached 0.67 of cuBLAS there
-(lab/findings/gemm_persistent_tiles-686295c.txt).  So the tiles that fill
-whole waves run as they are, and the rest (the ragged last wave) have their K
-cut into SPLIT_K slices that the programs take after their whole tiles,
-chosen per shape at launch by the tiled kernel's split_plan: the slices
-leave float32 partials in a workspace and the last slice of a tile to finish
-(a per-tile counter, reset by that slice) sums them in slice order and
-stores C, so the result does not depend on which slice finishes last.
-Here a split costs more than split_plan's model says (the partials cross L2
-through registers, and the slices run after the flattened loop of whole
-tiles, their pipeline cold), so it is taken only where the model saves at
-least SPLIT_MIN_GAIN of a program's steps: in paired rounds on the H200 the
-split saved 6% and 16% of the time where the model said 20% and 25%, -1% to
-+3% where it said 5-16%, and lost 6% and 14% where it said 16% and 3%
-(lab/findings/gemm_split_tail-ed59e8b.txt).
+No tile size divides every output evenly among the SMs (1792 x 5304 is 294
+tiles of 128 x 256: 2.2 waves over 132 SMs, the third with 102 SMs idle).
+So the tiles that fill whole waves run as they are, and the rest (the
+ragged last wave) have their K cut into SPLIT_K slices that the programs
+take after their whole tiles, chosen per shape at launch by the tiled
+kernel's split_plan: the slices leave float32 partials in a workspace and
+the last slice of a tile to finish (a per-tile counter, reset by that
+slice) sums them in slice order and stores C, so the result does not depend
+on which slice finishes last.  Here a split costs more than split_plan's
+model says (the partials cross L2 through registers, and the slices run
+after the flattened loop of whole tiles, their pipeline cold), so it is
+taken only where the model saves at least SPLIT_MIN_GAIN of a program's
+steps (the measurements behind that figure: NOTES.md).
 """
 from __future__ import annotations
 
