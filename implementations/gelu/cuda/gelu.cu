@@ -130,12 +130,8 @@ void launch_tiles(const T* x, T* y, int64_t n, bool persistent, cudaStream_t str
   const int64_t tiles = (packs + int64_t(THREADS) * UNROLL - 1) / (int64_t(THREADS) * UNROLL);
   int64_t grid = std::max<int64_t>(tiles, 1);  // >= 1 block: the tail needs one
   if (persistent) {
-    static int per_sm = 0;  // per instantiation; the same on every H200
-    if (per_sm == 0) {
-      C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &per_sm, gelu_tile_kernel<T, UNROLL, THREADS, PATH>, THREADS, 0));
-      per_sm = std::max(per_sm, 1);
-    }
+    constexpr auto kernel = gelu_tile_kernel<T, UNROLL, THREADS, PATH>;
+    const int per_sm = std::max(ksuite::resident_blocks<kernel, THREADS>(), 1);
     grid = std::min<int64_t>(grid, int64_t(per_sm) * ksuite::sm_count());
   }
   grid = std::min<int64_t>(grid, 0x7fffffff);

@@ -226,19 +226,6 @@ int64_t split_rows(int64_t M, int64_t N, int64_t K, int64_t sms, int64_t per_sm)
   return (rows + kKRound - 1) / kKRound * kKRound;
 }
 
-// Blocks of this instantiation an SM holds (registers and shared memory), per device.
-template <typename T, int MB, bool VEC>
-int resident_blocks() {
-  static int cache[kMaxDevices] = {};
-  const int dev = c10::cuda::current_device();
-  int per_sm = dev < kMaxDevices ? cache[dev] : 0;
-  if (per_sm <= 0) {
-    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, skinny_kernel<T, MB, VEC>, kThreads, 0));
-    per_sm = std::max(per_sm, 1);
-    if (dev < kMaxDevices) cache[dev] = per_sm;
-  }
-  return per_sm;
-}
 
 // At least `blocks` zeroed arrival counters on the current device: one buffer
 // per device, replaced by a larger zeroed one when a grid needs more; every
@@ -259,7 +246,8 @@ int* counters(int64_t blocks) {
 template <typename T, int MB, bool VEC>
 void launch_rows(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
-  const int64_t kchunk = split_rows(M, N, K, ksuite::sm_count(), resident_blocks<T, MB, VEC>());
+  const int64_t kchunk = split_rows(M, N, K, ksuite::sm_count(),
+                                    std::max(ksuite::resident_blocks<skinny_kernel<T, MB, VEC>, kThreads>(), 1));
   const int64_t splits = (K + kchunk - 1) / kchunk;
   const int64_t col_blocks = (N + kCols - 1) / kCols;
   const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(splits));

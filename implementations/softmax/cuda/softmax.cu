@@ -289,17 +289,10 @@ bool launch_tiles(const T* x, T* y, int64_t m, int64_t n, cudaStream_t stream) {
   }
   if (rows < 1 || rows * row_bytes > TILE_BYTES) return false;  // (cannot happen: see above)
   const int64_t tiles = (m + rows - 1) / rows;
-  auto kernel = softmax_tile_kernel<T, STAGES, TILE_BYTES, MIN_BLOCKS>;
+  constexpr auto kernel = softmax_tile_kernel<T, STAGES, TILE_BYTES, MIN_BLOCKS>;
   int64_t grid = tiles;
   if constexpr (STAGES == 2) {
-    constexpr int kMaxDevices = 64;
-    static int resident[kMaxDevices] = {};  // blocks an SM holds, per device
-    const int dev = c10::cuda::current_device();
-    int per_sm = dev < kMaxDevices ? resident[dev] : 0;
-    if (per_sm <= 0) {
-      C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kTileThreads, 0));
-      if (dev < kMaxDevices) resident[dev] = per_sm;
-    }
+    const int per_sm = ksuite::resident_blocks<kernel, kTileThreads>();
     if (per_sm <= 0) return false;
     grid = std::min<int64_t>(tiles, int64_t(per_sm) * ksuite::sm_count());
   }

@@ -354,6 +354,22 @@ inline int max_smem_optin() { return device_attribute(cudaDevAttrMaxSharedMemory
 
 inline int compute_major() { return device_attribute(cudaDevAttrComputeCapabilityMajor, 3); }
 
+// Blocks of THREADS threads (and SMEM bytes of dynamic shared memory) of
+// Kernel that an SM holds at once (registers, shared memory, threads), as the
+// occupancy API says, cached per kernel and device; 0 if none fit.
+// Persistent and split launchers size their grids by it.
+template <auto Kernel, int THREADS, size_t SMEM = 0>
+int resident_blocks() {
+  constexpr int kMaxDevices = 64;
+  static int cache[kMaxDevices] = {};
+  const int dev = c10::cuda::current_device();
+  if (dev < kMaxDevices && cache[dev] > 0) return cache[dev];
+  int per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, THREADS, SMEM));
+  if (dev < kMaxDevices) cache[dev] = per_sm;
+  return per_sm;
+}
+
 inline cudaStream_t current_stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
 
 // "[2, 3, 4]" for error messages, formatted with std::to_string only.
