@@ -105,7 +105,56 @@ def test_rlg_wide_rows_race_split(m, n, dtype):
     case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
     _run("residual_layernorm_gelu", case)  # the race (its output: the last kernel timed)
     assert "head to head parts" in rlg._config(case)
-    _run_each_winner(rlg._CHOSEN, case, ("parts", "split"))
+    _run_each_winner(rlg._CHOSEN, case, ("parts", "split", "team"))
+
+
+@pytest.mark.parametrize("dtype", ("float32", "bfloat16"))
+@pytest.mark.parametrize("m,n", [(1075, 14749), (96, 6656), (33, 40007), (5, 4097)])
+def test_rlg_team_races(m, n, dtype):
+    """Rows of more than 4096 columns: the team kernel raced against the row's other kernel(s);
+    every one of them checked as if it had won."""
+    from implementations.residual_layernorm_gelu import triton as rlg
+
+    case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
+    _run("residual_layernorm_gelu", case)
+    text = rlg._config(case)
+    assert "head to head" in text and "team" in text, text
+    kernels = ("rows", "team") if rlg.plan(m, n, 4)["kernel"] == "rows" else (
+        ("parts", "split", "team") if rlg.parts_raced(n) else ("split", "team"))
+    _run_each_winner(rlg._CHOSEN, case, kernels)
+
+
+@pytest.mark.parametrize("dtype", ("float32", "bfloat16", "float16"))
+@pytest.mark.parametrize("m,n,offset", [(300, 14749, 0), (133, 19379, 1), (64, 8192, 0), (70, 13437, 3),
+                                        (9, 6007, 0), (200, 65536, 0), (41, 4101, 5)])
+def test_rlg_team_candidates(m, n, offset, dtype):
+    """Every candidate of the team kernel (whole-vector rows, and the granule form of rows
+    that start anywhere in a 16-byte granule), launched directly into a poisoned output with
+    the counters zeroed as the autotuner does; inputs also ``offset`` elements off a 16-byte
+    boundary; then a second launch on the same buffers (the counters zeroed again)."""
+    from implementations.residual_layernorm_gelu import triton as rlg
+
+    case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
+    wl = discover().workloads["residual_layernorm_gelu"]
+    inputs = wl.make_inputs(case, "cuda", SEED)
+    ref = wl.reference(case, inputs)
+    x, r = (torch.empty(m * n + offset, dtype=t.dtype, device="cuda")[offset:].view(m, n).copy_(t)
+            for t in (inputs["x"], inputs["r"]))
+    b = x.element_size()
+    cands = rlg.team_candidates(m, n, b)
+    assert cands and all(c["GRANULES"] == (n * b % 16 != 0) for c in cands)
+    p_max = triton.next_power_of_2(triton.cdiv(n, rlg.TEAM_MIN_CHUNK))
+    for c in cands:
+        for _ in range(2):
+            stats, count = rlg._team_buffers(x, m, p_max)
+            y = verify.poison_(torch.empty_like(x))
+            rlg._rlg_team[(m * triton.cdiv(n, c["BLOCK"]),)](
+                x, r, inputs["weight"], inputs["bias"], y, stats, count, n, float(inputs["eps"]),
+                triton.next_power_of_2(m), BLOCK=c["BLOCK"], P_MAX=p_max, MODE=0, EXACT=b == 4,
+                ALIGN=rlg.row_align(n, b), EVICT=c["EVICT"], GRANULES=c["GRANULES"], num_warps=c["num_warps"])
+            torch.cuda.synchronize()
+            res = verify.check(y, ref, wl.tolerance(case))
+            assert res.correct, f"{case} offset {offset} {c} seed={SEED}: {res.message}"
 
 
 @pytest.mark.parametrize("dtype", ("float32", "bfloat16"))

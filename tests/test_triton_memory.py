@@ -231,6 +231,54 @@ def test_layernorm_split_path(m, n, block, dtype, poisoned):
     _check("residual_layernorm_gelu", case, seed=m * n + 11, max_fused=1, block=block)
 
 
+# (M, N, block): whole 16-byte rows (N % 8 == 0), odd widths whose rows start anywhere in a
+# granule, a row whose body leaves the last chunk empty (2049 / 1024), a short row of many
+# chunks, and a width where the granules' body is a few elements shorter than the row
+TEAM_ROWS = [(3, 5000, 1024), (4, 4999, 1024), (3, 2049, 1024), (5, 1030, 128), (2, 6007, 2048), (3, 8192, 2048)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,n,block", TEAM_ROWS)
+def test_layernorm_team_path(m, n, block, dtype, poisoned):
+    """The team kernel (chunks of a row on P programs, statistics combined across them), as
+    its two-launch form: whole-vector and granule rows, against float64."""
+    case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
+    _check("residual_layernorm_gelu", case, seed=m * n + 23, team=True, block=block)
+
+
+def test_layernorm_team_statistics_of_offset_rows(poisoned):
+    """Rows far from zero (mean 300, spread 1; bf16 inputs, so that x + r is exact in
+    float32): the per-chunk mean and sum of squared deviations combine without the
+    cancellation of a one-pass sum of squares (90000 + 1 - 90000 in float32)."""
+    reg = _registry()
+    wl, impl = reg.workloads["residual_layernorm_gelu"], reg.get("residual_layernorm_gelu", "triton")
+    case = Case.make("residual_layernorm_gelu", "bfloat16", M=3, N=4999)
+    inputs = wl.make_inputs(case, "cpu", 5)
+    inputs["x"] = (inputs["x"].float() + 300.0).to(inputs["x"].dtype)
+    out = impl.fn(**inputs, team=True, block=1024)
+    res = verify.check_case(wl, case, out, wl.reference(case, inputs), impl)
+    assert res.correct, res.message
+
+
+def test_team_candidates():
+    """Chunks of 2048-8192 columns, at least two and at most TEAM_MAX_P a row; the granule
+    form exactly where rows are not whole 16-byte vectors; none outside team_tried."""
+    import triton
+
+    from implementations.residual_layernorm_gelu import triton as rlg
+
+    assert not rlg.team_candidates(100, 4096, 2) and not rlg.team_candidates(4, 70000, 4)
+    for n in (4097, 6656, 13437, 14749, 19379, 32768, 50257, 65536):
+        for b in (2, 4):
+            cands = rlg.team_candidates(64, n, b)
+            assert cands, (n, b)
+            for c in cands:
+                chunks = triton.cdiv(n, c["BLOCK"])
+                assert 2 <= chunks <= rlg.TEAM_MAX_P and c["BLOCK"] >= rlg.TEAM_MIN_CHUNK, (n, c)
+                assert c["GRANULES"] == (n * b % 16 != 0), (n, b, c)
+                assert 8 <= c["BLOCK"] // (32 * c["num_warps"]) <= 16  # values a thread
+
+
 def test_gelu_masked_and_unmasked_blocks(poisoned):
     for n, block in ((4097, 1024), (1024, 1024), (3, 1024)):
         _check("gelu", Case.make("gelu", "float32", N=n), seed=n, block=block)
@@ -318,7 +366,12 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
     # unaligned ones (rlg's GRANULES form)
     extra = {"softmax": [Case.make(wl, "float32", M=3813928, N=3), Case.make(wl, "bfloat16", M=657893, N=5)],
              "residual_layernorm_gelu": [Case.make(wl, "float32", M=33104, N=609),
-                                         Case.make(wl, "bfloat16", M=2232008, N=8)]}.get(wl, [])
+                                         Case.make(wl, "bfloat16", M=2232008, N=8),
+                                         # (the team kernel's granule form only: the rows and parts
+                                         # kernels at such widths are element-wise and spill)
+                                         Case.make(wl, "bfloat16", M=1075, N=14749),
+                                         Case.make(wl, "float32", M=656, N=19379)]}.get(wl, [])
+    team_only = {(1075, 14749), (656, 19379)}
     for case in reg.workloads[wl].cases("quick") + reg.workloads[wl].cases("full") + extra:
         if case.dtype == "float16":
             continue  # same code as bfloat16 but for the conversions
@@ -334,10 +387,13 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
         m, n = case["M"], case["N"]
         mod = S if wl == "softmax" else R
         # every autotuning candidate (the plan is the first of them)
-        raced = R.parts_candidates(m, n, b) if wl != "softmax" else []
+        raced = R.parts_candidates(m, n, b) + R.team_candidates(m, n, b) if wl != "softmax" else []
         if wl == "softmax" and S.pipe_fits(n, b, 132):  # raced against split on the H200
             raced = S.pipe_candidates()
-        for plan in mod.candidates(m, n, b) + raced:
+        plans = mod.candidates(m, n, b) + raced
+        if wl != "softmax" and (m, n) in team_only:
+            plans = R.team_candidates(m, n, b)
+        for plan in plans:
             ptrs = ["x_ptr", "y_ptr"] if wl == "softmax" else ["x_ptr", "r_ptr", "w_ptr", "b_ptr", "y_ptr"]
             sig = {k: p for k in ptrs}
             const = {k: v for k, v in plan.items() if k not in ("kernel", "num_warps", "maxnreg")}
@@ -356,6 +412,11 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")
                 const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, S.SPLIT_MIN_CHUNK))
                 const["MODE"] = 0 if plan["kernel"] == "split" else 2
+            if plan["kernel"] == "team":
+                sig.update(stats_ptr="*fp32", count_ptr="*i32")
+                const.update(P_MAX=triton.next_power_of_2(triton.cdiv(n, R.TEAM_MIN_CHUNK)), MODE=0,
+                             ALIGN=R.row_align(n, b))
+                aligned = aligned or const["ALIGN"] * b == 16
             if plan["kernel"] == "pipe":
                 ptrs += ["stats_ptr", "count_ptr"]
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")
@@ -371,7 +432,8 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                 sig["NUM_SMS"] = "i32"
             kern = {"rows": S._softmax_rows if wl == "softmax" else R._rlg_rows, "online": S._softmax_online,
                     "split": S._softmax_split if wl == "softmax" else R._rlg_split,
-                    "split2": S._softmax_split, "pipe": S._softmax_pipe, "parts": R._rlg_parts}[plan["kernel"]]
+                    "split2": S._softmax_split, "pipe": S._softmax_pipe, "parts": R._rlg_parts,
+                    "team": R._rlg_team}[plan["kernel"]]
             sig = {name: sig[name] for name in kern.arg_names if name in sig}
             key = (wl, plan["kernel"], p, n % 16 == 0, tuple(sorted(const.items())), plan["num_warps"])
             jobs[key] = (kern, sig, const, plan["num_warps"], n % 16 == 0, aligned, plan.get("maxnreg"))
@@ -428,6 +490,9 @@ def test_launch_plans_compile_for_sm90_without_spills():
     parts = [r for r in results if "'parts'" in r["key"]]
     assert len([r for r in parts if "('PF_DIV', 4)" in r["key"]]) >= 4 and len(parts) >= 12
     assert not [r for r in results if r["aligned"] and not r["v4"]], "loads not 16 bytes wide"
+    # the team kernel's candidates, whole-vector and granule rows, in both dtypes
+    team = [r for r in results if "'team'" in r["key"]]
+    assert len([r for r in team if "('GRANULES', True)" in r["key"]]) >= 8 and len(team) >= 16
 
 
 def test_chosen_config_lists_every_candidate_timing():

@@ -146,11 +146,11 @@ class Chosen:
 
 
 class Raced(Chosen):
-    """Chosen, plus a race of two kernels (rows against split; for 16-bit
-    long softmax rows, split against pipe) at the widths where either may
-    win: per (N, dtype, M bucket), the kernel that won and
-    the text for the `config` column (the winner's tuning, both head-to-head
-    times, the loser's tuning)."""
+    """Chosen, plus a race of two or more kernels (rows against split; for 16-bit
+    long softmax rows, split against pipe; rlg's rows, parts or split against a
+    team) at the widths where either may win: per (N, dtype, M bucket), the
+    kernel that won and the text for the `config` column (the winner's tuning,
+    the head-to-head times, the losers' tuning)."""
 
     def __init__(self, plan):
         super().__init__(plan)
@@ -158,10 +158,11 @@ class Raced(Chosen):
 
     def race(self, n: int, dtype: str, dtype_bytes: int, bucket: int, times: dict[str, float]) -> str:
         winner = min(times, key=times.get)
-        loser = next(k for k in times if k != winner)
+        losers = [k for k in times if k != winner]
         text = (self.seen.get((winner, n, dtype_bytes, bucket), f"kernel={winner}")
                 + "; head to head " + ", ".join(f"{k} {t * 1000:.0f}us" for k, t in times.items())
-                + "; lost: " + self.seen.get((loser, n, dtype_bytes, bucket), f"kernel={loser}"))
+                + "; lost: " + "; ".join(self.seen.get((k, n, dtype_bytes, bucket), f"kernel={k}")
+                                         for k in losers))
         self.raced[(n, dtype, bucket)] = (winner, text)
         return winner
 

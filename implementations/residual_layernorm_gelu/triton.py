@@ -41,9 +41,11 @@ import triton
 import triton.language as tl
 
 from implementations._shared.l2_prefetch import prefetch_l2
-from implementations._shared.row_tuning import Raced, device_index, neighbours, rows_plan, sm_count, tiny_rows, tuned
+from implementations._shared.row_tuning import (PLACEHOLDERS, Raced, device_index, neighbours, rows_plan, sm_count,
+                                                tiny_rows, tuned)
 from implementations._shared.row_tuning import time_ms as _time_ms
 
+from implementations._shared.autotune import autotune
 from implementations._shared.gelu_math import gelu_f32
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
@@ -292,6 +294,101 @@ def _rlg_parts(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET, NUM_SMS, 
         _y_part(d1, rstd, w_ptr, b_ptr, y_ptr, base, Q, cols, n, EXACT, EVEN)
 
 
+@triton.jit(do_not_specialize=["M_BUCKET"])
+def _rlg_team(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, N, eps, M_BUCKET, BLOCK: tl.constexpr,
+              P_MAX: tl.constexpr, MODE: tl.constexpr, EXACT: tl.constexpr, ALIGN: tl.constexpr,
+              EVICT: tl.constexpr, GRANULES: tl.constexpr):
+    """A row of P = cdiv(N, BLOCK) chunks done by a team of P programs, one chunk each, held
+    in registers from the load of x and r to the store of y: one read, one write, and
+    several programs an SM, so that one's loads cover another's reductions.
+
+    MODE 0: each program publishes its chunk's (count, mean, sum of squared deviations
+    from that mean), counts itself in at the row's counter and waits until the whole team
+    has; then every program combines the P triples (Chan's pairwise formula: no
+    cancellation, whatever the row's offset) and writes its chunk.  Programs take their
+    chunk from a ticket counter in the order they start, so the waited-for ones have
+    started or start as soon as a slot frees (needs room for P programs at once; the
+    launcher checks).  MODE 1 and 2: the same as two launches, statistics then output (x
+    and r read twice, no waiting, so the interpreter can run it).
+    GRANULES (rows not known to be 16-byte aligned): the chunks cut the row's body of
+    whole 16-byte granules (see _rlg_granules), so that x, r and y move in 16-byte vectors
+    whatever N is; chunk 0 also takes the head and tail of fewer than VEC elements each.
+    Weight and bias, indexed by column, are read element by element there (L2 hits).
+    Otherwise ALIGN divides N, as in _rlg_rows.
+    count_ptr: int32 [1 + M], zero at launch (ticket, then one counter a row).
+    stats_ptr: float32 [M, 3, P_MAX].
+    """
+    n = (N // ALIGN) * ALIGN  # == N
+    if MODE == 0:
+        t = tl.atomic_add(count_ptr, 1, sem="relaxed")
+    else:
+        t = tl.program_id(0)
+    p = tl.cdiv(n, BLOCK)
+    row = t // p
+    c = t - row * p
+    base = row.to(tl.int64) * n
+    stats = stats_ptr + row.to(tl.int64) * (3 * P_MAX)
+    cols = c * BLOCK + tl.arange(0, BLOCK)
+    if GRANULES:
+        VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
+        body = (base + (VEC - 1)) // VEC * VEC  # first 16-byte boundary at or after the row start
+        tail = tl.maximum((base + n) // VEC * VEC, body)  # last one at or before its end
+        mask = cols < tail - body  # a multiple of VEC: constant over each granule
+        offs = body + cols
+        wcol = (body - base) + cols
+        # head [base, min(body, end)) in the first VEC lanes, tail [tail, end) in the next VEC: chunk 0's
+        k = tl.arange(0, 2 * VEC)
+        eoffs = tl.where(k < VEC, base + k, tail + (k - VEC))
+        emask = (eoffs < tl.where(k < VEC, tl.minimum(body, base + n), base + n)) & (c == 0)
+        he = (tl.load(x_ptr + eoffs, mask=emask, other=0.0).to(tl.float32)
+              + tl.load(r_ptr + eoffs, mask=emask, other=0.0).to(tl.float32))
+    else:
+        mask = cols < n
+        offs = base + cols
+        wcol = cols
+    h = (tl.load(x_ptr + offs, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32)
+         + tl.load(r_ptr + offs, mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32))
+    if MODE != 2:
+        cnt = tl.sum(mask.to(tl.float32), axis=0)
+        s = tl.sum(h, axis=0)
+        if GRANULES:
+            cnt += tl.sum(emask.to(tl.float32), axis=0)
+            s += tl.sum(he, axis=0)
+        mc = s / tl.maximum(cnt, 1.0)  # an empty chunk (a granule row's last) counts 0 with mean 0
+        d = tl.where(mask, h - mc, 0.0)
+        q = tl.sum(d * d, axis=0)
+        if GRANULES:
+            de = tl.where(emask, he - mc, 0.0)
+            q += tl.sum(de * de, axis=0)
+        tl.store(stats + c, cnt)
+        tl.store(stats + P_MAX + c, mc)
+        tl.store(stats + 2 * P_MAX + c, q)
+    if MODE == 0:
+        tl.debug_barrier()  # every thread's part of the stores before the release
+        seen = tl.atomic_add(count_ptr + 1 + row, 1, sem="release") + 1
+        while seen < p:
+            seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
+        tl.debug_barrier()
+    if MODE != 1:
+        kk = tl.arange(0, P_MAX)
+        live = kk < p
+        cs = tl.load(stats + kk, mask=live, other=0.0, cache_modifier=".cg")
+        ms = tl.load(stats + P_MAX + kk, mask=live, other=0.0, cache_modifier=".cg")
+        qs = tl.load(stats + 2 * P_MAX + kk, mask=live, other=0.0, cache_modifier=".cg")
+        mean = tl.sum(cs * ms, axis=0) / n
+        dm = ms - mean
+        rstd = tl.math.rsqrt((tl.sum(qs, axis=0) + tl.sum(cs * dm * dm, axis=0)) / n + eps)
+        out_ty = y_ptr.dtype.element_ty
+        w = tl.load(w_ptr + wcol, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        b = tl.load(b_ptr + wcol, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        tl.store(y_ptr + offs, gelu_f32((h - mean) * rstd * w + b, EXACT).to(out_ty), mask=mask)
+        if GRANULES:
+            ecol = eoffs - base
+            we = tl.load(w_ptr + ecol, mask=emask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+            be = tl.load(b_ptr + ecol, mask=emask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+            tl.store(y_ptr + eoffs, gelu_f32((he - mean) * rstd * we + be, EXACT).to(out_ty), mask=emask)
+
+
 def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None) -> dict:
     """Kernel and launch parameters for an m x n problem; pure, so config() can replay it."""
     block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
@@ -337,6 +434,33 @@ def parts_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
         q = triton.next_power_of_2(triton.cdiv(n, parts))
         out.append(dict(kernel="parts", PARTS=parts, Q=q, EVEN=parts * q == n, PF_AT=at, PF_DIV=div, num_warps=32))
     return out
+
+
+# The team kernel: chunks of at least TEAM_MIN_CHUNK columns, at most TEAM_MAX_P a row.
+TEAM_MIN_CHUNK = 2048
+TEAM_MAX_P = 32
+# (BLOCK, num_warps): 16 or 8 values a thread, 2 to 32 programs a row
+TEAM_FORMS = ((4096, 8), (2048, 4), (8192, 16), (2048, 8), (4096, 16), (8192, 32))
+
+
+def team_tried(n: int) -> bool:
+    """Widths where a team of programs a row (_rlg_team) races the other kernels:
+    rows of more than 4096 columns (at least two chunks), up to TEAM_MAX_P chunks of
+    TEAM_MIN_CHUNK.  There a row held by one program leaves its SM idle through the
+    row's reductions, or is walked twice."""
+    return 4096 < n <= TEAM_MAX_P * TEAM_MIN_CHUNK
+
+
+def team_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
+    """The team kernel's autotuning candidates (none outside team_tried): chunks of
+    2048-8192 columns, fewer than the row's next power of two (at least two a row), in
+    the GRANULES form when rows are not a whole number of 16-byte vectors."""
+    if not team_tried(n):
+        return []
+    gran = row_align(n, dtype_bytes) * dtype_bytes < 16
+    return [dict(kernel="team", BLOCK=blk, EVICT="evict_first", GRANULES=gran, num_warps=w)
+            for blk, w in TEAM_FORMS
+            if blk < triton.next_power_of_2(n) and triton.cdiv(n, blk) <= TEAM_MAX_P]
 
 
 def row_align(n: int, dtype_bytes: int) -> int:
@@ -479,15 +603,34 @@ _rows_tuned = tuned(_rlg_rows, candidates)
 _split_tuned = tuned(_rlg_split, candidates)
 _parts_tuned = tuned(_rlg_parts, parts_candidates)
 
+
+def _team_prune(configs, named_args, **kwargs):
+    x, n = named_args["x_ptr"], named_args["N"]
+    return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps")}, num_warps=c["num_warps"])
+            for c in team_candidates(x.numel() // n, n, x.element_size())]
+
+
+# Each timing run needs the ticket and row counters at zero.
+_team_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
+                       prune_configs_by={"early_config_prune": _team_prune})(_rlg_team)
+
+
+def _team_buffers(x, m: int, p_max: int):
+    import torch
+
+    return (torch.empty(m * 3 * p_max, device=x.device, dtype=torch.float32),
+            torch.zeros(m + 1, device=x.device, dtype=torch.int32))
+
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for
 # config(); and the parts/split races of parts_raced
 _CHOSEN = Raced(plan)
 
 
 def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = MAX_FUSED,
-                                   block: int | None = None):
-    """``max_fused``/``block`` force the split path in tests (a forced path runs
-    its plan as is, untuned)."""
+                                   block: int | None = None, team: bool = False):
+    """``max_fused``/``block`` force the split path in tests, ``team`` (with ``block``
+    as its chunk) the team kernel (a forced path runs its plan as is, untuned; the team
+    as two launches in the interpreter)."""
     import torch
 
     x, r, weight, bias = (t.contiguous() for t in (x, r, weight, bias))
@@ -503,6 +646,19 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
     exact = x.element_size() == 4  # libdevice erf for float32; see gelu_f32
     bucket = triton.next_power_of_2(m)
     args = (x, r, weight, bias, y)
+    b = x.element_size()
+    if team:
+        chunk = block or TEAM_FORMS[0][0]
+        chunks = triton.cdiv(n, chunk)
+        if not interpreting() and chunks > sm_count(device_index(x)):
+            raise ValueError(f"team=True: {chunks} chunks a row need as many programs at once as this GPU has SMs")
+        stats, count = _team_buffers(x, m, triton.next_power_of_2(chunks))
+        for mode in ((1, 2) if interpreting() else (0,)):
+            _rlg_team[(m * chunks,)](*args, stats, count, n, float(eps), bucket, BLOCK=chunk,
+                                     P_MAX=triton.next_power_of_2(chunks), MODE=mode, EXACT=exact,
+                                     ALIGN=row_align(n, b), EVICT="evict_first",
+                                     GRANULES=row_align(n, b) * b < 16, num_warps=max(1, min(16, chunk // 512)))
+        return y
     if interpreting() or max_fused != MAX_FUSED or block is not None:
         # One config: the interpreter would run every candidate on the CPU.
         if p["kernel"] == "rows":
@@ -515,7 +671,6 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
             _rlg_split[(m,)](*args, n, float(eps), bucket, BLOCK=p["BLOCK"], EXACT=exact,
                              num_warps=p["num_warps"])
         return y
-    b = x.element_size()
 
     def run_rows() -> None:
         _rows_tuned[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](*args, m, n, float(eps), bucket, EXACT=exact,
@@ -531,13 +686,21 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
         _split_tuned[(m,)](*args, n, float(eps), bucket, EXACT=exact)
         _CHOSEN.record("split", _split_tuned, n, b, bucket)
 
-    if p["kernel"] == "rows":
-        run_rows()
-    elif parts_raced(n):
-        _CHOSEN.run_or_race(n, str(x.dtype).removeprefix("torch."), b, bucket,
-                            {"parts": run_parts, "split": run_split}, _time_ms)
+    def run_team() -> None:
+        p_max = triton.next_power_of_2(triton.cdiv(n, TEAM_MIN_CHUNK))  # every candidate's chunks
+        stats, count = _team_buffers(x, m, p_max)
+        _team_tuned[lambda meta: (m * triton.cdiv(n, meta["BLOCK"]),)](
+            *args, stats, count, n, float(eps), bucket, P_MAX=p_max, MODE=0, EXACT=exact, ALIGN=row_align(n, b))
+        _CHOSEN.record("team", _team_tuned, n, b, bucket)
+
+    runs = {"rows": run_rows} if p["kernel"] == "rows" else (
+        {"parts": run_parts, "split": run_split} if parts_raced(n) else {"split": run_split})
+    if team_tried(n) and sm_count(device_index(x)) >= TEAM_MAX_P:  # room for a whole team at once
+        runs["team"] = run_team
+    if len(runs) == 1:
+        next(iter(runs.values()))()
     else:
-        run_split()
+        _CHOSEN.run_or_race(n, str(x.dtype).removeprefix("torch."), b, bucket, runs, _time_ms)
     return y
 
 
