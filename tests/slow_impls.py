@@ -15,11 +15,7 @@ with suite.timing.measure under the run's protocol, the spin's length is set
 from its cycles per microsecond, and the op with the spin is timed again (up to
 CORRECTIONS times) until it is the fraction slower within 15%: the spin runs
 at the clock the op leaves behind, and a power-capped op speeds up when given
-idle time.  That warm-up runs the same number of timed bursts on both sides,
-with the hold off (``KSUITE_SLOW`` unset or 0) as with it on: at a power cap
-the clock a case starts from depends on how hard the GPU worked just before,
-so a side that calibrated right before its samples and one that did not
-would differ by more than the hold.  On the CPU the op runs again for
+idle time.  On the CPU the op runs again for
 each whole multiple of its time (a spinning wait there would fight the op's
 own idle-spinning threads for the cores) and a busy wait covers the fraction.
 """
@@ -58,11 +54,10 @@ def _slowed(inner, percent: float):
 
     def fn(**inputs):
         extra = percent / 100.0 * _scale()
-        tensors = [v for v in inputs.values() if hasattr(v, "device")]
-        on_gpu = tensors[0].device.type == "cuda"
-        if extra <= 0 and not on_gpu:
+        if extra <= 0:
             return inner(**inputs)
-        if not on_gpu:
+        tensors = [v for v in inputs.values() if hasattr(v, "device")]
+        if tensors[0].device.type != "cuda":
             t0 = time.perf_counter()
             out = inner(**inputs)
             dt = time.perf_counter() - t0
@@ -89,21 +84,19 @@ def _slowed(inner, percent: float):
             ms = median_ms(0)
             if not rate:
                 rate.append(_spin_cycles_per_us())
-            cycles = max(1, int(extra * ms * 1e3 * rate[0])) if extra > 0 else 0
+            cycles = max(1, int(extra * ms * 1e3 * rate[0]))
             # Corrections, under the run's own protocol: the spin runs at the clock
             # the op leaves behind, and at a power cap the op itself speeds up by
             # part of the idle time it is given, so the spin grows until the pair
-            # is slower by `extra`.  Always CORRECTIONS of them, on both sides
-            # (with the hold off, bursts of the op alone): the same heat before
-            # the samples whatever the outcome.
+            # is slower by `extra`.
             for _ in range(CORRECTIONS):
                 got = median_ms(cycles) / median_ms(0) - 1.0
-                if extra > 0 and abs(got - extra) > 0.15 * extra:
-                    cycles = max(1, int(cycles * min(4.0, extra / got))) if got > 0 else 4 * cycles
+                if abs(got - extra) <= 0.15 * extra:
+                    break
+                cycles = max(1, int(cycles * min(4.0, extra / got))) if got > 0 else 4 * cycles
             holds[key] = cycles
         out = inner(**inputs)
-        if holds[key]:
-            torch.cuda._sleep(holds[key])
+        torch.cuda._sleep(holds[key])
         return out
 
     return fn
