@@ -222,11 +222,15 @@ def _tile(case: Case) -> str:
     if k % 8 or n % 8:
         return (TILES[0] + ", guarded 2-byte loads (K or N not a multiple of 8)"
                 + split_text(m, n, k, 0, False, sms))
-    if -(-m // 128) * -(-n // 256) >= 2 * sms and k >= 256:
-        tile = 2
-    else:
-        tile = 4 if k >= 256 else 0
+    tile = auto_tile(m, n, k, sms)
     return TILES[tile] + split_text(m, n, k, tile, True, sms)
+
+
+def auto_tile(m: int, n: int, k: int, sms: int) -> int:
+    """gemm_mma's tile without a choice (auto_tile in gemm_mma.cu)."""
+    if -(-m // 128) * -(-n // 256) >= 2 * sms and k >= 256:
+        return 2
+    return 4 if k >= 256 else 0
 
 
 # The tile is timed at the first call of each shape and the fastest kept
