@@ -301,8 +301,11 @@ def _stub_missing_headers(tmp: str) -> list[str]:
     return [f"-I{os.path.join(tmp, 'stub')}"]
 
 
-def nvcc_compile_check(source: Path, arch: str = "sm_90a", include_dirs: Sequence[Path] = ()) -> None:
-    """Compile one .cu for ``arch`` (no GPU needed); raise with nvcc's output.
+def nvcc_compile_check(source: Path, arch: str = "sm_90a", include_dirs: Sequence[Path] = (),
+                       extra_flags: Sequence[str] = ()) -> str:
+    """Compile one .cu for ``arch`` (no GPU needed); raise with nvcc's output,
+    else return it (``extra_flags=["-Xptxas", "-v"]``: ptxas's registers and
+    spills of every kernel).
 
     The device side goes all the way to SASS (front end, cicc, ptxas), and the
     host side through nvcc's C++ front end, which type-checks it.  ``--cuda``
@@ -317,11 +320,12 @@ def nvcc_compile_check(source: Path, arch: str = "sm_90a", include_dirs: Sequenc
     with tempfile.TemporaryDirectory(prefix="ksuite-nvcc-") as tmp:
         cmd = ([nvcc, "--cuda", str(source), "-o", os.path.join(tmp, source.stem + ".cu.cpp.ii")]
                + [f"-I{d}" for d in include_dirs]
-               + _check_flags(arch) + _stub_missing_headers(tmp))
+               + _check_flags(arch) + _stub_missing_headers(tmp) + list(extra_flags))
         proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"nvcc failed on {source} (exit {proc.returncode}):\n"
                            f"{proc.stdout}{proc.stderr}")
+    return proc.stdout + proc.stderr
 
 
 def nvcc_host_program(source: Path, exe: Path, include_dirs: Sequence[Path] = ()) -> None:

@@ -12,6 +12,11 @@ files that include them are compiled together, as one translation unit that
 #includes each (their internal names are kept distinct for that); where that
 unit fails, each of its files is compiled alone, so an error names its file.
 The files that include no torch header are compiled one by one.
+
+ptxas reports (-v) every kernel's registers and spills: each instantiation of
+gemm_mma_kernel must not spill (it holds 128 fp32 accumulators a thread, at
+the edge of the 255-register budget) and must fit as many CTAs on an SM as
+its launch bounds ask, the figure the split-K plan's Python mirror uses.
 """
 from __future__ import annotations
 
@@ -32,14 +37,18 @@ SOURCES = sorted((ROOT / "implementations").rglob("*.cu"))
 needs_nvcc = pytest.mark.skipif(cuda_build.nvcc_path() is None, reason="nvcc not installed")
 
 
-def _compile(source: Path) -> tuple[Path, str | None, float]:
+PTXAS_VERBOSE = ["-Xptxas", "-v"]
+
+
+def _compile(source: Path) -> tuple[Path, str | None, float, str]:
+    """(source, error or None, seconds, nvcc's output with ptxas's figures)."""
     start = time.perf_counter()
     try:
-        cuda_ext.compile_check(source, arch="sm_90a")
+        log = cuda_ext.compile_check(source, arch="sm_90a", extra_flags=PTXAS_VERBOSE)
         err = None
     except Exception as exc:
-        err = str(exc)
-    return source, err, time.perf_counter() - start
+        err, log = str(exc), ""
+    return source, err, time.perf_counter() - start, log
 
 
 TORCH_INCLUDE = re.compile(r"^\s*#\s*include\s*<(torch|ATen|c10)/", re.M)
@@ -49,26 +58,27 @@ def includes_torch(source: Path) -> bool:
     return bool(TORCH_INCLUDE.search(source.read_text()))
 
 
-def _compile_together(sources: list[Path]) -> dict[Path, tuple[str | None, float]]:
-    """One translation unit #including every source; on failure, each source alone."""
+def _compile_together(sources: list[Path]) -> dict[Path, tuple[str | None, float, str]]:
+    """One translation unit #including every source; on failure, each source
+    alone.  Every source of the unit gets the unit's whole log."""
     with tempfile.TemporaryDirectory(prefix="ksuite-unit-") as tmp:
         unit = Path(tmp) / "together.cu"
         unit.write_text("".join(f'#include "{s}"\n' for s in sources))
-        _, err, secs = _compile(unit)
+        _, err, secs, log = _compile(unit)
     if err is None:
-        return {s: (None, secs) for s in sources}
-    return {src: (e, t) for src, e, t in map(_compile, sources)}
+        return {s: (None, secs, log) for s in sources}
+    return {src: (e, t, lg) for src, e, t, lg in map(_compile, sources)}
 
 
 @pytest.fixture(scope="module")
-def compiled() -> dict[Path, tuple[str | None, float]]:
+def compiled() -> dict[Path, tuple[str | None, float, str]]:
     # nvcc is mostly single-threaded: the torch unit on one thread, the other
     # files on a second, matching the CI's two cores.
     heavy = [s for s in SOURCES if includes_torch(s)]
     light = [s for s in SOURCES if s not in heavy]
     with ThreadPoolExecutor(max_workers=2) as pool:
         together = pool.submit(_compile_together, heavy)
-        alone = {src: (err, secs) for src, err, secs in pool.map(_compile, light)}
+        alone = {src: (err, secs, log) for src, err, secs, log in pool.map(_compile, light)}
         return {**alone, **together.result()}
 
 
@@ -79,7 +89,7 @@ def test_sources_found():
 @needs_nvcc
 @pytest.mark.parametrize("source", SOURCES, ids=[str(p.relative_to(ROOT)) for p in SOURCES])
 def test_compiles_for_sm90a(source, compiled):
-    err, secs = compiled[source]
+    err, secs, _ = compiled[source]
     assert err is None, err
 
 
@@ -92,6 +102,7 @@ def test_a_broken_file_in_the_unit_is_named_alone(tmp_path):
     bad.write_text("__global__ void k2(float* y) { int2 p = y; }\n")
     out = _compile_together([good, bad])
     assert out[good][0] is None and out[bad][0] and "bad.cu" in out[bad][0]
+    assert "Used" in out[good][2]  # ptxas's figures of the good file's kernel
 
 
 def test_every_torch_source_is_found(tmp_path):
@@ -118,3 +129,98 @@ def test_broken_host_code_fails(tmp_path):
     bad.write_text("void launch(float* y) { double* d = y; (void)d; }\n")
     with pytest.raises(RuntimeError, match="nvcc failed"):
         cuda_build.nvcc_compile_check(bad)
+
+
+# ---- ptxas's figures of gemm_mma_kernel ----------------------------------
+
+def ptxas_kernels(log: str) -> dict[str, dict[str, int]]:
+    """Mangled entry name -> registers, spill store and load bytes, static
+    shared memory, from nvcc -Xptxas -v output."""
+    out: dict[str, dict[str, int]] = {}
+    name = None
+    for line in log.splitlines():
+        m = re.search(r"Compiling entry function '(\S+)'", line)
+        if m:
+            name = m.group(1)
+            out[name] = {"regs": -1, "spill_st": -1, "spill_ld": -1, "smem": 0}
+            continue
+        if name is None:
+            continue
+        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m:
+            out[name]["spill_st"], out[name]["spill_ld"] = int(m.group(1)), int(m.group(2))
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            out[name]["regs"] = int(m.group(1))
+            sm = re.search(r"(\d+) bytes smem", line)
+            out[name]["smem"] = int(sm.group(1)) if sm else 0
+    return out
+
+
+# gemm_mma_kernel<T, TileConfig<BM, BN, BK, STAGES, MIN_BLOCKS, SPREAD>, ALIGNED, SPLIT>, mangled
+GEMM_MMA = re.compile(r"gemm_mma_kernelI(6__half|13__nv_bfloat16)NS_10TileConfigILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)"
+                      r"ELi(\d+)ELb([01])EEELb([01])ELb([01])E")
+
+
+def sm90_ctas_per_sm(regs: int, threads: int, smem: int) -> int:
+    """CTAs an sm_90 SM holds: 64K registers allocated 256 a warp at a time,
+    228 KiB of shared memory with 1 KiB reserved a CTA, 2048 threads, 32 CTAs."""
+    warps = threads // 32
+    per_warp = -(-regs * 32 // 256) * 256
+    return min((65536 // per_warp) // warps, (228 * 1024) // (smem + 1024), 2048 // threads, 32)
+
+
+def test_ctas_per_sm_rule():
+    # 255 registers, 128 threads, 74 KiB: two (registers); 168: three (shared memory)
+    assert sm90_ctas_per_sm(255, 128, 75776) == 2
+    assert sm90_ctas_per_sm(168, 128, 75776) == 3
+    assert sm90_ctas_per_sm(240, 256, 157696) == 1
+
+
+TILE_TABLE = re.compile(r"using Tile(\d+) = TileConfig<(\d+), (\d+), (\d+), (\d+), (\d+)(?:, true)?>;")
+
+
+def test_tile_table_mirrored():
+    """TILE_SHAPES in implementations/gemm/cuda/__init__.py is gemm_mma.cu's tile table."""
+    from implementations.gemm.cuda import TILE_SHAPES
+
+    text = (ROOT / "implementations/gemm/cuda/gemm_mma.cu").read_text()
+    table = {int(t): (int(bm), int(bn), int(bk), int(mb)) for t, bm, bn, bk, _, mb in TILE_TABLE.findall(text)}
+    assert table == TILE_SHAPES
+
+
+@needs_nvcc
+def test_gemm_mma_instantiations_fit_without_spills(compiled):
+    """Every gemm_mma_kernel the op instantiates (float16 and bfloat16, tiles
+    0-9 aligned and tile 0 guarded, each whole and split: 44) uses at most
+    255 registers without spilling, except the guarded split kernel's one
+    64-bit pointer in its copy block (GUARDED_SPLIT_SPILL bytes; its loads
+    pass through registers, 64 a thread in flight), and holds the CTAs an SM
+    that its launch bounds ask, which TILE_SHAPES (the split plan's mirror)
+    states."""
+    err, _, log = compiled[ROOT / "implementations/gemm/cuda/gemm_mma.cu"]
+    assert err is None, err
+    found = {}
+    for name, fig in ptxas_kernels(log).items():
+        m = GEMM_MMA.search(name)
+        if m:
+            dt, bm, bn, bk, stages, min_blocks, spread, aligned, split = m.groups()
+            key = (dt, int(bm), int(bn), int(bk), int(stages), int(min_blocks), spread == "1", aligned == "1",
+                   split == "1")
+            found[key] = fig
+    assert len(found) == 44, sorted(found)
+    assert sum(1 for k in found if k[8]) == 22 and sum(1 for k in found if not k[7]) == 4
+    bad = []
+    for key, fig in found.items():
+        _, bm, bn, bk, stages, min_blocks, _, aligned, split = key
+        threads = bm // 64 * bn // 64 * 32
+        dyn = max(stages * (bm * (bk + 8) + bk * (bn + 8)) * 2, bm * (bn + 8) * 2)
+        spill_ok = GUARDED_SPLIT_SPILL if (split and not aligned) else 0
+        if not (0 < fig["regs"] <= 255 and fig["spill_st"] <= spill_ok and fig["spill_ld"] <= spill_ok):
+            bad.append((key, fig))
+        if sm90_ctas_per_sm(fig["regs"], threads, dyn + fig["smem"]) != min_blocks:
+            bad.append((key, fig, "CTAs an SM"))
+    assert not bad, bad
+
+
+GUARDED_SPLIT_SPILL = 8

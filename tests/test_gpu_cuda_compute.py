@@ -263,6 +263,192 @@ def test_gemm_skinny_deterministic_and_empty():
     assert ops().gemm_skinny(*_skinny_inputs(3, 0, 5, torch.float16, SEED)).shape == (3, 0)
 
 
+# gemm_mma split-K (implementations/gemm/cuda: split_plan mirrors the .cu's
+# split_slices).  The shapes that ran at 0.04-0.22x of cuBLAS on the H200
+# without a split (most guarded: K or N odd), then irregular ones: K not a
+# multiple of the k-tile, N and K odd, M from 17 to 600, a last row tile of
+# fewer than 16 rows (its fragments past M are neither stored nor read).
+SPLIT_CLIFF = ((27, 256, 5959), (101, 911, 3719), (256, 179, 1813), (32, 768, 1877), (333, 717, 3697),
+               (479, 241, 1584), (39, 2376, 6711), (67, 1928, 4493), (403, 256, 5768))
+SPLIT_IRREGULAR = ((17, 8, 4104), (600, 136, 4136), (129, 1001, 2049), (511, 263, 3333), (200, 520, 1000),
+                   (130, 7, 9999), (257, 384, 2056), (33, 1024, 8200), (450, 250, 777))
+
+
+def _mma_tile_shape(tile: int, aligned: bool):
+    from implementations.gemm.cuda import TILE_SHAPES
+
+    return TILE_SHAPES[tile if aligned else 0]
+
+
+def _mma_aligned(a, b) -> bool:
+    """gemm_mma's 16-byte path: K and N multiples of 8, both bases 16-byte aligned."""
+    return a.shape[1] % 8 == 0 and b.shape[1] % 8 == 0 and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0
+
+
+def _mma_plan(m, n, k, tile, aligned, dtype, splits) -> tuple[int, int]:
+    """(tile, slices) gemm_mma runs: tile -1 is auto_tile's (the guarded path
+    runs tile 0); slices are `splits` clamped to the k-tiles, or (0) the
+    device's own plan."""
+    from implementations.gemm.cuda import auto_tile, ops
+
+    tile = (tile if tile >= 0 else auto_tile(m, n, k, _sms())) if aligned else 0
+    if splits > 0:
+        return tile, max(1, min(splits, -(-k // _mma_tile_shape(tile, aligned)[2]), 65535))
+    return tile, ops().gemm_mma_split_plan(m, n, k, tile, aligned, dtype)[0]
+
+
+def _check_mma_split(m, n, k, dtype, seed, tile=-1, splits=0, shift=(0, 0), want_split=None):
+    """gemm_mma(a, b, tile, splits) on fresh inputs against the float64
+    product, its output (NaN of the dtype) and its fp32 workspace (NaN of
+    float32) poisoned: an element of C that no CTA writes, or a partial read
+    that no slice wrote, fails.  want_split: assert the launch splits (or not)."""
+    from implementations.gemm.cuda import ops
+
+    wl = discover().workloads["gemm"]
+    case = Case.make("gemm", str(dtype).removeprefix("torch."), M=m, N=n, K=k)
+    a, b = _skinny_inputs(m, n, k, dtype, seed, shift)
+    aligned = _mma_aligned(a, b)
+    run_tile, slices = _mma_plan(m, n, k, tile, aligned, dtype, splits)
+    if want_split is not None:
+        assert (slices > 1) == want_split, (m, n, k, tile, splits, run_tile, slices)
+    ref = a.double() @ b.double()
+    verify.poison_allocator("cuda", m * n * 2, dtype)
+    bm, bn, _, _ = _mma_tile_shape(run_tile, aligned)
+    if slices > 1:  # the fp32 partials: tiles x slices x BM x BN
+        verify.poison_allocator("cuda", -(-m // bm) * -(-n // bn) * slices * bm * bn * 4)
+    out = ops().gemm_mma(a, b, tile, splits)
+    torch.cuda.synchronize()
+    assert out.dtype == dtype and out.shape == (m, n)
+    res = verify.check_case(wl, case, out, ref)
+    assert res.correct, (f"{m}x{n}x{k} {dtype} tile={tile} ({run_tile}) splits={splits} ({slices}) "
+                         f"shift={shift} seed={seed}: {res.message}")
+    return a, b, out
+
+
+def _sms() -> int:
+    return torch.cuda.get_device_properties(0).multi_processor_count
+
+
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+@pytest.mark.parametrize("m,n,k", SPLIT_CLIFF + SPLIT_IRREGULAR)
+def test_gemm_mma_split_plan_runs(m, n, k, dtype):
+    """The automatic tile and split (tile -1, splits 0): the cliff shapes
+    split on an H200 (132 SMs), and every shape matches float64."""
+    want = True if (m, n, k) in SPLIT_CLIFF and _sms() >= 132 else None
+    _check_mma_split(m, n, k, dtype, SEED + m + n + k, want_split=want)
+
+
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+@pytest.mark.parametrize("m,n,k", SPLIT_CLIFF)
+def test_gemm_cuda_cliff_shapes(m, n, k, dtype):
+    """The registered `cuda` GEMM at the cliff shapes (the guarded path, or
+    the tile tuner over split tiles), and its config names the split."""
+    _check("gemm", "cuda", Case.make("gemm", dtype, M=m, N=n, K=k))
+    config = discover().get("gemm", "cuda").config(Case.make("gemm", dtype, M=m, N=n, K=k))
+    if _sms() >= 132 and (k % 8 or n % 8):
+        assert "split-K" in config, config
+
+
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+@pytest.mark.parametrize("tile", tuple(range(10)))
+@pytest.mark.parametrize("m,n,k,splits", [
+    (300, 520, 4104, 3),     # ragged M and N, K % 64 == 8: the last slice's partial k-tile
+    (17, 264, 2056, 7),      # one row past a fragment: most fragments skipped
+    (600, 1032, 1000, 2),    # K % 32 == 8, two slices
+    (129, 256, 3000, 64),    # more slices than k-tiles allow for BK = 64: clamped to 47
+    (257, 136, 520, 5),      # short slices of 1-2 k-tiles
+    (40, 48, 40, 4),         # one or two k-tiles in all: at most that many slices
+])
+def test_gemm_mma_split_every_tile(m, n, k, splits, tile, dtype):
+    """Each aligned tile with a forced split count (splits=n), whatever the plan says."""
+    _check_mma_split(m, n, k, dtype, SEED + 7 * tile + splits, tile=tile, splits=splits,
+                     want_split=-(-k // _mma_tile_shape(tile, True)[2]) > 1)
+
+
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+@pytest.mark.parametrize("m,n,k,splits", [
+    (27, 256, 5959, 2), (27, 256, 5959, 37), (101, 911, 3719, 9), (479, 241, 1584, 50),
+    (333, 717, 3697, 3), (18, 1001, 999, 31), (600, 9, 4097, 5), (65, 263, 33, 2), (5, 3, 1000, 8),
+])
+def test_gemm_mma_split_guarded(m, n, k, splits, dtype):
+    """The guarded path (K or N odd) with forced split counts, up to one
+    slice a k-tile, and M from 5 to 600."""
+    _check_mma_split(m, n, k, dtype, SEED + splits, splits=splits, want_split=True)
+
+
+@pytest.mark.parametrize("shift", [(0, 1), (1, 0), (1, 1)])
+def test_gemm_mma_split_unaligned_pointers(shift):
+    """Views starting 2 bytes into their storage: aligned dims, guarded path, split."""
+    _check_mma_split(256, 512, 4096, torch.bfloat16, SEED + 5, shift=shift,
+                     want_split=True if _sms() >= 132 else None)
+    _check_mma_split(256, 512, 4096, torch.float16, SEED + 6, splits=6, shift=shift, want_split=True)
+
+
+def test_gemm_mma_split_deterministic():
+    """The same inputs give the same bits call after call (the partials are
+    added in slice order whichever slice finishes last), for the plan's
+    split and forced ones, guarded and aligned."""
+    from implementations.gemm.cuda import ops
+
+    for (m, n, k), tile, splits in (((27, 256, 5959), -1, 0), ((403, 256, 5768), 4, 0), ((403, 256, 5768), 2, 9),
+                                    ((333, 717, 3697), -1, 13), ((600, 136, 4136), 0, 40)):
+        a, b, first = _check_mma_split(m, n, k, torch.bfloat16, SEED + 11, tile=tile, splits=splits,
+                                       want_split=True if (splits or _sms() >= 132) else None)
+        for _ in range(5):
+            assert torch.equal(ops().gemm_mma(a, b, tile, splits), first), (m, n, k, tile, splits)
+
+
+@pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16))
+def test_gemm_mma_split_calls_in_a_row(dtype):
+    """Split calls back to back over grids of different tile and slice counts,
+    with gemm_skinny's split calls (which share the counter buffer) between
+    them: each call must find its counters at zero (the last slice of each
+    tile resets its own), else no CTA counts to S and C keeps its poison."""
+    from implementations.gemm.cuda import ops
+
+    order = [((27, 256, 5959), -1, 0), ((333, 717, 3697), -1, 0), ((27, 256, 5959), -1, 0),
+             ((403, 256, 5768), 4, 0), ((39, 2376, 6711), -1, 0), ((403, 256, 5768), 4, 3),
+             ((1000, 1000, 2048), 0, 2), ((27, 256, 5959), -1, 5), ((17, 8, 4104), 0, 0)]
+    for i, ((m, n, k), tile, splits) in enumerate(order):
+        _check_mma_split(m, n, k, dtype, SEED + 200 + i, tile=tile, splits=splits)
+        if i % 3 == 1:
+            _check_skinny(ops().gemm_skinny, 5, 1536, 808, dtype, SEED + 300 + i)
+
+
+def test_gemm_mma_split_plan_mirrors_the_device():
+    """split_plan (the config's mirror, with TILE_SHAPES' CTAs an SM) gives
+    the slices gemm_mma_split_plan reports from this device's occupancy API,
+    for every tile and the guarded path, over seeded random shapes."""
+    import random as _random
+
+    from implementations.gemm.cuda import TILE_SHAPES, ops, split_plan
+
+    rng = _random.Random(SEED)
+    sms = _sms()
+    shapes = list(SPLIT_CLIFF + SPLIT_IRREGULAR) + [
+        (rng.randint(17, 4096), rng.randint(1, 8192), rng.choice([rng.randint(1, 512), rng.randint(512, 32768)]))
+        for _ in range(150)]
+    for dtype in (torch.float16, torch.bfloat16):
+        for m, n, k in shapes:
+            for tile, aligned in [(t, True) for t in range(10)] + [(0, False)]:
+                slices, tiles, per_sm = ops().gemm_mma_split_plan(m, n, k, tile, aligned, dtype)
+                bm, bn, _, want_per_sm = TILE_SHAPES[tile]
+                assert per_sm == want_per_sm, (tile, aligned, dtype, per_sm)
+                assert tiles == -(-m // bm) * -(-n // bn)
+                assert slices == split_plan(m, n, k, tile, aligned, sms, per_sm), (m, n, k, tile, aligned)
+
+
+def test_gemm_mma_split_small_and_empty():
+    """M of 1 and 16 rows split (gemm_mma takes them; `cuda` sends them to
+    gemm_skinny), K = 0 gives zeros, and splits must not be negative."""
+    from implementations.gemm.cuda import ops
+
+    _check_mma_split(1, 512, 4096, torch.bfloat16, SEED, tile=0, splits=8, want_split=True)
+    _check_mma_split(16, 77, 3001, torch.float16, SEED, splits=8, want_split=True)
+    a, b = _skinny_inputs(40, 24, 0, torch.float16, SEED)
+    assert torch.equal(ops().gemm_mma(a, b, 0, 4), torch.zeros(40, 24, device="cuda", dtype=torch.float16))
+
+
 @pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
 @pytest.mark.parametrize("d", (64, 128))
 @pytest.mark.parametrize("s", (1, 17, 63, 64, 65, 127, 129, 255, 257))
@@ -352,6 +538,8 @@ with pytest.raises(RuntimeError, match="float16 and bfloat16"):
     gemm_ops().gemm_mma(a, a)
 with pytest.raises(RuntimeError, match="tile must be"):
     gemm_ops().gemm_mma(a.bfloat16(), a.bfloat16(), 10)
+with pytest.raises(RuntimeError, match="splits must be"):
+    gemm_ops().gemm_mma(a.bfloat16(), a.bfloat16(), 0, -1)
 with pytest.raises(RuntimeError, match="inner dimensions"):
     gemm_ops().gemm_mma(a.bfloat16(), torch.randn(32, 64, device="cuda").bfloat16())
 with pytest.raises(RuntimeError, match="inner dimensions"):
@@ -403,6 +591,20 @@ def test_opcheck_gemm(op, dtype, shape):
     a = torch.randn(m, k, device="cuda", dtype=dtype)
     b = torch.randn(k, n, device="cuda", dtype=dtype)
     torch.library.opcheck(getattr(ops(), op).default, (a, b))
+
+
+@pytest.mark.parametrize("dtype,shape,tile,splits", [
+    (torch.bfloat16, (40, 264, 1032), 0, 5),   # aligned, split
+    (torch.float16, (33, 17, 1111), -1, 3),    # guarded, split
+    (torch.bfloat16, (300, 256, 4096), -1, 0),  # the plan
+])
+def test_opcheck_gemm_mma_split(dtype, shape, tile, splits):
+    from implementations.gemm.cuda import ops
+
+    m, n, k = shape
+    a = torch.randn(m, k, device="cuda", dtype=dtype)
+    b = torch.randn(k, n, device="cuda", dtype=dtype)
+    torch.library.opcheck(ops().gemm_mma.default, (a, b, tile, splits))
 
 
 @pytest.mark.parametrize("d,variant", [(64, -1), (64, 1), (128, 4)])

@@ -22,6 +22,8 @@ def load(name: str, sources: list[Path], hopper: bool = False,
                            include_dirs=[INCLUDE_DIR, *include_dirs])
 
 
-def compile_check(source: Path, arch: str = "sm_90a", include_dirs: Sequence[Path] = ()) -> None:
-    """cuda_build.nvcc_compile_check with the shared headers on the include path."""
-    cuda_build.nvcc_compile_check(source, arch=arch, include_dirs=[INCLUDE_DIR, *include_dirs])
+def compile_check(source: Path, arch: str = "sm_90a", include_dirs: Sequence[Path] = (),
+                  extra_flags: Sequence[str] = ()) -> str:
+    """cuda_build.nvcc_compile_check with the shared headers on the include path; nvcc's output."""
+    return cuda_build.nvcc_compile_check(source, arch=arch, include_dirs=[INCLUDE_DIR, *include_dirs],
+                                         extra_flags=extra_flags)

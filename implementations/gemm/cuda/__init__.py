@@ -10,6 +10,12 @@ inputs (tf32 would be a different computation).  On Hopper four more tiles
 gemm_ws_kernel.cuh): a producer warpgroup issues TMA loads into swizzled
 stages, 8 mma warps wait only on mbarriers, the grid is persistent; 12 and
 13 store C through shared memory in 16-byte pieces rather than 4-byte ones.
+Where the tiles of C fill less than half a wave of the GPU and K is long,
+gemm_mma splits K (tiles 0 to 9 and the guarded path): S slices of K per
+tile run as separate CTAs, each leaves its fp32 partial in a workspace, and
+the last of a tile's slices to finish adds the S partials in slice order
+(deterministic) and writes C, in the same launch; S comes from a cost model
+over one wave of the split kernel's resident CTAs (split_plan mirrors it).
 When A has at most 16 rows (decode and other skinny shapes) ``cuda`` runs
 gemm_skinny.cu instead: those shapes are a stream over B, which one row of
 128-row tiles would read with most SMs idle and mostly padded tensor-core
@@ -47,7 +53,7 @@ def _fakes() -> None:
         torch._check(a.shape[1] == b.shape[0], lambda: "inner dimensions differ")
         return a.new_empty((a.shape[0], b.shape[1]))
 
-    torch.library.register_fake("kernel_suite::gemm_mma")(lambda a, b, tile=-1: out_like(a, b))
+    torch.library.register_fake("kernel_suite::gemm_mma")(lambda a, b, tile=-1, splits=0: out_like(a, b))
     torch.library.register_fake("kernel_suite::gemm_naive")(out_like)
     torch.library.register_fake("kernel_suite::gemm_skinny")(out_like)
 
@@ -135,6 +141,68 @@ def skinny_plan(m: int, n: int, k: int, sms: int, per_sm: int) -> tuple[int, int
     return rows, -(-k // rows)
 
 
+# BM, BN, BK and the CTAs an SM holds of each gemm_mma tile (TileConfig in
+# gemm_mma.cu): on sm_90 the split kernels hold as many as their launch bounds
+# ask (registers and shared memory; tests/test_cuda_compile.py checks it
+# against ptxas's figures).  The guarded path runs tile 0.
+TILE_SHAPES = {0: (128, 128, 32, 2), 1: (128, 256, 32, 1), 2: (128, 256, 64, 1), 3: (256, 128, 64, 1),
+               4: (128, 128, 64, 2), 5: (128, 256, 64, 1), 6: (256, 128, 64, 1), 7: (128, 256, 64, 1),
+               8: (128, 256, 64, 1), 9: (128, 128, 64, 2)}
+SPLIT_MIN_KTILES = 4   # a slice has at least this many k-tiles
+SPLIT_GUARDED_KTILE = 4  # a guarded k-tile costs this many aligned ones in the model
+
+
+def split_plan(m: int, n: int, k: int, tile: int, aligned: bool, sms: int, per_sm: int) -> int:
+    """Slices of K per tile that gemm_mma runs (mirrors split_slices in
+    gemm_mma.cu; 1: no split).  In units of a tenth of an aligned k-tile's
+    bytes, (BM + BN) * BK * 2: a slice walks ceil(kt / s) k-tiles (kt =
+    ceil(k / BK)), each 10 units aligned (times the CTAs sharing an SM,
+    ceil(tiles * s / sms)) or 10 * SPLIT_GUARDED_KTILE guarded; the last slice
+    of a tile then moves s + 1 partials (its own out, all s back), each one
+    unit plus 5 times its bytes over the k-tile's (the fp32 fragments inside m
+    and n, at twice the walk's rate).  s = the cheapest from 1 up to one wave
+    (sms * per_sm // tiles) and to kt // SPLIT_MIN_KTILES."""
+    bm, bn, bk, _ = TILE_SHAPES[tile if aligned else 0]
+    tiles = -(-m // bm) * -(-n // bn)
+    kt = -(-k // bk)
+    most = min(sms * per_sm // tiles, kt // SPLIT_MIN_KTILES)
+    if most < 2:
+        return 1
+    ktile_bytes = (bm + bn) * bk * 2
+    rows, cols = min(bm, -(-m // 16) * 16), min(bn, -(-n // 8) * 8)
+    step = 10 * ktile_bytes * (1 if aligned else SPLIT_GUARDED_KTILE)
+    partial = ktile_bytes + 5 * rows * cols * 4
+
+    def cost(s: int) -> int:
+        share = -(-tiles * s // sms) if aligned else 1
+        return step * -(-kt // s) * share + ((s + 1) * partial if s > 1 else 0)
+
+    best, best_cost = 1, cost(1)
+    for s in range(2, most + 1):
+        if cost(s) < best_cost:
+            best, best_cost = s, cost(s)
+    return best
+
+
+def split_text(m: int, n: int, k: int, tile: int, aligned: bool, sms: int) -> str:
+    """The split part of a gemm_mma config: '' without one."""
+    bm, bn, bk, per_sm = TILE_SHAPES[tile if aligned else 0]
+    s = split_plan(m, n, k, tile, aligned, sms, per_sm)
+    if s == 1:
+        return ""
+    kt = -(-k // bk)
+    tiles = -(-m // bm) * -(-n // bn)
+    sizes = f"{kt // s}" if kt % s == 0 else f"{kt // s}-{kt // s + 1}"
+    return (f", split-K: {s} slices of {sizes} k-tiles a tile ({tiles} tiles x {s} = {tiles * s} CTAs, "
+            f"a wave {sms * per_sm}), fp32 partials added in slice order")
+
+
+def _sms() -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+
+
 def _skinny_config(case: Case) -> str:
     import torch
 
@@ -148,16 +216,21 @@ def _skinny_config(case: Case) -> str:
 
 
 def _tile(case: Case) -> str:
-    """The tile gemm_mma.cu picks for this case (mirrors its auto_tile)."""
+    """The tile gemm_mma.cu picks for this case (mirrors its auto_tile) and its split."""
     m, n, k = case["M"], case["N"], case["K"]
+    sms = _sms()
     if k % 8 or n % 8:
-        return TILES[0] + ", guarded 2-byte loads (K or N not a multiple of 8)"
-    import torch
+        return (TILES[0] + ", guarded 2-byte loads (K or N not a multiple of 8)"
+                + split_text(m, n, k, 0, False, sms))
+    tile = auto_tile(m, n, k, sms)
+    return TILES[tile] + split_text(m, n, k, tile, True, sms)
 
-    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+
+def auto_tile(m: int, n: int, k: int, sms: int) -> int:
+    """gemm_mma's tile without a choice (auto_tile in gemm_mma.cu)."""
     if -(-m // 128) * -(-n // 256) >= 2 * sms and k >= 256:
-        return TILES[2]
-    return TILES[4] if k >= 256 else TILES[0]
+        return 2
+    return 4 if k >= 256 else 0
 
 
 # The tile is timed at the first call of each shape and the fastest kept
@@ -173,10 +246,13 @@ def _key(dtype: str, m: int, n: int, k: int) -> tuple:
 def _config(case: Case) -> str:
     if case["M"] <= SKINNY_ROWS:
         return _skinny_config(case)
-    if case["K"] % 8 == 0 and case["N"] % 8 == 0:
-        tuned = _TUNER.config(_key(case.dtype, case["M"], case["N"], case["K"]))
+    m, n, k = case["M"], case["N"], case["K"]
+    if k % 8 == 0 and n % 8 == 0:
+        key = _key(case.dtype, m, n, k)
+        tuned = _TUNER.config(key)
         if tuned:
-            return tuned
+            tile = _TUNER.best[key]
+            return tuned + (split_text(m, n, k, tile, True, _sms()) if tile < WS_FIRST else "")
     return _tile(case)
 
 
@@ -184,8 +260,9 @@ def _config(case: Case) -> str:
           supports=dtype_in("float16", "bfloat16"), config=_config,
           description="CUDA: mma.sync tensor cores, ldmatrix from padded shared memory, "
                       "multi-stage cp.async pipeline, register double-buffered fragments; on Hopper also "
-                      "TMA-fed warp-specialised tiles; tile autotuned; at most 16 rows of A: a split-K "
-                      "FMA kernel streaming B in 16-byte packs")
+                      "TMA-fed warp-specialised tiles; tile autotuned; K split over the SMs where the "
+                      "tiles leave most idle; at most 16 rows of A: a split-K FMA kernel streaming B "
+                      "in 16-byte packs")
 def gemm_cuda(a, b):
     (m, k), n = a.shape, b.shape[-1]
     if m <= SKINNY_ROWS:

@@ -27,11 +27,23 @@
 // ALIGNED=false (K or N not a multiple of 8, or a base not 16-byte aligned):
 // guarded, synchronous 2-byte loads fill shared memory (the edge path, not the
 // fast one) and C is stored element by element from shared memory.
+// SPLIT=true (split-K, for grids of few tiles and a long K; split_plan in
+// gemm_mma.cu decides): grid.y = S slices of K, slice z walking k-tiles
+// [z * kt / S, (z + 1) * kt / S) of the kt = ceil(K / BK), so every slice has
+// floor or ceil of kt / S of them.  Each slice stores its fp32 accumulators
+// to the workspace W in their fragment layout (per warp, fragment and lane
+// one float4: a warp store is 512 contiguous bytes, and the reduction reads
+// each thread's own fragments back the same way), skipping fragments wholly
+// past M or N; then the tile's arrival counter (split_k.cuh) picks the last
+// slice to finish, which adds the S partials in slice order (the same bits
+// whichever slice is last), resets the counter and runs the usual epilogue.
+// SPLIT=false is the kernel without any of this.
 #pragma once
 
 #include <cstdint>
 
 #include "ksuite/mma_ptx.cuh"
+#include "split_k.cuh"
 #include "warp_tile.cuh"
 
 namespace ksuite_gemm {
@@ -83,7 +95,8 @@ struct TileConfig {
 constexpr int GROUP_M = 8;
 
 // Eight consecutive elements src[0..7], of which the first `valid` (0..8)
-// exist, to 16-byte aligned shared memory at dst, zero-filling the rest.
+// exist, to 16-byte aligned shared memory at dst, zero-filling the rest
+// (nothing is read past them: with valid == 0, src may point anywhere).
 // Raw 16-bit patterns: 0 is +0.0 in both float16 and bfloat16.
 template <typename T>
 __device__ __forceinline__ void copy8_guarded(uint32_t dst, const T* src, int valid) {
@@ -100,10 +113,12 @@ __device__ __forceinline__ void copy8_guarded(uint32_t dst, const T* src, int va
                : "memory");
 }
 
-template <typename T, typename Cfg, bool ALIGNED>
+// W: the split's fp32 workspace, BM * BN floats a (tile, slice), tile-major;
+// counters: one a tile.  Both unused (null) when !SPLIT.
+template <typename T, typename Cfg, bool ALIGNED, bool SPLIT = false>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
 gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
-                int M, int N, int K) {
+                int M, int N, int K, float* __restrict__ W, int* __restrict__ counters) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, WM = Cfg::WM, WN = Cfg::WN;
   constexpr int STAGES = Cfg::STAGES, THREADS = Cfg::THREADS, KG = Cfg::KG;
   constexpr int A_LD = Cfg::A_LD, B_LD = Cfg::B_LD, C_LD = Cfg::C_LD, MT = Cfg::MT, NT = Cfg::NT;
@@ -137,8 +152,16 @@ gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict_
   const int64_t a_step = static_cast<int64_t>(Cfg::A_RSTEP) * K;  // elements between chunk rows
   const int64_t b_step = static_cast<int64_t>(Cfg::B_RSTEP) * N;
   const int64_t b_ktile = static_cast<int64_t>(BK) * N;
-  const T* gA = A + (static_cast<int64_t>(min(m0 + a_row, M - 1)) * K + a_col);
-  const T* gB = B + (static_cast<int64_t>(b_row) * N + min(n0 + b_col, N - 1));
+  // This CTA's k-tiles: all of them, or with SPLIT slice blockIdx.y's share.
+  const int ktiles_all = (K + BK - 1) / BK;
+  int kt_first = 0, ktiles = ktiles_all;
+  if constexpr (SPLIT) {
+    kt_first = static_cast<int>(static_cast<int64_t>(blockIdx.y) * ktiles_all / gridDim.y);
+    ktiles = static_cast<int>(static_cast<int64_t>(blockIdx.y + 1) * ktiles_all / gridDim.y) - kt_first;
+  }
+  const int k_left = K - kt_first * BK;  // columns of A from this CTA's first k-tile on
+  const T* gA = A + (static_cast<int64_t>(min(m0 + a_row, M - 1)) * K + a_col + kt_first * BK);
+  const T* gB = B + (static_cast<int64_t>(b_row + kt_first * BK) * N + min(n0 + b_col, N - 1));
   const uint32_t sA_thr = (a_row * A_LD + a_col) * 2;
   const uint32_t sB_thr = (b_row * B_LD + b_col) * 2;
 
@@ -150,7 +173,7 @@ gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict_
   auto load_stage = [&](int slot, int k0, int part) {
     constexpr int PARTS = Cfg::COPY_PARTS, NCH = Cfg::A_COPIES + Cfg::B_COPIES;
     const int LO = part * NCH / PARTS, HI = (part + 1) * NCH / PARTS;
-    const int kres = K - k0;  // columns of A / rows of B left from k0
+    const int kres = k_left - k0;  // columns of A / rows of B left from k0
     const uint32_t sa = sA0 + slot * A_STAGE_B + sA_thr;
     const uint32_t sb = sB0 + slot * B_STAGE_B + sB_thr;
     if constexpr (ALIGNED && PARTS > 1) {
@@ -188,7 +211,7 @@ gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict_
 #pragma unroll
       for (int i = 0; i < Cfg::A_COPIES; ++i) {
         const int v = ((a_rows_ok >> i) & 1u) ? a_valid : 0;
-        copy8_guarded(sa + i * Cfg::A_RSTEP * A_LD * 2, v > 0 ? p : A, v);
+        copy8_guarded(sa + i * Cfg::A_RSTEP * A_LD * 2, p, v);
         p += a_step;
       }
       const int b_valid = max(0, min(8, N - (n0 + b_col)));
@@ -196,7 +219,7 @@ gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict_
 #pragma unroll
       for (int i = 0; i < Cfg::B_COPIES; ++i) {
         const int v = b_row + i * Cfg::B_RSTEP < kres ? b_valid : 0;
-        copy8_guarded(sb + i * Cfg::B_RSTEP * B_LD * 2, v > 0 ? q : B, v);
+        copy8_guarded(sb + i * Cfg::B_RSTEP * B_LD * 2, q, v);
         q += b_step;
       }
     }
@@ -227,7 +250,6 @@ gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict_
   float acc[MT][NT][4];
   zero_acc(acc);
 
-  const int ktiles = (K + BK - 1) / BK;
   // Prologue: STAGES-1 k-tiles in flight, one commit group each (empty past
   // the end, so that the group count, and with it every wait, stays uniform).
 #pragma unroll
@@ -259,17 +281,31 @@ gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict_
         sa_rd = sA0 + read_slot * A_STAGE_B + a_frag_thr;
         sb_rd = sB0 + read_slot * B_STAGE_B + b_frag_thr;
       }
-      // Next slice's fragments (the next k-tile's first slice at kk == KG-1;
-      // past the last k-tile they are read and never used).
-      load_frags((kk + 1) & 1, sa_rd, sb_rd, (kk + 1) % KG);
-      if constexpr (Cfg::COPY_PARTS == 1) {
+      // The k-tile STAGES-1 ahead in one part, at slice 0 (its slot was freed
+      // by the previous k-tile's barrier).
+      auto copy_whole = [&]() {
         if (kk == 0) {
           const int next = kt + STAGES - 1;
           if (next < ktiles) load_stage(write_slot, next * BK, 0);
           cp_async_commit();
           write_slot = write_slot == STAGES - 1 ? 0 : write_slot + 1;
         }
-      } else {
+      };
+      // The guarded copies pass through registers (64 loads a thread a
+      // k-tile, all in flight before their stores).  In the split kernel,
+      // whose slice bounds take registers too, they go before the next
+      // slice's fragments are loaded, so that the loads share the registers
+      // with one fragment buffer rather than two.  The stores wait for the
+      // loads either way, and the fragments still load a slice ahead of
+      // their mma.
+      constexpr bool COPY_FIRST = !ALIGNED && SPLIT;
+      if constexpr (COPY_FIRST) copy_whole();
+      // Next slice's fragments (the next k-tile's first slice at kk == KG-1;
+      // past the last k-tile they are read and never used).
+      load_frags((kk + 1) & 1, sa_rd, sb_rd, (kk + 1) % KG);
+      if constexpr (Cfg::COPY_PARTS == 1 && !COPY_FIRST) {
+        copy_whole();
+      } else if constexpr (Cfg::COPY_PARTS > 1) {
         // Part kk of the k-tile STAGES-1 ahead (its slot was freed by the
         // previous k-tile's barrier); committed as one group after the last part.
         if (kk < Cfg::COPY_PARTS && kt + STAGES - 1 < ktiles)
@@ -284,21 +320,84 @@ gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict_
   }
 
   // ---- epilogue: round, stage the C tile in shared memory, store rows ----
-  cp_async_wait<0>();  // only empty groups remain
-  __syncthreads();     // every warp is done with the pipeline buffers
   const int g = lane >> 2, t = lane & 3;
   const uint32_t sC = sA0;
+  // Fragment (i, j) of this warp, rounded, into the staging (shared memory).
+  auto stage = [&](int i, int j, float x0, float x1, float x2, float x3) {
+    const int row = wm * WM + i * 16 + g, col = wn * WN + j * 8 + 2 * t;
+    st_shared_b32(sC + (row * C_LD + col) * 2, pack2<T>(x0, x1));
+    st_shared_b32(sC + ((row + 8) * C_LD + col) * 2, pack2<T>(x2, x3));
+  };
+  if constexpr (SPLIT) {
+    // ---- split-K: this slice's partial out; the last slice adds them all ----
+    cp_async_wait<0>();  // only empty groups remain
+    constexpr int FRAG4 = 32;  // float4s of one fragment of one warp
+    const int slices = gridDim.y, tile = blockIdx.x;
+    const int64_t tile4 = BM * BN / 4;  // float4s of one partial
+    // Thread (warp, lane)'s float4 of fragment f = i * NT + j of slice z is
+    // element (tile * slices + z) * tile4 + (warp * MT * NT + f) * FRAG4 + lane of W.
+    const float4* const mine = reinterpret_cast<const float4*>(W) + static_cast<int64_t>(tile) * slices * tile4 +
+                               (warp * MT * NT * FRAG4 + lane);
+    // A fragment whose 16 rows are all past M, or 8 columns all past N, is
+    // neither stored nor read back (its values never reach C): with few rows
+    // of C most of the tile is such padding.
+    const int row_w = m0 + wm * WM, col_w = n0 + wn * WN;
+    auto inside = [&](int f) { return row_w + f / NT * 16 < M && col_w + f % NT * 8 < N; };
+    float4* const part = const_cast<float4*>(mine) + blockIdx.y * tile4;
 #pragma unroll
-  for (int i = 0; i < MT; ++i) {
-    const int row = wm * WM + i * 16 + g;
+    for (int i = 0; i < MT; ++i)
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      const int col = wn * WN + j * 8 + 2 * t;
-      const uint32_t lo = pack2<T>(acc[i][j][0], acc[i][j][1]);
-      const uint32_t hi = pack2<T>(acc[i][j][2], acc[i][j][3]);
-      st_shared_b32(sC + (row * C_LD + col) * 2, lo);
-      st_shared_b32(sC + ((row + 8) * C_LD + col) * 2, hi);
+      for (int j = 0; j < NT; ++j)
+        if (inside(i * NT + j))
+          part[(i * NT + j) * FRAG4] = make_float4(acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3]);
+    // Arrive: every thread's stores fenced, then one count for the CTA.  The
+    // flag goes through the (idle) pipeline buffers: every warp is past its
+    // last ldmatrix at the first barrier, and only empty cp.async groups remain.
+    volatile int* const last = reinterpret_cast<int*>(smem_raw);
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+      const bool is_last = ksuite_gemm_split::arrive(&counters[tile]) == slices - 1;
+      if (is_last) counters[tile] = 0;  // no other slice of this launch touches it again
+      *last = is_last;
     }
+    __syncthreads();
+    if (!*last) return;
+    __threadfence();  // every thread's reads below after thread 0's acquire
+    __syncthreads();  // the flag is read before the staging overwrites it
+    // C's tile = the S partials added in slice order (from zero), FB
+    // fragments at a time (FB x the z unroll float4 loads in flight a
+    // thread), read from L2 (.cg: never a stale L1 line), each thread its own
+    // fragments; the accumulators are dead here.
+    constexpr int FB = 4;
+    static_assert(MT * NT % FB == 0);
+#pragma unroll
+    for (int f0 = 0; f0 < MT * NT; f0 += FB) {
+      float4 sum[FB];
+#pragma unroll
+      for (int q = 0; q < FB; ++q) sum[q] = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+      for (int z = 0; z < slices; ++z) {
+#pragma unroll
+        for (int q = 0; q < FB; ++q) {
+          if (!inside(f0 + q)) continue;
+          const float4 v = __ldcg(mine + z * tile4 + (f0 + q) * FRAG4);
+          sum[q].x += v.x;
+          sum[q].y += v.y;
+          sum[q].z += v.z;
+          sum[q].w += v.w;
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < FB; ++q) stage((f0 + q) / NT, (f0 + q) % NT, sum[q].x, sum[q].y, sum[q].z, sum[q].w);
+    }
+  } else {
+    cp_async_wait<0>();  // only empty groups remain
+    __syncthreads();     // every warp is done with the pipeline buffers
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j) stage(i, j, acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3]);
   }
   __syncthreads();
   constexpr int CPR = BN / 8;  // 16-byte chunks per C row

@@ -28,8 +28,8 @@
 //    order, writes C and sets the counter back to zero for the next call.
 //    One launch; whichever block finishes last, the sum is the same.
 // Every sum is taken in a fixed order, so the result is deterministic.
-// The counters are one zeroed buffer per device (grown when a grid needs
-// more), so calls on one device must not overlap on two streams.
+// The counters are one zeroed buffer per device (split_k.cuh, grown when a
+// grid needs more), so calls on one device must not overlap on two streams.
 // The 16-byte path needs N % 8 == 0 and B 16-byte aligned; A is read one
 // element at a time (it is tiny and sits in L2), C is written one at a time.
 
@@ -41,10 +41,11 @@
 #include <torch/library.h>
 
 #include <algorithm>
-#include <mutex>
 
 #include "ksuite/common.cuh"
 #include "operands.h"
+#include "split_counters.h"
+#include "split_k.cuh"
 
 namespace ksuite_gemm_skinny {
 
@@ -53,14 +54,6 @@ constexpr int kCols = 256;  // columns of C a block owns (8 per thread)
 constexpr int kKRound = 8;  // a split's rows of K are a multiple of this (one group of 8 rows)
 constexpr int kKMin = 64;   // and at least this many (one group for each of the 8 warps)
 constexpr int kMaxRows = 16;
-constexpr int kMaxDevices = 64;
-
-// Adds one to *p (acquire and release at GPU scope); returns the old count.
-__device__ __forceinline__ int arrive(int* p) {
-  int old;
-  asm volatile("atom.add.acq_rel.gpu.global.s32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
-  return old;
-}
 
 // Blocks an SM is to hold, as ptxas's register budget: MB <= 2 four (64
 // registers a thread), MB = 4 and 8 two (128), MB = 16 (128 accumulators a
@@ -176,7 +169,7 @@ skinny_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ 
   // Arrive: every thread's stores fenced, then one count for the block.
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) last = arrive(&counters[blockIdx.x]) == splits - 1;
+  if (threadIdx.x == 0) last = ksuite_gemm_split::arrive(&counters[blockIdx.x]) == splits - 1;
   __syncthreads();
   if (!last) return;
   __threadfence();  // every thread's reads below after thread 0's acquire
@@ -227,22 +220,6 @@ int64_t split_rows(int64_t M, int64_t N, int64_t K, int64_t sms, int64_t per_sm)
 }
 
 
-// At least `blocks` zeroed arrival counters on the current device: one buffer
-// per device, replaced by a larger zeroed one when a grid needs more; every
-// call leaves the counters it used at zero.
-int* counters(int64_t blocks) {
-  static std::mutex mu;
-  static at::Tensor* bufs = new at::Tensor[kMaxDevices];  // kept for the process's life
-  const int dev = c10::cuda::current_device();
-  KSUITE_CHECK(dev < kMaxDevices, "gemm_skinny: device index ", dev, " is beyond ", kMaxDevices);
-  const std::lock_guard<std::mutex> lock(mu);
-  at::Tensor& buf = bufs[dev];
-  if (!buf.defined() || buf.numel() < blocks) {
-    buf = at::zeros({std::max<int64_t>(blocks, 1024)}, at::TensorOptions().device(at::kCUDA, dev).dtype(at::kInt));
-  }
-  return buf.data_ptr<int>();
-}
-
 template <typename T, int MB, bool VEC>
 void launch_rows(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
@@ -257,7 +234,7 @@ void launch_rows(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
   if (splits > 1) {
     ws = at::empty({col_blocks, splits, M, kCols}, a.options().dtype(at::kFloat));
     W = ws.data_ptr<float>();
-    cnt = counters(col_blocks);
+    cnt = ksuite_gemm_split::counters(col_blocks);
   }
   skinny_kernel<T, MB, VEC><<<grid, kThreads, 0, ksuite::current_stream()>>>(
       reinterpret_cast<const T*>(a.data_ptr()), reinterpret_cast<const T*>(b.data_ptr()),

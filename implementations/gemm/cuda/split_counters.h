@@ -1,0 +1,35 @@
+// The arrival counters of the split-K GEMMs of this folder (split_k.cuh has
+// the protocol): one zeroed int buffer per device, which every launch leaves
+// at zero.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/zeros.h>
+#include <c10/cuda/CUDAFunctions.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+
+#include "ksuite/common.cuh"
+
+namespace ksuite_gemm_split {
+
+// At least `blocks` zeroed arrival counters on the current device: one buffer
+// per device (shared by the ops of this folder), replaced by a larger zeroed
+// one when a grid needs more; every launch leaves the counters it used at zero.
+inline int* counters(int64_t blocks) {
+  constexpr int kMaxDevices = 64;
+  static std::mutex mu;
+  static at::Tensor* bufs = new at::Tensor[kMaxDevices];  // kept for the process's life
+  const int dev = c10::cuda::current_device();
+  KSUITE_CHECK(dev < kMaxDevices, "split-K GEMM: device index ", dev, " is beyond ", kMaxDevices);
+  const std::lock_guard<std::mutex> lock(mu);
+  at::Tensor& buf = bufs[dev];
+  if (!buf.defined() || buf.numel() < blocks) {
+    buf = at::zeros({std::max<int64_t>(blocks, 1024)}, at::TensorOptions().device(at::kCUDA, dev).dtype(at::kInt));
+  }
+  return buf.data_ptr<int>();
+}
+
+}  // namespace ksuite_gemm_split
