@@ -77,7 +77,7 @@ def test_committed_results_document_is_the_reports_output(name):
     df, problems = store.read_runs(files)
     assert not problems
     assert render(df, title) == text
-    assert len(text.splitlines()) <= (150 if name == "results-h200.md" else 300)
+    assert len(text.splitlines()) <= (150 if name == "results-h200.md" else 400)  # fuzz: 12 runs
     assert isinstance(df, pd.DataFrame)
 
 
