@@ -31,9 +31,13 @@ gelu_f32's branch-free erf, so that instruction issue stays under the limit.
   the tuned split kernel (one read against two; one program an SM that idles
   through its reductions against several) and keeps the faster: at 4096 x
   32768 on the H200, 0.92 (bf16) and 0.91 (float32) of copy.
-- One read of wider rows needs programs that meet at a counter, or a cluster
-  of CTAs as in the CUDA kernels (a Triton reduction over a cluster does not
-  compile for sm_90 in triton 3.6); NOTES.md has what such forms measured.
+- ``_rlg_team`` (rows of 4097..65536, team_tried): a row's chunks on a team of
+  programs that hold them in registers, publish (count, mean, squared
+  deviations), meet at a per-row counter and combine (one read, several
+  programs an SM; 16-byte granules for unaligned rows).  The first call races
+  it against the row's other kernel(s) and keeps the fastest.  A cluster of
+  CTAs, as in the CUDA kernels, does not compile for sm_90 in triton 3.6 (a
+  Triton reduction over a cluster); NOTES.md has what such forms measured.
 """
 from __future__ import annotations
 
@@ -712,5 +716,6 @@ def _config(case: Case) -> str:
 register("residual_layernorm_gelu", "triton", available=needs_triton,
          supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
          description="one kernel: rows in registers, or chunked rows with chunk 0 held on chip (raced against "
-                     "a whole row held in parts on 32 warps, up to 32768 columns)")(
+                     "a whole row held in parts on 32 warps, up to 32768 columns, and above 4096 columns against a "
+                     "team of programs a row that meet at a counter)")(
     residual_layernorm_gelu_triton)
