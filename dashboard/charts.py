@@ -259,6 +259,24 @@ def pass_rate_bars(counts: pd.DataFrame, title: str = "", by: str = "impl") -> g
     return _layout(fig, title, "implementation" if by == "impl" else by, "rows")
 
 
+def best_speedups(best: pd.DataFrame, title: str = "") -> go.Figure:
+    """The best implementation's speedup over eager and over the fastest torch op per
+    workload (analysis.best_table's ``vs_eager`` and ``vs_torch``): grouped bars on a log
+    axis, a dashed line at 1, the implementation and shape in the hover text.  A workload
+    measured with several timers has a bar per timer."""
+    b = safe.html_columns(best, TEXT + ("best",))   # "best": an implementation's name
+    x = b["workload"] + (" [" + b["timer"] + "]" if b["timer"].nunique() > 1 else "")
+    fig = go.Figure()
+    for col, name in (("vs_eager", "× eager"), ("vs_torch", "× torch")):
+        fig.add_trace(go.Bar(x=x, y=b[col], name=name, marker_color=BACKEND_COLORS[name[2:]],
+                             customdata=_custom(b, ["best", "shape"]),
+                             hovertemplate="%{x}: %{customdata[0]} at %{customdata[1]}<br>%{y:.2f}"
+                                           "<extra>" + name + "</extra>"))
+    fig.update_layout(barmode="group")
+    fig.add_hline(y=1, line_dash="dash", line_color="#444")
+    return _layout(fig, title, "workload", "speedup", logy=True)
+
+
 def fusion_chart(ft: pd.DataFrame, title: str = "") -> go.Figure:
     """Measured speedup over eager against predicted (eager_bytes / min_bytes),
     log-log, one trace per implementation (colour) with one symbol per workload

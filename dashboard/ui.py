@@ -31,6 +31,9 @@ _IGNORED = "_ksuite_ignored_on_page"
 _VISITED = "_ksuite_visited"
 MAX_VALUES = 64      # values of one filter read from a link (a filter lists at most this many)
 MAX_CHARS = 512      # longer values cannot name a loaded run, GPU, commit or case
+_PLOTLY = "_ksuite_plotly"               # a Plotly chart was sent to this session's browser, or is due
+_IN_PAGE_RUN = "_ksuite_in_page_run"     # after_first_render's fragment is called by the page's run
+DEFER_S = 1.5        # after_first_render's wait: longer than the Overview's draw after its elements arrive
 
 
 @dataclass
@@ -125,11 +128,52 @@ CASE_PARAMS = {"gpu": "case_gpu", "workload": "case_workload", "dtype": "case_dt
 def chart(fig, key: str) -> None:
     """``fig`` drawn with its points clickable: a click on a point that carries a
     case (charts.case_of) opens the Case view on it (:func:`open_case`)."""
-    event = st.plotly_chart(fig, key=key, on_select="rerun", selection_mode="points")
+    event = plotly(fig, key=key, on_select="rerun", selection_mode="points")
     points = event.get("selection", {}).get("points", []) if event else []
     cases = [c for c in map(charts.case_of, points[:MAX_VALUES]) if c]
     if cases:
         open_case(cases[0])
+
+
+def plotly(fig, key: str, **kw):
+    """st.plotly_chart, noting that this session's browser is being sent a Plotly chart (and so
+    loads Plotly's JavaScript): :func:`after_first_render` then draws without waiting."""
+    st.session_state[_PLOTLY] = True
+    return st.plotly_chart(fig, key=key, **kw)
+
+
+def after_first_render(draw) -> None:
+    """Run ``draw`` (a Plotly chart through :func:`plotly`, last on the page) in this page run once
+    this session's browser holds Plotly; until then, DEFER_S seconds after this run's elements
+    reached the browser, in a rerun of the page.
+
+    Streamlit's frontend loads Plotly's JavaScript (a 4.7 MB chunk, whose evaluation is a large
+    share of a chart page's first draw on a 2-core machine) when it first draws a Plotly chart.
+    A page without one (the Overview, whose SOL matrix is a table) draws sooner, but then the
+    session's first chart page pays that load on a page change; a chart drawn after the page's
+    main content loads it while the visitor reads.  The wait is a fragment's timer (st.fragment's
+    run_every), the only way Streamlit offers to run later without an action of the visitor's.
+    It starts when this run's messages reach the browser; an action before it fires drops it (a
+    rerun of the page starts it again), and an action just after it fires waits for Plotly's
+    load.  When it
+    fires, the page reruns in full, and that run draws the chart and starts no timer (the
+    frontend drops fragments' timers on every full run): one rerun per session, no timer left."""
+    if st.session_state.get(_PLOTLY):
+        draw()
+        return
+    st.session_state[_IN_PAGE_RUN] = True
+    try:
+        _wait_then_rerun()
+    finally:
+        st.session_state[_IN_PAGE_RUN] = False
+
+
+@st.fragment(run_every=DEFER_S)
+def _wait_then_rerun() -> None:
+    """Nothing in the page's run; in the fragment's own run (its timer fired), the page's rerun."""
+    if not st.session_state.get(_IN_PAGE_RUN):
+        st.session_state[_PLOTLY] = True
+        st.rerun()
 
 
 def open_case(case: dict[str, str]) -> None:

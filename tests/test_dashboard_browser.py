@@ -2,8 +2,8 @@
 
 Starts the server the way `python -m suite dashboard` does (dashboard.launch,
 via dashboard.screenshots.serve), opens every page, checks its heading, what
-marks it drawn (a Plotly chart; the Overview's SOL table, with no Plotly
-JavaScript loaded) and no Streamlit exception, checks that a sidebar filter
+marks it drawn (a Plotly chart; the Overview's SOL table, drawn before Plotly's
+JavaScript is requested) and no Streamlit exception, checks that a sidebar filter
 change reaches the URL and survives a page change, and saves screenshots under
 tests/artifacts/dashboard/.
 """
@@ -55,19 +55,30 @@ def test_every_page_renders(server, page, path, title):
     page.screenshot(path=str(ARTIFACTS / f"{path or 'overview'}.png"), full_page=True)
 
 
-def test_the_overview_loads_no_plotly(server, fresh_page):
-    """The default page draws its SOL matrix as a table, so the browser neither
-    fetches nor evaluates Plotly's bundle (Streamlit loads it with the first chart)."""
+def test_the_overview_loads_plotly_after_its_first_render(server, fresh_page):
+    """The Overview's SOL table is drawn before the browser requests Plotly's bundle
+    (Streamlit loads it with the first Plotly chart); the Overview's last chart then
+    requests it without any action, so the Bandwidth page requests it no more."""
     base, _ = server
     page = fresh_page
+    # when the SOL table's canvas appeared, in the page's clock (performance.now())
+    page.add_init_script("""new MutationObserver((_, obs) => {
+        if (document.querySelector('.st-key-overview_sol [data-testid="data-grid-canvas"]')) {
+            window.__solDrawn = performance.now(); obs.disconnect(); } })
+        .observe(document, {childList: true, subtree: true});""")
     scripts = []
     page.on("request", lambda r: scripts.append(r.url) if r.resource_type == "script" else None)
     page.goto(base)
     shots.wait_ready(page, "Overview")
-    assert scripts and not [u for u in scripts if "plotly" in u.lower()]
+    page.locator(shots.LAST["Overview"]).first.wait_for(timeout=30_000)
+    plotly = [u for u in scripts if "plotly" in u.lower()]
+    assert len(plotly) == 1
+    started = page.evaluate("""() => performance.getEntriesByType('resource')
+        .filter(e => e.initiatorType === 'script' && /plotly/i.test(e.name)).map(e => e.startTime)""")
+    assert len(started) == 1 and started[0] > page.evaluate("window.__solDrawn")
     page.locator('[data-testid="stSidebar"]').get_by_role("link", name="Bandwidth").click()
     shots.wait_ready(page, "Bandwidth")
-    assert [u for u in scripts if "plotly" in u.lower()]  # the check above can see it
+    assert [u for u in scripts if "plotly" in u.lower()] == plotly
 
 
 def test_a_click_on_a_sol_cell_opens_its_case(server, fresh_page):

@@ -83,6 +83,19 @@ def test_pass_rate_bars_one_trace_per_status():
     assert list(fig.data[1].y) == [0, 2] and fig.layout.barmode == "stack"
 
 
+def test_best_speedups_two_bars_per_workload_and_a_line_at_one():
+    best = pd.DataFrame({"gpu": "h200", "workload": ["gelu", "<b>x</b>"], "dtype": "bfloat16",
+                         "timer": "events", "shape": ["N=8", "N=4"], "best": ["triton", "<i>c</i>"],
+                         "ms": [1.0, 2.0], "sol": [0.8, 0.5], "vs_eager": [3.0, 0.5], "vs_torch": [1.5, np.nan]})
+    fig = charts.best_speedups(best, title="bfloat16 on h200")
+    assert [t.name for t in fig.data] == ["× eager", "× torch"] and fig.layout.barmode == "group"
+    assert list(fig.data[0].x) == ["gelu", "&lt;b&gt;x&lt;/b&gt;"] and list(fig.data[0].y) == [3.0, 0.5]
+    assert fig.layout.yaxis.type == "log" and [s.y0 for s in fig.layout.shapes] == [1]
+    assert "<i>" not in str(fig.to_dict()) and "&lt;i&gt;c" in str(fig.data[0].customdata)
+    two_timers = charts.best_speedups(best.assign(timer=["events", "graph"]))
+    assert list(two_timers.data[1].x) == ["gelu [events]", "&lt;b&gt;x&lt;/b&gt; [graph]"]
+
+
 def test_fusion_chart_diagonal_and_log_axes():
     ft = pd.DataFrame({"impl": ["triton", "cuda", "triton"], "predicted": [5.5, 5.5, 2.0],
                        "measured": [5.0, 3.0, 2.1], "reached": [0.9, 0.55, 1.05],

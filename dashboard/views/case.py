@@ -65,5 +65,5 @@ else:
                f"it, else the power while timed × the median ({analysis.ENERGY_ESTIMATE}, an estimate); "
                f"{per_j} is the {'FLOPs' if per_j == 'GFLOP/J' else 'compulsory bytes'} over it.")
     st.code("\n".join(table["command"].head(5)), language="bash")
-    st.plotly_chart(charts.case_bars(table, title=f"{workload} {shape} {dtype}, {gpu}"), key="case_chart")
+    ui.plotly(charts.case_bars(table, title=f"{workload} {shape} {dtype}, {gpu}"), key="case_chart")
 ui.not_ok_section(d, "this case")

@@ -95,7 +95,7 @@ if t.empty:
             "base or candidate.")
 else:
     label = "SOL ratio (candidate / base)" if use_sol else "speedup (base ms / candidate ms)"
-    st.plotly_chart(charts.compare_scatter(t, threshold, label, title=label), key="cmp_chart")
+    ui.plotly(charts.compare_scatter(t, threshold, label, title=label), key="cmp_chart")
     # suite.compare judges case by case in Python (~2 ms a case on 2 cores): on by default for small sides
     judge = mode != "commits" and st.toggle(
         "Judge each case as `suite compare` does (its band and verdict)", value=len(t) <= 200,

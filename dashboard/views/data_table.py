@@ -39,5 +39,5 @@ left.download_button("Download CSV", lambda: rows.to_csv(index=False), "kernel-s
 right.download_button("Download Parquet", _parquet, "kernel-suite.parquet",
                       "application/vnd.apache.parquet", key="dl_parquet")
 st.dataframe(rows, hide_index=True)
-st.plotly_chart(charts.pass_rate_bars(analysis.pass_rate(rows, by="workload"), by="workload",
-                                      title="rows per workload and status"), key="data_status")
+ui.plotly(charts.pass_rate_bars(analysis.pass_rate(rows, by="workload"), by="workload",
+                                title="rows per workload and status"), key="data_status")

@@ -1,9 +1,11 @@
 """Overview: best implementation per workload and dtype, the SOL matrix; pass rate and environment
 in sections that run only while opened (fewer charts and tables for the browser to draw).
 
-The default page draws no Plotly chart until a section is opened: the SOL matrix is a
-coloured table (dashboard.tables), since the browser loads and evaluates Plotly's
-JavaScript only for a page that shows a Plotly chart."""
+The SOL matrix is a coloured table (dashboard.tables), not a Plotly chart: the browser loads
+and evaluates Plotly's JavaScript only for a page that shows a Plotly chart.  The one chart
+drawn by default, the best implementations' speedups, comes last and, in a session whose
+browser has no Plotly yet, after the rest is drawn (ui.after_first_render): the first render
+does not wait for Plotly, and the first chart page the visitor opens finds it loaded."""
 import streamlit as st
 
 from dashboard import analysis, charts, safe, tables, ui
@@ -62,7 +64,8 @@ with st.expander("Pass rate", key="overview_show_pass", bind="query-params") as 
         counts = analysis.pass_rate(rows)
         st.caption("ok / (ok + incorrect + error); unsupported and unavailable cases were not run.")
         left, right = st.columns([3, 2])
-        left.plotly_chart(charts.pass_rate_bars(counts, title="rows per status"), key="overview_pass")
+        with left:
+            ui.plotly(charts.pass_rate_bars(counts, title="rows per status"), key="overview_pass")
         right.dataframe(counts, hide_index=True, column_config={
             "pass_rate": st.column_config.ProgressColumn("pass rate", min_value=0.0, max_value=1.0,
                                                          format="percent")})
@@ -75,4 +78,18 @@ with st.expander("Environment", key="overview_show_env", bind="query-params") as
         st.dataframe(analysis.ceilings(rows), hide_index=True, column_config={
             "gbps_of_datasheet": st.column_config.NumberColumn("GB/s of datasheet", format="percent"),
             "tflops_of_datasheet": st.column_config.NumberColumn("TFLOP/s of datasheet", format="percent")})
+
+
+def speedups() -> None:
+    chosen = best[(best["dtype"] == dtype) & (best["gpu"] == gpu)]
+    if len(chosen):
+        st.subheader("Speedup of the best implementation at the largest size")
+        st.caption("The first table's × eager and × torch on the SOL matrix's dtype and GPU; above the "
+                   "dashed line the best implementation is the faster.")
+        ui.plotly(charts.best_speedups(chosen, title=f"{dtype} on {gpu}"), key="overview_speedup")
+
+
+# last, and drawn once the rest is (ui.after_first_render): the session's first Plotly
+# chart, so that the browser loads Plotly's JavaScript while the visitor reads
+ui.after_first_render(speedups)
 ui.page_notes()

@@ -18,8 +18,8 @@ cases = {charts_profile.label(c): c for c in charts_profile.cases(rows)}
 case = ui.choice(st.selectbox, "Case (GPU · workload · shape · dtype · timer)", list(cases), key="profile_case")
 ui.page_notes()
 d = charts_profile.one_case(rows, cases[case])
-st.plotly_chart(charts_profile.breakdown(d, title="Speed of light per unit, % of peak"),
-                key="profile_chart")
+ui.plotly(charts_profile.breakdown(d, title="Speed of light per unit, % of peak"),
+          key="profile_chart")
 st.caption("SOL is the suite's: the roofline bound over the measured median. The other bars are "
            "Nsight Compute's, per call, duration-weighted over its kernels (--clock-control none, "
            "cold caches). ncu_ratio near 1 says ncu's kernel time agrees with the suite's timer; "
