@@ -131,3 +131,36 @@ def test_split_text_names_the_split():
     assert split_text(4096, 4096, 4096, 4, True, SMS) == ""
     text = split_text(27, 256, 5959, 0, False, SMS)
     assert "38 slices of 4-5 k-tiles" in text and "2 tiles x 38 = 76 CTAs" in text and "264" in text
+
+
+def test_tuner_times_whole_k_where_the_plan_splits(monkeypatch):
+    """The tuner times each tile's whole-K variant (14..23) beside it exactly where
+    that tile's plan splits K, so that a split the cost model gets wrong loses to a
+    measurement (149 x 5448 x 2048: tile 9 splits in 3); where no tile splits, the
+    variants are the tiles alone."""
+    from implementations.gemm import cuda as g
+
+    monkeypatch.setattr(g, "_sms", lambda: 132)
+    monkeypatch.setattr(g, "_hopper", lambda: True)
+    key = ("bfloat16", 149, 5448, 2048)
+    timed = [v for v in g._TUNER.variants if g._runs(v, key)]
+    whole = [v for v in timed if v >= g.WHOLE_K_FIRST]
+    assert g.WHOLE_K_FIRST + 9 in whole
+    assert whole == [g.WHOLE_K_FIRST + t for t in range(g.WS_FIRST)
+                     if split_plan(149, 5448, 2048, t, True, 132, TILE_SHAPES[t][3]) > 1]
+    assert [v for v in g._TUNER.variants if g._runs(v, ("bfloat16", 8192, 8192, 8192))] == list(range(14))
+    assert "K whole" in g.TILES[g.WHOLE_K_FIRST + 9] and g.TILES[g.WHOLE_K_FIRST + 9].startswith(g.TILES[9])
+
+    calls = []
+
+    class Lib:
+        def gemm_mma(self, a, b, tile, splits=0):
+            calls.append(("mma", tile, splits))
+
+        def gemm_mma_ws(self, a, b, tile):
+            calls.append(("ws", tile))
+
+    monkeypatch.setattr(g, "ops", lambda: Lib())
+    for tile in (9, g.WS_FIRST + 2, g.WHOLE_K_FIRST + 9):
+        g.gemm_tile(None, None, tile)
+    assert calls == [("mma", 9, 0), ("ws", 2), ("mma", 9, 1)]

@@ -614,3 +614,26 @@ def test_opcheck_attention(causal, variant, d):
 
     q, k, v = (torch.randn(1, 2, 80, d, device="cuda", dtype=torch.float16) for _ in range(3))
     torch.library.opcheck(ops().attention_flash.default, (q, k, v, causal, variant))
+
+
+@pytest.mark.parametrize("dtype", ("bfloat16", "float16"))
+def test_tuner_races_whole_k_against_the_split(dtype):
+    """At 149 x 5448 x 2048 tile 9's plan splits K in 3: the tuner times its whole-K
+    variant (23) beside it, and every variant it timed, the winner included, computes
+    the product (poisoned output, float64 reference)."""
+    from implementations.gemm import cuda as g
+
+    m, n, k = 149, 5448, 2048
+    case = Case.make("gemm", dtype, M=m, N=n, K=k)
+    wl = discover().workloads["gemm"]
+    inputs = wl.make_inputs(case, "cuda", 149)
+    ref = wl.reference(case, inputs)
+    out = g.gemm_cuda(inputs["a"], inputs["b"])
+    torch.cuda.synchronize()
+    assert verify.check(out, ref, wl.tolerance(case)).correct
+    key = g._key(dtype, m, n, k)
+    assert g.WHOLE_K_FIRST + 9 in g._TUNER.times[key] and 9 in g._TUNER.times[key]
+    for tile in g._TUNER.times[key]:
+        verify.poison_allocator("cuda", m * n * 2)
+        res = verify.check(g.gemm_tile(inputs["a"], inputs["b"], tile), ref, wl.tolerance(case))
+        assert res.correct, f"tile {tile}: {res.message}"

@@ -104,6 +104,10 @@ TILES = {0: "128x128x32, 4 warps, 4 stages, 2 CTAs/SM",
          13: "128x256x64, 8 mma warps + a TMA producer warpgroup, 4 stages, persistent, "
              "C through shared memory in 16-byte stores"}
 WS_FIRST = 10
+# 14..23: tiles 0..9 with K whole (gemm_mma's splits=1), timed beside them wherever
+# split_plan would split that tile: the plan is a cost model, the tuner measures.
+WHOLE_K_FIRST = 14
+TILES.update({WHOLE_K_FIRST + t: TILES[t] + ", K whole (no split-K)" for t in range(WS_FIRST)})
 
 
 # A with at most this many rows goes to gemm_skinny.
@@ -236,7 +240,17 @@ def auto_tile(m: int, n: int, k: int, sms: int) -> int:
 # The tile is timed at the first call of each shape and the fastest kept
 # (implementations/_shared/cuda_variants); shapes with K or N not a multiple of 8
 # have one (guarded) tile.
-_TUNER = VariantTuner(tuple(TILES), TILES, runs=lambda tile, _key: tile < WS_FIRST or _hopper())
+def _runs(tile: int, key: tuple) -> bool:
+    """Whether the tuner times ``tile`` for ``key``: the ws tiles on Hopper only; a
+    whole-K variant only where its tile's plan splits K (else it is that tile)."""
+    if tile >= WHOLE_K_FIRST:
+        _, m, n, k = key
+        t = tile - WHOLE_K_FIRST
+        return split_plan(m, n, k, t, True, _sms(), TILE_SHAPES[t][3]) > 1
+    return tile < WS_FIRST or _hopper()
+
+
+_TUNER = VariantTuner(tuple(TILES), TILES, runs=_runs)
 
 
 def _key(dtype: str, m: int, n: int, k: int) -> tuple:
@@ -252,7 +266,7 @@ def _config(case: Case) -> str:
         tuned = _TUNER.config(key)
         if tuned:
             tile = _TUNER.best[key]
-            return tuned + (split_text(m, n, k, tile, True, _sms()) if tile < WS_FIRST else "")
+            return tuned + (split_text(m, n, k, tile, True, _sms()) if tile < WS_FIRST else "")  # whole K: none
     return _tile(case)
 
 
@@ -274,8 +288,11 @@ def gemm_cuda(a, b):
 
 
 def gemm_tile(a, b, tile: int):
-    """C = a @ b with one tile of TILES (10..13: gemm_mma_ws, Hopper only)."""
+    """C = a @ b with one tile of TILES (10..13: gemm_mma_ws, Hopper only; 14..23: tiles
+    0..9 with K whole)."""
     lib = ops()
+    if tile >= WHOLE_K_FIRST:
+        return lib.gemm_mma(a, b, tile - WHOLE_K_FIRST, 1)
     if tile >= WS_FIRST:
         return lib.gemm_mma_ws(a, b, tile - WS_FIRST)
     return lib.gemm_mma(a, b, tile)
