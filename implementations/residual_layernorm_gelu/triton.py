@@ -51,6 +51,7 @@ from implementations._shared.row_tuning import time_ms as _time_ms
 
 from implementations._shared.autotune import autotune
 from implementations._shared.gelu_math import gelu_f32
+from implementations._shared.granules import granule_row
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 
@@ -334,16 +335,11 @@ def _rlg_team(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, N, eps, M
     stats = stats_ptr + row.to(tl.int64) * (3 * P_MAX)
     cols = c * BLOCK + tl.arange(0, BLOCK)
     if GRANULES:
-        VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
-        body = (base + (VEC - 1)) // VEC * VEC  # first 16-byte boundary at or after the row start
-        tail = tl.maximum((base + n) // VEC * VEC, body)  # last one at or before its end
+        body, tail, eoffs, emask = granule_row(base, n, 128 // x_ptr.dtype.element_ty.primitive_bitwidth)
         mask = cols < tail - body  # a multiple of VEC: constant over each granule
         offs = body + cols
         wcol = (body - base) + cols
-        # head [base, min(body, end)) in the first VEC lanes, tail [tail, end) in the next VEC: chunk 0's
-        k = tl.arange(0, 2 * VEC)
-        eoffs = tl.where(k < VEC, base + k, tail + (k - VEC))
-        emask = (eoffs < tl.where(k < VEC, tl.minimum(body, base + n), base + n)) & (c == 0)
+        emask = emask & (c == 0)  # the head and tail are chunk 0's
         he = (tl.load(x_ptr + eoffs, mask=emask, other=0.0).to(tl.float32)
               + tl.load(r_ptr + eoffs, mask=emask, other=0.0).to(tl.float32))
     else:

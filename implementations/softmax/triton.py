@@ -44,6 +44,7 @@ from implementations._shared.row_tuning import device_index as _device_index
 from implementations._shared.row_tuning import sm_count as _sm_count
 from implementations._shared.row_tuning import time_ms as _time_ms
 
+from implementations._shared.granules import granule_row
 from implementations._shared.triton_math import PTX, exp2
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
@@ -297,17 +298,12 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
         lo, hi = _pair_unpack(v, BF16, 1)
         s = tl.sum(exp2(lo * LOG2E - safe) + exp2(hi * LOG2E - safe), axis=0)
     elif GRANULES:
-        VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
-        body = (base + (VEC - 1)) // VEC * VEC  # first 16-byte boundary at or after the row start
-        tail = tl.maximum((base + N) // VEC * VEC, body)  # last one at or before its end
+        body, tail, eoffs, emask = granule_row(base, N, 128 // x_ptr.dtype.element_ty.primitive_bitwidth)
         cols = c * BLOCK + tl.arange(0, BLOCK)
         mask = cols < tail - body  # a multiple of VEC: constant over each granule
         z = tl.load(x_ptr + body + cols, mask=mask, other=float("-inf"),
                     eviction_policy=EVICT).to(tl.float32) * LOG2E
-        # head [base, min(body, end)) in the first VEC lanes, tail [tail, end) in the next VEC: chunk 0's
-        k = tl.arange(0, 2 * VEC)
-        eoffs = tl.where(k < VEC, base + k, tail + (k - VEC))
-        emask = (eoffs < tl.where(k < VEC, tl.minimum(body, base + N), base + N)) & (c == 0)
+        emask = emask & (c == 0)  # the head and tail are chunk 0's
         ze = tl.load(x_ptr + eoffs, mask=emask, other=float("-inf")).to(tl.float32) * LOG2E
         m = tl.maximum(tl.max(z, axis=0), tl.max(ze, axis=0))
         safe = tl.where(m == float("-inf"), 0.0, m)  # a chunk of -inf only gives zeros, not NaN
