@@ -108,6 +108,17 @@ def test_rlg_wide_rows_race_split(m, n, dtype):
     _run_each_winner(rlg._CHOSEN, case, ("parts", "split", "team"))
 
 
+def _rlg_offset_inputs(m: int, n: int, offset: int, dtype: str):
+    """(case, workload, inputs, float64 reference, x, r) of an rlg case, with x and r
+    copied ``offset`` elements past a 16-byte boundary."""
+    case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
+    wl = discover().workloads["residual_layernorm_gelu"]
+    inputs = wl.make_inputs(case, "cuda", SEED)
+    x, r = (torch.empty(m * n + offset, dtype=t.dtype, device="cuda")[offset:].view(m, n).copy_(t)
+            for t in (inputs["x"], inputs["r"]))
+    return case, wl, inputs, wl.reference(case, inputs), x, r
+
+
 @pytest.mark.parametrize("dtype", ("float32", "bfloat16"))
 @pytest.mark.parametrize("m,n", [(1075, 14749), (96, 6656), (33, 40007), (5, 4097)])
 def test_rlg_team_races(m, n, dtype):
@@ -134,12 +145,7 @@ def test_rlg_team_candidates(m, n, offset, dtype):
     boundary; then a second launch on the same buffers (the counters zeroed again)."""
     from implementations.residual_layernorm_gelu import triton as rlg
 
-    case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
-    wl = discover().workloads["residual_layernorm_gelu"]
-    inputs = wl.make_inputs(case, "cuda", SEED)
-    ref = wl.reference(case, inputs)
-    x, r = (torch.empty(m * n + offset, dtype=t.dtype, device="cuda")[offset:].view(m, n).copy_(t)
-            for t in (inputs["x"], inputs["r"]))
+    case, wl, inputs, ref, x, r = _rlg_offset_inputs(m, n, offset, dtype)
     b = x.element_size()
     cands = rlg.team_candidates(m, n, b)
     assert cands and all(c["GRANULES"] == (n * b % 16 != 0) for c in cands)
@@ -167,12 +173,7 @@ def test_rlg_parts_candidates(m, n, offset, dtype):
     from implementations._shared.row_tuning import sm_count
     from implementations.residual_layernorm_gelu import triton as rlg
 
-    case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
-    wl = discover().workloads["residual_layernorm_gelu"]
-    inputs = wl.make_inputs(case, "cuda", SEED)
-    ref = wl.reference(case, inputs)
-    x, r = (torch.empty(m * n + offset, dtype=t.dtype, device="cuda")[offset:].view(m, n).copy_(t)
-            for t in (inputs["x"], inputs["r"]))
+    case, wl, inputs, ref, x, r = _rlg_offset_inputs(m, n, offset, dtype)
     b = x.element_size()
     cands = rlg.parts_candidates(m, n, b)
     assert {c["PF_AT"] > 0 for c in cands} == {False, True}

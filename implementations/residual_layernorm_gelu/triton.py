@@ -52,6 +52,7 @@ from implementations._shared.row_tuning import time_ms as _time_ms
 from implementations._shared.autotune import autotune
 from implementations._shared.gelu_math import gelu_f32
 from implementations._shared.granules import granule_row
+from implementations._shared.row_teams import team_chunk, team_meet
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 
@@ -324,13 +325,7 @@ def _rlg_team(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, N, eps, M
     stats_ptr: float32 [M, 3, P_MAX].
     """
     n = (N // ALIGN) * ALIGN  # == N
-    if MODE == 0:
-        t = tl.atomic_add(count_ptr, 1, sem="relaxed")
-    else:
-        t = tl.program_id(0)
-    p = tl.cdiv(n, BLOCK)
-    row = t // p
-    c = t - row * p
+    row, c, p = team_chunk(count_ptr, n, BLOCK, MODE)
     base = row.to(tl.int64) * n
     stats = stats_ptr + row.to(tl.int64) * (3 * P_MAX)
     cols = c * BLOCK + tl.arange(0, BLOCK)
@@ -364,11 +359,7 @@ def _rlg_team(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, N, eps, M
         tl.store(stats + P_MAX + c, mc)
         tl.store(stats + 2 * P_MAX + c, q)
     if MODE == 0:
-        tl.debug_barrier()  # every thread's part of the stores before the release
-        seen = tl.atomic_add(count_ptr + 1 + row, 1, sem="release") + 1
-        while seen < p:
-            seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
-        tl.debug_barrier()
+        team_meet(count_ptr, row, p)
     if MODE != 1:
         kk = tl.arange(0, P_MAX)
         live = kk < p

@@ -45,6 +45,7 @@ from implementations._shared.row_tuning import sm_count as _sm_count
 from implementations._shared.row_tuning import time_ms as _time_ms
 
 from implementations._shared.granules import granule_row
+from implementations._shared.row_teams import team_chunk, team_meet
 from implementations._shared.triton_math import PTX, exp2
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
@@ -278,13 +279,7 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
     count_ptr: int32 [1 + M], zero at launch (ticket, then one counter a row).
     stats_ptr: float32 [M, 2, P_MAX].
     """
-    if MODE == 0:
-        t = tl.atomic_add(count_ptr, 1, sem="relaxed")
-    else:
-        t = tl.program_id(0)
-    p = tl.cdiv(N, BLOCK)
-    row = t // p
-    c = t - row * p
+    row, c, p = team_chunk(count_ptr, N, BLOCK, MODE)
     base = row.to(tl.int64) * N
     stats = stats_ptr + row.to(tl.int64) * (2 * P_MAX)
     if PAIRS:
@@ -340,11 +335,7 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
         tl.store(stats + c, m)
         tl.store(stats + P_MAX + c, s)
     if MODE == 0:
-        tl.debug_barrier()  # every thread's part of the stores before the release
-        seen = tl.atomic_add(count_ptr + 1 + row, 1, sem="release") + 1
-        while seen < p:
-            seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
-        tl.debug_barrier()
+        team_meet(count_ptr, row, p)
     if MODE != 1:
         k = tl.arange(0, P_MAX)
         ms = tl.load(stats + k, mask=k < p, other=float("-inf"), cache_modifier=".cg")
