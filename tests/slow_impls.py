@@ -18,6 +18,18 @@ at the clock the op leaves behind, and a power-capped op speeds up when given
 idle time.  On the CPU the op runs again for
 each whole multiple of its time (a spinning wait there would fight the op's
 own idle-spinning threads for the cores) and a busy wait covers the fraction.
+
+``slow:work10`` and ``slow:work3`` (gelu, softmax, residual_layernorm_gelu, gemm,
+attention) are slower by doing more of the same work instead: after the op,
+the op again on a slice of its inputs (leading rows, or columns where a
+slice of rows would be too coarse) holding about that fraction of the work.
+At a power cap a hold is idle time, in which the clock rises and the op
+speeds up (lab/findings/ab_power_cap-9af2779.txt); more of the op's own work
+draws the op's own power, so it is what a slower kernel looks like there.
+The fraction is set at the warm-up call as the hold's length is, through
+timed corrections, with the same number of timed bursts whatever their
+outcome; both sides run them (with ``KSUITE_SLOW`` unset or 0 the bursts time
+the op alone), so that the two start their samples from the same heat.
 """
 import os
 import time
@@ -25,7 +37,45 @@ import time
 from suite.workload import REGISTRY, register
 
 PERCENT = {"slow:10": 10.0, "slow:3": 3.0}
+WORK_PERCENT = {"slow:work10": 10.0, "slow:work3": 3.0}
 CORRECTIONS = 4
+
+
+def _rows_or_cols(rows: int, cols: int, f: float) -> tuple[int, int]:
+    """(rows, cols) of a slice of a rows x cols operand holding about ``f`` of it:
+    leading rows, or all rows and leading columns, whichever comes closer to f
+    (rows at a tie: contiguous)."""
+    r, c = max(1, round(f * rows)), max(1, round(f * cols))
+    return (r, cols) if abs(r / rows - f) <= abs(c / cols - f) else (rows, c)
+
+
+_SLICED = ("gelu", "softmax", "residual_layernorm_gelu", "gemm", "attention")
+
+
+def sliced(workload: str, inputs: dict, f: float) -> dict | None:
+    """The inputs of the same op on about a fraction ``f`` of its work (None:
+    no rule for this workload).  gemm: rows of A or columns of B; attention: a
+    shorter sequence of q, k and v (work ~ S^2)."""
+    f = min(max(f, 0.0), 1.0)
+    if workload == "gelu":
+        x = inputs["x"]
+        return dict(inputs, x=x[:max(1, round(f * x.numel()))])
+    if workload == "softmax":
+        rows, cols = _rows_or_cols(*inputs["x"].shape, f)
+        return dict(inputs, x=inputs["x"][:rows, :cols])
+    if workload == "residual_layernorm_gelu":
+        rows, cols = _rows_or_cols(*inputs["x"].shape, f)
+        return dict(inputs, x=inputs["x"][:rows, :cols], r=inputs["r"][:rows, :cols],
+                    weight=inputs["weight"][:cols], bias=inputs["bias"][:cols])
+    if workload == "gemm":
+        a, b = inputs["a"], inputs["b"]
+        rows, cols = _rows_or_cols(a.shape[0], b.shape[1], f)
+        return dict(inputs, a=a[:rows], b=b[:, :cols])
+    if workload == "attention":
+        s = inputs["q"].shape[-2]
+        keep = max(1, round(f ** 0.5 * s))
+        return dict(inputs, **{k: inputs[k][..., :keep, :] for k in "qkv"})
+    return None
 
 
 def _scale() -> float:
@@ -102,6 +152,39 @@ def _slowed(inner, percent: float):
     return fn
 
 
+def _more_work(workload: str, inner, percent: float):
+    fractions = {}  # input signature -> fraction of the work done again
+
+    def fn(**inputs):
+        extra = percent / 100.0 * _scale()
+        tensors = [v for v in inputs.values() if hasattr(v, "device")]
+        key = tuple((k, tuple(getattr(v, "shape", ())), str(getattr(v, "dtype", v))) for k, v in inputs.items())
+        if tensors[0].device.type == "cuda" and key not in fractions:
+            from suite import timing
+
+            def median_ms(f: float) -> float:
+                def call():
+                    inner(**inputs)
+                    if f > 0:
+                        inner(**sliced(workload, inputs, f))
+                return timing.measure([call], "cuda", "events").median
+
+            frac = extra
+            # corrections, as for the hold; the same bursts on both sides
+            for _ in range(CORRECTIONS):
+                got = median_ms(frac) / median_ms(0.0) - 1.0
+                if extra > 0 and abs(got - extra) > 0.15 * extra:
+                    frac = min(1.0, frac * min(4.0, extra / got)) if got > 0 else min(1.0, 4 * frac)
+            fractions[key] = frac
+        out = inner(**inputs)
+        frac = fractions.get(key, extra)
+        if extra > 0 and frac > 0:
+            inner(**sliced(workload, inputs, frac))
+        return out
+
+    return fn
+
+
 def _register_all() -> None:
     for workload in sorted(REGISTRY.workloads):
         names = {name for (w, name) in REGISTRY.impls if w == workload}
@@ -115,6 +198,15 @@ def _register_all() -> None:
             register(workload, name, available=inner.available, supports=inner.supports,
                      tolerance=inner.tolerance, math=inner.math,
                      description=f"{base}, then {percent:g}% more (KSUITE_SLOW)")(_slowed(inner.fn, percent))
+        if workload not in _SLICED:
+            continue
+        for name, percent in WORK_PERCENT.items():
+            if (workload, name) in REGISTRY.impls:
+                continue
+            register(workload, name, available=inner.available, supports=inner.supports,
+                     tolerance=inner.tolerance, math=inner.math,
+                     description=f"{base}, then {base} again on a slice of about {percent:g}% of the work "
+                                 f"(KSUITE_SLOW)")(_more_work(workload, inner.fn, percent))
 
 
 _register_all()
