@@ -155,8 +155,7 @@ def after_first_render(draw) -> None:
     run_every), the only way Streamlit offers to run later without an action of the visitor's.
     It starts when this run's messages reach the browser; an action before it fires drops it (a
     rerun of the page starts it again), and an action just after it fires waits for Plotly's
-    load.  When it
-    fires, the page reruns in full, and that run draws the chart and starts no timer (the
+    load.  When it fires, the page reruns in full, and that run draws the chart and starts no timer (the
     frontend drops fragments' timers on every full run): one rerun per session, no timer left."""
     if st.session_state.get(_PLOTLY):
         draw()

@@ -264,8 +264,8 @@ def test_gemm_skinny_deterministic_and_empty():
 
 
 # gemm_mma split-K (implementations/gemm/cuda: split_plan mirrors the .cu's
-# split_slices).  The shapes that ran at 0.04-0.22x of cuBLAS on the H200
-# without a split (most guarded: K or N odd), then irregular ones: K not a
+# split_slices).  Shapes of few tiles and a long K, where the plan splits
+# (most guarded: K or N odd), then irregular ones: K not a
 # multiple of the k-tile, N and K odd, M from 17 to 600, a last row tile of
 # fewer than 16 rows (its fragments past M are neither stored nor read).
 SPLIT_CLIFF = ((27, 256, 5959), (101, 911, 3719), (256, 179, 1813), (32, 768, 1877), (333, 717, 3697),

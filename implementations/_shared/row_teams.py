@@ -13,6 +13,15 @@ import triton
 import triton.language as tl
 
 
+def team_buffers(x, m: int, stats: int, p_max: int):
+    """(statistics, counters) of m rows: float32 [m, stats, p_max] (``stats`` values a
+    chunk, p_max chunks at most), and count_ptr's int32 [1 + m] at zero."""
+    import torch
+
+    return (torch.empty(m * stats * p_max, device=x.device, dtype=torch.float32),
+            torch.zeros(m + 1, device=x.device, dtype=torch.int32))
+
+
 @triton.jit
 def team_chunk(count_ptr, N, BLOCK: tl.constexpr, MODE: tl.constexpr):
     """(row, chunk, chunks a row) of this program: by ticket in MODE 0, else by program id."""

@@ -91,8 +91,9 @@ def neighbours(base: dict, m: int, long_kernel: str, long_choices) -> list[dict]
     return unique
 
 
-def tuned(kernel, candidates: Callable[[int, int, int], list[dict]]):
-    """``kernel`` autotuned over ``candidates(m, n, dtype bytes)``, keyed on N and M_BUCKET."""
+def tuned(kernel, candidates: Callable[[int, int, int], list[dict]], reset_to_zero: list[str] | None = None):
+    """``kernel`` autotuned over ``candidates(m, n, dtype bytes)``, keyed on N and M_BUCKET;
+    ``reset_to_zero``: arguments zeroed before each timing run (a team's counters)."""
 
     def prune(configs, named_args, **kwargs):
         x, n = named_args["x_ptr"], named_args["N"]
@@ -100,8 +101,8 @@ def tuned(kernel, candidates: Callable[[int, int, int], list[dict]]):
                               num_warps=c["num_warps"])
                 for c in candidates(x.numel() // n, n, x.element_size())]
 
-    return autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"],
-                           prune_configs_by={"early_config_prune": prune})(kernel)
+    return autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=reset_to_zero,
+                    prune_configs_by={"early_config_prune": prune})(kernel)
 
 
 def describe(kernel: str, kwargs: dict, warps: int, maxnreg: int | None = None) -> str:

@@ -45,14 +45,12 @@ import triton
 import triton.language as tl
 
 from implementations._shared.l2_prefetch import prefetch_l2
-from implementations._shared.row_tuning import (PLACEHOLDERS, Raced, device_index, neighbours, rows_plan, sm_count,
-                                                tiny_rows, tuned)
+from implementations._shared.row_tuning import Raced, device_index, neighbours, rows_plan, sm_count, tiny_rows, tuned
 from implementations._shared.row_tuning import time_ms as _time_ms
 
-from implementations._shared.autotune import autotune
 from implementations._shared.gelu_math import gelu_f32
 from implementations._shared.granules import granule_row
-from implementations._shared.row_teams import team_chunk, team_meet
+from implementations._shared.row_teams import team_buffers, team_chunk, team_meet
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 
@@ -593,24 +591,12 @@ def _with_hints(out: list[dict], dtype_bytes: int, limit: int) -> list[dict]:
 _rows_tuned = tuned(_rlg_rows, candidates)
 _split_tuned = tuned(_rlg_split, candidates)
 _parts_tuned = tuned(_rlg_parts, parts_candidates)
-
-
-def _team_prune(configs, named_args, **kwargs):
-    x, n = named_args["x_ptr"], named_args["N"]
-    return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps")}, num_warps=c["num_warps"])
-            for c in team_candidates(x.numel() // n, n, x.element_size())]
-
-
-# Each timing run needs the ticket and row counters at zero.
-_team_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
-                       prune_configs_by={"early_config_prune": _team_prune})(_rlg_team)
+# each timing run needs the ticket and row counters at zero
+_team_tuned = tuned(_rlg_team, team_candidates, reset_to_zero=["count_ptr"])
 
 
 def _team_buffers(x, m: int, p_max: int):
-    import torch
-
-    return (torch.empty(m * 3 * p_max, device=x.device, dtype=torch.float32),
-            torch.zeros(m + 1, device=x.device, dtype=torch.int32))
+    return team_buffers(x, m, 3, p_max)  # (count, mean, squared deviations) a chunk
 
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for
 # config(); and the parts/split races of parts_raced

@@ -45,7 +45,7 @@ from implementations._shared.row_tuning import sm_count as _sm_count
 from implementations._shared.row_tuning import time_ms as _time_ms
 
 from implementations._shared.granules import granule_row
-from implementations._shared.row_teams import team_chunk, team_meet
+from implementations._shared.row_teams import team_buffers, team_chunk, team_meet
 from implementations._shared.triton_math import PTX, exp2
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
@@ -506,11 +506,7 @@ def _dtype_name(x) -> str:
 
 
 def _split_buffers(x, m: int, p_max: int):
-    import torch
-
-    stats = torch.empty(m * 2 * p_max, device=x.device, dtype=torch.float32)
-    count = torch.zeros(m + 1, device=x.device, dtype=torch.int32)
-    return stats, count
+    return team_buffers(x, m, 2, p_max)  # (max, sum of exp) a chunk
 
 
 def _run_rows_tuned(x, y, m: int, n: int, bucket: int) -> None:
