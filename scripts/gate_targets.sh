@@ -95,11 +95,12 @@ for name in ("ab.json", "compare.json"):
     print(f"\n{name}")
     for r in sorted(rs, key=lambda r: (r["impl"], r["base_ms"] or 0)):
         ci = r.get("ci")
-        judged = f"CI {1 / ci[1]:.3f}-{1 / ci[0]:.3f}" if ci else (
-            f"band +-{r['band']:.1%}" if r["band"] is not None else "")
+        fast = r.get("fast_ci")
+        judged = (f"CI {1 / ci[1]:.3f}-{1 / ci[0]:.3f}" + (f", p10 {1 / fast[1]:.3f}-{1 / fast[0]:.3f}" if fast else "")
+                  if ci else (f"band +-{r['band']:.1%}" if r["band"] is not None else ""))
         ratio = f"{r['ratio']:.4f}" if r["ratio"] else "-"
         base = f"{r['base_ms']:.4f}" if r["base_ms"] else "-"
-        print(f"  {r['impl']:8s} {r['shape']:20s} base {base:>8s} ms  time x{ratio:7s} {judged:26s} "
+        print(f"  {r['impl']:8s} {r['shape']:20s} base {base:>8s} ms  time x{ratio:7s} {judged:44s} "
               f"{r['verdict']}{' REGRESSION' if r['regression'] else ''}")
     if not rs:
         continue

@@ -16,9 +16,14 @@ removes it instead:
    on both sides alike.  Both runs of a round use the round's seed: the same
    inputs.  A round yields one median per case per side.
 4. Per case, the log ratios candidate / base of the rounds where both are ok give
-   the geometric-mean ratio and its 95% t interval (compare_stats.paired).  A
-   regression when the interval lies wholly above 1 + threshold, an improvement
-   when wholly below 1 / (1 + threshold), the same when wholly inside the band.
+   the geometric-mean ratio and its 95% t interval (compare_stats.paired), for two
+   statistics of each round's samples: the median, and the fast end (their 10th
+   percentile).  A regression when an interval lies wholly above 1 + threshold
+   and neither lies wholly below 1 / (1 + threshold), an improvement the other
+   way round, the same when both lie wholly inside the band.  The fast end is
+   there for kernels at the GPU's power limit: within a run their samples slow
+   down as the limiter lowers the clock, so the median moves from round to round
+   by more than a small loss, while the first, faster samples repeat closely.
 5. Extra rounds: a gated case whose interval still crosses an edge of the band
    is timed again, in more alternating rounds of only such cases (their
    shapes in a --shapes file), until every one is decided or --max-rounds is
@@ -46,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 from suite import compare, compare_render, store
@@ -55,6 +61,8 @@ from suite.compare_stats import paired
 SIDES = ("base", "cand")
 # run options ab sets itself, per side and round
 OWN_RUN_OPTIONS = ("--out", "--resume", "--seed", "--reuse-ceilings", "--no-progress")
+MEDIAN, FAST = 1, 2  # the statistics of a round's case in _keyed's tuples
+FAST_Q = 0.10  # the fast end of a round's samples
 
 
 def _own_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
@@ -279,17 +287,14 @@ def extra_round_args(run_args: list[str], keys: list[tuple], shapes_file: Path) 
 
 
 def undecided(runs: dict[str, list[SideRun | None]], opt: compare.Options) -> list[tuple]:
-    """The gated cases ok on both sides whose paired-round interval crosses an edge of the band."""
+    """The gated cases ok on both sides whose verdict is still unsure (see _combine)."""
     band = math.log1p(opt.threshold)
     keyed = {s: [_keyed(r.frame, r.only) if r is not None else {} for r in runs[s]] for s in SIDES}
     out = []
     for key in sorted(set().union(*keyed["base"], *keyed["cand"])):
-        if not opt.gated(key[1]):
+        if not opt.gated(key[1]) or len(_pairs(keyed, key)) < 2:
             continue
-        lo, hi = _interval(keyed, key)
-        if lo is None:
-            continue
-        if not (math.log(lo) > band or math.log(hi) < -band or (math.log(hi) <= band and math.log(lo) >= -band)):
+        if _decide(keyed, key, band) == "unsure":
             out.append(key)
     return out
 
@@ -325,16 +330,30 @@ def _tail(log: Path) -> str:
 
 
 # ---------------------------------------------------------------- verdicts
-def _keyed(frame: pd.DataFrame | None, only: frozenset | None = None) -> dict[tuple, tuple[str, float]]:
-    """ROW_KEY tuple -> (status, ms_median) of a run's rows (of ``only``'s cases, where given)."""
+def _fast_end(samples) -> float:
+    """The FAST_Q quantile of a row's samples (nan where it kept none)."""
+    try:
+        x = np.asarray(samples, dtype=float)
+    except (TypeError, ValueError):
+        return math.nan
+    if x.ndim != 1:
+        return math.nan
+    x = x[np.isfinite(x) & (x > 0)]
+    return float(np.quantile(x, FAST_Q)) if len(x) else math.nan
+
+
+def _keyed(frame: pd.DataFrame | None, only: frozenset | None = None) -> dict[tuple, tuple[str, float, float]]:
+    """ROW_KEY tuple -> (status, ms_median, fast end) of a run's rows (of ``only``'s cases, where
+    given); the fast end is the FAST_Q quantile of the row's samples, nan without them."""
     if frame is None:
         return {}
     f = frame.copy()
     for col in store.ROW_KEY:
         f[col] = f[col].fillna("").astype(str)
-    out = {tuple(k): (str(s), float(m) if m == m else math.nan)
-           for k, s, m in zip(zip(*(f[c] for c in store.ROW_KEY)), f["status"].fillna("error"),
-                              pd.to_numeric(f["ms_median"], errors="coerce"))}
+    samples = f["samples_ms"] if "samples_ms" in f.columns else [None] * len(f)
+    out = {tuple(k): (str(s), float(m) if m == m else math.nan, _fast_end(x) if x is not None else math.nan)
+           for k, s, m, x in zip(zip(*(f[c] for c in store.ROW_KEY)), f["status"].fillna("error"),
+                                 pd.to_numeric(f["ms_median"], errors="coerce"), samples)}
     return out if only is None else {k: v for k, v in out.items() if k in only}
 
 
@@ -441,43 +460,84 @@ def _status_verdict(row: dict, bs: str | None, cs: str | None) -> dict:
     return {**row, "verdict": "status", "reason": f"{bs} -> {cs}"}
 
 
-def _pairs(keyed: dict, key: tuple) -> list[tuple[float, float]]:
-    """(base ms, candidate ms) of every timed round (the warm-up left out) where both are ok."""
+def _pairs(keyed: dict, key: tuple, stat: int = MEDIAN) -> list[tuple[float, float]]:
+    """(base, candidate) of ``stat`` (MEDIAN or FAST) in every timed round (the warm-up left
+    out) where both are ok."""
     pairs = []
     for b, c in zip(keyed["base"][1:], keyed["cand"][1:]):
-        (sb, mb), (sc, mc) = b.get(key, ("missing", math.nan)), c.get(key, ("missing", math.nan))
-        if sb == sc == "ok" and mb > 0 and mc > 0:
-            pairs.append((mb, mc))
+        b, c = b.get(key, ("missing", math.nan, math.nan)), c.get(key, ("missing", math.nan, math.nan))
+        if b[0] == c[0] == "ok" and b[stat] > 0 and c[stat] > 0:
+            pairs.append((b[stat], c[stat]))
     return pairs
 
 
-def _interval(keyed: dict, key: tuple) -> tuple[float | None, float | None]:
-    """The 95% interval of the paired ratio, or (None, None) under two pairs."""
-    p = paired([math.log(mc / mb) for mb, mc in _pairs(keyed, key)])
-    return (p.lo, p.hi) if p.n >= 2 else (None, None)
+def _judge(p, band: float) -> str:
+    """One statistic's paired interval against the band: slower, faster, inside, or crosses."""
+    if p.n < 2:
+        return "crosses"
+    if math.log(p.lo) > band:
+        return "slower"
+    if math.log(p.hi) < -band:
+        return "faster"
+    return "inside" if math.log(p.hi) <= band and math.log(p.lo) >= -band else "crosses"
+
+
+def _combine(median: str, fast: str | None) -> str:
+    """The case's verdict from its statistics' judgements (fast None: no samples kept):
+    slower or faster where one statistic is and none says the opposite, the same where
+    every one lies inside the band, else unsure (either crosses, or they disagree)."""
+    seen = [median] + ([fast] if fast else [])
+    for v, other in (("slower", "faster"), ("faster", "slower")):
+        if v in seen and other not in seen:
+            return v
+    return "same" if all(j == "inside" for j in seen) else "unsure"
+
+
+def _stats(keyed: dict, key: tuple):
+    """The median's and the fast end's paired intervals (the latter None where fewer than
+    two rounds kept samples)."""
+    med = paired([math.log(mc / mb) for mb, mc in _pairs(keyed, key, MEDIAN)])
+    fast = paired([math.log(mc / mb) for mb, mc in _pairs(keyed, key, FAST)])
+    return med, (fast if fast.n >= 2 else None)
+
+
+def _decide(keyed: dict, key: tuple, band: float) -> str:
+    med, fast = _stats(keyed, key)
+    return _combine(_judge(med, band), _judge(fast, band) if fast else None)
+
+
+def _ci_text(p) -> str:
+    return f"x{p.ratio:.4f}, time CI {p.lo:.4f}-{p.hi:.4f}"
 
 
 def _paired(row: dict, keyed: dict, key: tuple, band: float, opt: compare.Options) -> dict:
     pairs = _pairs(keyed, key)
-    p = paired([math.log(mc / mb) for mb, mc in pairs])
+    p, fast = _stats(keyed, key)
     row.update(rounds=p.n, band=opt.threshold, band_source="threshold", test="paired rounds")
     if p.n < 2:
         return {**row, "verdict": "same", "reason": f"{p.n} paired round(s): too few to judge"}
     med = lambda xs: float(pd.Series(xs).median())  # noqa: E731
     row.update(base_ms=med([b for b, _ in pairs]), cand_ms=med([c for _, c in pairs]),
                ratio=p.ratio, speedup=1.0 / p.ratio, ci=[1.0 / p.hi, 1.0 / p.lo])
+    if fast:
+        row.update(fast_ratio=fast.ratio, fast_ci=[1.0 / fast.hi, 1.0 / fast.lo])
+    jm, jf = _judge(p, band), (_judge(fast, band) if fast else None)
+    verdict = _combine(jm, jf)
+    # which statistic decided, where the median alone did not
+    by = "" if not fast or jf == jm else (
+        f"; fast end (p{FAST_Q * 100:.0f} of each round's samples) {jf}: {_ci_text(fast)}; median {jm}")
     gated = row["gated"]
-    if math.log(p.lo) > band or math.log(p.hi) < -band:
-        slower = math.log(p.lo) > band
-        return {**row, "verdict": "slower" if slower else "faster", "regression": slower and gated,
+    if verdict in ("slower", "faster"):
+        slower = verdict == "slower"
+        return {**row, "verdict": verdict, "regression": slower and gated,
                 "improvement": not slower and gated, "context": not gated,
-                "reason": f"{p.n} rounds"}
-    inside = math.log(p.hi) <= band and math.log(p.lo) >= -band
-    if inside or not gated:
-        why = (f"within +-{opt.threshold:.1%}" if inside else
+                "reason": f"{p.n} rounds{by}"}
+    if verdict == "same" or not gated:
+        why = (f"within +-{opt.threshold:.1%}" if verdict == "same" else
                f"inconclusive: the interval crosses +-{opt.threshold:.1%}")
-        return {**row, "verdict": "same", "reason": f"{why}; {p.n} rounds"}
-    return {**row, "verdict": "unsure", "reason": f"the interval crosses +-{opt.threshold:.1%} after {p.n} rounds"}
+        return {**row, "verdict": "same", "reason": f"{why}; {p.n} rounds{by}"}
+    return {**row, "verdict": "unsure",
+            "reason": f"the interval crosses +-{opt.threshold:.1%} after {p.n} rounds{by}"}
 
 
 # ---------------------------------------------------------------- the verb

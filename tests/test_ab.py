@@ -240,6 +240,66 @@ def test_paired_verdicts_from_rounds_with_drift():
     assert math.log(max(drift) / min(drift)) > 0.1
 
 
+def _capped(first: float, slow: float, n: int, rng) -> list[float]:
+    """Samples of a kernel at a power cap: ``first`` ms while the clock holds, then
+    climbing by ``slow`` (a fraction) as the limiter engages, with 0.1% jitter."""
+    ramp = [first * (1 + slow * min(1.0, max(0.0, (i - n // 5) / (n // 2)))) for i in range(n)]
+    return [t * (1 + 0.001 * rng.uniform(-1, 1)) for t in ramp]
+
+
+def test_the_fast_end_decides_a_power_capped_kernel():
+    """Each side's median lands anywhere on the limiter's ramp (2-8% per run), the fast end
+    repeats: a 3% loss is caught there, an A/A stays silent, and each verdict names the fast end."""
+    import random
+    rng = random.Random(5)
+
+    def side(scale: dict[str, float]) -> list[list[dict]]:
+        rounds = []
+        for i in range(7):
+            rows = []
+            for impl, k in scale.items():
+                x = _capped(1.4 * k, rng.uniform(0.02, 0.08), 60, rng)
+                rows += [dict(r, samples_ms=x, ms_median=float(pd.Series(x).median()))
+                         for r in _run({impl: ("ok", 0.0)}, i)]
+            rounds.append(rows)
+        return rounds
+
+    base = side({"triton": 1.0, "cuda": 1.0, "torch": 1.0})
+    cand = side({"triton": 1.03, "cuda": 1.0, "torch": 0.97})
+    res = ab.verdicts({"base": _side(base), "cand": _side(cand)}, compare.Options(threshold=0.02),
+                      {"base": "base", "cand": "cand"}, {"base": "a" * 40, "cand": "a" * 40})
+    rows = {r["impl"]: r for r in res.rows}
+    assert rows["triton"]["verdict"] == "slower" and rows["triton"]["regression"]
+    assert rows["triton"]["fast_ratio"] == pytest.approx(1.03, rel=0.003)
+    assert "fast end" in rows["triton"]["reason"]
+    # the median alone: too wide to decide (the ramp's spread is the point of the test)
+    med = ab.paired([math.log(c[1] / b[1]) for b, c in ab_pairs(base, cand, "triton")])
+    assert math.log(med.lo) < math.log(1.02)
+    assert rows["cuda"]["verdict"] in ("same", "unsure") and not rows["cuda"]["regression"]
+    assert rows["torch"]["verdict"] == "faster" and not rows["torch"]["regression"]
+    # undecided cases are those still unsure: cuda at most, never the decided ones
+    assert set(k[1] for k in ab.undecided({"base": _side(base), "cand": _side(cand)},
+                                          compare.Options(threshold=0.02))) <= {"cuda"}
+
+
+def ab_pairs(base, cand, impl):
+    """(base, cand) medians of ``impl`` over the timed rounds (the first is the warm-up)."""
+    pick = lambda rows: next(r for r in rows if r["impl"] == impl)  # noqa: E731
+    return [((0, pick(b)["ms_median"]), (0, pick(c)["ms_median"])) for b, c in zip(base[1:], cand[1:])]
+
+
+def test_statistics_that_disagree_are_unsure_and_one_without_samples_is_the_median():
+    assert ab._combine("slower", "inside") == "slower"
+    assert ab._combine("crosses", "slower") == "slower"
+    assert ab._combine("faster", "crosses") == "faster"
+    assert ab._combine("slower", "faster") == "unsure"
+    assert ab._combine("inside", "crosses") == "unsure"
+    assert ab._combine("inside", "inside") == "same"
+    assert ab._combine("inside", None) == "same" and ab._combine("crosses", None) == "unsure"
+    assert math.isnan(ab._fast_end([])) and math.isnan(ab._fast_end(None))
+    assert ab._fast_end([float(i) for i in range(1, 11)]) == pytest.approx(1.9)
+
+
 def test_nothing_comparable_is_bad_input():
     base = [_run({"triton": ("unsupported", math.nan)}, i) for i in range(3)]
     with pytest.raises(ab.UsageError, match="nothing comparable"):
