@@ -26,6 +26,7 @@ GPU_PROBES = {
     "rlg_placement": None, "rlg_prefetch_probe": None, "rlg_smem_probe": None, "sampler_overhead": None,
     "softmax_pipe_probe": None, "softmax_short_rows": None, "power_settle": ["--trials", "1"],
     "gemm_persistent_tiles": None, "softmax_two_pass": None, "gemm_split_tail": None, "skinny_probe": [], "gemm_mma_split": None,
+    "softmax_tiny_flat": None,
 }
 
 
@@ -110,6 +111,22 @@ def test_softmax_pipe_probe_kernel_on_the_cpu(dtype, pairs, n, static, early):
     y, _ = pipe(x, 32, 4, 1, pairs, out=out, programs=1, static=static, early=early)
     assert y is out
     tol = {torch.float32: 1e-5, torch.bfloat16: 1.6e-2}[dtype]  # the softmax workload's tolerances
+    assert verify.check(y, torch.softmax(x.double(), -1), tol).correct
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter form")
+@pytest.mark.parametrize("dtype,m,n", [(torch.float32, 300, 7), (torch.bfloat16, 517, 5), (torch.bfloat16, 77, 16),
+                                       (torch.float32, 129, 3)])
+def test_softmax_tiny_flat_kernel_on_the_cpu(dtype, m, n):
+    """The flat tiny-row softmax softmax_tiny_flat times, under the interpreter: full blocks
+    and a partial last one, into a NaN-filled output."""
+    from lab.softmax_tiny_flat import flat_softmax
+
+    x = torch.randn(m, n, dtype=dtype) * 3
+    out = torch.full_like(x, float("nan"))
+    y = flat_softmax(x, 64, 4, out=out)
+    assert y is out
+    tol = {torch.float32: 1e-5, torch.bfloat16: 1.6e-2}[dtype]
     assert verify.check(y, torch.softmax(x.double(), -1), tol).correct
 
 
