@@ -10,7 +10,8 @@
 # raising its clock in the idle time (lab/findings/ab_power_cap-9af2779.txt).
 # One A/B run serves all three: both sides are HEAD and carry the same
 # implementations; only the candidate's runs have KSUITE_SLOW=1, which turns the
-# slow:* plugins' slowdown on.  Then two plain runs (base, then candidate with
+# slow:* plugins' slowdown on; each slowdown is calibrated once, in the candidate's
+# warm-up round, and kept for its later rounds in a KSUITE_SLOW_CACHE file.  Then two plain runs (base, then candidate with
 # KSUITE_SLOW=1) go through `suite compare`.  The JSON reports, the runs and a
 # summary land in OUT_DIR (default $OUT, else gate-targets/).
 #
@@ -54,7 +55,8 @@ $py -m suite ceilings --cached "${device[@]}" >/dev/null 2>&1 || echo "ceilings 
 if [ "$have_git" = 1 ]; then
   stamp "suite ab HEAD HEAD, $rounds rounds, slow:* slowed on the candidate only"
   $py -m suite ab HEAD HEAD --rounds "$rounds" --seed 11 --out "$out/ab" --format json \
-    --cand-env KSUITE_SLOW=1 "${what[@]}" "${impls[@]}" > "$out/ab.json"
+    --cand-env KSUITE_SLOW=1 --cand-env KSUITE_SLOW_CACHE="$(cd "$out" && pwd)/slow-calibration.json" \
+    "${what[@]}" "${impls[@]}" > "$out/ab.json"
   echo "ab exit $?"
 fi
 

@@ -32,9 +32,20 @@ their outcome; both sides run them (with ``KSUITE_SLOW`` unset or 0 the
 bursts time the op alone), so that the two start their samples from the same
 heat.  On the CPU the slice is the fraction as is, so that a tiny op, whose
 second call costs mostly its call overhead, is slowed by far more.
+
+Each correction compares the fast end of the two timings (their 10th
+percentile, as ``suite ab`` does): at a power cap the median moves with the
+clock from one burst to the next by more than the fraction being set.  Where
+``KSUITE_SLOW_CACHE`` names a JSON file, the first process to calibrate a case
+writes its setting there and every later process (each round of ``suite ab``)
+uses it: a setting calibrated again in every round differs from round to round
+by more than a 3% slowdown, which then reads as noise.  The later processes
+still time the same bursts, so that every round starts from the same heat.
 """
+import json
 import os
 import time
+from pathlib import Path
 
 from suite.workload import REGISTRY, register
 
@@ -80,6 +91,51 @@ def sliced(workload: str, inputs: dict, f: float) -> dict | None:
     return None
 
 
+CACHE_ENV = "KSUITE_SLOW_CACHE"
+FAST_Q = 0.10
+
+
+def _cached(name: str):
+    """The setting stored for ``name`` in the KSUITE_SLOW_CACHE file (None: none there, or no file)."""
+    path = os.environ.get(CACHE_ENV)
+    if not path:
+        return None
+    try:
+        return json.loads(Path(path).read_text()).get(name)
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _store(name: str, value) -> None:
+    """Writes ``name``'s setting into the KSUITE_SLOW_CACHE file, if one is named (whole-file replace)."""
+    path = os.environ.get(CACHE_ENV)
+    if not path:
+        return
+    p = Path(path)
+    try:
+        held = json.loads(p.read_text())
+    except (OSError, ValueError):
+        held = {}
+    held = held if isinstance(held, dict) else {}
+    held[name] = value
+    tmp = p.with_name(f"{p.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(held, sort_keys=True))
+    os.replace(tmp, p)
+
+
+def _fast_end(samples: list[float]) -> float:
+    """The FAST_Q quantile of ``samples`` (linear between order statistics)."""
+    s = sorted(samples)
+    pos = FAST_Q * (len(s) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def _name(kind: str, workload: str, percent: float, key: tuple) -> str:
+    return f"{kind}|{workload}|{percent:g}|{_scale():g}|{key!r}"
+
+
 def _scale() -> float:
     try:
         return float(os.environ.get("KSUITE_SLOW", "0") or 0)
@@ -100,7 +156,7 @@ def _spin_cycles_per_us() -> float:
     return cycles / (start.elapsed_time(end) * 1e3)
 
 
-def _slowed(inner, percent: float):
+def _slowed(workload: str, inner, percent: float):
     holds = {}  # input signature -> spin cycles
     rate = []
 
@@ -126,27 +182,31 @@ def _slowed(inner, percent: float):
         key = tuple((k, tuple(getattr(v, "shape", ())), str(getattr(v, "dtype", v)))
                     for k, v in inputs.items())
         if key not in holds:
-            def median_ms(cycles: int) -> float:
+            def fast_ms(cycles: int) -> float:
                 def call():
                     inner(**inputs)
                     if cycles:
                         torch.cuda._sleep(cycles)
-                return timing.measure([call], "cuda", "events").median
+                return _fast_end(timing.measure([call], "cuda", "events").samples_ms)
 
-            ms = median_ms(0)
-            if not rate:
-                rate.append(_spin_cycles_per_us())
-            cycles = max(1, int(extra * ms * 1e3 * rate[0]))
-            # Corrections, under the run's own protocol: the spin runs at the clock
-            # the op leaves behind, and at a power cap the op itself speeds up by
-            # part of the idle time it is given, so the spin grows until the pair
-            # is slower by `extra`.
-            for _ in range(CORRECTIONS):
-                got = median_ms(cycles) / median_ms(0) - 1.0
-                if abs(got - extra) <= 0.15 * extra:
-                    break
-                cycles = max(1, int(cycles * min(4.0, extra / got))) if got > 0 else 4 * cycles
-            holds[key] = cycles
+            name = _name("hold", workload, percent, key)
+            cycles = _cached(name)
+            if cycles is None:
+                ms = fast_ms(0)
+                if not rate:
+                    rate.append(_spin_cycles_per_us())
+                cycles = max(1, int(extra * ms * 1e3 * rate[0]))
+                # Corrections, under the run's own protocol: the spin runs at the clock
+                # the op leaves behind, and at a power cap the op itself speeds up by
+                # part of the idle time it is given, so the spin grows until the pair
+                # is slower by `extra`.
+                for _ in range(CORRECTIONS):
+                    got = fast_ms(cycles) / fast_ms(0) - 1.0
+                    if abs(got - extra) <= 0.15 * extra:
+                        break
+                    cycles = max(1, int(cycles * min(4.0, extra / got))) if got > 0 else 4 * cycles
+                _store(name, cycles)
+            holds[key] = int(cycles)
         out = inner(**inputs)
         torch.cuda._sleep(holds[key])
         return out
@@ -164,19 +224,24 @@ def _more_work(workload: str, inner, percent: float):
         if tensors[0].device.type == "cuda" and key not in fractions:
             from suite import timing
 
-            def median_ms(f: float) -> float:
+            def fast_ms(f: float) -> float:
                 def call():
                     inner(**inputs)
                     if f > 0:
                         inner(**sliced(workload, inputs, f))
-                return timing.measure([call], "cuda", "events").median
+                return _fast_end(timing.measure([call], "cuda", "events").samples_ms)
 
-            frac = extra
-            # corrections, as for the hold; the same bursts on both sides
+            name = _name("work", workload, percent, key)
+            held = _cached(name) if extra > 0 else None
+            frac = extra if held is None else float(held)
+            # corrections, as for the hold; the same bursts on both sides and in every
+            # round, a setting from the cache kept as it is
             for _ in range(CORRECTIONS):
-                got = median_ms(frac) / median_ms(0.0) - 1.0
-                if extra > 0 and abs(got - extra) > 0.15 * extra:
+                got = fast_ms(frac) / fast_ms(0.0) - 1.0
+                if held is None and extra > 0 and abs(got - extra) > 0.15 * extra:
                     frac = min(1.0, frac * min(4.0, extra / got)) if got > 0 else min(1.0, 4 * frac)
+            if held is None and extra > 0:
+                _store(name, frac)
             fractions[key] = frac
         out = inner(**inputs)
         frac = fractions.get(key, extra)
@@ -199,7 +264,7 @@ def _register_all() -> None:
                 continue
             register(workload, name, available=inner.available, supports=inner.supports,
                      tolerance=inner.tolerance, math=inner.math,
-                     description=f"{base}, then {percent:g}% more (KSUITE_SLOW)")(_slowed(inner.fn, percent))
+                     description=f"{base}, then {percent:g}% more (KSUITE_SLOW)")(_slowed(workload, inner.fn, percent))
         if workload not in _SLICED:
             continue
         for name, percent in WORK_PERCENT.items():

@@ -1,6 +1,7 @@
 """The gate's test plugin (tests/slow_impls.py): its slices of the work, and the extra call."""
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -70,3 +71,90 @@ def test_every_sliced_workload_has_work_variants():
     names = {(w, n) for (w, n) in reg.impls}
     for workload in slow_impls._SLICED:
         assert {(workload, "slow:work10"), (workload, "slow:work3")} <= names
+
+
+class _Cuda:
+    type = "cuda"
+
+
+class _FakeCudaTensor:
+    """Just enough of a CUDA tensor for the plugin's calibration path."""
+    device = _Cuda()
+    shape = (1000, 64)
+    dtype = "bfloat16"
+
+
+def _fake_gpu(monkeypatch, slice_cost: float):
+    """The plugin's GPU path on the CPU: the op costs 1 per whole call and
+    ``slice_cost`` x f per slice of fraction f; each timing returns that cost as
+    its samples.  Returns the list of fractions the op was called on (1.0: whole)."""
+    from suite import timing
+    from tests import slow_impls
+
+    seen, cost = [], []
+
+    def op(**inputs):
+        f = inputs.get("f", 1.0)
+        seen.append(f)
+        cost.append(1.0 if f == 1.0 else slice_cost * f)
+
+    def measure(calls, device, timer):
+        cost.clear()
+        calls[0]()
+        return timing.Timing([sum(cost)] * 20, "events", "warm")
+
+    monkeypatch.setattr(slow_impls, "sliced", lambda workload, inputs, f: dict(inputs, f=f))
+    monkeypatch.setattr(timing, "measure", measure)
+    return op, seen
+
+
+def test_a_calibrated_work_fraction_is_kept_for_later_processes(monkeypatch, tmp_path):
+    """The first process calibrates the slice to 3% of the op's time and writes it to
+    KSUITE_SLOW_CACHE; a later one (a later round of suite ab), where the op's
+    timings would calibrate differently, uses the stored fraction and times as many
+    bursts."""
+    from tests import slow_impls
+
+    monkeypatch.setenv("KSUITE_SLOW", "1")
+    monkeypatch.setenv(slow_impls.CACHE_ENV, str(tmp_path / "slow.json"))
+    op, seen = _fake_gpu(monkeypatch, slice_cost=1.5)
+    slow_impls._more_work("gemm", op, 3.0)(x=_FakeCudaTensor())
+    first = len(seen)
+    frac = seen[-1]
+    assert abs(frac * 1.5 - 0.03) <= 0.15 * 0.03, frac  # calibrated: 1.5 x f is 3% of the op
+    stored = json.loads((tmp_path / "slow.json").read_text())
+    assert list(stored.values()) == [frac]
+
+    op, seen = _fake_gpu(monkeypatch, slice_cost=3.0)  # would calibrate to 0.01
+    slow_impls._more_work("gemm", op, 3.0)(x=_FakeCudaTensor())
+    assert seen[-1] == frac and len(seen) == first
+
+    monkeypatch.delenv(slow_impls.CACHE_ENV)  # no cache: each process calibrates its own
+    op, seen = _fake_gpu(monkeypatch, slice_cost=3.0)
+    slow_impls._more_work("gemm", op, 3.0)(x=_FakeCudaTensor())
+    assert abs(seen[-1] * 3.0 - 0.03) <= 0.15 * 0.03, seen[-1]
+
+
+def test_a_calibrated_hold_is_kept_for_later_processes(monkeypatch, tmp_path):
+    from tests import slow_impls
+
+    monkeypatch.setenv("KSUITE_SLOW", "1")
+    monkeypatch.setenv(slow_impls.CACHE_ENV, str(tmp_path / "slow.json"))
+    name = slow_impls._name("hold", "gemm", 3.0, (("x", (1000, 64), "bfloat16"),))
+    slow_impls._store(name, 12345)
+    slept = []
+    monkeypatch.setattr(torch.cuda, "_sleep", slept.append)
+    fn = slow_impls._slowed("gemm", lambda **inputs: "out", 3.0)
+    assert fn(x=_FakeCudaTensor()) == "out" and slept == [12345]
+
+
+def test_the_cache_survives_a_corrupt_file(monkeypatch, tmp_path):
+    from tests import slow_impls
+
+    path = tmp_path / "slow.json"
+    path.write_text("{not json")
+    monkeypatch.setenv(slow_impls.CACHE_ENV, str(path))
+    assert slow_impls._cached("a") is None
+    slow_impls._store("a", 0.5)
+    slow_impls._store("b", 7)
+    assert slow_impls._cached("a") == 0.5 and json.loads(path.read_text()) == {"a": 0.5, "b": 7}
