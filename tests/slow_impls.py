@@ -12,8 +12,8 @@ the same implementations, and only the candidate's are slower.
 On a GPU the hold is ``torch.cuda._sleep`` on the op's stream, inside the timed
 interval.  At the harness's warm-up call, once per input shape, the op is timed
 with suite.timing.measure under the run's protocol, the spin's length is set
-from its cycles per microsecond, and the op with the spin is timed again (up to
-CORRECTIONS times) until it is the fraction slower within 15%: the spin runs
+from its cycles per microsecond, and the op with the spin is timed against the
+op alone (up to CORRECTIONS times) until it is the fraction slower within 15%: the spin runs
 at the clock the op leaves behind, and a power-capped op speeds up when given
 idle time.  On the CPU the op runs again for
 each whole multiple of its time (a spinning wait there would fight the op's
@@ -33,9 +33,11 @@ bursts time the op alone), so that the two start their samples from the same
 heat.  On the CPU the slice is the fraction as is, so that a tiny op, whose
 second call costs mostly its call overhead, is slowed by far more.
 
-Each correction compares the fast end of the two timings (their 10th
-percentile, as ``suite ab`` does): at a power cap the median moves with the
-clock from one burst to the next by more than the fraction being set.  Where
+Each correction times the op and the slowed op call by call, alternating
+(ABBA...), and compares the fast ends of the two sets (their 10th percentile,
+as ``suite ab`` does): at a power cap the clock moves from one burst to the
+next by more than the fraction being set, so two bursts timed one after the
+other would set it from the clock's drift rather than from the op.  Where
 ``KSUITE_SLOW_CACHE`` names a JSON file, the first process to calibrate a case
 writes its setting there and every later process (each round of ``suite ab``)
 uses it: a setting calibrated again in every round differs from round to round
@@ -132,6 +134,34 @@ def _fast_end(samples: list[float]) -> float:
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
+def _paired_excess(base, slowed, budget_s: float = 0.25) -> float:
+    """How much slower ``slowed`` is than ``base`` (0.03: 3%): each call timed alone
+    with CUDA events, the two alternating ABBA so that both see the same clocks,
+    about ``budget_s`` of calls in all; the ratio of the two sets' fast ends."""
+    import torch
+
+    def timed(fns):
+        marks = [torch.cuda.Event(enable_timing=True) for _ in range(len(fns) + 1)]
+        marks[0].record()
+        for fn, mark in zip(fns, marks[1:]):
+            fn()
+            mark.record()
+        torch.cuda.synchronize()
+        return [a.elapsed_time(b) for a, b in zip(marks, marks[1:])]
+
+    base()
+    slowed()
+    est = sorted(timed([base] * 3))[1]
+    pairs = max(20, min(400, int(budget_s * 1e3 / max(2 * est, 1e-3))))
+    a, b = [], []
+    for i in range(pairs):
+        first, second = (base, slowed) if i % 2 == 0 else (slowed, base)
+        t = timed([first, second])
+        a.append(t[i % 2])
+        b.append(t[1 - i % 2])
+    return _fast_end(b) / _fast_end(a) - 1.0
+
+
 def _name(kind: str, workload: str, percent: float, key: tuple) -> str:
     return f"{kind}|{workload}|{percent:g}|{_scale():g}|{key!r}"
 
@@ -182,26 +212,24 @@ def _slowed(workload: str, inner, percent: float):
         key = tuple((k, tuple(getattr(v, "shape", ())), str(getattr(v, "dtype", v)))
                     for k, v in inputs.items())
         if key not in holds:
-            def fast_ms(cycles: int) -> float:
+            def with_hold(cycles: int):
                 def call():
                     inner(**inputs)
-                    if cycles:
-                        torch.cuda._sleep(cycles)
-                return _fast_end(timing.measure([call], "cuda", "events").samples_ms)
+                    torch.cuda._sleep(cycles)
+                return call
 
             name = _name("hold", workload, percent, key)
             cycles = _cached(name)
             if cycles is None:
-                ms = fast_ms(0)
+                ms = timing.measure([lambda: inner(**inputs)], "cuda", "events").median
                 if not rate:
                     rate.append(_spin_cycles_per_us())
                 cycles = max(1, int(extra * ms * 1e3 * rate[0]))
-                # Corrections, under the run's own protocol: the spin runs at the clock
-                # the op leaves behind, and at a power cap the op itself speeds up by
-                # part of the idle time it is given, so the spin grows until the pair
-                # is slower by `extra`.
+                # Corrections: the spin runs at the clock the op leaves behind, and at
+                # a power cap the op itself speeds up by part of the idle time it is
+                # given, so the spin grows until the pair is slower by `extra`.
                 for _ in range(CORRECTIONS):
-                    got = fast_ms(cycles) / fast_ms(0) - 1.0
+                    got = _paired_excess(lambda: inner(**inputs), with_hold(cycles))
                     if abs(got - extra) <= 0.15 * extra:
                         break
                     cycles = max(1, int(cycles * min(4.0, extra / got))) if got > 0 else 4 * cycles
@@ -222,14 +250,12 @@ def _more_work(workload: str, inner, percent: float):
         tensors = [v for v in inputs.values() if hasattr(v, "device")]
         key = tuple((k, tuple(getattr(v, "shape", ())), str(getattr(v, "dtype", v))) for k, v in inputs.items())
         if tensors[0].device.type == "cuda" and key not in fractions:
-            from suite import timing
-
-            def fast_ms(f: float) -> float:
+            def with_slice(f: float):
                 def call():
                     inner(**inputs)
                     if f > 0:
                         inner(**sliced(workload, inputs, f))
-                return _fast_end(timing.measure([call], "cuda", "events").samples_ms)
+                return call
 
             name = _name("work", workload, percent, key)
             held = _cached(name) if extra > 0 else None
@@ -237,7 +263,7 @@ def _more_work(workload: str, inner, percent: float):
             # corrections, as for the hold; the same bursts on both sides and in every
             # round, a setting from the cache kept as it is
             for _ in range(CORRECTIONS):
-                got = fast_ms(frac) / fast_ms(0.0) - 1.0
+                got = _paired_excess(with_slice(0.0), with_slice(frac))
                 if held is None and extra > 0 and abs(got - extra) > 0.15 * extra:
                     frac = min(1.0, frac * min(4.0, extra / got)) if got > 0 else min(1.0, 4 * frac)
             if held is None and extra > 0:

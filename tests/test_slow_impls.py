@@ -86,9 +86,8 @@ class _FakeCudaTensor:
 
 def _fake_gpu(monkeypatch, slice_cost: float):
     """The plugin's GPU path on the CPU: the op costs 1 per whole call and
-    ``slice_cost`` x f per slice of fraction f; each timing returns that cost as
-    its samples.  Returns the list of fractions the op was called on (1.0: whole)."""
-    from suite import timing
+    ``slice_cost`` x f per slice of fraction f; a paired timing returns the cost
+    ratio.  Returns the op and the list of fractions it was called on (1.0: whole)."""
     from tests import slow_impls
 
     seen, cost = [], []
@@ -98,13 +97,16 @@ def _fake_gpu(monkeypatch, slice_cost: float):
         seen.append(f)
         cost.append(1.0 if f == 1.0 else slice_cost * f)
 
-    def measure(calls, device, timer):
+    def paired(base, slowed):
         cost.clear()
-        calls[0]()
-        return timing.Timing([sum(cost)] * 20, "events", "warm")
+        base()
+        a = sum(cost)
+        cost.clear()
+        slowed()
+        return sum(cost) / a - 1.0
 
     monkeypatch.setattr(slow_impls, "sliced", lambda workload, inputs, f: dict(inputs, f=f))
-    monkeypatch.setattr(timing, "measure", measure)
+    monkeypatch.setattr(slow_impls, "_paired_excess", paired)
     return op, seen
 
 
