@@ -11,9 +11,11 @@
 # One A/B run serves all three: both sides are HEAD and carry the same
 # implementations; only the candidate's runs have KSUITE_SLOW=1, which turns the
 # slow:* plugins' slowdown on; each slowdown is calibrated once, in the candidate's
-# warm-up round, and kept for its later rounds in a KSUITE_SLOW_CACHE file.  Then two plain runs (base, then candidate with
-# KSUITE_SLOW=1) go through `suite compare`.  The JSON reports, the runs and a
-# summary land in OUT_DIR (default $OUT, else gate-targets/).
+# warm-up round, and kept for the later rounds in a KSUITE_SLOW_CACHE file, which both
+# sides see (so that neither times calibration bursts after the warm-up).  Then two
+# plain runs (base, then candidate with KSUITE_SLOW=1) go through `suite compare`.
+# The JSON reports, the runs and a summary land in OUT_DIR (default $OUT, else
+# gate-targets/).
 #
 #   scripts/gate_targets.sh [OUT_DIR]        # on the GPU machine
 #   CPU=1 ROUNDS=2 scripts/gate_targets.sh   # the same flow on the CPU (a dry run, noisy)
@@ -54,9 +56,9 @@ $py -m suite ceilings --cached "${device[@]}" >/dev/null 2>&1 || echo "ceilings 
 
 if [ "$have_git" = 1 ]; then
   stamp "suite ab HEAD HEAD, $rounds rounds, slow:* slowed on the candidate only"
-  $py -m suite ab HEAD HEAD --rounds "$rounds" --seed 11 --out "$out/ab" --format json \
-    --cand-env KSUITE_SLOW=1 --cand-env KSUITE_SLOW_CACHE="$(cd "$out" && pwd)/slow-calibration.json" \
-    "${what[@]}" "${impls[@]}" > "$out/ab.json"
+  KSUITE_SLOW_CACHE="$(cd "$out" && pwd)/slow-calibration.json" \
+    $py -m suite ab HEAD HEAD --rounds "$rounds" --seed 11 --out "$out/ab" --format json \
+    --cand-env KSUITE_SLOW=1 "${what[@]}" "${impls[@]}" > "$out/ab.json"
   echo "ab exit $?"
 fi
 

@@ -38,11 +38,13 @@ Each correction times the op and the slowed op call by call, alternating
 as ``suite ab`` does): at a power cap the clock moves from one burst to the
 next by more than the fraction being set, so two bursts timed one after the
 other would set it from the clock's drift rather than from the op.  Where
-``KSUITE_SLOW_CACHE`` names a JSON file, the first process to calibrate a case
-writes its setting there and every later process (each round of ``suite ab``)
-uses it: a setting calibrated again in every round differs from round to round
-by more than a 3% slowdown, which then reads as noise.  The later processes
-still time the same bursts, so that every round starts from the same heat.
+``KSUITE_SLOW_CACHE`` names a JSON file (set it in the environment of
+``suite ab`` itself, so that both sides see it), the first process to
+calibrate a case writes its setting there and every later process (each round
+of ``suite ab``) uses it, timing no bursts: a setting calibrated again in every
+round differs from round to round by more than a 3% slowdown, and bursts
+before the timed samples leave a power-capped GPU at a clock that differs from
+round to round.
 """
 import json
 import os
@@ -258,16 +260,20 @@ def _more_work(workload: str, inner, percent: float):
                 return call
 
             name = _name("work", workload, percent, key)
+            cached = os.environ.get(CACHE_ENV)
             held = _cached(name) if extra > 0 else None
             frac = extra if held is None else float(held)
-            # corrections, as for the hold; the same bursts on both sides and in every
-            # round, a setting from the cache kept as it is
-            for _ in range(CORRECTIONS):
-                got = _paired_excess(with_slice(0.0), with_slice(frac))
-                if held is None and extra > 0 and abs(got - extra) > 0.15 * extra:
-                    frac = min(1.0, frac * min(4.0, extra / got)) if got > 0 else min(1.0, 4 * frac)
-            if held is None and extra > 0:
-                _store(name, frac)
+            # Corrections, as for the hold.  Without a cache both sides time the same
+            # bursts in every process, so that both start their samples from the same
+            # heat; with one, only the process that sets the fraction times them, and
+            # every later round on either side starts from an idle GPU.
+            if held is None and (extra > 0 or not cached):
+                for _ in range(CORRECTIONS):
+                    got = _paired_excess(with_slice(0.0), with_slice(frac))
+                    if extra > 0 and abs(got - extra) > 0.15 * extra:
+                        frac = min(1.0, frac * min(4.0, extra / got)) if got > 0 else min(1.0, 4 * frac)
+                if extra > 0:
+                    _store(name, frac)
             fractions[key] = frac
         out = inner(**inputs)
         frac = fractions.get(key, extra)

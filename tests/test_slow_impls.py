@@ -113,15 +113,15 @@ def _fake_gpu(monkeypatch, slice_cost: float):
 def test_a_calibrated_work_fraction_is_kept_for_later_processes(monkeypatch, tmp_path):
     """The first process calibrates the slice to 3% of the op's time and writes it to
     KSUITE_SLOW_CACHE; a later one (a later round of suite ab), where the op's
-    timings would calibrate differently, uses the stored fraction and times as many
-    bursts."""
+    timings would calibrate differently, uses the stored fraction and times no
+    bursts, nor does the base side (KSUITE_SLOW off).  Without a cache, each
+    process calibrates its own, and the base side times the same bursts."""
     from tests import slow_impls
 
     monkeypatch.setenv("KSUITE_SLOW", "1")
     monkeypatch.setenv(slow_impls.CACHE_ENV, str(tmp_path / "slow.json"))
     op, seen = _fake_gpu(monkeypatch, slice_cost=1.5)
     slow_impls._more_work("gemm", op, 3.0)(x=_FakeCudaTensor())
-    first = len(seen)
     frac = seen[-1]
     assert abs(frac * 1.5 - 0.03) <= 0.15 * 0.03, frac  # calibrated: 1.5 x f is 3% of the op
     stored = json.loads((tmp_path / "slow.json").read_text())
@@ -129,12 +129,23 @@ def test_a_calibrated_work_fraction_is_kept_for_later_processes(monkeypatch, tmp
 
     op, seen = _fake_gpu(monkeypatch, slice_cost=3.0)  # would calibrate to 0.01
     slow_impls._more_work("gemm", op, 3.0)(x=_FakeCudaTensor())
-    assert seen[-1] == frac and len(seen) == first
+    assert seen == [1.0, frac]  # the call itself: the op, then the stored slice
 
-    monkeypatch.delenv(slow_impls.CACHE_ENV)  # no cache: each process calibrates its own
+    monkeypatch.setenv("KSUITE_SLOW", "0")
+    op, seen = _fake_gpu(monkeypatch, slice_cost=3.0)
+    slow_impls._more_work("gemm", op, 3.0)(x=_FakeCudaTensor())
+    assert seen == [1.0]
+
+    monkeypatch.delenv(slow_impls.CACHE_ENV)  # no cache: bursts on both sides
+    op, seen = _fake_gpu(monkeypatch, slice_cost=3.0)
+    slow_impls._more_work("gemm", op, 3.0)(x=_FakeCudaTensor())
+    base_calls = len(seen)
+    assert base_calls == 1 + 2 * slow_impls.CORRECTIONS
+    monkeypatch.setenv("KSUITE_SLOW", "1")
     op, seen = _fake_gpu(monkeypatch, slice_cost=3.0)
     slow_impls._more_work("gemm", op, 3.0)(x=_FakeCudaTensor())
     assert abs(seen[-1] * 3.0 - 0.03) <= 0.15 * 0.03, seen[-1]
+    assert len([f for f in seen if f == 1.0]) == base_calls  # as many whole calls as the base
 
 
 def test_a_calibrated_hold_is_kept_for_later_processes(monkeypatch, tmp_path):
