@@ -159,7 +159,7 @@ def bandwidth(df: pd.DataFrame, metric: str = "gbps", ceilings: dict[str, float]
     """Achieved ``metric`` against problem size (log x), one line per ``series``,
     with its p20-p80 band, and a dashed line per measured ceiling.
 
-    Three traces per series: the band's upper and lower edges, then the line.
+    Two traces per series: the band as one closed outline, then the line.
     ``lines=False`` (several shapes share a size): one trace of points per
     series, the p20-p80 spread as error bars.
     """
@@ -191,11 +191,11 @@ def bandwidth(df: pd.DataFrame, metric: str = "gbps", ceilings: dict[str, float]
                 error_y=dict(type="data", array=hi - mid, arrayminus=mid - lo, thickness=1, width=3),
                 customdata=custom, hovertemplate=hover))
             continue
-        fig.add_trace(go.Scatter(x=size, y=hi, mode="lines", line=dict(width=0, color=c),
-                                 legendgroup=name, showlegend=False, hoverinfo="skip"))
-        fig.add_trace(go.Scatter(x=size, y=lo, mode="lines", line=dict(width=0, color=c),
-                                 fill="tonexty", fillcolor=_rgba(c, 0.18), legendgroup=name,
-                                 showlegend=False, hoverinfo="skip"))
+        # the band as one closed outline: the upper edge left to right, the lower back
+        fig.add_trace(go.Scatter(x=np.concatenate([size, size[::-1]]), y=np.concatenate([hi, lo[::-1]]),
+                                 mode="lines", line=dict(width=0, color=c), fill="toself",
+                                 fillcolor=_rgba(c, 0.18), legendgroup=name, showlegend=False,
+                                 hoverinfo="skip"))
         fig.add_trace(go.Scatter(
             x=size, y=mid, mode="lines+markers", name=name, legendgroup=name,
             line=dict(color=c, dash=_dash(name, names)), customdata=custom, hovertemplate=hover))

@@ -25,14 +25,17 @@ def rows(series=("triton", "eager"), sizes=(1e3, 1e5, 1e7)):
 def test_bandwidth_traces_band_log_x_and_ceiling():
     df = rows()
     fig = charts.bandwidth(df, "gbps", {"copy": 4210.0})
-    assert len(fig.data) == 3 * 2
+    assert len(fig.data) == 2 * 2
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type != "log"
-    hi, lo, line = fig.data[:3]
-    g = df[df["series"] == "triton"]
+    band, line = fig.data[:2]
+    g = df[df["series"] == "triton"].sort_values("size")
+    n = len(g)
     np.testing.assert_allclose(line.y, g["gbps"])
-    np.testing.assert_allclose(hi.y, g["min_bytes"] / (g["ms_p20"] * 1e-3) / 1e9)
-    np.testing.assert_allclose(lo.y, g["min_bytes"] / (g["ms_p80"] * 1e-3) / 1e9)
-    assert lo.fill == "tonexty" and line.name == "triton"
+    # one closed outline: the p20 edge left to right, then the p80 edge back
+    np.testing.assert_allclose(band.x, np.concatenate([g["size"], g["size"][::-1]]))
+    np.testing.assert_allclose(band.y[:n], g["min_bytes"] / (g["ms_p20"] * 1e-3) / 1e9)
+    np.testing.assert_allclose(band.y[n:], (g["min_bytes"] / (g["ms_p80"] * 1e-3) / 1e9)[::-1])
+    assert band.fill == "toself" and not band.showlegend and band.legendgroup == line.name == "triton"
     assert [s.y0 for s in fig.layout.shapes] == [4210.0]
 
 
@@ -49,7 +52,7 @@ def test_bandwidth_points_only_when_shapes_share_a_size():
 def test_bandwidth_in_tflops_uses_flops():
     df = rows(series=("torch",))
     fig = charts.bandwidth(df, "tflops", {"bf16": 740.0, "missing": None})
-    np.testing.assert_allclose(fig.data[2].y, df["tflops"])
+    np.testing.assert_allclose(fig.data[1].y, df["tflops"])
     assert [s.y0 for s in fig.layout.shapes] == [740.0]
     assert "TFLOP/s" in fig.layout.yaxis.title.text
 
