@@ -171,3 +171,36 @@ def test_the_cache_survives_a_corrupt_file(monkeypatch, tmp_path):
     slow_impls._store("a", 0.5)
     slow_impls._store("b", 7)
     assert slow_impls._cached("a") == 0.5 and json.loads(path.read_text()) == {"a": 0.5, "b": 7}
+
+
+def test_paired_excess_alternates_so_that_a_drifting_clock_cancels(monkeypatch):
+    """The paired timing on fake CUDA events: every call takes longer than the one
+    before (a clock that falls as the GPU heats), and the slowed op costs 3% more
+    than the op at the same moment.  Timed ABBA, the drift cancels and the excess
+    comes out 3%; both ops are called equally often."""
+    from tests import slow_impls
+
+    now = [0.0]
+    calls = {"base": 0, "slowed": 0}
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.t = None
+
+        def record(self):
+            self.t = now[0]
+
+        def elapsed_time(self, end):
+            return end.t - self.t
+
+    def op(name, cost):
+        def call():
+            calls[name] += 1
+            now[0] += cost * (1.0 + 1e-3 * sum(calls.values()))  # 0.1% slower a call
+        return call
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    got = slow_impls._paired_excess(op("base", 1.0), op("slowed", 1.03), budget_s=0.04)
+    assert abs(got - 0.03) < 0.003, got
+    assert calls["base"] == calls["slowed"] + 3  # the three calls that size the run
