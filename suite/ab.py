@@ -330,7 +330,7 @@ def _tail(log: Path) -> str:
 
 
 # ---------------------------------------------------------------- verdicts
-def _fast_end(samples) -> float:
+def fast_end(samples) -> float:
     """The FAST_Q quantile of a row's samples (nan where it kept none)."""
     try:
         x = np.asarray(samples, dtype=float)
@@ -351,7 +351,7 @@ def _keyed(frame: pd.DataFrame | None, only: frozenset | None = None) -> dict[tu
     for col in store.ROW_KEY:
         f[col] = f[col].fillna("").astype(str)
     samples = f["samples_ms"] if "samples_ms" in f.columns else [None] * len(f)
-    out = {tuple(k): (str(s), float(m) if m == m else math.nan, _fast_end(x) if x is not None else math.nan)
+    out = {tuple(k): (str(s), float(m) if m == m else math.nan, fast_end(x) if x is not None else math.nan)
            for k, s, m, x in zip(zip(*(f[c] for c in store.ROW_KEY)), f["status"].fillna("error"),
                                  pd.to_numeric(f["ms_median"], errors="coerce"), samples)}
     return out if only is None else {k: v for k, v in out.items() if k in only}

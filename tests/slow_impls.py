@@ -96,7 +96,6 @@ def sliced(workload: str, inputs: dict, f: float) -> dict | None:
 
 
 CACHE_ENV = "KSUITE_SLOW_CACHE"
-FAST_Q = 0.10
 
 
 def _cached(name: str):
@@ -127,20 +126,13 @@ def _store(name: str, value) -> None:
     os.replace(tmp, p)
 
 
-def _fast_end(samples: list[float]) -> float:
-    """The FAST_Q quantile of ``samples`` (linear between order statistics)."""
-    s = sorted(samples)
-    pos = FAST_Q * (len(s) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
-
-
 def _paired_excess(base, slowed, budget_s: float = 0.25) -> float:
     """How much slower ``slowed`` is than ``base`` (0.03: 3%): each call timed alone
     with CUDA events, the two alternating ABBA so that both see the same clocks,
     about ``budget_s`` of calls in all; the ratio of the two sets' fast ends."""
     import torch
+
+    from suite.ab import fast_end
 
     def timed(fns):
         marks = [torch.cuda.Event(enable_timing=True) for _ in range(len(fns) + 1)]
@@ -161,7 +153,7 @@ def _paired_excess(base, slowed, budget_s: float = 0.25) -> float:
         t = timed([first, second])
         a.append(t[i % 2])
         b.append(t[1 - i % 2])
-    return _fast_end(b) / _fast_end(a) - 1.0
+    return fast_end(b) / fast_end(a) - 1.0
 
 
 def _name(kind: str, workload: str, percent: float, key: tuple) -> str:

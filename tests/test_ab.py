@@ -296,8 +296,8 @@ def test_statistics_that_disagree_are_unsure_and_one_without_samples_is_the_medi
     assert ab._combine("inside", "crosses") == "unsure"
     assert ab._combine("inside", "inside") == "same"
     assert ab._combine("inside", None) == "same" and ab._combine("crosses", None) == "unsure"
-    assert math.isnan(ab._fast_end([])) and math.isnan(ab._fast_end(None))
-    assert ab._fast_end([float(i) for i in range(1, 11)]) == pytest.approx(1.9)
+    assert math.isnan(ab.fast_end([])) and math.isnan(ab.fast_end(None))
+    assert ab.fast_end([float(i) for i in range(1, 11)]) == pytest.approx(1.9)
 
 
 def test_nothing_comparable_is_bad_input():
