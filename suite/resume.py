@@ -24,7 +24,7 @@ from suite.workload import is_plugin_path
 # run options (argparse dests) that decide which cases run and how they are timed;
 # those a version of the runner lacks are skipped
 RECORDED = ("device", "preset", "workloads", "impls", "backends", "dtypes", "timer", "seed",
-            "l2_flush", "samples", "budget_ms", "repeat", "shard", "shape", "shapes", "plugin", "profile",
+            "l2_flush", "samples", "budget_ms", "settle_ms", "repeat", "shard", "shape", "shapes", "plugin", "profile",
             "energy")
 
 

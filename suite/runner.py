@@ -95,6 +95,10 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help=f"timed samples per measurement (default {DEFAULT.min_samples},{DEFAULT.max_samples})")
     p.add_argument("--budget-ms", type=float, default=DEFAULT.budget_ms,
                    help=f"target time spent in timed samples per measurement (default {DEFAULT.budget_ms:g})")
+    p.add_argument("--settle-ms", type=float, default=DEFAULT.settle_ms, metavar="MS",
+                   help="leave the GPU idle this long before each measurement, so that every case starts "
+                        "its samples from the same power state, not from the heat of the case before "
+                        "(for GPUs that run at their power limit; default 0)")
     p.add_argument("--repeat", action="store_true", help="time every implementation twice, to show run-to-run noise")
     p.add_argument("--reuse-ceilings", action="store_true", help="use this device's cached ceilings instead of measuring")
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE|PATH",
@@ -194,15 +198,17 @@ def shard(items: list, spec: str) -> list:
 
 
 def make_protocol(args) -> Protocol:
-    """The run's timing protocol from --l2-flush, --samples and --budget-ms."""
+    """The run's timing protocol from --l2-flush, --samples, --budget-ms and --settle-ms."""
     try:
         lo, hi = (int(x) for x in args.samples.split(","))
     except ValueError:
         raise UsageError(f"--samples {args.samples!r}: expected MIN,MAX, e.g. 10,200") from None
     try:
-        return Protocol(l2=args.l2_flush, min_samples=lo, max_samples=hi, budget_ms=args.budget_ms)
+        return Protocol(l2=args.l2_flush, min_samples=lo, max_samples=hi, budget_ms=args.budget_ms,
+                        settle_ms=args.settle_ms)
     except ValueError as exc:
-        raise UsageError(f"--samples {args.samples} --budget-ms {args.budget_ms:g}: {exc}") from None
+        settle = f" --settle-ms {args.settle_ms:g}" if args.settle_ms else ""
+        raise UsageError(f"--samples {args.samples} --budget-ms {args.budget_ms:g}{settle}: {exc}") from None
 
 
 CPU_NOTE = "CPU run: a smoke run, not scored on a roofline (its rows leave sol and bound_ms empty)"

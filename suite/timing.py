@@ -21,7 +21,8 @@ Warm-up (compilation, autotuning, extension builds) is the caller's first
 call and is never among the samples.
 
 How a run times is one ``Protocol``: the events timer's L2 eviction (``l2``,
-the rows' ``l2`` column) and the sample limits of every timer.  It is checked
+the rows' ``l2`` column), the sample limits of every timer, and an idle
+``settle_ms`` before each measurement (see ``settle``).  It is checked
 when it is made and trusted after.  A worker process sets its run's protocol
 once (``use_protocol``), so that what times a kernel on the side, the
 autotuners of implementations/, does so under the run's ``l2``
@@ -50,13 +51,15 @@ L2_CHOICES = {
 
 @dataclass(frozen=True)
 class Protocol:
-    """How a run times: the events timer's ``l2`` and every timer's sample limits
-    (at least ``min_samples``, at most ``max_samples``, about ``budget_ms`` of them)."""
+    """How a run times: the events timer's ``l2``, every timer's sample limits
+    (at least ``min_samples``, at most ``max_samples``, about ``budget_ms`` of them)
+    and the idle time before each measurement (``settle_ms``, see ``settle``)."""
 
     l2: str = "cold-clean"
     min_samples: int = 10
     max_samples: int = 100
     budget_ms: float = 150.0
+    settle_ms: float = 0.0
 
     def __post_init__(self):
         if self.l2 not in L2_CHOICES:
@@ -68,6 +71,22 @@ class Protocol:
                              f"({self.min_samples}), not {self.max_samples!r}")
         if not (isinstance(self.budget_ms, (int, float)) and 0 < self.budget_ms < math.inf):
             raise ValueError(f"budget_ms must be a positive number of milliseconds, not {self.budget_ms!r}")
+        if not (isinstance(self.settle_ms, (int, float)) and 0 <= self.settle_ms < math.inf):
+            raise ValueError(f"settle_ms must be a number of milliseconds, 0 or more, not {self.settle_ms!r}")
+
+
+def settle(device: str, p: Protocol) -> None:
+    """Leave the device idle for ``p.settle_ms`` once its queued work is done.
+
+    A GPU at its power limit runs a kernel at a clock set by the heat and power of
+    what ran just before; in a sweep that is the previous case, so one case's
+    samples start at a clock that depends on its place in the sweep and on how
+    heavy its neighbours are (and on a candidate's slower neighbour in an A/B
+    round).  An idle wait before the samples lets the limiter give the clock back,
+    so that every case starts from about the same state."""
+    if p.settle_ms > 0:
+        _synchronizer(device)()
+        time.sleep(p.settle_ms / 1e3)
 
 
 _current = Protocol()

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from suite import clocks, energy, roofline, verify
 from suite.store import SCHEMA_VERSION
-from suite.timing import Protocol, l2_bytes, measure, rotation_sets, use_protocol
+from suite.timing import Protocol, l2_bytes, measure, rotation_sets, settle, use_protocol
 from suite.workload import Case, Implementation, Workload, discover, impl_source, itemsize, torch_dtype
 
 # Messages after which the CUDA context cannot be trusted any more.
@@ -230,10 +230,12 @@ def run_impl(wl: Workload, case: Case, impl: Implementation, inputs: dict, ref, 
             sets = [inputs]
         outs: list = [None] * len(sets)
         calls = [_keeping(impl.fn, s, outs, i) for i, s in enumerate(sets)]
+        settle(opts.device, opts.protocol)
         with clocks.sampler(opts.device) as card:
             timing = measure(calls, opts.device, timer, opts.protocol)
         row = _timed_fields(dict(template, status="ok", **card.fields()), timing)
         if opts.repeat:
+            settle(opts.device, opts.protocol)
             again = measure(calls, opts.device, timer, opts.protocol)
             row.update(ms_median_repeat=again.median, ms_p20_repeat=again.p20, ms_p80_repeat=again.p80)
         if timer == "graph":

@@ -41,6 +41,7 @@ def test_l2_flush_takes_the_row_l2_names_only():
     (["--samples", "0,10"], "min_samples must be a whole number of at least 1, not 0"),
     (["--samples", "ten"], "--samples 'ten': expected MIN,MAX"),
     (["--budget-ms", "0"], "budget_ms must be a positive number of milliseconds"),
+    (["--settle-ms", "-5"], "--settle-ms -5: settle_ms must be a number of milliseconds, 0 or more"),
 ])
 def test_a_bad_timing_protocol_is_one_line_and_exit_2(args, needle):
     r = suite_here("run", "--device", "cpu", "--preset", "cpu", *args)

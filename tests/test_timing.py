@@ -62,6 +62,9 @@ def test_gpu_timers_refuse_the_cpu():
     (dict(budget_ms=0), "budget_ms must be a positive number of milliseconds, not 0"),
     (dict(budget_ms=-5.0), "budget_ms must be a positive"),
     (dict(budget_ms=float("nan")), "budget_ms must be a positive"),
+    (dict(settle_ms=-1.0), "settle_ms must be a number of milliseconds, 0 or more, not -1.0"),
+    (dict(settle_ms=float("inf")), "settle_ms must be a number of milliseconds"),
+    (dict(settle_ms="1"), "settle_ms must be a number of milliseconds"),
 ])
 def test_a_protocol_with_a_bad_field_is_refused_when_made(fields, needle):
     with pytest.raises(ValueError, match=re.escape(needle)):

@@ -4,6 +4,7 @@ The timer is replaced by one that calls every input set's closure a few times
 and reports chosen times under a chosen L2 label, so that a cold-L2 row above
 its roof and a graph input set gone wrong can be produced without a GPU.
 """
+import dataclasses
 import math
 
 import pytest
@@ -37,7 +38,7 @@ def _fake_measure(l2: str, ms_of_bound: float | None = None, ms: float = 1.0):
     return measure, state
 
 
-def _run(impl, case, timers=("wall",)):
+def _run(impl, case, timers=("wall",), **opts):
     wl = REG.workloads[case.workload]
     inputs = wl.make_inputs(case, "cpu", 3)
     ref = wl.reference(case, inputs)
@@ -52,7 +53,7 @@ def _run(impl, case, timers=("wall",)):
         sets = [inputs] + extra
         return ref if i == 0 else wl.reference(case, sets[i]), wl.row_condition(case, sets[i])
 
-    return worker.run_impl(wl, case, impl, inputs, ref, _opts(timers), more, reference_of,
+    return worker.run_impl(wl, case, impl, inputs, ref, dataclasses.replace(_opts(timers), **opts), more, reference_of,
                            wl.row_condition(case, inputs))
 
 
@@ -137,3 +138,19 @@ def test_the_checked_call_is_poisoned_in_its_dtype(monkeypatch):
     for dtype in ("float32", "float16", "bfloat16"):
         (row,) = _run(REG.get("gelu", "fault:skip-last"), Case.make("gelu", dtype, N=3002))
         assert row["status"] == "incorrect" and row["check"] == "finite", row
+
+
+def test_each_measurement_starts_after_the_settle(monkeypatch):
+    """--settle-ms: an idle wait of that length right before every measurement
+    (the repeat's too), none by default."""
+    events = []
+    measure = _fake_measure("n/a")[0]
+    monkeypatch.setattr(worker, "measure", lambda *a, **k: events.append("measure") or measure(*a, **k))
+    monkeypatch.setattr(timing.time, "sleep", lambda s: events.append(("sleep", s)))
+    case = Case.make("gelu", "float32", N=1000)
+    (row,) = _run(REG.get("gelu", "eager"), case, protocol=timing.Protocol(settle_ms=250.0), repeat=True)
+    assert row["status"] == "ok"
+    assert events == [("sleep", 0.25), "measure", ("sleep", 0.25), "measure"]
+    events.clear()
+    _run(REG.get("gelu", "eager"), case)
+    assert events == ["measure"]
