@@ -8,6 +8,9 @@
 # Both slowdowns come twice: as a hold of the GPU (slow:10, slow:3) and as more of the
 # op's own work (slow:work10, slow:work3), which a power-capped GPU cannot hide by
 # raising its clock in the idle time (lab/findings/ab_power_cap-9af2779.txt).
+# On the GPU every measurement waits 300 ms idle first (--settle-ms): without it an
+# implementation late in a sweep starts its samples at whatever clock the cases
+# before it left at the power cap, which moves from round to round by more than 3%.
 # One A/B run serves all three: both sides are HEAD and carry the same
 # implementations; only the candidate's runs have KSUITE_SLOW=1, which turns the
 # slow:* plugins' slowdown on; each slowdown is calibrated once, in the candidate's
@@ -32,7 +35,7 @@ if [ "${CPU:-0}" = 1 ]; then
   what=(--device cpu --preset cpu --workloads gemm --dtypes float32 --samples 5,30 --budget-ms 30)
 else
   device=(--device cuda)
-  what=(--preset quick --workloads gemm,gelu --dtypes bfloat16 --samples 10,60 --budget-ms 80)
+  what=(--preset quick --workloads gemm,gelu --dtypes bfloat16 --samples 10,60 --budget-ms 80 --settle-ms 300)
 fi
 impls=(--impls torch,triton,slow:10,slow:3,slow:work10,slow:work3 --plugin tests.slow_impls)
 t0=$(date +%s)

@@ -399,6 +399,7 @@ def test_workflow_ab_step_uses_flags_ab_accepts():
     args, run_args = ab.split_args(cli.build_parser("ab").parse_args(cmd[3:]))
     ab.check_run_args(run_args)
     assert args.format == "markdown" and str(args.out) == "ab-runs" and "--preset" in run_args
+    assert run_args[run_args.index("--settle-ms") + 1] == "300"  # docs/protocol.md, --settle-ms
 
 
 def _gate(tmp_path, bench_df, results_df=None):
