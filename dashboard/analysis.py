@@ -243,6 +243,14 @@ def sol_shapes(df: pd.DataFrame, dtype: str, gpu: str) -> pd.Series:
     return _largest_shapes(df[(df["dtype"] == dtype) & (df["gpu"] == gpu)])
 
 
+def sol_choices(df: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The dtypes (bf16, fp16, fp32 first) and GPUs the SOL matrix offers; the first of each
+    is its default."""
+    present = set(df["dtype"].dropna())
+    dtypes = [d for d in ("bfloat16", "float16", "float32") if d in present] or sorted(present)
+    return dtypes, sorted(df["gpu"].unique())
+
+
 def sol_matrix(df: pd.DataFrame, dtype: str, gpu: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(SOL, status text): workload x implementation at each workload's largest size
     (:func:`sol_shapes`).

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # a user's own runs (ignored by git) and the committed reference runs
 DEFAULT_PATHS = (str(ROOT / store.RUNS), str(ROOT / store.RESULTS))
 SKIPPED = {"samples_ms"}
+SHARED_MAX = 32  # results of Loaded.shared kept per load
 # Columns the dashboard fills itself.  A file may carry one already: a resumed
 # run is checkpointed from rows that store.read_file had tagged with "source"
 # (the partial file's path on the GPU machine); the reader's own value wins.
@@ -81,6 +82,7 @@ class Loaded:
     runs: pd.DataFrame                      # one row per run, newest first
     index: dict[str, np.ndarray] = field(default_factory=dict)  # run_id -> row positions
     _options: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    _shared: dict[tuple, object] = field(default_factory=dict, repr=False)
 
     def options(self, column: str) -> list[str]:
         """The values a filter offers, computed once per load (the sidebar asks on every rerun)."""
@@ -96,6 +98,20 @@ class Loaded:
         if column in self.runs.columns:
             return list(dict.fromkeys(self.runs[column].tolist()))
         return sorted(self.frame[column].dropna().astype(str).unique().tolist())
+
+    def shared(self, key: tuple, compute):
+        """``compute()`` once per ``key`` for this load, its result shared by every session
+        and never modified; the oldest of SHARED_MAX results goes first.  The views every
+        visitor opens first (the default filters' rows, the Overview's tables) are computed
+        once per process (dashboard/serve.py does it before the server answers), not on
+        each visitor's first page."""
+        if key in self._shared:
+            return self._shared[key]
+        value = compute()
+        while len(self._shared) >= SHARED_MAX:
+            self._shared.pop(next(iter(self._shared)), None)
+        self._shared[key] = value
+        return value
 
     def rows(self, run_ids) -> pd.DataFrame:
         parts = [self.index[r] for r in run_ids if r in self.index]

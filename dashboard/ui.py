@@ -47,6 +47,13 @@ class Context:
     def empty(self) -> bool:
         return self.rows.empty
 
+    def of(self, fn, *args):
+        """``fn(self.rows, *args)``, computed once per load, filters and args and shared by
+        every session (data.Loaded.shared): for a function of those alone, whose result no
+        caller modifies."""
+        return self.loaded.shared((fn.__module__, fn.__qualname__, self.filters, *args),
+                                  lambda: fn(self.rows, *args))
+
     def newest_having(self, impl: str) -> pd.DataFrame:
         """The rows, except that without a run filter each (GPU, workload)
         comes from its newest run that holds ``impl`` rows (Fusion: eager),
@@ -236,13 +243,21 @@ def sidebar(loaded: data.Loaded) -> Filters:
     return filters
 
 
+def chosen_rows(loaded: data.Loaded, filters: Filters) -> tuple[list[str], pd.DataFrame]:
+    """The runs and rows the filters choose (shared: computed once per load and filters)."""
+    def compute():
+        run_ids = analysis.select_runs(loaded.runs, filters)
+        rows = loaded.rows(run_ids)
+        if not filters.run:
+            rows = analysis.newest_per_workload(rows, run_ids, widest=True)
+        return run_ids, analysis.narrow(analysis.at_commits(rows, filters), filters)
+
+    return loaded.shared(("rows", filters), compute)
+
+
 def build_context(loaded: data.Loaded, filters: Filters) -> Context:
-    run_ids = analysis.select_runs(loaded.runs, filters)
-    rows = loaded.rows(run_ids)
-    if not filters.run:
-        rows = analysis.newest_per_workload(rows, run_ids, widest=True)
-    rows = analysis.narrow(analysis.at_commits(rows, filters), filters)
-    ctx = Context(loaded=loaded, filters=filters, run_ids=run_ids, rows=rows)
+    run_ids, rows = chosen_rows(loaded, filters)
+    ctx = Context(loaded=loaded, filters=filters, run_ids=list(run_ids), rows=rows)
     st.session_state[_CTX] = ctx
     return ctx
 

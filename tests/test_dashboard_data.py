@@ -135,3 +135,21 @@ def test_resumed_run_with_stale_source_and_two_commits(tmp_path):
     f = Filters(commit=("bbbbbbb",))
     assert select_runs(loaded.runs, f) == [run["run_id"]]
     assert len(at_commits(loaded.rows([run["run_id"]]), f)) == len(new)
+
+
+def test_a_shared_result_is_computed_once_per_key_and_the_oldest_goes_first(tree, monkeypatch):
+    loaded = data.build([str(tree["results"])])
+    calls = []
+
+    def compute(k):
+        return lambda: calls.append(k) or [k]
+
+    first = loaded.shared(("a",), compute("a"))
+    assert loaded.shared(("a",), compute("a")) is first and calls == ["a"]
+    monkeypatch.setattr(data, "SHARED_MAX", 2)
+    loaded.shared(("b",), compute("b"))
+    loaded.shared(("c",), compute("c"))  # a, the oldest, goes
+    loaded.shared(("b",), compute("b"))
+    loaded.shared(("a",), compute("a"))
+    assert calls == ["a", "b", "c", "a"]
+    assert data.build([str(tree["results"])]).shared(("a",), compute("a")) == ["a"]  # per load

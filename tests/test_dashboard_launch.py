@@ -66,3 +66,16 @@ def test_the_server_loads_the_runs_before_it_answers(monkeypatch, tmp_path):
     warm = data.load()
     monkeypatch.setattr(data, "build", lambda paths: pytest.fail("loaded again"))
     assert data.load() is warm and len(warm.frame) == len(pd.read_parquet(path))
+    # and the Overview's tables under no filter are ready: its first page computes none
+    from dashboard import analysis, ui
+
+    ready = dict(warm._shared)
+    run_ids, rows = ui.chosen_rows(warm, analysis.Filters())
+    ctx = ui.Context(loaded=warm, filters=analysis.Filters(), run_ids=run_ids, rows=rows)
+    best = ctx.of(analysis.best_table)
+    dtypes, gpus = ctx.of(analysis.sol_choices)
+    sol, _ = ctx.of(analysis.sol_matrix, dtypes[0], gpus[0])
+    assert len(best) and not sol.empty
+    # the rows and three tables, none added or computed again
+    assert len(ready) == 4 and warm._shared.keys() == ready.keys()
+    assert all(warm._shared[k] is v for k, v in ready.items())

@@ -16,7 +16,7 @@ ui.header(ctx, "Overview")
 rows = ctx.rows
 
 st.subheader("Best correct implementation, at the largest size")
-best = analysis.best_table(rows)
+best = ctx.of(analysis.best_table)
 st.caption("Speedups are the best implementation's median time against eager's and against the "
            "fastest PyTorch library op (`torch`, `torch:*`) on the same case and timer.")
 st.dataframe(best, hide_index=True, column_config={
@@ -34,13 +34,11 @@ if len(sus):
                       "error"]], hide_index=True)
 
 st.subheader("SOL at the largest size")
-dtypes = [d for d in ("bfloat16", "float16", "float32") if d in set(rows["dtype"])] or \
-    sorted(rows["dtype"].dropna().unique())
-gpus = sorted(rows["gpu"].unique())
+dtypes, gpus = ctx.of(analysis.sol_choices)
 left, right = st.columns(2)
 dtype = ui.choice(left.selectbox, "dtype", dtypes, key="overview_dtype")
 gpu = ui.choice(right.selectbox, "GPU", gpus, key="overview_gpu") if len(gpus) > 1 else gpus[0]
-sol, status = analysis.sol_matrix(rows, dtype, gpu)
+sol, status = ctx.of(analysis.sol_matrix, dtype, gpu)
 if sol.empty:
     st.info(f"No correct {safe.md(dtype)} rows on {safe.md(gpu)}.")
 else:
