@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The regression gate's targets (quick gemm and gelu, bf16), measured on one GPU in about 5 minutes:
+# The regression gate's targets (quick gemm and gelu, bf16), measured on one GPU in about 8 minutes:
 #   A/A     `suite ab HEAD HEAD`: 0 regressions of our own implementations
 #           (triton, here with torch as context), both sides the same code;
 #   10%     a plugin kernel made 10% slower (tests/slow_impls.py, slow:10) is
