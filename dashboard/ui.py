@@ -34,6 +34,7 @@ MAX_CHARS = 512      # longer values cannot name a loaded run, GPU, commit or ca
 _PLOTLY = "_ksuite_plotly"               # a Plotly chart was sent to this session's browser, or is due
 _IN_PAGE_RUN = "_ksuite_in_page_run"     # after_first_render's fragment is called by the page's run
 DEFER_S = 1.5        # after_first_render's wait: longer than the Overview's draw after its elements arrive
+MISSING = "—"        # a table's missing value (the grid's own is the word "None")
 
 
 @dataclass
@@ -288,9 +289,15 @@ def header(ctx: Context, title: str, runs: bool = True) -> None:
         st.stop()
 
 
+def table(data, container=None, **kw):
+    """``st.dataframe`` (``container``'s where given) showing a missing value as MISSING: the
+    grid's default, the word "None", reads as a value in a numeric column."""
+    return (container or st).dataframe(data, placeholder=MISSING, **kw)
+
+
 def not_ok_section(df: pd.DataFrame, what: str = "these rows") -> None:
     """Failed or skipped rows, apart from the plots, with their status."""
     bad = analysis.not_ok(df)
     if len(bad):
         with st.expander(f"{len(bad)} rows of {safe.md(what)} not plotted (incorrect, failed or skipped)"):
-            st.dataframe(bad, hide_index=True, width="stretch")
+            table(bad, hide_index=True, width="stretch")

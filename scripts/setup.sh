@@ -42,7 +42,7 @@ done
 if [ "$what" = dev ]; then
     # numpy < 2.3: Triton 3.6's interpreter fails on loops with runtime bounds under 2.4
     pip_install --no-deps -e .
-    pip_install "numpy>=1.26,<2.3" "streamlit>=1.40" "plotly>=5.20" "pytest>=8" \
+    pip_install "numpy>=1.26,<2.3" "streamlit>=1.67" "plotly>=5.20" "pytest>=8" \
         "pytest-benchmark>=4" "pytest-timeout>=2" "pytest-xdist>=3" "scipy>=1.11" "playwright>=1.45" "pyyaml>=6"
     if ! command -v chromium >/dev/null 2>&1; then
         if command -v apt-get >/dev/null 2>&1; then

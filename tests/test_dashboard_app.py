@@ -11,7 +11,9 @@ pytest.importorskip("plotly", reason="the dashboard needs plotly (scripts/setup.
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import fixtures_dashboard as fx  # noqa: E402
+from dashboard import ui  # noqa: E402
 from dashboard_apptest import app, figures, select_cell, table  # noqa: E402
+
 PAGES = {"overview": "Overview", "case": "Case", "bandwidth": "Bandwidth", "roofline": "Roofline", "fusion": "Fusion",
          "profile": "Profile", "compare": "Compare", "history": "History", "data_table": "Data"}
 
@@ -69,6 +71,8 @@ def test_page_renders(monkeypatch, tree, page, dataset):
         assert any("No results loaded" in i.value for i in at.info)
         assert not figures(at)
         return
+    # a missing number reads as a dash, not as the grid's "None" (which looks like a value)
+    assert all(el.proto.placeholder == ui.MISSING for el in at.dataframe)
     figs = figures(at)
     if page == "overview":  # no Plotly chart in a session's first run: the SOL matrix is a table
         assert not figs and len(table(at, "overview_sol").value.columns) > 0

@@ -44,7 +44,7 @@ else:
     empty = [c for c in ("sm_clock_mhz", "power_w", "energy_j", "per_j") if table[c].isna().all()]
     empty += ["energy_from"] if "energy_j" in empty else []
     per_j = table["per_j_unit"].iloc[0]  # one case: one bound
-    st.dataframe(table.drop(columns=empty + ["per_j_unit"]), hide_index=True, column_config={
+    ui.table(table.drop(columns=empty + ["per_j_unit"]), hide_index=True, column_config={
         "ms": st.column_config.NumberColumn("ms", format="%.4g"),
         "p20": st.column_config.NumberColumn("p20 ms", format="%.4g"),
         "p80": st.column_config.NumberColumn("p80 ms", format="%.4g"),

@@ -114,7 +114,7 @@ else:
     # a Styler lays out every cell in Python (~2 s for 1,600 cases): rows shaded by verdict
     # up to SHADED cases, past that the verdict column alone says it
     if len(t) > SHADED:
-        st.dataframe(t, hide_index=True, column_config={
+        ui.table(t, hide_index=True, column_config={
             c: st.column_config.NumberColumn(c, format=f) for c, f in NUMBER_FORMATS.items()})
     else:
         styled = t.style.apply(lambda r: [shades[r["verdict"]]] * len(r), axis=1).format(
@@ -122,7 +122,7 @@ else:
              "sol_cand": "{:.3f}", "speedup": "{:.3f}", "ratio": "{:.3f}", "band_rel": "±{:.1%}",
              "clock_base": "{:.0f}", "clock_cand": "{:.0f}", "sm_clock_mhz_base": "{:.0f}",
              "sm_clock_mhz_cand": "{:.0f}"}, na_rep="—")
-        st.dataframe(styled, hide_index=True)
+        ui.table(styled, hide_index=True)
 if len(cmp.failed):
     st.subheader("Not compared: not ok on one side or both")
-    st.dataframe(cmp.failed, hide_index=True)
+    ui.table(cmp.failed, hide_index=True)

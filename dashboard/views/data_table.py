@@ -38,6 +38,6 @@ left.download_button("Download CSV", lambda: rows.to_csv(index=False), "kernel-s
                      key="dl_csv")
 right.download_button("Download Parquet", _parquet, "kernel-suite.parquet",
                       "application/vnd.apache.parquet", key="dl_parquet")
-st.dataframe(rows, hide_index=True)
+ui.table(rows, hide_index=True)
 ui.plotly(charts.pass_rate_bars(analysis.pass_rate(rows, by="workload"), by="workload",
                                 title="rows per workload and status"), key="data_status")

@@ -34,8 +34,8 @@ else:
                           format="%.2f of the prediction", key="fusion_short", bind="query-params")
     short = ft[ft["reached"] < threshold].sort_values("reached")
     st.subheader(f"Fell short ({len(short)} of {len(ft)})")
-    st.dataframe(short, hide_index=True, column_config={
+    ui.table(short, hide_index=True, column_config={
         c: st.column_config.NumberColumn(c, format="%.2f") for c in ("predicted", "measured", "reached")})
     with st.expander("Every fused case"):
-        st.dataframe(ft, hide_index=True)
+        ui.table(ft, hide_index=True)
 ui.not_ok_section(rows, "the chosen runs")

@@ -39,7 +39,7 @@ st.caption("A click on a point opens the case in that run.")
 bad = h[h["status"] != "ok"]
 if len(bad):
     st.caption("Runs where this case was not ok (gaps in the line):")
-    st.dataframe(bad[["gpu", "commit", "status", "run_id"]], hide_index=True)
+    ui.table(bad[["gpu", "commit", "status", "run_id"]], hide_index=True)
 with st.expander("Values"):
-    st.dataframe(h, hide_index=True)
+    ui.table(h, hide_index=True)
 ui.page_notes()

@@ -19,7 +19,7 @@ st.subheader("Best correct implementation, at the largest size")
 best = ctx.of(analysis.best_table)
 st.caption("Speedups are the best implementation's median time against eager's and against the "
            "fastest PyTorch library op (`torch`, `torch:*`) on the same case and timer.")
-st.dataframe(best, hide_index=True, column_config={
+ui.table(best, hide_index=True, column_config={
     "ms": st.column_config.NumberColumn("ms", format="%.4g"),
     "sol": st.column_config.NumberColumn("SOL", format="%.2f"),
     "vs_eager": st.column_config.NumberColumn("× eager", format="%.2f"),
@@ -30,7 +30,7 @@ if len(sus):
     st.warning(f"{len(sus)} row(s) claim more than {SUSPECT_SOL:.2f} of the roofline "
                "(faster than the measured ceilings allow): a roof, check, timing or bytes-model "
                "problem. They are left out of every speed chart.")
-    st.dataframe(sus[["gpu", "workload", "impl", "dtype", "shape", "timer", "ms_median", "sol",
+    ui.table(sus[["gpu", "workload", "impl", "dtype", "shape", "timer", "ms_median", "sol",
                       "error"]], hide_index=True)
 
 st.subheader("SOL at the largest size")
@@ -46,7 +46,7 @@ else:
                f"{safe.md(gpu)}: 1 is the roofline; a failed case shows its status, — no row. "
                "A click on a cell opens its case.")
     table = tables.sol_table(sol, status)
-    event = st.dataframe(table, key="overview_sol", width="content", height="content",
+    event = ui.table(table, key="overview_sol", width="content", height="content",
                          column_config={c: st.column_config.TextColumn(width=w)
                                         for c, w in tables.column_widths(table.data).items()},
                          on_select="rerun", selection_mode="single-cell")
@@ -64,16 +64,16 @@ with st.expander("Pass rate", key="overview_show_pass", bind="query-params") as 
         left, right = st.columns([3, 2])
         with left:
             ui.plotly(charts.pass_rate_bars(counts, title="rows per status"), key="overview_pass")
-        right.dataframe(counts, hide_index=True, column_config={
+        ui.table(counts, right, hide_index=True, column_config={
             "pass_rate": st.column_config.ProgressColumn("pass rate", min_value=0.0, max_value=1.0,
                                                          format="percent")})
         ui.not_ok_section(rows, "the chosen runs")
 
 with st.expander("Environment", key="overview_show_env", bind="query-params") as section:
     if section.open:
-        st.dataframe(analysis.environment(rows), hide_index=True)
+        ui.table(analysis.environment(rows), hide_index=True)
         st.caption("Measured ceilings (used in every formula) against the datasheet (shown for reference).")
-        st.dataframe(analysis.ceilings(rows), hide_index=True, column_config={
+        ui.table(analysis.ceilings(rows), hide_index=True, column_config={
             "gbps_of_datasheet": st.column_config.NumberColumn("GB/s of datasheet", format="percent"),
             "tflops_of_datasheet": st.column_config.NumberColumn("TFLOP/s of datasheet", format="percent")})
 

@@ -25,4 +25,4 @@ st.caption("SOL is the suite's: the roofline bound over the measured median. The
            "cold caches). ncu_ratio near 1 says ncu's kernel time agrees with the suite's timer; "
            "energy_j is joules a call over a back-to-back burst (docs/protocol.md).")
 st.subheader("Implementations, fastest first")
-st.dataframe(charts_profile.table(d), hide_index=True)
+ui.table(charts_profile.table(d), hide_index=True)
