@@ -39,6 +39,7 @@ case, PyTorch's own implementations included.  Exit codes as compare's.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import secrets
@@ -367,6 +368,37 @@ def _status(runs: list[tuple[dict, frozenset | None]], key: tuple) -> str | None
     return min(seen, key=lambda s: rank.get(s, 0))
 
 
+def _settle_ms(frame: pd.DataFrame) -> float:
+    """The --settle-ms of the runs behind ``frame`` (their run_args; 0 where none is recorded)."""
+    if "run_args" not in frame.columns:
+        return 0.0
+    values = []
+    for text in frame["run_args"].dropna().unique():
+        try:
+            values.append(float(json.loads(text).get("settle_ms") or 0.0))
+        except (ValueError, TypeError, AttributeError):
+            values.append(0.0)
+    return min(values, default=0.0)
+
+
+def power_note(frames: dict[str, pd.DataFrame]) -> list[str]:
+    """A note where cases ran at the GPU's power limit with no settle before their samples:
+    each then starts at the clock the cases before it left, which moves from round to round
+    (docs/protocol.md, --settle-ms)."""
+    if any(_settle_ms(f) > 0 for f in frames.values() if len(f)):
+        return []
+    capped = set()
+    for f in frames.values():
+        if len(f) and "clock_limits" in f.columns:
+            hit = f[f["clock_limits"].fillna("").astype(str).str.contains("power", regex=False)]
+            capped.update(zip(hit["workload"], hit["shape"], hit["dtype"]))
+    if not capped:
+        return []
+    return [f"{len(capped)} case(s) ran at the GPU's power limit (clock_limits) with no --settle-ms: "
+            "each started its samples at the clock the cases before it left, which moves from round "
+            "to round; --settle-ms 300 makes the rounds comparable (docs/protocol.md)"]
+
+
 def verdicts(runs: dict[str, list[SideRun | None]], opt: compare.Options, labels: dict[str, str],
              shas: dict[str, str], envs: dict[str, dict] | None = None) -> compare.Result:
     """``envs``: each side's extra environment (--base-env, --cand-env), for the notes."""
@@ -408,6 +440,7 @@ def verdicts(runs: dict[str, list[SideRun | None]], opt: compare.Options, labels
     failed = [f"{labels[s]} round {i}: exit {r.rc} ({r.tail})" for s in SIDES
               for i, r in enumerate(runs[s]) if r is not None and r.rc]
     notes += [f"run failed: {f}" for f in failed]
+    notes += power_note(frames)
     notes += compare.environment_notes(frames["base"], frames["cand"], rows)
     if not any(r["ratio"] is not None or r["verdict"] in compare.LOSSES + ("fixed", "status")
                for r in rows):

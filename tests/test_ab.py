@@ -357,3 +357,23 @@ def test_run_options_are_checked_before_anything_runs():
     # would not time the same cases round to round
     with pytest.raises(ab.UsageError, match="--preset fuzz draws its shapes from the seed"):
         ab.check_run_args(["--preset", "fuzz", "--workloads", "gemm"])
+
+
+def test_a_power_capped_case_without_a_settle_gets_a_note():
+    """Rows that ran at the power cap with no --settle-ms in their run_args: the notes say
+    so and name the option; with a settle recorded, or no cap, they do not."""
+    def rounds(limits: str, settle: float | None):
+        args = json.dumps({"device": "cuda", **({"settle_ms": settle} if settle is not None else {})})
+        return [[dict(row, clock_limits=limits if row["impl"] == "torch" else "", run_args=args)
+                 for row in _run({"triton": ("ok", 0.5), "torch": ("ok", 1.0)}, i)] for i in range(3)]
+
+    def notes(limits, settle):
+        sides = {s: _side(rounds(limits, settle)) for s in ("base", "cand")}
+        res = ab.verdicts(sides, compare.Options(threshold=0.02), {"base": "b", "cand": "c"},
+                          {"base": "a" * 40, "cand": "a" * 40})
+        return [n for n in res.notes if "power limit" in n]
+
+    (note,) = notes("power cap", None)
+    assert note.startswith("1 case(s) ran at the GPU's power limit") and "--settle-ms 300" in note
+    assert notes("power cap", 0.0) == [note]
+    assert notes("power cap", 300.0) == [] and notes("", None) == [] and notes("thermal", None) == []
