@@ -69,8 +69,7 @@ def first_view(loaded) -> None:
 
     if loaded.frame.empty:
         return
-    run_ids, rows = ui.chosen_rows(loaded, analysis.Filters())
-    ctx = ui.Context(loaded=loaded, filters=analysis.Filters(), run_ids=list(run_ids), rows=rows)
+    ctx = ui.context_for(loaded, analysis.Filters())
     ctx.of(analysis.best_table)
     dtypes, gpus = ctx.of(analysis.sol_choices)
     if dtypes and gpus:

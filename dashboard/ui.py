@@ -256,9 +256,14 @@ def chosen_rows(loaded: data.Loaded, filters: Filters) -> tuple[list[str], pd.Da
     return loaded.shared(("rows", filters), compute)
 
 
-def build_context(loaded: data.Loaded, filters: Filters) -> Context:
+def context_for(loaded: data.Loaded, filters: Filters) -> Context:
+    """The context of these filters (outside a session too: dashboard/serve.py)."""
     run_ids, rows = chosen_rows(loaded, filters)
-    ctx = Context(loaded=loaded, filters=filters, run_ids=list(run_ids), rows=rows)
+    return Context(loaded=loaded, filters=filters, run_ids=list(run_ids), rows=rows)
+
+
+def build_context(loaded: data.Loaded, filters: Filters) -> Context:
+    ctx = context_for(loaded, filters)
     st.session_state[_CTX] = ctx
     return ctx
 

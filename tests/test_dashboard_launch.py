@@ -70,8 +70,7 @@ def test_the_server_loads_the_runs_before_it_answers(monkeypatch, tmp_path):
     from dashboard import analysis, ui
 
     ready = dict(warm._shared)
-    run_ids, rows = ui.chosen_rows(warm, analysis.Filters())
-    ctx = ui.Context(loaded=warm, filters=analysis.Filters(), run_ids=run_ids, rows=rows)
+    ctx = ui.context_for(warm, analysis.Filters())
     best = ctx.of(analysis.best_table)
     dtypes, gpus = ctx.of(analysis.sol_choices)
     sol, _ = ctx.of(analysis.sol_matrix, dtypes[0], gpus[0])
