@@ -30,8 +30,9 @@ On a GPU the fraction is set at the warm-up call as the hold's length is,
 through timed corrections, with the same number of timed bursts whatever
 their outcome; without a cache (below) both sides run them (with
 ``KSUITE_SLOW`` unset or 0 the bursts time the op alone), so that the two
-start their samples from the same heat.  On the CPU the slice is the fraction as is, so that a tiny op, whose
-second call costs mostly its call overhead, is slowed by far more.
+start their samples from the same heat.  On the CPU the slice is the
+fraction as is, so that a tiny op, whose second call costs mostly its call
+overhead, is slowed by far more.
 
 Each correction times the op and the slowed op call by call, alternating
 (ABBA...), and compares the fast ends of the two sets (their 10th percentile,
