@@ -55,6 +55,7 @@ def test_preset(wl_name, impl_name, case):
     (129, 8, 8),         # one k-tile, one column fragment
     (4095, 4104, 4096),  # the 128x256 tile with ragged M and N
     (77, 1001, 999),     # unaligned (guarded loads, element stores)
+    (1030, 1031, 1029),  # unaligned and large: padded copies to the tuned tiles
     (5, 3, 2),           # everything smaller than one fragment
 ])
 def test_gemm_edges(m, n, k, dtype):

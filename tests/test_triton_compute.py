@@ -89,7 +89,7 @@ SPLIT_SHAPES = [dict(M=3, N=40, K=333), dict(M=1, N=64, K=1001), dict(M=17, N=24
 @pytest.mark.parametrize("dtype", ("float32", "bfloat16"))
 @pytest.mark.parametrize("dims", SPLIT_SHAPES, ids=lambda d: "x".join(map(str, d.values())))
 def test_gemm_split_k_in_interpreter(dims, dtype, poisoned):
-    from implementations.gemm import _triton_tiled as T
+    from implementations.gemm import _triton_tiled as T, padding
 
     cfg = T.INTERPRETER_CONFIG
     _, split = T.split_plan(dims["M"], dims["N"], dims["K"], cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"],
@@ -120,14 +120,14 @@ def test_split_plans():
 def test_gemm_tail_split_and_padding_in_interpreter(poisoned, monkeypatch):
     """Whole tiles beside split ones in one launch (6 tiles on 4 pretend SMs), then
     the padded path (odd K and N) with the size rule lifted."""
-    from implementations.gemm import _triton_tiled as T
+    from implementations.gemm import _triton_tiled as T, padding
 
     dims = dict(M=64, N=96, K=480)
     assert T.split_plan(64, 96, 480, 32, 32, 32, T.INTERPRETER_SMS)[0] == 4
     for dtype in ("float32", "bfloat16"):
         _run("gemm", "triton", Case.make("gemm", dtype, **dims))
         assert "(2 of 6 tiles)" in discover().get("gemm", "triton").config(Case.make("gemm", dtype, **dims))
-    monkeypatch.setattr(T, "PAD_BELOW", 1.0)
+    monkeypatch.setattr(padding, "PAD_BELOW", 1.0)
     for dtype in ("float32", "bfloat16"):
         case = Case.make("gemm", dtype, M=37, N=45, K=51)
         _run("gemm", "triton", case)

@@ -20,8 +20,9 @@ only, and B, all of the traffic when M is small, stays 16 bytes wide.
 
 Rows that are not 16-byte aligned at all (an odd K or N) leave only
 element-by-element loads, a fraction of the tensor cores' feed; when the
-problem is large enough for it to pay (PAD_BELOW), A and B are copied into
-zero-padded aligned rows first and C out of them after, inside the call.
+problem is large enough for it to pay (implementations.gemm.padding), A and
+B are copied into zero-padded aligned rows first and C out of them after,
+inside the call.
 
 Tiles that would form a last, ragged wave (all of them when the output has
 fewer tiles than the GPU has SMs: decode and skinny shapes, small outputs
@@ -47,6 +48,7 @@ import triton.language as tl
 
 from suite.backends import interpreting
 from implementations._shared.autotune import autotune, bucket
+from implementations.gemm import padding
 
 
 @triton.jit
@@ -302,32 +304,17 @@ def _lock(device: torch.device, tiles: int) -> torch.Tensor:
     return lock
 
 
-# Pad operands whose rows are not 16-byte aligned when 1/M + 1/N + 1/K is below
-# this: copying A and B into aligned rows (and C out of them) moves
-# 2 (MK + KN + MN) elements, a small price beside the 2 MNK FLOPs it speeds up
-# (element-by-element loads feed the tensor cores at a fraction of their rate);
-# a skinny or small GEMM, bandwidth bound, would pay the copy in full.
-PAD_BELOW = 1 / 256
-
-
 def _padded(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None):
-    """C through copies of A and B whose rows are padded with zeros to 16 bytes, or None
-    where the rows are aligned already or the problem is too small for the copy to pay."""
+    """C through copies of A and B whose rows are padded with zeros to 16 bytes
+    (implementations.gemm.padding), or None where the rows are aligned already or
+    the problem is too small for the copy to pay."""
     M, K = a.shape
     N = b.shape[1]
-    per16 = 16 // a.element_size()
-    aligned_k = K % per16 == 0 and a.stride(1) == 1 and a.stride(0) % per16 == 0
-    aligned_n = N % per16 == 0 and b.stride(1) == 1 and b.stride(0) % per16 == 0
-    if (aligned_k and aligned_n) or not 1 / M + 1 / N + 1 / K < PAD_BELOW:
+    ops = padding.pad_operands(a, b) if padding.pays(M, N, K) else None
+    if ops is None:
         return None
-    import torch.nn.functional as F
-
-    kp, np_ = -(-K // per16) * per16, -(-N // per16) * per16
-    a2 = a if aligned_k else F.pad(a, (0, kp - K))
-    b2 = F.pad(b, (0, np_ - N, 0, kp - K))
-    c2, description = matmul(a2, b2, precision, sms)
-    c = c2 if np_ == N else c2[:, :N].contiguous()
-    return c, description + f" (rows padded to 16 bytes: K {K}->{kp}, N {N}->{np_})"
+    c2, description = matmul(*ops, precision, sms)
+    return padding.unpad(c2, N), description + padding.padded_text(K, N, a.element_size())
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = None) -> tuple[torch.Tensor, str]:

@@ -10,8 +10,9 @@ m64nNk16 wgmma on them straight from shared memory and write the 16-bit
 result, from registers (tiles 0-2) or through shared memory in 16-byte
 stores (tiles 3-5, the same shapes).  The tile is timed at the first call of
 each shape and the fastest kept (implementations/_shared/cuda_variants).  float16
-and bfloat16 only; N and K must be multiples of 8 (TMA needs 16-byte row
-strides).
+and bfloat16 only.  TMA needs 16-byte rows: where K or N is not a multiple of 8
+(or a base is not 16-byte aligned) A and B are copied into zero-padded rows
+first and C out of them after (implementations.gemm.padding), inside the call.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from implementations._shared import cuda_ext
 from implementations._shared.cuda_variants import VariantTuner
+from implementations.gemm import padding
 from suite.backends import needs_hopper
 from suite.workload import Case, register
 
@@ -63,12 +65,6 @@ def auto_tile(m: int, n: int, sms: int) -> int:
     return best
 
 
-def alignment_problem(n: int, k: int) -> str | None:
-    if n % 8 or k % 8:
-        return f"N and K must be multiples of 8 for TMA (16-byte row strides); got N={n}, K={k}"
-    return None
-
-
 def _available(device: str) -> str | None:
     err = needs_hopper(device)
     if err:
@@ -79,7 +75,7 @@ def _available(device: str) -> str | None:
 def _supports(case: Case) -> str | None:
     if case.dtype not in ("float16", "bfloat16"):
         return f"wgmma here takes 16-bit inputs only, not {case.dtype}"
-    return alignment_problem(case["N"], case["K"])
+    return None
 
 
 # At a tie (cuda_variants.TIE) the wider tile is kept, staged epilogue first:
@@ -96,25 +92,39 @@ def _key(dtype: str, m: int, n: int, k: int) -> tuple:
     return (dtype, m, n, k)
 
 
+def _aligned(k: int, n: int) -> tuple[int, int]:
+    return -(-k // 8) * 8, -(-n // 8) * 8
+
+
 def _config(case: Case) -> str:
     import torch
 
-    tuned = _TUNER.config(_key(case.dtype, case["M"], case["N"], case["K"]))
+    m, (k, n) = case["M"], _aligned(case["K"], case["N"])
+    note = padding.padded_text(case["K"], case["N"], 2)
+    tuned = _TUNER.config(_key(case.dtype, m, n, k))
     if tuned:
-        return tuned
+        return tuned + note
 
     sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    t = auto_tile(case["M"], case["N"], sms)
+    t = auto_tile(m, n, sms)
     bn = TILES[t][0]
-    tiles = -(-case["M"] // BM) * -(-case["N"] // bn)
+    tiles = -(-m // BM) * -(-n // bn)
     return (f"tile {t}: {TILES[t][2]}, TMA producer warpgroup, persistent grid of "
-            f"{min(tiles, sms)} CTAs for {tiles} tiles")
+            f"{min(tiles, sms)} CTAs for {tiles} tiles{note}")
 
 
 @register("gemm", "cuda:wgmma", available=_available, supports=_supports, config=_config,
           description="CUDA on Hopper: TMA into 128B-swizzled stages, mbarrier pipeline, "
                       "wgmma.mma_async from shared memory, warp-specialised persistent CTAs; needs sm_90")
 def gemm_cuda_wgmma(a, b):
+    n = b.shape[-1]
+    padded = padding.pad_operands(a, b)
+    if padded is not None:
+        return padding.unpad(_run(*padded), n)
+    return _run(a, b)
+
+
+def _run(a, b):
     (m, k), n = a.shape, b.shape[-1]
     key = _key(str(a.dtype).removeprefix("torch."), m, n, k)
     return _TUNER.run(key, lambda tile: ops().gemm_wgmma(a, b, tile))

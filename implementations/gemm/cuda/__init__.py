@@ -16,6 +16,10 @@ tile run as separate CTAs, each leaves its fp32 partial in a workspace, and
 the last of a tile's slices to finish adds the S partials in slice order
 (deterministic) and writes C, in the same launch; S comes from a cost model
 over one wave of the split kernel's resident CTAs (split_plan mirrors it).
+Rows whose width is not a multiple of 16 bytes (K or N not a multiple of 8)
+go through zero-padded copies of A and B to the tuned tiles where the GEMM is
+large enough for the copy to pay (implementations.gemm.padding), and else
+through gemm_mma's guarded tile, which loads 2 bytes at a time.
 When A has at most 16 rows (decode and other skinny shapes) ``cuda`` runs
 gemm_skinny.cu instead: those shapes are a stream over B, which one row of
 128-row tiles would read with most SMs idle and mostly padded tensor-core
@@ -37,6 +41,7 @@ from pathlib import Path
 
 from implementations._shared import cuda_ext
 from implementations._shared.cuda_variants import VariantTuner
+from implementations.gemm import padding
 from suite.backends import dtype_in
 from suite.workload import Case, register
 
@@ -219,9 +224,8 @@ def _skinny_config(case: Case) -> str:
             f"of {rows} rows, {loads} loads of B")
 
 
-def _tile(case: Case) -> str:
-    """The tile gemm_mma.cu picks for this case (mirrors its auto_tile) and its split."""
-    m, n, k = case["M"], case["N"], case["K"]
+def _tile(m: int, n: int, k: int) -> str:
+    """The tile gemm_mma.cu picks for this shape (mirrors its auto_tile) and its split."""
     sms = _sms()
     if k % 8 or n % 8:
         return (TILES[0] + ", guarded 2-byte loads (K or N not a multiple of 8)"
@@ -261,13 +265,18 @@ def _config(case: Case) -> str:
     if case["M"] <= SKINNY_ROWS:
         return _skinny_config(case)
     m, n, k = case["M"], case["N"], case["K"]
+    note = ""
+    if (k % 8 or n % 8) and padding.pays(m, n, k):
+        note = padding.padded_text(k, n, 2)
+        k, n = -(-k // 8) * 8, -(-n // 8) * 8
     if k % 8 == 0 and n % 8 == 0:
         key = _key(case.dtype, m, n, k)
         tuned = _TUNER.config(key)
         if tuned:
             tile = _TUNER.best[key]
-            return tuned + (split_text(m, n, k, tile, True, _sms()) if tile < WS_FIRST else "")  # whole K: none
-    return _tile(case)
+            split = split_text(m, n, k, tile, True, _sms()) if tile < WS_FIRST else ""  # whole K: none
+            return tuned + split + note
+    return _tile(m, n, k) + note
 
 
 @register("gemm", "cuda", available=cuda_ext.cuda_available,
@@ -281,8 +290,15 @@ def gemm_cuda(a, b):
     (m, k), n = a.shape, b.shape[-1]
     if m <= SKINNY_ROWS:
         return ops().gemm_skinny(a, b)
-    if k % 8 or n % 8 or a.data_ptr() % 16 or b.data_ptr() % 16:
-        return ops().gemm_mma(a, b)  # the guarded path (one tile); TMA needs all four
+    if padding.rows_aligned(a) and padding.rows_aligned(b):
+        return _tuned(a, b)
+    if padding.pays(m, n, k):
+        return padding.unpad(_tuned(*padding.pad_operands(a, b)), n)
+    return ops().gemm_mma(a, b)  # the guarded path (one tile); TMA needs 16-byte rows
+
+
+def _tuned(a, b):
+    (m, k), n = a.shape, b.shape[-1]
     key = _key(str(a.dtype).removeprefix("torch."), m, n, k)
     return _TUNER.run(key, lambda tile: gemm_tile(a, b, tile))
 

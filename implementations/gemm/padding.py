@@ -1,0 +1,63 @@
+"""A and B copied into rows padded with zeros to 16 bytes, for the GEMM kernels
+whose fast paths need 16-byte rows (vector loads, cp.async, TMA).
+
+A K or N that is not a multiple of 16 bytes' worth of elements leaves a kernel
+element-by-element (2-byte) loads, which feed the tensor cores at a fraction of
+their rate, or, for TMA, no way in at all.  Copying A and B into aligned rows
+(and C out of them after) moves 2 (MK + KN + MN) elements: a small price beside
+the 2 MNK FLOPs it speeds up once 1/M + 1/N + 1/K is below PAD_BELOW, while a
+skinny or small GEMM, bandwidth bound, would pay the copy in full.  The zeros
+in A's extra columns and B's extra rows add nothing to C; B's extra columns
+make C's extra columns, which are dropped.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+PAD_BELOW = 1 / 256
+
+
+def per16(t: torch.Tensor) -> int:
+    """Elements of t's dtype in 16 bytes."""
+    return 16 // t.element_size()
+
+
+def rows_aligned(t: torch.Tensor) -> bool:
+    """Whether t's rows are contiguous, their width and stride multiples of 16
+    bytes, from a 16-byte aligned base."""
+    e = per16(t)
+    return (t.stride(1) == 1 and t.shape[1] % e == 0 and t.stride(0) % e == 0
+            and t.data_ptr() % 16 == 0)
+
+
+def pays(m: int, n: int, k: int) -> bool:
+    """Whether padding a GEMM of this shape costs little beside its FLOPs."""
+    return 1 / m + 1 / n + 1 / k < PAD_BELOW
+
+
+def pad_operands(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """Zero-padded copies of A (K to a multiple of 16 bytes) and B (K and N), each
+    only where it needs one; None where both are aligned already."""
+    if rows_aligned(a) and rows_aligned(b):
+        return None
+    e = per16(a)
+    k, n = a.shape[1], b.shape[1]
+    kp, np_ = -(-k // e) * e, -(-n // e) * e
+    a2 = a if rows_aligned(a) and kp == k else F.pad(a, (0, kp - k))
+    b2 = b if rows_aligned(b) and np_ == n and kp == k else F.pad(b, (0, np_ - n, 0, kp - k))
+    return a2, b2
+
+
+def unpad(c: torch.Tensor, n: int) -> torch.Tensor:
+    """C's first n columns, contiguous."""
+    return c if c.shape[1] == n else c[:, :n].contiguous()
+
+
+def padded_text(k: int, n: int, itemsize: int) -> str:
+    """The config note of a padded call ('' where nothing is padded)."""
+    e = 16 // itemsize
+    kp, np_ = -(-k // e) * e, -(-n // e) * e
+    if kp == k and np_ == n:
+        return ""
+    return f" (rows padded to 16 bytes: K {k}->{kp}, N {n}->{np_})"

@@ -1,0 +1,120 @@
+"""GEMM operands padded to 16-byte rows (implementations.gemm.padding), and the
+CUDA GEMMs' routes through them, on the CPU with the CUDA ops faked by torch."""
+import pytest
+import torch
+
+from implementations.gemm import padding
+from suite.workload import Case, discover
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16))
+@pytest.mark.parametrize("m,n,k", [(5, 7, 9), (33, 64, 17), (16, 13, 32), (40, 24, 16)])
+def test_padded_operands_give_the_same_product(m, n, k, dtype):
+    g = torch.Generator().manual_seed(m * 1000 + n * 10 + k)
+    a = torch.randn(m, k, generator=g).to(dtype)
+    b = torch.randn(k, n, generator=g).to(dtype)
+    padded = padding.pad_operands(a, b)
+    e = 16 // a.element_size()
+    if k % e == 0 and n % e == 0:
+        assert padded is None
+        return
+    a2, b2 = padded
+    assert padding.rows_aligned(a2) and padding.rows_aligned(b2)
+    assert a2.shape[1] == b2.shape[0] and a2.shape[1] % e == 0 and b2.shape[1] % e == 0
+    # the added columns of A and rows of B are zeros: the product's first n columns are A @ B
+    assert torch.count_nonzero(a2[:, k:]) == 0 and torch.count_nonzero(b2[k:]) == 0
+    c = padding.unpad(a2.double() @ b2.double(), n)
+    assert c.shape == (m, n) and c.is_contiguous()
+    torch.testing.assert_close(c, a.double() @ b.double(), rtol=1e-12, atol=1e-12)
+    assert padding.padded_text(k, n, a.element_size()).startswith(" (rows padded to 16 bytes: K ")
+
+
+def test_alignment_counts_strides_and_base():
+    buf = torch.randn(8 * 65)
+    assert padding.rows_aligned(buf[:512].view(8, 64))
+    assert not padding.rows_aligned(buf[1:513].view(8, 64))     # base 4 bytes off
+    assert not padding.rows_aligned(torch.randn(64, 8).t())     # columns contiguous, not rows
+    assert not padding.rows_aligned(torch.randn(8, 66)[:, :64])  # row stride 66 floats
+    a, b = buf[1:513].view(8, 64), torch.randn(64, 8)
+    a2, b2 = padding.pad_operands(a, b)                         # a fresh, aligned copy of A
+    assert padding.rows_aligned(a2) and b2 is b and torch.equal(a2, a)
+    assert padding.padded_text(64, 8, 4) == ""
+
+
+def test_padding_pays_only_on_large_problems():
+    assert padding.pays(2000, 3001, 2001)
+    assert not padding.pays(300, 1001, 999)   # 1/300 alone is near the bound
+    assert not padding.pays(8192, 8192, 100)  # a short K: the copies cost as much as the math
+
+
+@pytest.fixture
+def fake_cuda_gemm(monkeypatch):
+    """implementations.gemm.cuda with its ops computed by torch, each call recorded
+    as (op, M, K, N), and every tuned call running tile 2."""
+    from implementations.gemm import cuda as cg
+
+    calls = []
+
+    def op(name):
+        def run(a, b, *args):
+            assert a.shape[1] == b.shape[0]
+            calls.append((name, a.shape[0], a.shape[1], b.shape[1]))
+            return (a.double() @ b.double()).to(a.dtype)
+        return run
+
+    lib = type("Lib", (), {n: staticmethod(op(n)) for n in ("gemm_mma", "gemm_mma_ws", "gemm_skinny")})
+    monkeypatch.setattr(cg, "ops", lambda: lib)
+    monkeypatch.setattr(cg._TUNER, "run", lambda key, call: call(2))
+    return calls
+
+
+def _inputs(m, n, k):
+    g = torch.Generator().manual_seed(m + n + k)
+    return torch.randn(m, k, generator=g).bfloat16(), torch.randn(k, n, generator=g).bfloat16()
+
+
+def test_cuda_gemm_routes(fake_cuda_gemm, monkeypatch):
+    from implementations.gemm import cuda as cg
+
+    calls = fake_cuda_gemm
+    cg.gemm_cuda(*_inputs(8, 33, 17))
+    assert calls[-1] == ("gemm_skinny", 8, 17, 33)           # at most 16 rows: skinny, any alignment
+    cg.gemm_cuda(*_inputs(40, 64, 24))
+    assert calls[-1] == ("gemm_mma", 40, 24, 64)             # aligned: the tuned tiles
+    cg.gemm_cuda(*_inputs(40, 33, 17))
+    assert calls[-1] == ("gemm_mma", 40, 17, 33)             # unaligned and small: the guarded tile
+    monkeypatch.setattr(padding, "PAD_BELOW", 1.0)
+    a, b = _inputs(40, 33, 17)
+    c = cg.gemm_cuda(a, b)
+    assert calls[-1] == ("gemm_mma", 40, 24, 40)             # padded to 16-byte rows, then tuned
+    assert c.shape == (40, 33) and c.is_contiguous()
+    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-2, atol=1e-2)
+
+
+def test_cuda_gemm_config_names_the_padding(fake_cuda_gemm, monkeypatch):
+    from implementations.gemm import cuda as cg
+
+    monkeypatch.setattr(cg, "_sms", lambda: 132)
+    assert "guarded 2-byte loads" in cg._config(Case.make("gemm", "bfloat16", M=300, N=1001, K=999))
+    text = cg._config(Case.make("gemm", "bfloat16", M=2000, N=3001, K=2001))
+    assert "guarded" not in text and text.endswith("(rows padded to 16 bytes: K 2001->2008, N 3001->3008)")
+
+
+def test_wgmma_takes_every_16_bit_shape_through_padding(monkeypatch):
+    from implementations.gemm import cuda_wgmma as w
+
+    impl = discover().get("gemm", "cuda:wgmma")
+    assert impl.supports(Case.make("gemm", "bfloat16", M=3001, N=2047, K=1531)) is None
+    assert "16-bit" in impl.supports(Case.make("gemm", "float32", M=64, N=64, K=64))
+    calls = []
+
+    def run(a, b, tile):
+        calls.append((a.shape[0], a.shape[1], b.shape[1]))
+        return (a.double() @ b.double()).to(a.dtype)
+
+    monkeypatch.setattr(w, "ops", lambda: type("Lib", (), {"gemm_wgmma": staticmethod(run)}))
+    monkeypatch.setattr(w._TUNER, "run", lambda key, call: call(3))
+    a, b = _inputs(20, 30, 10)
+    c = w.gemm_cuda_wgmma(a, b)
+    assert calls == [(20, 16, 32)] and c.shape == (20, 30)
+    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-2, atol=1e-2)
