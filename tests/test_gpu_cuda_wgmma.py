@@ -71,6 +71,25 @@ def test_auto_tile_mirror():
     assert auto_tile(128, 8192, 132) == 2
 
 
+def test_stream_k_plan():
+    """Which tiles the stream-K tiles cut, and over how many CTAs; the .cu's
+    minimum share is the mirror's."""
+    import re
+    from pathlib import Path
+
+    from implementations.gemm.cuda_wgmma import SK_MIN_STEPS, SOURCES, sk_plan
+
+    assert sk_plan(264, 18, 132) == (0, 132)     # two whole waves: nothing cut
+    assert sk_plan(266, 18, 132) == (134, 132)   # the 2 of a third wave and one wave more
+    assert sk_plan(25, 32, 132) == (25, 132)     # fewer tiles than SMs: K spread over every SM
+    assert sk_plan(4, 16, 132) == (4, 16)        # ... at SK_MIN_STEPS k-steps a CTA at least
+    assert sk_plan(4, 4, 132) == (0, 4)          # no more CTAs than tiles: nothing to gain
+    assert sk_plan(1, 1, 132) == (0, 1)
+    src = Path(SOURCES[0]).read_text()
+    assert f"constexpr int SK_MIN_STEPS = {SK_MIN_STEPS};" in src
+    assert re.search(r"sk_tiles = static_cast<int>\(tiles % sms \+ sms\);", src)
+
+
 # ------------------------------------------------------------------ GPU
 
 def _preset_params():
@@ -121,14 +140,29 @@ SHAPES = [
 
 @gpu
 @pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16), ids=("bf16", "fp16"))
-@pytest.mark.parametrize("tile", (-1, 0, 1, 2, 3, 4, 5))
+@pytest.mark.parametrize("tile", (-1, 0, 1, 2, 3, 4, 5, 6, 7, 8))
 @pytest.mark.parametrize("m,n,k", SHAPES)
 def test_every_tile(m, n, k, tile, dtype):
     _check_op(m, n, k, dtype, tile)
 
 
 @gpu
-@pytest.mark.parametrize("tile", (0, 1, 2, 3, 4, 5))
+@pytest.mark.parametrize("tile", (6, 7, 8))
+@pytest.mark.parametrize("m,n,k", [(1699, 2328, 1152), (515, 1032, 2000), (2048 + 64, 4096, 192)])
+def test_stream_k_is_deterministic(m, n, k, tile):
+    """A cut tile's pieces are added in one order: two calls give the same bits."""
+    from implementations.gemm.cuda_wgmma import ops
+
+    g = torch.Generator(device="cuda").manual_seed(SEED + tile)
+    a = torch.randn(m, k, device="cuda", generator=g).bfloat16()
+    b = torch.randn(k, n, device="cuda", generator=g).bfloat16()
+    first = ops().gemm_wgmma(a, b, tile)
+    verify.poison_allocator("cuda", first.numel() * 2)
+    assert torch.equal(first, ops().gemm_wgmma(a, b, tile))
+
+
+@gpu
+@pytest.mark.parametrize("tile", (0, 1, 2, 3, 4, 5, 6, 7, 8))
 def test_many_tiles_per_cta(tile):
     """More tiles than SMs: every CTA walks several tiles and the pipeline's
     phases carry over tile boundaries (K of 3 steps: not a multiple of the stage count)."""
@@ -154,7 +188,7 @@ with pytest.raises(RuntimeError, match="float16 and bfloat16"):
     ops().gemm_wgmma(a, a)
 h = a.bfloat16()
 with pytest.raises(RuntimeError, match="tile must be"):
-    ops().gemm_wgmma(h, h, 6)
+    ops().gemm_wgmma(h, h, 9)
 with pytest.raises(RuntimeError, match="multiples of 8"):
     ops().gemm_wgmma(torch.randn(30, 24, device="cuda").bfloat16(), torch.randn(24, 20, device="cuda").bfloat16())
 with pytest.raises(RuntimeError, match="inner dimensions"):

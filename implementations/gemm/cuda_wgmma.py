@@ -8,7 +8,11 @@ output tiles persistently: a producer warpgroup issues TMA loads into a ring of
 128-byte-swizzled shared-memory stages, two consumer warpgroups run
 m64nNk16 wgmma on them straight from shared memory and write the 16-bit
 result, from registers (tiles 0-2) or through shared memory in 16-byte
-stores (tiles 3-5, the same shapes).  The tile is timed at the first call of
+stores (tiles 3-5, the same shapes).  Tiles 6-8 are tiles 3-5 with a
+stream-K last wave: where the tiles would leave a ragged last wave, the k-steps
+of the last wave's tiles and one wave more are dealt evenly over the SMs, and
+the CTA that ran a cut tile from k = 0 adds the other pieces' fp32 partial sums
+(sk_plan mirrors the cut).  The tile is timed at the first call of
 each shape and the fastest kept (implementations/_shared/cuda_variants).  float16
 and bfloat16 only.  TMA needs 16-byte rows: where K or N is not a multiple of 8
 (or a base is not 16-byte aligned) A and B are copied into zero-padded rows
@@ -34,6 +38,24 @@ _SHAPES = {0: (256, 4, "128x256x64, 4 stages, 2 consumer warpgroups of m64n256k1
 TILES = {**_SHAPES,
          **{t + 3: (bn, st, d + ", C through shared memory in 16-byte stores")
             for t, (bn, st, d) in _SHAPES.items()}}
+SK_FIRST = 6  # tiles 6-8: tiles 3-5 with a stream-K last wave
+TILES.update({t + 3: (bn, st, d + ", stream-K last wave") for t, (bn, st, d) in list(TILES.items()) if t >= 3})
+SK_MIN_STEPS = 4  # as in gemm_wgmma.cu
+
+
+def sk_plan(tiles: int, k_tiles: int, sms: int) -> tuple[int, int]:
+    """(tiles cut along K, CTAs) of a stream-K tile (mirrors sk_plan in
+    gemm_wgmma.cu): none where the tiles fill whole waves; else the last partial
+    wave's tiles and one wave more over one CTA an SM, or, with fewer tiles
+    than SMs, all of them over as many CTAs as give each SK_MIN_STEPS k-steps
+    (none where that is no more CTAs than tiles)."""
+    grid = min(tiles, sms)
+    if tiles % sms == 0:
+        return 0, grid
+    if tiles > sms:
+        return tiles % sms + sms, sms
+    ctas = min(sms, tiles * k_tiles // SK_MIN_STEPS)
+    return (tiles, ctas) if ctas > tiles else (0, grid)
 # Relative cost of one tile per wave in auto_tile (gemm_wgmma.cu).
 _WEIGHT = {0: 40, 1: 22, 2: 13}
 
@@ -78,14 +100,33 @@ def _supports(case: Case) -> str | None:
     return None
 
 
-# At a tie (cuda_variants.TIE) the wider tile is kept, staged epilogue first:
+# At a tie (cuda_variants.TIE) the wider tile is kept, staged epilogue first,
+# and a tile whole before its stream-K form:
 # 128x256 streams 3/4 of 128x128's bytes from L2 a FLOP, and at 8192^3, where
 # every fast GEMM holds the card at its power cap, that is clock.  Tiles 3 and
 # 4 can tie in the tuner's short bursts, but back to back for 4 s
 # (lab/gemm_clocks.py) they do the same FLOP a clock and 4 settles
 # 7-10% lower: 622 against 679 TFLOP/s in bf16, 594 against 655 in fp16.
-_PREFER = (3, 0, 4, 1, 5, 2)
-_TUNER = VariantTuner(tuple(TILES), {t: d for t, (_, _, d) in TILES.items()}, prefer=_PREFER)
+_PREFER = (3, 0, 4, 1, 5, 2, 6, 7, 8)
+
+
+def _sms() -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+
+
+def _runs(tile: int, key: tuple) -> bool:
+    """Whether the tuner times ``tile`` for ``key``: a stream-K tile only where it
+    cuts (else it is its tile 3-5)."""
+    if tile < SK_FIRST:
+        return True
+    _, m, n, k = key
+    bn = TILES[tile][0]
+    return sk_plan(-(-m // BM) * -(-n // bn), -(-k // 64), _sms())[0] > 0
+
+
+_TUNER = VariantTuner(tuple(TILES), {t: d for t, (_, _, d) in TILES.items()}, runs=_runs, prefer=_PREFER)
 
 
 def _key(dtype: str, m: int, n: int, k: int) -> tuple:

@@ -30,6 +30,21 @@
 //   1: 128 x 128 x 64, 6 stages (32 KB each), wgmma m64n128k16
 //   2: 128 x  64 x 64, 8 stages (24 KB each), wgmma m64n64k16 (skinny M: more CTAs)
 //   3, 4, 5: tiles 0, 1, 2 with the staged epilogue (16 KB more shared memory)
+//   6, 7, 8: tiles 3, 4, 5 with a stream-K last wave (below)
+//
+// Stream-K last wave (tiles 6-8).  With T tiles on P SMs, T % P tiles would
+// form a last wave that leaves most SMs idle (266 tiles on 132 SMs: three
+// rounds for 2.02 rounds of work).  Instead the first T % P + P tiles (in the
+// grouped order; all T when T < P) are cut along K: their k-steps, tile after
+// tile, are dealt to the CTAs in equal contiguous ranges, and the remaining
+// tiles, a whole number of waves, follow one a CTA.  A range starts and ends
+// inside tiles: a CTA whose piece of a tile starts past k = 0 (its first
+// piece) writes its fp32 accumulators to a workspace slot of its own and
+// raises its flag; the CTA that ran the tile from k = 0 (its last piece) waits
+// for the flags of the CTAs after it whose ranges reach into the tile, adds
+// their slots in CTA order (deterministic) and stores C.  A CTA waits only on
+// CTAs of higher index for pieces they run first, and the grid is at most one
+// CTA an SM, so every wait ends.  Flags are split_counters.h's, left at zero.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
@@ -46,6 +61,8 @@
 
 #include "ksuite/common.cuh"
 #include "operands.h"
+#include "split_counters.h"
+#include "split_k.cuh"
 #include "staged_epilogue.cuh"
 #include "tma_map.h"
 #include "wgmma_ptx.cuh"
@@ -62,8 +79,9 @@ constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
 constexpr int GROUP_M = 8;               // tile-rows per rasterisation group
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = 232;       // 128*40 + 256*232 = 64512 <= 65536
-constexpr int NUM_TILES = 6;            // 3 shapes, each with either epilogue
+constexpr int NUM_TILES = 9;            // 3 shapes, each with either epilogue; 3 with stream-K
 constexpr int EPI_BYTES = ksuite_gemm::STAGE_BYTES_PER_WARP;  // a warp's staging of C
+constexpr int SK_BARRIER = 1;           // named barrier of the 256 consumer threads
 
 static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 128 * CONSUMERS <= 65536, "register budget");
 
@@ -98,10 +116,53 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi, bool bf16) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
+// The first of the stream-K k-steps (sk_total of them) dealt to CTA `cta` of `ctas`.
+__device__ __forceinline__ int64_t sk_begin(int cta, int64_t sk_total, int ctas) {
+  return sk_total * cta / ctas;
+}
+
+// This CTA's pieces of work, in order: its stream-K range of the first
+// sk_tiles tiles, then whole tiles, one a CTA.
+struct Units {
+  int64_t it, hi;
+  int next_tile, num_tiles, k_tiles;
+
+  __device__ __forceinline__ Units(int num_tiles_, int sk_tiles, int k_tiles_)
+      : num_tiles(num_tiles_), k_tiles(k_tiles_) {
+    const int64_t sk_total = static_cast<int64_t>(sk_tiles) * k_tiles;
+    it = sk_begin(blockIdx.x, sk_total, gridDim.x);
+    hi = sk_begin(blockIdx.x + 1, sk_total, gridDim.x);
+    next_tile = sk_tiles + blockIdx.x;
+  }
+
+  // The next piece: tile, and its k-steps [k_begin, k_end); false when done.
+  __device__ __forceinline__ bool next(int& tile, int& k_begin, int& k_end) {
+    if (it < hi) {
+      tile = static_cast<int>(it / k_tiles);
+      k_begin = static_cast<int>(it - static_cast<int64_t>(tile) * k_tiles);
+      const int64_t left = hi - it;
+      k_end = left < k_tiles - k_begin ? k_begin + static_cast<int>(left) : k_tiles;
+      it += k_end - k_begin;
+      return true;
+    }
+    if (next_tile >= num_tiles) return false;
+    tile = next_tile;
+    k_begin = 0;
+    k_end = k_tiles;
+    next_tile += gridDim.x;
+    return true;
+  }
+};
+
+__device__ __forceinline__ void consumers_sync() {
+  asm volatile("bar.sync %0, %1;" :: "n"(SK_BARRIER), "n"(128 * CONSUMERS) : "memory");
+}
+
 template <int BN, bool BF16, bool STAGED>
 __global__ void __launch_bounds__(THREADS, 1)
 gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-                  void* __restrict__ c_ptr, int M, int N, int K, uint32_t b_lbo, uint32_t b_sbo) {
+                  void* __restrict__ c_ptr, int M, int N, int K, uint32_t b_lbo, uint32_t b_sbo,
+                  int sk_tiles, float* __restrict__ sk_ws, int* __restrict__ sk_flags) {
   using Cfg = Config<BN>;
   constexpr int STAGES = Cfg::STAGES;
 
@@ -140,7 +201,9 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
     if (threadIdx.x == 0) {
       int stage = 0;
       uint32_t phase = 0;
-      for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+      Units units(num_tiles, sk_tiles, k_tiles);
+      int tile, k_begin, k_end;
+      while (units.next(tile, k_begin, k_end)) {
         int tm, tn;
         tile_coords(tile, tiles_m, tiles_n, tm, tn);
         const int m0 = tm * BM, n0 = tn * BN;
@@ -150,7 +213,7 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
         // out-of-range boxes are loaded; TMA zero-fills their tail.)
         const int chunks = min(BN / 64, (N - n0 + 63) / 64);
         const uint32_t bytes = Cfg::A_BYTES + chunks * Cfg::B_CHUNK_BYTES;
-        for (int kt = 0; kt < k_tiles; ++kt) {
+        for (int kt = k_begin; kt < k_end; ++kt) {
           // Slot free?  (First pass: parity 1 of a fresh barrier is complete.)
           mbar_wait(&empty_bar[stage], phase ^ 1);
           mbar_arrive_expect_tx(&full_bar[stage], bytes);
@@ -203,11 +266,20 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
 
     int stage = 0;
     uint32_t phase = 0;
-    for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+    const int64_t sk_total = static_cast<int64_t>(sk_tiles) * k_tiles;
+    const int ct = threadIdx.x - 128;                     // consumer thread, 0..255
+    // This CTA's workspace slot: each consumer thread's accumulators, 4 at a
+    // time, thread-minor (coalesced 16-byte stores and loads, no reshuffle).
+    auto slot = [&](int cta) {
+      return reinterpret_cast<float4*>(sk_ws) + static_cast<size_t>(cta) * (CONSUMERS * 128) * (BN / 8);
+    };
+    Units units(num_tiles, sk_tiles, k_tiles);
+    int tile, k_begin, k_end;
+    while (units.next(tile, k_begin, k_end)) {
       int tm, tn;
       tile_coords(tile, tiles_m, tiles_n, tm, tn);
       int prev_stage = 0;
-      for (int kt = 0; kt < k_tiles; ++kt) {
+      for (int kt = k_begin; kt < k_end; ++kt) {
         mbar_wait(&full_bar[stage], phase);
         const uint64_t da = desc_a0 + static_cast<uint64_t>((stage * Cfg::A_BYTES) >> 4);
         const uint64_t db = desc_b0 + static_cast<uint64_t>((stage * Cfg::B_BYTES) >> 4);
@@ -216,22 +288,55 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
-          // (kt | kk) == 0: the first product of the tile overwrites the accumulators.
-          wgmma_m64k16<BN, BF16>(acc, da + 2 * kk, db + 128 * kk, (kt | kk) != 0);
+          // The first product of a piece overwrites the accumulators.
+          wgmma_m64k16<BN, BF16>(acc, da + 2 * kk, db + 128 * kk, kt != k_begin || kk != 0);
         }
         wgmma_commit();
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) fence_operand(acc[i]);
         // The previous stage's group is complete once at most this one is pending.
         wgmma_wait<1>();
-        if (kt > 0 && lane == 0) mbar_arrive(&empty_bar[prev_stage]);
+        if (kt > k_begin && lane == 0) mbar_arrive(&empty_bar[prev_stage]);
         prev_stage = stage;
         if (++stage == STAGES) { stage = 0; phase ^= 1; }
       }
       wgmma_wait<0>();
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) fence_operand(acc[i]);
-      if (k_tiles > 0 && lane == 0) mbar_arrive(&empty_bar[prev_stage]);
+      if (k_end > k_begin && lane == 0) mbar_arrive(&empty_bar[prev_stage]);
+
+      if (k_begin > 0) {
+        // A piece after k = 0: the partial sum goes to this CTA's slot.
+        float4* mine = slot(blockIdx.x);
+#pragma unroll
+        for (int q = 0; q < BN / 8; ++q) {
+          mine[q * (CONSUMERS * 128) + ct] = make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
+        }
+        __threadfence();
+        consumers_sync();
+        if (ct == 0) atomicExch(sk_flags + blockIdx.x, 1);
+        continue;
+      }
+      if (k_end < k_tiles) {
+        // The piece from k = 0 of a cut tile: add the later pieces, CTA by CTA.
+        const int64_t tile_end = static_cast<int64_t>(tile + 1) * k_tiles;
+        for (int j = blockIdx.x + 1; j < static_cast<int>(gridDim.x) && sk_begin(j, sk_total, gridDim.x) < tile_end; ++j) {
+          if (ct == 0) {
+            while (ksuite_gemm_split::load_acquire(sk_flags + j) == 0) __nanosleep(32);
+            sk_flags[j] = 0;
+          }
+          consumers_sync();
+          const float4* theirs = slot(j);
+#pragma unroll
+          for (int q = 0; q < BN / 8; ++q) {
+            const float4 v = __ldcg(theirs + q * (CONSUMERS * 128) + ct);
+            acc[4 * q] += v.x;
+            acc[4 * q + 1] += v.y;
+            acc[4 * q + 2] += v.z;
+            acc[4 * q + 3] += v.w;
+          }
+        }
+      }
 
       // Epilogue.  Accumulator fragment of m64nNk16 (fp32): warp w of the
       // warpgroup owns rows 16w..16w+15; register i holds
@@ -295,19 +400,48 @@ int auto_tile(int64_t M, int64_t N, int sms) {
   return best;
 }
 
+// Tiles that stream-K cuts (the first T % P + P of T tiles on P SMs, or all T
+// when T < P), and the grid: one CTA an SM, fewer where the cut k-steps would
+// give a CTA fewer than SK_MIN_STEPS.  (0, min(T, P)): no cut, where the tiles
+// fill whole waves.
+constexpr int SK_MIN_STEPS = 4;
+
+void sk_plan(int64_t tiles, int64_t k_tiles, int sms, int& sk_tiles, int& grid) {
+  sk_tiles = 0;
+  grid = static_cast<int>(std::min<int64_t>(tiles, sms));
+  if (tiles % sms == 0) return;
+  if (tiles > sms) {
+    sk_tiles = static_cast<int>(tiles % sms + sms);
+    grid = sms;
+    return;
+  }
+  const int64_t ctas = std::min<int64_t>(sms, tiles * k_tiles / SK_MIN_STEPS);
+  if (ctas <= tiles) return;  // no more CTAs than tiles: nothing to gain
+  sk_tiles = static_cast<int>(tiles);
+  grid = static_cast<int>(ctas);
+}
+
 template <int BN, bool BF16, bool STAGED>
 void launch(const CUtensorMap& ma, const CUtensorMap& mb, at::Tensor& c, int M, int N, int K, int sms,
-            bool swap_b_desc) {
+            bool swap_b_desc, bool stream_k) {
   using Cfg = Config<BN>;
   auto kernel = gemm_wgmma_kernel<BN, BF16, STAGED>;
   constexpr int smem_bytes = STAGED ? Cfg::SMEM_BYTES_STAGED : Cfg::SMEM_BYTES;
   // Per device and instantiation; cheap to repeat, so simply done every call.
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
   const int64_t tiles = static_cast<int64_t>((M + BM - 1) / BM) * ((N + BN - 1) / BN);
-  const int grid = static_cast<int>(std::min<int64_t>(tiles, sms));
+  int sk_tiles = 0, grid = static_cast<int>(std::min<int64_t>(tiles, sms));
+  if (stream_k) sk_plan(tiles, (K + BK - 1) / BK, sms, sk_tiles, grid);
+  at::Tensor ws;
+  int* flags = nullptr;
+  if (sk_tiles > 0) {
+    ws = at::empty({static_cast<int64_t>(grid) * BM * BN}, c.options().dtype(at::kFloat));
+    flags = ksuite_gemm_split::counters(grid);
+  }
   const uint32_t lbo = Cfg::B_CHUNK_BYTES, sbo = 1024;
   kernel<<<grid, THREADS, smem_bytes, ksuite::current_stream()>>>(
-      ma, mb, c.data_ptr(), M, N, K, swap_b_desc ? sbo : lbo, swap_b_desc ? lbo : sbo);
+      ma, mb, c.data_ptr(), M, N, K, swap_b_desc ? sbo : lbo, swap_b_desc ? lbo : sbo,
+      sk_tiles, sk_tiles > 0 ? ws.data_ptr<float>() : nullptr, flags);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -342,13 +476,14 @@ at::Tensor gemm_wgmma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
   // ISA's MN-major table fixes but no CPU check can confirm.  Off by default.
   const char* swap_env = std::getenv("KSUITE_WGMMA_SWAP_B_DESC");
   const bool sw = swap_env != nullptr && swap_env[0] != '\0' && swap_env[0] != '0';
-  switch (t) {
-    case 0: bf16 ? launch<256, true, false>(ma, mb, c, m, n, k, sms, sw) : launch<256, false, false>(ma, mb, c, m, n, k, sms, sw); break;
-    case 1: bf16 ? launch<128, true, false>(ma, mb, c, m, n, k, sms, sw) : launch<128, false, false>(ma, mb, c, m, n, k, sms, sw); break;
-    case 2: bf16 ? launch<64, true, false>(ma, mb, c, m, n, k, sms, sw) : launch<64, false, false>(ma, mb, c, m, n, k, sms, sw); break;
-    case 3: bf16 ? launch<256, true, true>(ma, mb, c, m, n, k, sms, sw) : launch<256, false, true>(ma, mb, c, m, n, k, sms, sw); break;
-    case 4: bf16 ? launch<128, true, true>(ma, mb, c, m, n, k, sms, sw) : launch<128, false, true>(ma, mb, c, m, n, k, sms, sw); break;
-    default: bf16 ? launch<64, true, true>(ma, mb, c, m, n, k, sms, sw) : launch<64, false, true>(ma, mb, c, m, n, k, sms, sw); break;
+  const bool sk = t >= 6;  // tiles 6-8: tiles 3-5 with stream-K
+  switch (sk ? t - 3 : t) {
+    case 0: bf16 ? launch<256, true, false>(ma, mb, c, m, n, k, sms, sw, sk) : launch<256, false, false>(ma, mb, c, m, n, k, sms, sw, sk); break;
+    case 1: bf16 ? launch<128, true, false>(ma, mb, c, m, n, k, sms, sw, sk) : launch<128, false, false>(ma, mb, c, m, n, k, sms, sw, sk); break;
+    case 2: bf16 ? launch<64, true, false>(ma, mb, c, m, n, k, sms, sw, sk) : launch<64, false, false>(ma, mb, c, m, n, k, sms, sw, sk); break;
+    case 3: bf16 ? launch<256, true, true>(ma, mb, c, m, n, k, sms, sw, sk) : launch<256, false, true>(ma, mb, c, m, n, k, sms, sw, sk); break;
+    case 4: bf16 ? launch<128, true, true>(ma, mb, c, m, n, k, sms, sw, sk) : launch<128, false, true>(ma, mb, c, m, n, k, sms, sw, sk); break;
+    default: bf16 ? launch<64, true, true>(ma, mb, c, m, n, k, sms, sw, sk) : launch<64, false, true>(ma, mb, c, m, n, k, sms, sw, sk); break;
   }
   return c;
 }

@@ -1,6 +1,7 @@
 // What the split-K GEMMs of this folder (gemm_skinny.cu, gemm_mma.cu) share on
 // the device: the arrival on a per-output-block counter.  The counters are
-// split_counters.h's.
+// split_counters.h's.  (gemm_wgmma.cu's stream-K tiles use the same counters
+// as flags, with load_acquire.)
 //
 // A split-K launch has S CTAs (slices of K) per block of C.  Each writes its
 // fp32 partial to a workspace, fences, and thread 0 adds one to the block's
@@ -21,6 +22,13 @@ __device__ __forceinline__ int arrive(int* p) {
   int old;
   asm volatile("atom.add.acq_rel.gpu.global.s32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
   return old;
+}
+
+// *p, read with acquire semantics at GPU scope.
+__device__ __forceinline__ int load_acquire(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
 
 }  // namespace ksuite_gemm_split
