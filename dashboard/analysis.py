@@ -136,6 +136,12 @@ def at_commits(df: pd.DataFrame, f: Filters) -> pd.DataFrame:
     return df[df["commit"].isin(f.commit)] if f.commit else df
 
 
+def only(df: pd.DataFrame, names) -> pd.DataFrame:
+    """``df``'s columns ``names`` (those it has): a row mask then takes those alone, not
+    every column of the store (~110; the text ones are Arrow arrays, one take each)."""
+    return df[[c for c in dict.fromkeys(names) if c in df.columns]]
+
+
 def ok(df: pd.DataFrame) -> pd.DataFrame:
     return df[(df["status"] == "ok") & df["ms_median"].gt(0).fillna(False).astype(bool)]
 
@@ -210,6 +216,7 @@ def best_table(df: pd.DataFrame) -> pd.DataFrame:
     Grouped, not looped: a Python loop per group costs ~1 s at 200 runs."""
     columns = ["gpu", "workload", "dtype", "timer", "shape", "best", "ms", "sol", "vs_eager", "vs_torch"]
     keys = ["gpu", "workload", "dtype", "timer"]
+    df = only(df, keys + ["shape", "size", "impl", "backend", "status", "ms_median", "sol"])
     rows = largest_shape(df, by=("workload", "dtype", "timer"))
     if rows.empty:
         return pd.DataFrame(columns=columns)
@@ -257,7 +264,8 @@ def sol_matrix(df: pd.DataFrame, dtype: str, gpu: str) -> tuple[pd.DataFrame, pd
 
     Cells of implementations that failed there hold NaN and their status.
     """
-    d = df[(df["dtype"] == dtype) & (df["gpu"] == gpu)]
+    d = only(df, ["dtype", "gpu", "workload", "shape", "size", "impl", "status", "ms_median", "sol"])
+    d = d[((d["dtype"] == dtype) & (d["gpu"] == gpu)).to_numpy()]
     shapes = _largest_shapes(d)
     if shapes.empty:
         return pd.DataFrame(), pd.DataFrame()

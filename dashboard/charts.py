@@ -170,24 +170,28 @@ def bandwidth(df: pd.DataFrame, metric: str = "gbps", ceilings: dict[str, float]
     df = _text_safe(df[[c for c in dict.fromkeys(used) if c in df.columns]])
     fig = go.Figure()
     names = list(dict.fromkeys(df["series"])) if len(df) else []
-    # one sort for all series (each group keeps the order), and plain arrays for Plotly:
-    # per-series sorts and Series arguments were most of this page's server time at scale
+    # one sort for all series (each group keeps the order), every column turned into a plain
+    # array once, and each series a slice of those arrays: per-series frames cost a take per
+    # column and series, most of this page's server time at scale
     df = df.sort_values(["size", "shape"], kind="stable") if len(df) else df
-    groups = dict(iter(df.groupby("series", sort=False))) if len(df) else {}
+    at = df.groupby("series", sort=False).indices if len(df) else {}
+    scale = 1e9 if metric == "gbps" else 1e12
+    sizes = df["size"].to_numpy(dtype=float)
+    his = (df[work] / (df["ms_p20"] * 1e-3) / scale).to_numpy(dtype=float)
+    los = (df[work] / (df["ms_p80"] * 1e-3) / scale).to_numpy(dtype=float)
+    mids = df[metric].to_numpy(dtype=float)
+    customs = _custom(df, ["shape", "ms_median", "sol", card_text(df)]) if len(df) else None
+    gpus = df["gpu"].to_numpy(dtype=object) if "gpu" in df.columns else None
     for name in names:
-        g = groups[name]
+        rows = at[name]
         c = color(name, names)
-        size = g["size"].to_numpy(dtype=float)
-        hi = (g[work] / (g["ms_p20"] * 1e-3) / (1e9 if metric == "gbps" else 1e12)).to_numpy(dtype=float)
-        lo = (g[work] / (g["ms_p80"] * 1e-3) / (1e9 if metric == "gbps" else 1e12)).to_numpy(dtype=float)
-        mid = g[metric].to_numpy(dtype=float)
-        custom = _custom(g, ["shape", "ms_median", "sol", card_text(g)])
+        size, hi, lo, mid, custom = sizes[rows], his[rows], los[rows], mids[rows], customs[rows]
         hover = (f"%{{customdata[0]}}<br>%{{y:.1f}} {unit}<br>%{{customdata[1]:.4g}} ms"
                  "<br>SOL %{customdata[2]:.2f}%{customdata[3]}<extra>" + name + "</extra>")
         if not lines:
             fig.add_trace(go.Scatter(
                 x=size, y=mid, mode="markers", name=name,
-                marker=dict(color=c, size=8, symbol=_symbols(g["gpu"]) if "gpu" in g.columns else None),
+                marker=dict(color=c, size=8, symbol=_symbols(gpus[rows]) if gpus is not None else None),
                 error_y=dict(type="data", array=hi - mid, arrayminus=mid - lo, thickness=1, width=3),
                 customdata=custom, hovertemplate=hover))
             continue

@@ -244,14 +244,19 @@ def sidebar(loaded: data.Loaded) -> Filters:
     return filters
 
 
+# what chosen_rows reads to choose the rows (analysis.newest_per_workload, narrow, at_commits)
+KEYS = ["run_id", "gpu", "workload", "impl", "dtype", "timer", "commit"]
+
+
 def chosen_rows(loaded: data.Loaded, filters: Filters) -> tuple[list[str], pd.DataFrame]:
     """The runs and rows the filters choose (shared: computed once per load and filters)."""
     def compute():
         run_ids = analysis.select_runs(loaded.runs, filters)
-        rows = loaded.rows(run_ids)
+        # the choice is made on the columns it reads, then every column is taken once
+        rows = loaded.rows(run_ids, KEYS)
         if not filters.run:
             rows = analysis.newest_per_workload(rows, run_ids, widest=True)
-        return run_ids, analysis.narrow(analysis.at_commits(rows, filters), filters)
+        return run_ids, loaded.at(analysis.narrow(analysis.at_commits(rows, filters), filters).index)
 
     return loaded.shared(("rows", filters), compute)
 
