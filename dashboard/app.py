@@ -6,8 +6,9 @@ then runs the chosen page from views/.  Every page reads the same context.
 With KERNEL_SUITE_DASHBOARD_PROFILE set to a folder, each script run is
 profiled (cProfile) into a file there named by its page and time, for
 ``python -m pstats``; with KERNEL_SUITE_DASHBOARD_TIMES set to a file, each
-script run appends a line "page seconds" to it (scripts/dashboard_scale.py
-reads it to tell the server's share of a change from the browser's).
+script run, and each rerun of a page's fragment alone (ui.page_part), appends
+a line "page seconds" to it (scripts/dashboard_scale.py reads it to tell the
+server's share of a change from the browser's).
 """
 import os
 import sys
@@ -45,11 +46,10 @@ def main() -> None:
     filters = ui.sidebar(loaded)
     ui.keep_page_params(page.url_path or "overview")
     ui.build_context(loaded, filters)
-    page.run()
+    ui.in_app_run(page.run)
 
 
 PROFILE = os.environ.get("KERNEL_SUITE_DASHBOARD_PROFILE")
-TIMES = os.environ.get("KERNEL_SUITE_DASHBOARD_TIMES")
 STARTED = time.perf_counter()
 try:
     if PROFILE:
@@ -63,6 +63,4 @@ try:
     else:
         main()
 finally:
-    if TIMES:
-        with open(TIMES, "a") as out:
-            out.write(f"{page.url_path or 'overview'} {time.perf_counter() - STARTED:.3f}\n")
+    ui.record_time(page.url_path or "overview", time.perf_counter() - STARTED)

@@ -11,6 +11,8 @@ here at most ``MAX_VALUES`` values of one parameter are read.
 """
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -32,6 +34,8 @@ _VISITED = "_ksuite_visited"
 MAX_VALUES = 64      # values of one filter read from a link (a filter lists at most this many)
 MAX_CHARS = 512      # longer values cannot name a loaded run, GPU, commit or case
 _PLOTLY = "_ksuite_plotly"               # a Plotly chart was sent to this session's browser, or is due
+_IN_APP_RUN = "_ksuite_in_app_run"       # app.py is running the page (not a fragment alone)
+TIMES_ENV = "KERNEL_SUITE_DASHBOARD_TIMES"  # a file each script run appends "page seconds" to
 _IN_PAGE_RUN = "_ksuite_in_page_run"     # after_first_render's fragment is called by the page's run
 DEFER_S = 1.5        # after_first_render's wait: longer than the Overview's draw after its elements arrive
 MISSING = "—"        # a table's missing value (the grid's own is the word "None")
@@ -181,6 +185,45 @@ def _wait_then_rerun() -> None:
     if not st.session_state.get(_IN_PAGE_RUN):
         st.session_state[_PLOTLY] = True
         st.rerun()
+
+
+def record_time(page: str, seconds: float) -> None:
+    """Append "page seconds" to the file TIMES_ENV names, if it does (scripts/dashboard_scale.py
+    reads it to tell the server's share of a change from the browser's)."""
+    path = os.environ.get(TIMES_ENV)
+    if path:
+        with open(path, "a") as out:
+            out.write(f"{page} {seconds:.3f}\n")
+
+
+def in_app_run(run) -> None:
+    """``run()`` (app.py's page run), noting that fragments called in it are part of it."""
+    st.session_state[_IN_APP_RUN] = True
+    try:
+        run()
+    finally:
+        st.session_state[_IN_APP_RUN] = False
+
+
+def page_part(page: str):
+    """Decorator: the page's widgets and what they change, as a fragment (st.fragment).  A
+    change of one of its widgets reruns this function alone: the sidebar, the data's load
+    check and the rest of the page are neither computed nor sent again, so the browser
+    redraws only this part.  A sidebar change or a page change reruns the whole page, this
+    part with it.  Its own reruns' seconds are recorded as the page's (:func:`record_time`)."""
+    def wrap(fn):
+        @st.fragment
+        def part() -> None:
+            if st.session_state.get(_IN_APP_RUN):
+                fn()
+                return
+            start = time.perf_counter()
+            try:
+                fn()
+            finally:
+                record_time(page, time.perf_counter() - start)
+        return part
+    return wrap
 
 
 def open_case(case: dict[str, str]) -> None:

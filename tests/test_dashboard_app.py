@@ -202,6 +202,19 @@ def test_compare_modes(monkeypatch, tree, mode):
     assert len(figs) == 1 and figs[0]["layout"]["yaxis"]["type"] == "log"
 
 
+def test_each_script_run_records_its_seconds_once(monkeypatch, tree, tmp_path):
+    # the Compare page's widgets are a fragment (ui.page_part); in a full run of the page it
+    # records nothing of its own, so a run is one line, named by its page
+    times = tmp_path / "times.txt"
+    monkeypatch.setenv(ui.TIMES_ENV, str(times))
+    at = app(monkeypatch, [tree["results"]], "compare")
+    at.radio(key="cmp_mode").set_value("GPUs").run()
+    assert not at.exception
+    pages = [line.split()[0] for line in times.read_text().splitlines()]
+    assert pages == ["overview", "compare", "compare"]
+    assert all(float(line.split()[1]) >= 0 for line in times.read_text().splitlines())
+
+
 def test_compare_warns_about_runs_timed_under_another_l2(monkeypatch, tree, tmp_path):
     import pandas as pd
 
