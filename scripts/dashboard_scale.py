@@ -24,7 +24,9 @@ reports, in seconds:
 and beside each time, in brackets, the seconds the server spent in the
 dashboard's script runs it caused (dashboard/app.py, KERNEL_SUITE_DASHBOARD_TIMES):
 the rest is the browser drawing and the messages between them.  A folder of a
-few rows (--runs 4 --rows 50) shows that rest alone.
+few rows (--runs 4 --rows 50) shows that rest alone.  Each wait for an element or
+for the script's state polls in the page every 20 ms (Playwright's own element
+waits poll every 500 ms after their first ~0.3 s).
 
 The changes start once the Overview is done, as for a visitor who reads it for a
 few seconds before acting.  With --at-once they start as soon as the first render
@@ -63,6 +65,29 @@ def build(folder: Path, runs: int, rows: int) -> None:
     fx.write_many(folder, runs=runs, rows_per_run=rows)
     size = sum(p.stat().st_size for p in folder.rglob("*.parquet")) / 1e6
     print(f"wrote {runs} runs x {rows} rows ({size:.0f} MB) in {time.monotonic() - start:.0f} s", flush=True)
+
+
+# Playwright's own waits for an element (locator.wait_for) poll from the driver, at 0, 20, 50,
+# 100, 100 ms and then every 500 ms: an element that takes more than ~0.3 s to appear is seen
+# up to 0.5 s late.  These waits poll in the page every 20 ms, as settle does.
+SHOWN = """([css, heading]) => {
+    const shown = e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0
+                                && getComputedStyle(e).visibility !== 'hidden'; };
+    if (heading !== null && ![...document.querySelectorAll('h1, h2, h3, h4, h5, h6, [role="heading"]')]
+            .some(h => h.textContent.trim() === heading && shown(h))) return false;
+    return css === null || [...document.querySelectorAll(css)].some(shown);
+}"""
+
+
+def shown(page, css: str | None = None, heading: str | None = None) -> None:
+    """Wait until an element matching ``css`` (and a heading reading ``heading``) is shown."""
+    page.wait_for_function(SHOWN, arg=[css, heading], polling=20)
+
+
+def drawn(page, title: str) -> None:
+    """The page ``title``'s heading shown and what marks it drawn (screenshots.DRAWN, else a
+    Plotly chart): screenshots.wait_ready's test, without its wait for the network to idle."""
+    shown(page, shots.DRAWN.get(title, shots.CHART), title)
 
 
 def settle(page, started: bool = False) -> None:
@@ -115,11 +140,11 @@ def measure(folder: Path, at_once: bool = False) -> dict[str, tuple[float, float
             pass
         start = time.monotonic()
         page.goto(base)
-        shots.wait_ready(page, "Overview")
+        drawn(page, "Overview")
         settle(page, started=True)
         out["first render"] = (time.monotonic() - start, times.since())
         if not at_once:
-            page.locator(shots.LAST["Overview"]).first.wait_for()
+            shown(page, shots.LAST["Overview"])
             settle(page, started=True)
             out["Overview done"] = (time.monotonic() - start, out["first render"][1] + times.since())
 
@@ -129,24 +154,24 @@ def measure(folder: Path, at_once: bool = False) -> dict[str, tuple[float, float
         start = time.monotonic()
         page.get_by_role("option", name="float16", exact=True).click()
         settle(page)
-        page.locator(shots.DRAWN["Overview"]).first.wait_for()
+        shown(page, shots.DRAWN["Overview"])
         out["filter change"] = (time.monotonic() - start, times.since())
         page.keyboard.press("Escape")
         times.since()
         start = time.monotonic()
         sidebar.get_by_role("link", name="Bandwidth").click()
-        shots.wait_ready(page, "Bandwidth")
+        drawn(page, "Bandwidth")
         settle(page, started=True)
         out["page change"] = (time.monotonic() - start, times.since())
 
         sidebar.get_by_role("link", name="Compare").click()
-        shots.wait_ready(page, "Compare")
+        drawn(page, "Compare")
         settle(page, started=True)
         times.since()
         start = time.monotonic()
         page.get_by_text("two GPUs", exact=True).click()
         settle(page)
-        page.locator('[data-testid="stDataFrame"]').first.wait_for()
+        shown(page, '[data-testid="stDataFrame"]')
         out["compare GPUs"] = (time.monotonic() - start, times.since())
         out["server RSS MB"] = (rss_mb(port), float("nan"))
     os.unlink(times.path)
