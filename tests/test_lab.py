@@ -32,7 +32,7 @@ GPU_PROBES = {
 
 def test_every_gpu_probe_is_listed_here():
     """A probe added to lab/ without a smoke test here fails this."""
-    others = {"__init__", "_probe", "dashboard_perf", "ncu_heat", "ncu_rows", "rlg_wide_rows", "triton_clusters_probe"}
+    others = {"__init__", "_probe", "dashboard_perf", "gemm_ncu_pair", "ncu_heat", "ncu_rows", "rlg_wide_rows", "triton_clusters_probe"}
     assert {p.stem for p in (ROOT / "lab").glob("*.py")} - others == set(GPU_PROBES)
 
 
@@ -69,6 +69,16 @@ def test_mma_feed_rejects_a_bad_stage_count(capsys):
     with pytest.raises(SystemExit) as exc:
         mma_feed.main(["--stages", "0"])
     assert exc.value.code == 2 and "--stages must be at least 1" in capsys.readouterr().err
+
+
+def test_gemm_ncu_pair_explains_itself_and_needs_a_gpu(capsys):
+    from lab import gemm_ncu_pair
+
+    assert gemm_ncu_pair.main(["cublas", "1", "2", "3"]) == 2
+    assert "wgmma-T" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        assert gemm_ncu_pair.main(["blas", "64", "64", "64"]) == 1
+        assert "needs a CUDA GPU" in capsys.readouterr().err
 
 
 def test_ncu_rows_explains_itself_without_its_four_arguments(capsys):
