@@ -286,8 +286,6 @@ def _verdict(r, opt: Options, gpus_differ: bool, seen: dict, cover: baselines.Co
                 "regression": True, "context": False}
     if r.side == "right_only":
         return {**row, "verdict": "new", "reason": "only in candidate"}
-    if _text(r.l2_b) != _text(r.l2_c):
-        return {**row, "verdict": "not comparable", "reason": f"l2 {r.l2_b} vs {r.l2_c}"}
     if bs == "ok" and cs in BAD_STATUS:
         return flag("broke", f"ok -> {cs}", True)
     if bs == "ok" and cs in GONE_STATUS:
@@ -298,6 +296,9 @@ def _verdict(r, opt: Options, gpus_differ: bool, seen: dict, cover: baselines.Co
         return {**row, "verdict": "same", "reason": f"{bs} in both"}
     if bs != "ok" or cs != "ok":
         return {**row, "verdict": "status", "reason": f"{bs} -> {cs}"}
+    # only two timed rows have a protocol to differ in (a row that never timed has no l2)
+    if _text(r.l2_b) != _text(r.l2_c):
+        return {**row, "verdict": "not comparable", "reason": f"l2 {r.l2_b} vs {r.l2_c}"}
     return _timed(r, row, opt, gpus_differ, seen)
 
 
