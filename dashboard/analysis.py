@@ -427,10 +427,12 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, key: list[str], metric: str 
     c = c[[c_ for c_ in keep + ["timestamp"] if c_ in c.columns]].assign(l2=store.l2_column(c))
     m = b.merge(c, on=key, how="inner", suffixes=("_base", "_cand"))
     # a case timed with the L2 evicted one way on one side and another way on the
-    # other measures the protocol as much as the kernel (suite.timing.flush_l2)
-    same_l2 = m["l2_base"] == m["l2_cand"]
-    other_l2 = m[~same_l2][key + ["l2_base", "l2_cand"]].reset_index(drop=True)
-    m = m[same_l2].drop(columns=["l2_base", "l2_cand"])
+    # other measures the protocol as much as the kernel (suite.timing.flush_l2);
+    # a row that was never timed (unsupported, failed) has no protocol to differ
+    timed = (m["status_base"] == "ok") & (m["status_cand"] == "ok")
+    other = timed & (m["l2_base"] != m["l2_cand"])
+    other_l2 = m[other][key + ["l2_base", "l2_cand"]].reset_index(drop=True)
+    m = m[~other].drop(columns=["l2_base", "l2_cand"])
     both = (m["status_base"] == "ok") & (m["status_cand"] == "ok")
     t = m[both].copy()
     if metric == "sol":

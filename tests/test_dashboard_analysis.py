@@ -310,3 +310,13 @@ def test_case_table_energy_is_the_rows_own_else_power_times_time():
     # a file from before energy was recorded: power x time throughout
     old = analysis.case_table(df.drop(columns=["energy_j", "gflops_per_j", "gb_per_j"])).set_index("impl")
     assert old.loc["torch", "energy_j"] == pytest.approx(0.5) and old.loc["torch", "energy_from"] == analysis.ENERGY_ESTIMATE
+
+
+def test_an_untimed_row_has_no_l2_to_differ():
+    """An unsupported row carries no l2 (it never timed): it is a failed case, not
+    one left out for its protocol."""
+    base = frame(case("a", "s", 1, None, status="unsupported", l2=None), case("b", "s", 1, 1.0, l2="cold-clean"))
+    cand = frame(case("a", "s", 1, 1.0, l2="cold-clean"), case("b", "s", 1, 0.9, l2="cold-clean"))
+    cmp = analysis.compare(base, cand, analysis.ROW_KEY)
+    assert list(cmp.table["impl"]) == ["b"] and cmp.other_l2.empty
+    assert cmp.failed[["impl", "status_base", "status_cand"]].values.tolist() == [["a", "unsupported", "ok"]]
