@@ -133,20 +133,14 @@ def _key(dtype: str, m: int, n: int, k: int) -> tuple:
     return (dtype, m, n, k)
 
 
-def _aligned(k: int, n: int) -> tuple[int, int]:
-    return -(-k // 8) * 8, -(-n // 8) * 8
-
-
 def _config(case: Case) -> str:
-    import torch
-
-    m, (k, n) = case["M"], _aligned(case["K"], case["N"])
+    m, (k, n) = case["M"], padding.padded_dims(case["K"], case["N"], 2)
     note = padding.padded_text(case["K"], case["N"], 2)
     tuned = _TUNER.config(_key(case.dtype, m, n, k))
     if tuned:
         return tuned + note
 
-    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    sms = _sms()
     t = auto_tile(m, n, sms)
     bn = TILES[t][0]
     tiles = -(-m // BM) * -(-n // bn)

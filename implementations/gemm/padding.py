@@ -31,6 +31,12 @@ def rows_aligned(t: torch.Tensor) -> bool:
             and t.data_ptr() % 16 == 0)
 
 
+def padded_dims(k: int, n: int, itemsize: int) -> tuple[int, int]:
+    """K and N rounded up to 16 bytes' worth of elements of this size."""
+    e = 16 // itemsize
+    return -(-k // e) * e, -(-n // e) * e
+
+
 def pays(m: int, n: int, k: int) -> bool:
     """Whether padding a GEMM of this shape costs little beside its FLOPs."""
     return 1 / m + 1 / n + 1 / k < PAD_BELOW
@@ -41,11 +47,10 @@ def pad_operands(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.
     only where it needs one; None where both are aligned already."""
     if rows_aligned(a) and rows_aligned(b):
         return None
-    e = per16(a)
     k, n = a.shape[1], b.shape[1]
-    kp, np_ = -(-k // e) * e, -(-n // e) * e
-    a2 = a if rows_aligned(a) and kp == k else F.pad(a, (0, kp - k))
-    b2 = b if rows_aligned(b) and np_ == n and kp == k else F.pad(b, (0, np_ - n, 0, kp - k))
+    kp, np_ = padded_dims(k, n, a.element_size())
+    a2 = a if rows_aligned(a) else F.pad(a, (0, kp - k))
+    b2 = b if rows_aligned(b) and kp == k else F.pad(b, (0, np_ - n, 0, kp - k))
     return a2, b2
 
 
@@ -56,8 +61,7 @@ def unpad(c: torch.Tensor, n: int) -> torch.Tensor:
 
 def padded_text(k: int, n: int, itemsize: int) -> str:
     """The config note of a padded call ('' where nothing is padded)."""
-    e = 16 // itemsize
-    kp, np_ = -(-k // e) * e, -(-n // e) * e
+    kp, np_ = padded_dims(k, n, itemsize)
     if kp == k and np_ == n:
         return ""
     return f" (rows padded to 16 bytes: K {k}->{kp}, N {n}->{np_})"

@@ -268,7 +268,7 @@ def _config(case: Case) -> str:
     note = ""
     if (k % 8 or n % 8) and padding.pays(m, n, k):
         note = padding.padded_text(k, n, 2)
-        k, n = -(-k // 8) * 8, -(-n // 8) * 8
+        k, n = padding.padded_dims(k, n, 2)
     if k % 8 == 0 and n % 8 == 0:
         key = _key(case.dtype, m, n, k)
         tuned = _TUNER.config(key)
