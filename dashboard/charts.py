@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard import safe
+from dashboard import analysis, safe
 from suite import roofline
 
 # One colour per backend, the same in every figure; variants share their backend's.
@@ -182,7 +182,7 @@ def bandwidth(df: pd.DataFrame, metric: str = "gbps", ceilings: dict[str, float]
     # the columns drawn, taken first: each series' rows are then a cheap slice
     used = ["series", "size", *CASE, metric, work, "ms_p20", "ms_p80", "ms_median", "sol",
             "sm_clock_mhz", "power_w", "clock_limits"]
-    df = _text_safe(df[[c for c in dict.fromkeys(used) if c in df.columns]])
+    df = _text_safe(analysis.only(df, used))
     fig = go.Figure()
     names = list(dict.fromkeys(df["series"])) if len(df) else []
     # one sort for all series (each group keeps the order), every column turned into a plain
