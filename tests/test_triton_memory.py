@@ -152,8 +152,8 @@ def test_softmax_split_chunk_of_minus_inf(sub, poisoned):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_every_short_row_candidate(dtype, poisoned):
     """Each autotuning candidate of the rows kernels (packed rows, one row on 1 to 8 warps, no
-    eviction hint, ALIGN, rlg's 16-byte GRANULES form of unaligned rows), launched as the
-    autotuner would, at irregular widths."""
+    eviction hint, ALIGN, rlg's 16-byte GRANULES form of unaligned rows, one or two rows a
+    warp in the LANES form), launched as the autotuner would, at irregular widths."""
     import triton
 
     from implementations.residual_layernorm_gelu import triton as rlg
@@ -176,10 +176,10 @@ def test_every_short_row_candidate(dtype, poisoned):
                 triton.next_power_of_2(m), ROWS=c["ROWS"], BLOCK_N=c["BLOCK_N"], EXACT=x.element_size() == 4,
                 EVEN_N=n == c["BLOCK_N"], ALIGN=rlg.row_align(n, x.element_size()),
                 WB_EARLY=c["WB_EARLY"], EVICT=c["EVICT"], GRANULES=c.get("GRANULES", False),
-                num_warps=c["num_warps"])
+                LANES=c.get("LANES", 0), num_warps=c["num_warps"])
             res = verify.check(y, wl.reference(case, inputs), wl.tolerance(case))
             assert res.correct, f"{case} {c}: {res.message}"
-    for m, n in ((40, 128), (13, 100), (5, 3), (2100, 3), (1030, 7), (600, 16)):
+    for m, n in ((40, 128), (13, 100), (5, 3), (2100, 3), (1030, 7), (600, 16), (7, 319), (5, 232)):
         case = Case.make("softmax", dtype, M=m, N=n)
         wl = reg.workloads["softmax"]
         inputs = wl.make_inputs(case, "cpu", m + n)
@@ -188,6 +188,8 @@ def test_every_short_row_candidate(dtype, poisoned):
             y = torch.empty_like(x)
             sm._softmax_rows[(triton.cdiv(m, c["ROWS"]),)](x, y, m, n, triton.next_power_of_2(m), ROWS=c["ROWS"],
                                                           BLOCK_N=c["BLOCK_N"], EVICT=c["EVICT"],
+                                                          GRANULES=c.get("GRANULES", False),
+                                                          LANES=c.get("LANES", 0), ALIGN=c.get("ALIGN", 1),
                                                           num_warps=c["num_warps"])
             res = verify.check(y, wl.reference(case, inputs), wl.tolerance(case))
             assert res.correct, f"{case} {c}: {res.message}"
@@ -215,6 +217,27 @@ def test_every_wide_row_parts_candidate(dtype, poisoned):
                                  PF_DIV=c["PF_DIV"], num_warps=c["num_warps"])
             res = verify.check(y, ref, wl.tolerance(case))
             assert res.correct, f"{case} {c}: {res.message}"
+
+
+def test_warp_rows_shapes():
+    """One or two rows a warp, only where a row is wider than one pass of a warp's accesses
+    and at most 1024 wide, at most 32 values a thread (64 for 16-bit rows on one or two warps)."""
+    from implementations._shared.row_tuning import warp_rows
+    from implementations.residual_layernorm_gelu import triton as rlg
+    from implementations.softmax import triton as sm
+
+    got = warp_rows(35712, 319, 2, 512)
+    assert {(c["ROWS"], c["num_warps"]) for c in got} == {(4, 4), (8, 4), (8, 8), (16, 8), (2, 2), (4, 2), (2, 1)}
+    assert {(c["LANES"], c["ALIGN"]) for c in got} == {(32, 1)}
+    assert {c["LANES"] for c in warp_rows(16033, 232, 4, 256)} == {128}  # 16-byte accesses: 32 lanes x 4
+    assert {(c["ROWS"], c["num_warps"]) for c in warp_rows(33104, 609, 4, 1024)} == {(4, 4), (8, 8), (2, 2)}
+    assert warp_rows(3, 319, 2, 512) == [c for c in warp_rows(3, 319, 2, 512) if c["ROWS"] <= 4]
+    assert not warp_rows(9999, 64, 2, 64) and not warp_rows(9999, 128, 4, 128)  # a warp pass holds the row
+    assert not warp_rows(9999, 1500, 2, 2048)
+    assert [c["WB_EARLY"] for c in warp_rows(9999, 609, 4, 1024, wb=True)] == [False] * 3
+    # both kernels try them: rlg without ALIGN (its launcher passes it), softmax with it
+    assert any(c.get("LANES") and "ALIGN" not in c for c in rlg.candidates(48768, 83, 2))
+    assert any(c.get("LANES") == 32 and c["ALIGN"] == 1 for c in sm.candidates(35712, 319, 2))
 
 
 def test_row_align():
@@ -316,6 +339,7 @@ def test_plans_pick_each_path():
 
 def test_autotune_candidates():
     """The plan is always tried, lists stay short, every layout is legal."""
+    from implementations._shared.row_tuning import WARP_DESIGNS
     from implementations.residual_layernorm_gelu import triton as rlg
     from implementations.softmax import triton as sm
 
@@ -324,9 +348,9 @@ def test_autotune_candidates():
         for case in reg.workloads[wl].cases("cpu") + reg.workloads[wl].cases("full"):
             for b in (2, 4):
                 cands = mod.candidates(case["M"], case["N"], b)
-                # rlg: up to 8 designs, the first four in both eviction hints
+                # rlg: up to 8 designs, the first four in both eviction hints; then the LANES form
                 assert cands[0] == mod.plan(case["M"], case["N"], b)
-                assert 1 <= len(cands) <= (12 if mod is rlg else 8)
+                assert 1 <= len(cands) <= (12 if mod is rlg else 8) + len(WARP_DESIGNS)
                 assert len({repr(c) for c in cands}) == len(cands)
                 for c in cands:
                     assert c["kernel"] == cands[0]["kernel"] and 1 <= c["num_warps"] <= 32
@@ -364,7 +388,9 @@ jobs = {}
 for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
     # the presets, plus rows no preset has: of at most 16 columns (tiny_rows) and long
     # unaligned ones (rlg's GRANULES form)
-    extra = {"softmax": [Case.make(wl, "float32", M=3813928, N=3), Case.make(wl, "bfloat16", M=657893, N=5)],
+    # (softmax 16033 x 232: the one-warp rows form at 16-byte accesses, which no preset shape takes)
+    extra = {"softmax": [Case.make(wl, "float32", M=3813928, N=3), Case.make(wl, "bfloat16", M=657893, N=5),
+                         Case.make(wl, "float32", M=16033, N=232)],
              "residual_layernorm_gelu": [Case.make(wl, "float32", M=33104, N=609),
                                          Case.make(wl, "bfloat16", M=2232008, N=8),
                                          # (the team kernel's granule form only: the rows and parts
@@ -407,6 +433,8 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                 aligned = aligned or const["ALIGN"] * b == 16  # N = 1000: 16-byte rows all the same
             if plan.get("GRANULES") and wl != "softmax":
                 aligned = True  # the body moves in 16-byte vectors whatever N is
+            if plan.get("LANES") and wl == "softmax":
+                aligned = aligned or plan["ALIGN"] * b == 16  # as rlg's ALIGN above
             if plan["kernel"] in ("split", "split2") and wl == "softmax":
                 ptrs += ["stats_ptr", "count_ptr"]
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")

@@ -57,7 +57,8 @@ def _launch(sm, x, y, c: dict, mode: int | None = None) -> None:
     if c["kernel"] == "rows":
         sm._softmax_rows[(triton.cdiv(m, c["ROWS"]),)](
             x, y, m, n, bucket, ROWS=c["ROWS"], BLOCK_N=c["BLOCK_N"], EVICT=c["EVICT"],
-            GRANULES=c.get("GRANULES", False), PAIRS=c.get("PAIRS", False), num_warps=c["num_warps"])
+            GRANULES=c.get("GRANULES", False), PAIRS=c.get("PAIRS", False), LANES=c.get("LANES", 0),
+            ALIGN=c.get("ALIGN", 1), num_warps=c["num_warps"])
         return
     p_max = triton.next_power_of_2(triton.cdiv(n, sm.SPLIT_MIN_CHUNK))
     stats = torch.empty(m * 2 * p_max, device=x.device, dtype=torch.float32)
@@ -335,7 +336,8 @@ def test_gpu_autotuned(m, n, dtype):
 def test_gpu_every_candidate(dtype):
     from implementations.softmax import triton as sm
 
-    for (m, n), cands in (((1000, 2053), sm.candidates), ((97, 30001), sm.split_candidates),
+    for (m, n), cands in (((1000, 2053), sm.candidates), ((4099, 319), sm.candidates), ((999, 232), sm.candidates),
+                          ((97, 30001), sm.split_candidates),
                           ((31, 30001), sm.candidates), ((37, 16400), sm.candidates), ((300, 32768), sm.candidates)):
         wl, case, inputs = _inputs(m, n, dtype, "cuda", SEED + n)
         x = inputs["x"]

@@ -65,6 +65,50 @@ def tiny_rows(m: int, n: int, dtype_bytes: int) -> list[dict]:
     return out
 
 
+WARP_ROWS_MAX = 1024  # widest row (BLOCK_N) tried one to a warp
+# (rows a warp, warps a program), in the order tried
+WARP_DESIGNS = ((1, 4), (2, 4), (1, 8), (2, 8), (1, 2), (2, 2), (2, 1))
+
+
+def row_align(n: int, dtype_bytes: int) -> int:
+    """The largest power of two dividing n, up to one 16-byte vector: the
+    access width a row kernel can prove (the launcher specialises only
+    N % 16 == 0, so N = 1000 would otherwise get scalar accesses)."""
+    return min(16 // dtype_bytes, n & -n)
+
+
+def warp_rows(m: int, n: int, dtype_bytes: int, block_n: int, wb: bool = False) -> list[dict]:
+    """Rows kernel shapes with each row on one warp (the LANES form), for
+    rows of at most WARP_ROWS_MAX that one pass of a warp's accesses does not
+    cover: one or two rows a warp on 1 to 8 warps, at most 32 values a thread
+    (64 for two 16-bit rows of 1024 on one or two warps).
+
+    Triton lays a ROWS x BLOCK_N tile out with the warps along the row
+    first: 512 float32 span four warps at 16-byte accesses, and an unaligned
+    row of 64 or more spans several, so every row's reductions cross warps
+    through shared memory and a barrier.  One-warp programs avoid that but
+    hold one row each: at softmax bf16 35712 x 319 a grid of 35712 one-warp
+    blocks, which the H200 ran at 24% achieved occupancy.  ``wb``: the
+    shape's WB_EARLY (residual_layernorm_gelu's w and b before the
+    reductions) where it holds at most 16 values a thread, else after.
+    """
+    lanes = 32 * row_align(n, dtype_bytes)
+    if block_n > WARP_ROWS_MAX or block_n <= lanes:  # (narrower rows share a warp in the plain layout)
+        return []
+    out = []
+    for per_warp, warps in WARP_DESIGNS:
+        rows = per_warp * warps
+        held = per_warp * block_n // 32  # values a thread
+        if rows > triton.next_power_of_2(m) or held > (64 if dtype_bytes == 2 and warps <= 2 else 32):
+            continue
+        c = dict(kernel="rows", ROWS=rows, BLOCK_N=block_n, num_warps=warps, LANES=lanes,
+                 ALIGN=row_align(n, dtype_bytes))
+        if wb:
+            c["WB_EARLY"] = held <= 16
+        out.append(c)
+    return out
+
+
 def neighbours(base: dict, m: int, long_kernel: str, long_choices) -> list[dict]:
     """The plan first, then its neighbours, without duplicates.
 

@@ -13,7 +13,10 @@ gelu_f32's branch-free erf, so that instruction issue stays under the limit.
   most 16 columns are also tried in blocks as narrow as the row, sized by
   their real bytes (tiny_rows).  float32 rows that are not a whole number of
   16-byte vectors are also tried in the GRANULES form (``_rlg_granules``:
-  16-byte accesses for the body of each row).
+  16-byte accesses for the body of each row).  Rows of at most 1024 that a
+  warp's accesses do not cover in one pass are also tried one or two to a
+  warp (``_rlg_warp_rows``, row_tuning.warp_rows): reductions without a
+  barrier, several rows a program.
 - ``_rlg_split`` (wider rows, any N): one row a program, in BLOCK-wide
   chunks.  Chunk 0's h stays in registers; its mean K is the shift for
   per-lane sums of (h - K) and (h - K)^2 over the rest of the row, which keeps
@@ -45,7 +48,8 @@ import triton
 import triton.language as tl
 
 from implementations._shared.l2_prefetch import prefetch_l2
-from implementations._shared.row_tuning import Raced, device_index, neighbours, rows_plan, sm_count, tiny_rows, tuned
+from implementations._shared.row_tuning import (Raced, device_index, neighbours, row_align, rows_plan, sm_count,
+                                                tiny_rows, tuned, warp_rows)
 from implementations._shared.row_tuning import time_ms as _time_ms
 
 from implementations._shared.gelu_math import gelu_f32
@@ -62,9 +66,14 @@ MAX_FUSED = 16384  # widest row (power of two) held whole in registers
 @triton.jit(do_not_specialize=["M_BUCKET"])
 def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
               ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EXACT: tl.constexpr, EVEN_N: tl.constexpr,
-              ALIGN: tl.constexpr, WB_EARLY: tl.constexpr, EVICT: tl.constexpr, GRANULES: tl.constexpr = False):
+              ALIGN: tl.constexpr, WB_EARLY: tl.constexpr, EVICT: tl.constexpr, GRANULES: tl.constexpr = False,
+              LANES: tl.constexpr = 0):
     if GRANULES:
         _rlg_granules(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, ROWS, BLOCK_N, EXACT, EVICT, WB_EARLY)
+        return
+    if LANES:
+        _rlg_warp_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, ROWS, BLOCK_N, EXACT, ALIGN, WB_EARLY, EVICT,
+                       LANES)
         return
     # ALIGN divides N (see row_align), so n == N, but written so that the
     # compiler sees the factor: row starts and the column mask then come in
@@ -102,6 +111,38 @@ def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
     y = gelu_f32(d * rstd[:, None] * w.to(tl.float32)[None, :] + b.to(tl.float32)[None, :], EXACT)
     dst = (rows.to(tl.int64) * n)[:, None] + cols[None, :]
     tl.store(y_ptr + dst, y.to(y_ptr.dtype.element_ty), mask=(rows < M)[:, None] & cmask[None, :])
+
+
+@triton.jit
+def _rlg_warp_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
+                   EXACT: tl.constexpr, ALIGN: tl.constexpr, WB_EARLY: tl.constexpr, EVICT: tl.constexpr,
+                   LANES: tl.constexpr):
+    """_rlg_rows with each row on one warp (rows of at most 1024; see
+    warp_rows in row_tuning.py): the tile is ROWS x BLOCK_N // LANES x LANES,
+    LANES columns across a warp's lanes and the rest in each thread's
+    registers, the warps along the rows, so that a row's sums are in-thread
+    adds and shuffles, never a barrier (Triton lays a ROWS x BLOCK_N tile out
+    with its warps along the row first)."""
+    n = (N // ALIGN) * ALIGN
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK_N // LANES)[None, :, None] * LANES + tl.arange(0, LANES)[None, None, :]
+    cmask = cols < n
+    src = (tl.minimum(rows, M - 1).to(tl.int64) * n)[:, None, None] + cols
+    x = tl.load(x_ptr + src, mask=cmask, other=0.0, eviction_policy=EVICT)
+    r = tl.load(r_ptr + src, mask=cmask, other=0.0, eviction_policy=EVICT)
+    if WB_EARLY:
+        w = tl.load(w_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
+        b = tl.load(b_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
+    h = x.to(tl.float32) + r.to(tl.float32)
+    mean = tl.sum(tl.sum(h, axis=1), axis=1) / n  # each thread's values first, then the lanes
+    d = tl.where(cmask, h - mean[:, None, None], 0.0)
+    rstd = tl.math.rsqrt(tl.sum(tl.sum(d * d, axis=1), axis=1) / n + eps)
+    if not WB_EARLY:
+        w = tl.load(w_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
+        b = tl.load(b_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
+    y = gelu_f32(d * rstd[:, None, None] * w.to(tl.float32) + b.to(tl.float32), EXACT)
+    dst = (rows.to(tl.int64) * n)[:, None, None] + cols
+    tl.store(y_ptr + dst, y.to(y_ptr.dtype.element_ty), mask=(rows < M)[:, None, None] & cmask)
 
 
 @triton.jit
@@ -452,18 +493,6 @@ def team_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
             if blk < triton.next_power_of_2(n) and triton.cdiv(n, blk) <= TEAM_MAX_P]
 
 
-def row_align(n: int, dtype_bytes: int) -> int:
-    """ALIGN of _rlg_rows: the largest power of two dividing n, up to one 16-byte vector.
-
-    The launcher specialises only N % 16 == 0, so N = 1000 would otherwise
-    get scalar accesses.  A constexpr, but it takes at most 3 (float32) or 4
-    (16-bit) values, so it adds at most that many compiles per config, not
-    one per shape (the autotuner already times each N separately).
-    """
-    vec = 16 // dtype_bytes
-    return min(vec, n & -n)
-
-
 def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     """What the autotuner tries on the GPU: the plan and its neighbours.
 
@@ -521,7 +550,10 @@ def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     for c in map(_with_wb, out):
         if c not in unique:
             unique.append(c)
-    return _with_hints(_with_granules(unique[:8], n, dtype_bytes), dtype_bytes, 4)
+    # and each row on one warp (ALIGN comes from the launcher)
+    warp = [dict({k: v for k, v in c.items() if k != "ALIGN"}, EVICT=_hints(dtype_bytes)[0])
+            for c in warp_rows(m, n, dtype_bytes, bn, wb=True)]
+    return _with_hints(_with_granules(unique[:8], n, dtype_bytes), dtype_bytes, 4) + warp
 
 
 def granule_block(n: int, dtype_bytes: int) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import triton
 
-from implementations._shared.row_tuning import neighbours, rows_plan, tiny_rows
+from implementations._shared.row_tuning import neighbours, rows_plan, tiny_rows, warp_rows
 from suite.backends import interpreting
 
 MAX_FUSED = 32768  # longest row (power of two) kept whole in registers
@@ -280,6 +280,10 @@ def candidates(m: int, n: int, dtype_bytes: int, long_rows: str | None = None) -
     for c in out:
         if c not in unique:
             unique.append(c)
+    if base["kernel"] == "rows":  # and each row on one warp
+        bn = max(16, triton.next_power_of_2(n))
+        extra = {"GRANULES": False} if "GRANULES" in base else {}
+        return unique[:8] + [dict(c, EVICT="evict_first", **extra) for c in warp_rows(m, n, dtype_bytes, bn)]
     return unique[:8]
 
 

@@ -17,6 +17,10 @@ _shared/triton_math.py); at 1 T elements/s (bf16 at copy speed) MUFU has room fo
   the whole 16-byte granules between its first and last boundary plus fewer
   than 2 * VEC head and tail elements: ld/st.global.v4 (the tests check the
   PTX) on a block of at most N // VEC * VEC.  The autotuner times both forms.
+- Rows of at most 1024 that one pass of a warp's accesses does not cover are
+  also tried one or two to a warp, several warps a program (LANES; see
+  row_tuning.warp_rows): Triton puts a ROWS x BLOCK_N tile's warps along the
+  row, so every row's reductions would cross warps through a barrier.
 - 8192 < N <= 32768: a one-row program of up to 32 warps fills an SM that
   then idles through the row's reductions (4096 x 32768 bf16: 0.73 of copy),
   so the first call also tunes ``_softmax_split`` (2 to 8 programs a row,
@@ -133,8 +137,16 @@ def _pair_pack(lo, hi, BF16: tl.constexpr):
 
 @triton.jit(do_not_specialize=["M_BUCKET"])
 def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr,
-                  GRANULES: tl.constexpr = False, PAIRS: tl.constexpr = False):
+                  GRANULES: tl.constexpr = False, PAIRS: tl.constexpr = False, LANES: tl.constexpr = 0,
+                  ALIGN: tl.constexpr = 1):
     """ROWS rows a program, each held whole in registers.
+
+    LANES (rows of at most 1024, see warp_rows in row_tuning.py): each
+    row on one warp, LANES columns across its lanes and the rest in each
+    thread's registers, so that a row's reductions are in-thread adds and
+    shuffles, never a barrier; ALIGN (a power of two dividing N) gives the
+    accesses their width.  Otherwise Triton lays the ROWS x BLOCK_N tile out
+    with the warps along the row first.
 
     GRANULES: each row is split at the 16-byte boundaries inside it into a
     body of whole 16-byte granules, which starts on a boundary the compiler
@@ -174,6 +186,17 @@ def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.
         out = _pair_pack(exp2(lo * LOG2E - c[:, None]), exp2(hi * LOG2E - c[:, None]), BF16)
         yw = (y_ptr + rows.to(tl.int64)[:, None] * N).to(tl.pointer_type(tl.int32))
         tl.store(yw + pc[None, :], out, mask=pmask & (rows < M)[:, None])
+    elif LANES:
+        n = (N // ALIGN) * ALIGN  # == N, written so that the compiler sees the factor
+        cols = tl.arange(0, BLOCK_N // LANES)[None, :, None] * LANES + tl.arange(0, LANES)[None, None, :]
+        cmask = cols < n
+        src = (tl.minimum(rows, M - 1).to(tl.int64) * n)[:, None, None] + cols
+        x = tl.load(x_ptr + src, mask=cmask, other=float("-inf"), eviction_policy=EVICT).to(tl.float32)
+        mx = tl.max(tl.max(x, axis=1), axis=1)  # each thread's values first, then the lanes
+        e = exp2((x - mx[:, None, None]) * LOG2E)
+        inv = 1.0 / tl.sum(tl.sum(e, axis=1), axis=1)
+        dst = (rows.to(tl.int64) * n)[:, None, None] + cols
+        tl.store(y_ptr + dst, (e * inv[:, None, None]).to(out_ty), mask=cmask & (rows < M)[:, None, None])
     elif GRANULES:
         VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
         end = start + N
