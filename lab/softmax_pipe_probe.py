@@ -62,22 +62,22 @@ def _load_chunk(x_ptr, k, total, N, BLOCK: tl.constexpr, PAIRS: tl.constexpr, EV
 
 
 @triton.jit
-def _publish(v, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr,
+def _publish(v, x_ptr, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr,
              PAIRS: tl.constexpr, BF16: tl.constexpr):
     """Chunk k's max and sum of exp into the row's statistics, then one count at its counter."""
     if PAIRS:
-        _pipe_publish(v, stats_ptr, count_ptr, k, total, N, BLOCK, P_MAX, BF16)  # the shipped kernel's
+        _pipe_publish(v, x_ptr, stats_ptr, count_ptr, k, total, N, BLOCK, P_MAX, True, False)  # the shipped kernel's
     else:
         m, s = _chunk_stats(v)
         pipe_release(m, s, stats_ptr, count_ptr, k, total, N, BLOCK, P_MAX)
 
 
 @triton.jit
-def _write_chunk(v, y_ptr, stats_ptr, k, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr, PAIRS: tl.constexpr,
+def _write_chunk(v, x_ptr, y_ptr, stats_ptr, k, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr, PAIRS: tl.constexpr,
                  BF16: tl.constexpr):
     """softmax of held chunk k from its row's statistics (all published)."""
     if PAIRS:
-        _pipe_write(v, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, BF16)  # the shipped kernel's
+        _pipe_write(v, x_ptr, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, True, False)  # the shipped kernel's
     else:
         p = tl.cdiv(N, BLOCK)
         row = k // p
@@ -110,7 +110,7 @@ def _softmax_pipe(x_ptr, y_ptr, stats_ptr, count_ptr, N, total, BLOCK: tl.conste
     else:
         k = tl.atomic_add(count_ptr, 1, sem="relaxed")
     v = _load_chunk(x_ptr, k, total, N, BLOCK, PAIRS, EVICT)
-    _publish(v, stats_ptr, count_ptr, k, total, N, BLOCK, P_MAX, PAIRS, BF16)
+    _publish(v, x_ptr, stats_ptr, count_ptr, k, total, N, BLOCK, P_MAX, PAIRS, BF16)
     while k < total:
         if STATIC:
             kn = k + tl.num_programs(0)
@@ -122,22 +122,22 @@ def _softmax_pipe(x_ptr, y_ptr, stats_ptr, count_ptr, N, total, BLOCK: tl.conste
             seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
             if seen >= p:
                 tl.debug_barrier()
-                _write_chunk(v, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, PAIRS, BF16)
-                _publish(vn, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, PAIRS, BF16)
+                _write_chunk(v, x_ptr, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, PAIRS, BF16)
+                _publish(vn, x_ptr, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, PAIRS, BF16)
             else:
-                _publish(vn, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, PAIRS, BF16)
+                _publish(vn, x_ptr, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, PAIRS, BF16)
                 while seen < p:
                     seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
                 tl.debug_barrier()
-                _write_chunk(v, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, PAIRS, BF16)
+                _write_chunk(v, x_ptr, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, PAIRS, BF16)
         else:
-            _publish(vn, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, PAIRS, BF16)
+            _publish(vn, x_ptr, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, PAIRS, BF16)
             # chunk k: its row is most likely complete by now
             seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
             while seen < p:
                 seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
             tl.debug_barrier()
-            _write_chunk(v, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, PAIRS, BF16)
+            _write_chunk(v, x_ptr, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, PAIRS, BF16)
         v = vn
         k = kn
 

@@ -223,28 +223,43 @@ def test_gelu_huge_odd_size_exact_and_fast_erf():
     _run("gelu", case, exact=False)
 
 
-@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+@pytest.mark.parametrize("dtype", ("float32", "float16", "bfloat16"))
 @pytest.mark.parametrize("m,n,block", [(257, 3008, 1024), (64, 131072 + 16, 8192), (33, 40000, 4096),
-                                       (17, 32, 16), (300, 262144, None), (4096, 131072, None)])
+                                       (17, 32, 16), (300, 262144, None), (4096, 131072, None),
+                                       (257, 3001, 1024), (65, 131072 + 9, 8192), (191, 90533, None),
+                                       (1567, 19945, None), (5, 9, 16)])
 def test_softmax_pipe(m, n, block, dtype):
     """The persistent pipe kernel: forced to small chunks (many chunks a row,
     ragged last ones, more chunks than programs), and autotuned at the
-    headline shape and wider rows (block None)."""
+    headline shape and wider rows (block None); widths off 16 take the
+    granule form (rows starting mid-granule, rows with no whole granule)."""
     forced = {"max_fused": 1, "block": block} if block else {}
     _run("softmax", Case.make("softmax", dtype, M=m, N=n), long_rows="pipe", **forced)
     torch.cuda.empty_cache()
 
 
-@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
-def test_softmax_split_races_pipe(dtype):
-    """16-bit long rows: the split kernel raced against the pipe one, then each as the winner."""
+@pytest.mark.parametrize("dtype,m,n", [("float16", 1024, 131072), ("bfloat16", 1024, 131072),
+                                       ("float32", 1024, 131072), ("bfloat16", 191, 90533),
+                                       ("float32", 367, 82153)])
+def test_softmax_split_races_pipe(dtype, m, n):
+    """Long rows: the split kernel raced against the pipe one, then each as the winner."""
     from implementations.softmax import triton as sm
 
-    m, n = 1024, 131072
     case = Case.make("softmax", dtype, M=m, N=n)
     _run("softmax", case)  # the race (its output: the last kernel timed)
     assert "head to head split" in sm._config(case) and "pipe" in sm._config(case)
     _run_each_winner(sm._CHOSEN, case, ("split", "pipe"))
+
+
+@pytest.mark.parametrize("dtype,m,n", [("bfloat16", 1567, 19945), ("float32", 1296, 13920)])
+def test_softmax_rows_race_split_and_pipe(dtype, m, n):
+    """8192 < N <= 32768: the rows, split and pipe kernels raced, then each as the winner."""
+    from implementations.softmax import triton as sm
+
+    case = Case.make("softmax", dtype, M=m, N=n)
+    _run("softmax", case)
+    assert all(k in sm._config(case) for k in ("rows", "split", "pipe"))
+    _run_each_winner(sm._CHOSEN, case, ("rows", "split", "pipe"))
 
 
 @pytest.mark.parametrize("dtype", ("float16", "bfloat16"))

@@ -91,15 +91,25 @@ def test_softmax_split_reread(m, n, block, sub, dtype, poisoned):
            long_rows="split2", sub=sub)
 
 
-@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
-@pytest.mark.parametrize("m,n,block", [(5, 48, 32), (3, 64, 32), (7, 96, 64), (2, 16, 32), (1, 4112, 4096)])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,n,block", [(5, 48, 32), (3, 64, 32), (7, 96, 64), (2, 16, 32), (1, 4112, 4096),
+                                       (3, 61, 32), (4, 33, 32), (2, 7, 32), (3, 100, 64), (1, 4101, 4096)])
 def test_softmax_pipe_path(m, n, block, dtype, poisoned):
     """The persistent pipe kernel under the interpreter, which runs its one
     program alone: rows of at most two chunks (ragged, and shorter than one),
     so that each wait is for chunks it has published itself; both of its
-    branches run (the held chunk's row complete or not at the first look)."""
+    branches run (the held chunk's row complete or not at the first look).
+    Widths that are not multiples of 16 take the granule form: rows that
+    start mid-granule, a last chunk past the body, rows with no whole granule."""
     _check("softmax", Case.make("softmax", dtype, M=m, N=n), seed=m * n + 17, max_fused=1, block=block,
            long_rows="pipe")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_pipe_granules_at_aligned_widths(dtype, poisoned):
+    """The granule form forced where rows are aligned (a body of the whole row, no head or tail)."""
+    _check("softmax", Case.make("softmax", dtype, M=4, N=48), seed=5, max_fused=1, block=32, long_rows="pipe",
+           granules=True)
 
 
 def test_softmax_pipe_rows_of_minus_inf(poisoned):
@@ -112,8 +122,6 @@ def test_softmax_pipe_rows_of_minus_inf(poisoned):
 
 def test_softmax_pipe_refusals():
     impl = _registry().get("softmax", "triton")
-    with pytest.raises(ValueError, match="16-bit rows of a multiple of 16 columns only"):
-        impl.fn(torch.randn(3, 128), max_fused=1, block=32, long_rows="pipe")
     with pytest.raises(ValueError, match="4 chunks a row need at least 2 programs at once, and 1 run"):
         impl.fn(torch.randn(3, 128, dtype=torch.bfloat16), max_fused=1, block=32, long_rows="pipe")
 
@@ -132,11 +140,17 @@ def test_softmax_pipe_fits():
     from implementations.softmax import triton as sm
 
     assert sm.pipe_fits(131072, 2, 132)
-    assert not sm.pipe_fits(131072, 4, 132)  # float32: the split kernel
-    assert not sm.pipe_fits(131072 + 8, 2, 132)  # not on 16-byte boundaries
-    assert not sm.pipe_fits(32768, 2, 132)  # a row fits one program
+    assert sm.pipe_fits(131072, 4, 132)  # float32 too
+    assert sm.pipe_fits(131072 + 8, 2, 132)  # and rows off 16-byte boundaries (the granule form)
+    assert sm.pipe_fits(8193, 4, 132)  # from the widths where the rows kernel races split (split_tried)
+    assert not sm.pipe_fits(8192, 2, 132)  # a row fits one program that does not idle
     assert not sm.pipe_fits(1 << 20, 2, 4)  # 128 chunks a row, 12 to 24 programs at once on 4 SMs
-    assert [c["PER_SM"] for c in sm.pipe_candidates()] == [6, 3, 5]
+    assert [c["PER_SM"] for c in sm.pipe_candidates(131072, 2)] == [6, 3, 5]
+    assert [c["PER_SM"] for c in sm.pipe_candidates(131072, 4)] == [5, 4, 2]
+    assert [(c["PAIRS"], c["GRANULES"], c["PER_SM"]) for c in sm.pipe_candidates(90533, 2)] == [(True, True, 5),
+                                                                                                  (True, True, 10),
+                                                                                                  (True, True, 2)]
+    assert [(c["PAIRS"], c["GRANULES"]) for c in sm.pipe_candidates(65536, 4)] == [(False, False)] * 3
 
 
 @pytest.mark.parametrize("sub", (None, 128))
@@ -390,7 +404,9 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
     # unaligned ones (rlg's GRANULES form)
     # (softmax 16033 x 232: the one-warp rows form at 16-byte accesses, which no preset shape takes)
     extra = {"softmax": [Case.make(wl, "float32", M=3813928, N=3), Case.make(wl, "bfloat16", M=657893, N=5),
-                         Case.make(wl, "float32", M=16033, N=232)],
+                         Case.make(wl, "float32", M=16033, N=232),
+                         # long unaligned rows: the pipe kernel's granule form
+                         Case.make(wl, "bfloat16", M=191, N=90533), Case.make(wl, "float32", M=1567, N=19945)],
              "residual_layernorm_gelu": [Case.make(wl, "float32", M=33104, N=609),
                                          Case.make(wl, "bfloat16", M=2232008, N=8),
                                          # (the team kernel's granule form only: the rows and parts
@@ -415,7 +431,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
         # every autotuning candidate (the plan is the first of them)
         raced = R.parts_candidates(m, n, b) + R.team_candidates(m, n, b) if wl != "softmax" else []
         if wl == "softmax" and S.pipe_fits(n, b, 132):  # raced against split on the H200
-            raced = S.pipe_candidates()
+            raced = S.pipe_candidates(n, b)
         plans = mod.candidates(m, n, b) + raced
         if wl != "softmax" and (m, n) in team_only:
             plans = R.team_candidates(m, n, b)
@@ -431,7 +447,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                     const["EVEN_N"] = n == plan["BLOCK_N"]
                 const["ALIGN"] = R.row_align(n, b)
                 aligned = aligned or const["ALIGN"] * b == 16  # N = 1000: 16-byte rows all the same
-            if plan.get("GRANULES") and wl != "softmax":
+            if plan.get("GRANULES") and (wl != "softmax" or plan["kernel"] == "pipe"):
                 aligned = True  # the body moves in 16-byte vectors whatever N is
             if plan.get("LANES") and wl == "softmax":
                 aligned = aligned or plan["ALIGN"] * b == 16  # as rlg's ALIGN above
@@ -448,7 +464,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
             if plan["kernel"] == "pipe":
                 ptrs += ["stats_ptr", "count_ptr"]
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")
-                const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, min(c["BLOCK"] for c in S.pipe_candidates())))
+                const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, min(c["BLOCK"] for c in S.pipe_candidates(n, b))))
             if plan["kernel"] in ("rows", "pipe", "parts"):
                 sig.update(M="i32", N="i32")
             else:

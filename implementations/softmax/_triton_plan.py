@@ -16,8 +16,14 @@ MAX_FUSED = 32768  # longest row (power of two) kept whole in registers
 SPLIT_MIN_CHUNK = 4096  # smallest chunk the split kernel is tuned over
 SPLIT_MAX_PROGRAMS = 64  # most programs a row may be split over (all must be on the GPU at once)
 LONG_ROWS = ("split", "split2", "online", "pipe")
-# The pipe kernel's candidates: (chunk, warps, register cap); programs an SM = 64K registers / (cap x threads).
-PIPE_DESIGNS = ((8192, 4, 80), (16384, 8, 80), (8192, 4, 96))
+# The pipe kernel's candidates: (chunk, warps, register cap); programs an SM
+# = 64K registers / (cap x threads).  Two chunks held a program: 16-bit ones
+# as pairs, 32 or 64 words a thread; float32 ones 32 or 64 floats.  16-bit
+# granule chunks (head and tail too) and rows that fit one program (P_MAX 4)
+# spill at a cap of 80 registers for sm_90, so they take the roomy designs.
+PIPE_DESIGNS = {2: ((8192, 4, 80), (16384, 8, 80), (8192, 4, 96)),
+                4: ((4096, 4, 96), (4096, 8, 64), (8192, 8, 96))}
+PIPE_ROOMY = ((8192, 4, 96), (4096, 2, 96), (16384, 8, 96))
 
 
 def split_fits(n: int) -> bool:
@@ -52,27 +58,37 @@ def split_tried(n: int) -> bool:
     return MAX_FUSED // 4 < triton.next_power_of_2(n) <= MAX_FUSED
 
 
-def pipe_config(block: int, warps: int, maxnreg: int) -> dict:
-    """A pipe kernel launch: 16-bit rows as 32-bit pairs, at most ``maxnreg``
-    registers a thread, so that at least PER_SM programs fit an SM (the grid)."""
+def pipe_config(block: int, warps: int, maxnreg: int, n: int, dtype_bytes: int, granules: bool | None = None) -> dict:
+    """A pipe kernel launch: at most ``maxnreg`` registers a thread, so that at
+    least PER_SM programs fit an SM (the grid); 16-bit chunks as pairs, and
+    the granule form where a row is not known to be 16-byte aligned."""
     return dict(kernel="pipe", BLOCK=block, PER_SM=65536 // (maxnreg * 32 * warps), num_warps=warps,
-                maxnreg=maxnreg)
+                maxnreg=maxnreg, PAIRS=dtype_bytes == 2,
+                GRANULES=unaligned(n) if granules is None else granules)
+
+
+def pipe_designs(n: int, dtype_bytes: int, granules: bool | None = None) -> tuple:
+    """The pipe kernel's (chunk, warps, register cap) designs for rows of n."""
+    granules = unaligned(n) if granules is None else granules
+    if dtype_bytes <= 2 and (granules or triton.next_power_of_2(n) <= MAX_FUSED):
+        return PIPE_ROOMY
+    return PIPE_DESIGNS[min(dtype_bytes, 4)]
+
+
+def pipe_candidates(n: int, dtype_bytes: int) -> list[dict]:
+    """The pipe kernel's candidates on the GPU (bf16 4096 x 131072 on the H200:
+    0.924 of copy for the first two 16-bit ones, 0.904 for the third, against
+    the split kernel's 0.857)."""
+    return [pipe_config(*d, n, dtype_bytes) for d in pipe_designs(n, dtype_bytes)]
 
 
 def pipe_fits(n: int, dtype_bytes: int, sms: int) -> bool:
-    """Rows the pipe kernel takes: too long for one program, 16-bit on 16-byte
-    boundaries (pairs_fit), and on a GPU that holds at least half a row's
-    chunks in programs at once for every candidate (what keeps it free of
-    deadlock; see _softmax_pipe)."""
-    return (triton.next_power_of_2(n) > MAX_FUSED and pairs_fit(n, dtype_bytes)
-            and all(2 * sms * c["PER_SM"] >= triton.cdiv(n, c["BLOCK"]) for c in pipe_candidates()))
-
-
-def pipe_candidates() -> list[dict]:
-    """The pipe kernel's candidates on the GPU (bf16 4096 x 131072 on the H200:
-    0.924 of copy for the first two, 0.904 for the third, against the split
-    kernel's 0.857)."""
-    return [pipe_config(*d) for d in PIPE_DESIGNS]
+    """Rows the pipe kernel is tried at: too long for one program to hold
+    without idling (split_tried) or at all, on a GPU that holds at least half
+    a row's chunks in programs at once for every candidate (what keeps it
+    free of deadlock; see _softmax_pipe)."""
+    return (triton.next_power_of_2(n) > MAX_FUSED // 4
+            and all(2 * sms * c["PER_SM"] >= triton.cdiv(n, c["BLOCK"]) for c in pipe_candidates(n, dtype_bytes)))
 
 
 def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None,
@@ -84,9 +100,9 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     read, programs of a row meet in the kernel; default on the GPU), "split2"
     (the same in two launches, x read twice; default under the interpreter,
     which runs programs one after another and so cannot wait), "online" (one
-    program a row, x re-read, hopefully from L2), "pipe" (16-bit rows with
-    N % 16 == 0: a persistent grid, one read; raced against split on the GPU
-    where pipe_fits).  ``sub`` < ``block`` makes
+    program a row, x re-read, hopefully from L2), "pipe" (a persistent grid
+    that holds two chunks a program, one read; at any width it is asked for,
+    and raced on the GPU where pipe_fits).  ``sub`` < ``block`` makes
     the split kernel stream its chunk and re-read it (see _softmax_split).
     ``granules`` picks the rows kernel's 16-byte granule form (GRANULES); the
     plan of an unaligned width (see unaligned) names GRANULES=False (the
@@ -95,14 +111,15 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     see pairs_fit).
     """
     block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
+    if long_rows == "pipe":
+        design = pipe_designs(n, dtype_bytes, granules)[0]
+        return pipe_config(block or design[0], *design[1:], n, dtype_bytes, granules)
     if pairs:
         if not pairs_fit(n, dtype_bytes):
             raise ValueError(f"pairs: 16-bit rows of a multiple of 16 columns only, got N={n}, {dtype_bytes} bytes")
         if block_n <= max_fused:  # one program a row, 32 words a thread
             return dict(kernel="rows", ROWS=1, BLOCK_N=block_n, num_warps=max(1, min(32, block_n // 2048)),
                         EVICT="", PAIRS=True)
-        if long_rows == "pipe":
-            return pipe_config(block or PIPE_DESIGNS[0][0], *PIPE_DESIGNS[0][1:])
         chunk = block or 16384
         kernel = long_rows or ("split2" if interpreting() else "split")
         return dict(kernel=kernel, BLOCK=chunk, SUB=chunk, num_warps=max(1, min(16, chunk // 2048)), EVICT="",
@@ -121,11 +138,6 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
         long_rows = "online" if not split_fits(n) else ("split2" if interpreting() else "split")
     if long_rows not in LONG_ROWS:
         raise ValueError(f"long_rows={long_rows!r}: choose from {LONG_ROWS}")
-    if long_rows == "pipe":
-        if not pairs_fit(n, dtype_bytes):
-            raise ValueError(f"long_rows='pipe': 16-bit rows of a multiple of 16 columns only, got N={n}, "
-                             f"{dtype_bytes} bytes")
-        return pipe_config(block or PIPE_DESIGNS[0][0], *PIPE_DESIGNS[0][1:])
     if long_rows != "online":
         # 8192 with 8 warps: 32 values a thread, ~61 registers, four programs
         # an SM (128 KB of float32 loads in flight); 131072 columns are 16

@@ -24,7 +24,7 @@ _shared/triton_math.py); at 1 T elements/s (bf16 at copy speed) MUFU has room fo
 - 8192 < N <= 32768: a one-row program of up to 32 warps fills an SM that
   then idles through the row's reductions (4096 x 32768 bf16: 0.73 of copy),
   so the first call also tunes ``_softmax_split`` (2 to 8 programs a row,
-  several an SM) and keeps the faster kernel.
+  several an SM) and ``_softmax_pipe`` (below) and keeps the fastest.
 - Longer rows: ``_softmax_split`` gives a row to P = N / BLOCK programs that
   hold their chunks in registers, publish (max, sum of exp), meet at a
   per-row counter, then scale and write: one read, one write.  Rows too long
@@ -32,11 +32,14 @@ _shared/triton_math.py); at 1 T elements/s (bf16 at copy speed) MUFU has room fo
   re-read misses L2: ~2/3 of copy).
 - 16-bit rows with N % 16 == 0 (PAIRS): rows or chunks held as 32-bit words
   of two elements, half the registers, exp computed twice (bf16 4096 x 32768:
-  0.93 of copy, two 16-warp programs an SM).  Long ones also race
-  ``_softmax_pipe``: persistent programs hold two chunks and write the older
-  while the newer one loads, hiding the split kernel's wait at the row
-  counter (bf16 4096 x 131072: 0.92 of copy against 0.86).  Plans and
-  candidates: _triton_plan.py.
+  0.93 of copy, two 16-warp programs an SM).
+- Long rows of any type and width also race ``_softmax_pipe``: persistent
+  programs hold two chunks and write the older while the newer one loads,
+  hiding the split kernel's wait at the row counter (bf16 4096 x 131072:
+  0.92 of copy against 0.86).  A split grid runs in waves that each read,
+  wait and write; the persistent one overlaps them, which matters most where
+  a few hundred rows make the whole run a few waves.  Plans and candidates:
+  _triton_plan.py.
 """
 from __future__ import annotations
 
@@ -387,27 +390,66 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
 
 
 @triton.jit
-def _pipe_load(x_ptr, k, total, N, BLOCK: tl.constexpr):
-    """Chunk k of BLOCK columns as BLOCK/2 32-bit pairs (-inf pairs past the row; nothing read if k >= total)."""
-    BF16: tl.constexpr = x_ptr.dtype.element_ty == tl.bfloat16
+def _pipe_span(k, N, BLOCK: tl.constexpr, GRANULES: tl.constexpr, VEC: tl.constexpr):
+    """Chunk k's row, its index in the row, and the part of the row that the
+    chunks cut: its start (elements from the tensor's start) and length.
+    GRANULES: the row's body of whole 16-byte granules (see granule_row),
+    whose head and tail chunk 0 also takes; else the whole row."""
     p = tl.cdiv(N, BLOCK)
     row = k // p
-    idx = (k - row * p) * (BLOCK // 2) + tl.arange(0, BLOCK // 2)
-    return tl.load((x_ptr + row.to(tl.int64) * N).to(tl.pointer_type(tl.int32)) + idx,
-                   mask=(idx < N // 2) & (k < total), other=-8323200 if BF16 else -67044352)
+    base = row.to(tl.int64) * N
+    if GRANULES:
+        start = (base + (VEC - 1)) // VEC * VEC
+        span = tl.maximum((base + N) // VEC * VEC, start) - start
+    else:
+        start = base
+        span = base * 0 + N
+    return row, k - row * p, start, span
 
 
 @triton.jit
-def _pipe_publish(v, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr,
-                  BF16: tl.constexpr):
-    """Chunk k's max and sum of exp (in units of 2^max) into its row's
-    statistics, then one count at the row's counter."""
-    m = _pair_max(v, BF16, 0) * LOG2E
-    safe = tl.where(m == float("-inf"), 0.0, m)  # a chunk of -inf only gives zeros, not NaN
-    lo, hi = _pair_unpack(v, BF16, 1)
-    s = tl.sum(exp2(lo * LOG2E - safe) + exp2(hi * LOG2E - safe), axis=0)
-    pipe_release(m, s, stats_ptr, count_ptr, k, total, N, BLOCK, P_MAX)
+def _pipe_load(x_ptr, k, total, N, BLOCK: tl.constexpr, PAIRS: tl.constexpr, GRANULES: tl.constexpr):
+    """Chunk k of BLOCK columns (nothing read if k >= total): 16-bit ones as
+    BLOCK/2 32-bit pairs (-inf pairs past the span), others as float32 (-inf past it)."""
+    VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
+    row, c, start, span = _pipe_span(k, N, BLOCK, GRANULES, VEC)
+    if PAIRS:
+        BF16: tl.constexpr = x_ptr.dtype.element_ty == tl.bfloat16
+        idx = c * (BLOCK // 2) + tl.arange(0, BLOCK // 2)
+        return tl.load((x_ptr + start).to(tl.pointer_type(tl.int32)) + idx,
+                       mask=(idx < span // 2) & (k < total), other=-8323200 if BF16 else -67044352)
+    else:
+        cols = c * BLOCK + tl.arange(0, BLOCK)
+        return tl.load(x_ptr + start + cols, mask=(cols < span) & (k < total),
+                       other=float("-inf")).to(tl.float32)
 
+
+@triton.jit
+def _pipe_publish(v, x_ptr, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr,
+                  PAIRS: tl.constexpr, GRANULES: tl.constexpr):
+    """Chunk k's max and sum of exp (in units of 2^max) into its row's
+    statistics, then one count at the row's counter; GRANULES: chunk 0's
+    with its row's head and tail."""
+    BF16: tl.constexpr = x_ptr.dtype.element_ty == tl.bfloat16
+    VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
+    if PAIRS:
+        m = _pair_max(v, BF16, 0) * LOG2E
+    else:
+        m = tl.max(v, axis=0) * LOG2E
+    if GRANULES:
+        row, c, start, span = _pipe_span(k, N, BLOCK, GRANULES, VEC)
+        _, _, eoffs, emask = granule_row(row.to(tl.int64) * N, N, VEC)
+        ze = tl.load(x_ptr + eoffs, mask=emask & (c == 0) & (k < total), other=float("-inf")).to(tl.float32) * LOG2E
+        m = tl.maximum(m, tl.max(ze, axis=0))
+    safe = tl.where(m == float("-inf"), 0.0, m)  # a chunk of -inf only gives zeros, not NaN
+    if PAIRS:
+        lo, hi = _pair_unpack(v, BF16, 1)
+        s = tl.sum(exp2(lo * LOG2E - safe) + exp2(hi * LOG2E - safe), axis=0)
+    else:
+        s = tl.sum(exp2(v * LOG2E - safe), axis=0)
+    if GRANULES:
+        s += tl.sum(exp2(ze - safe), axis=0)
+    pipe_release(m, s, stats_ptr, count_ptr, k, total, N, BLOCK, P_MAX)
 
 @triton.jit
 def pipe_release(m, s, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr):
@@ -434,22 +476,43 @@ def pipe_row_log2sum(stats_ptr, row, p, P_MAX: tl.constexpr):
 
 
 @triton.jit
-def _pipe_write(v, y_ptr, stats_ptr, k, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr, BF16: tl.constexpr):
-    """softmax of the held chunk k, from its row's statistics (all published)."""
-    p = tl.cdiv(N, BLOCK)
-    row = k // p
-    cy = pipe_row_log2sum(stats_ptr, row, p, P_MAX)
-    idx = (k - row * p) * (BLOCK // 2) + tl.arange(0, BLOCK // 2)
-    lo, hi = _pair_unpack(v, BF16, 2)
-    out = _pair_pack(exp2(lo * LOG2E - cy), exp2(hi * LOG2E - cy), BF16)
-    tl.store((y_ptr + row.to(tl.int64) * N).to(tl.pointer_type(tl.int32)) + idx, out, mask=idx < N // 2)
+def _pipe_write(v, x_ptr, y_ptr, stats_ptr, k, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr, PAIRS: tl.constexpr,
+                GRANULES: tl.constexpr):
+    """softmax of the held chunk k, from its row's statistics (all
+    published); GRANULES: chunk 0 also writes its row's head and tail,
+    read again (from L2) rather than held."""
+    VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
+    row, c, start, span = _pipe_span(k, N, BLOCK, GRANULES, VEC)
+    cy = pipe_row_log2sum(stats_ptr, row, tl.cdiv(N, BLOCK), P_MAX)
+    out_ty = y_ptr.dtype.element_ty
+    if PAIRS:
+        BF16: tl.constexpr = x_ptr.dtype.element_ty == tl.bfloat16
+        idx = c * (BLOCK // 2) + tl.arange(0, BLOCK // 2)
+        lo, hi = _pair_unpack(v, BF16, 2)
+        out = _pair_pack(exp2(lo * LOG2E - cy), exp2(hi * LOG2E - cy), BF16)
+        tl.store((y_ptr + start).to(tl.pointer_type(tl.int32)) + idx, out, mask=idx < span // 2)
+    else:
+        cols = c * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y_ptr + start + cols, exp2(v * LOG2E - cy).to(out_ty), mask=cols < span)
+    if GRANULES:
+        _, _, eoffs, emask = granule_row(row.to(tl.int64) * N, N, VEC)
+        emask = emask & (c == 0)
+        ze = tl.load(x_ptr + eoffs, mask=emask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + eoffs, exp2(ze * LOG2E - cy).to(out_ty), mask=emask)
 
 
 @triton.jit(do_not_specialize=["M_BUCKET"])
 def _softmax_pipe(x_ptr, y_ptr, stats_ptr, count_ptr, M, N, M_BUCKET, BLOCK: tl.constexpr,
-                  P_MAX: tl.constexpr, PER_SM: tl.constexpr):
-    """16-bit rows (N % 16 == 0) in chunks of BLOCK columns held as 32-bit
-    pairs, on a persistent grid (PER_SM programs an SM: the launcher's grid).
+                  P_MAX: tl.constexpr, PER_SM: tl.constexpr, PAIRS: tl.constexpr = True,
+                  GRANULES: tl.constexpr = False):
+    """Rows in chunks of BLOCK columns, held from load to store, on a
+    persistent grid (PER_SM programs an SM: the launcher's grid).  PAIRS:
+    16-bit chunks read, held and written as 32-bit words of two elements
+    (the registers of BLOCK/2 floats); else held as float32.  GRANULES (rows
+    not known to be 16-byte aligned): the chunks cut the row's body of whole
+    16-byte granules, and chunk 0 also takes its head and tail (see
+    _softmax_split), so every chunk moves in 16-byte vectors; without it
+    PAIRS needs N % 16 == 0.
 
     The split kernel's programs each wait at their row's counter with nothing
     else to do (Nsight: barrier stalls 37% at bf16 4096 x 131072).  Here a
@@ -460,7 +523,7 @@ def _softmax_pipe(x_ptr, y_ptr, stats_ptr, count_ptr, M, N, M_BUCKET, BLOCK: tl.
     statistics; if not, it publishes first, then waits for the row and
     writes.  Only the chunk index and the held pairs go from one chunk to the
     next; indices and masks are recomputed, since carried index tensors
-    double the registers (benchmarks/softmax_pipe_probe.py).
+    double the registers (lab/softmax_pipe_probe.py).
     No deadlock: a program waits only with all its chunks published, and
     tickets are taken in order, so only the newest row can be incomplete; for
     every resident program to wait on it, each would hold two of its chunks,
@@ -468,27 +531,26 @@ def _softmax_pipe(x_ptr, y_ptr, stats_ptr, count_ptr, M, N, M_BUCKET, BLOCK: tl.
     stalls (pipe_fits).  count_ptr: int32 [1 + M], zero at launch;
     stats_ptr: float32 [M, 2, P_MAX].
     """
-    BF16: tl.constexpr = x_ptr.dtype.element_ty == tl.bfloat16
     p = tl.cdiv(N, BLOCK)
     total = M * p
     k = tl.atomic_add(count_ptr, 1, sem="relaxed")
-    v = _pipe_load(x_ptr, k, total, N, BLOCK)
-    _pipe_publish(v, stats_ptr, count_ptr, k, total, N, BLOCK, P_MAX, BF16)
+    v = _pipe_load(x_ptr, k, total, N, BLOCK, PAIRS, GRANULES)
+    _pipe_publish(v, x_ptr, stats_ptr, count_ptr, k, total, N, BLOCK, P_MAX, PAIRS, GRANULES)
     while k < total:
         kn = tl.atomic_add(count_ptr, 1, sem="relaxed")
-        vn = _pipe_load(x_ptr, kn, total, N, BLOCK)
+        vn = _pipe_load(x_ptr, kn, total, N, BLOCK, PAIRS, GRANULES)
         row = k // p
         seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
         if seen >= p:
             tl.debug_barrier()
-            _pipe_write(v, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, BF16)
-            _pipe_publish(vn, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, BF16)
+            _pipe_write(v, x_ptr, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, PAIRS, GRANULES)
+            _pipe_publish(vn, x_ptr, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, PAIRS, GRANULES)
         else:
-            _pipe_publish(vn, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, BF16)
+            _pipe_publish(vn, x_ptr, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, PAIRS, GRANULES)
             while seen < p:
                 seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
             tl.debug_barrier()
-            _pipe_write(v, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, BF16)
+            _pipe_write(v, x_ptr, y_ptr, stats_ptr, k, N, BLOCK, P_MAX, PAIRS, GRANULES)
         v = vn
         k = kn
 
@@ -512,8 +574,10 @@ _split_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_ze
 
 
 def _pipe_prune(configs, named_args, **kwargs):
+    x = named_args["x_ptr"]
     return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps", "maxnreg")},
-                          num_warps=c["num_warps"], maxnreg=c["maxnreg"]) for c in pipe_candidates()]
+                          num_warps=c["num_warps"], maxnreg=c["maxnreg"])
+            for c in pipe_candidates(named_args["N"], x.element_size())]
 
 
 _pipe_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
@@ -552,7 +616,7 @@ def _pipe_grid(x, m: int, n: int, block: int, per_sm: int) -> int:
 
 
 def _run_pipe_tuned(x, y, m: int, n: int, bucket: int) -> None:
-    p_max = triton.next_power_of_2(triton.cdiv(n, min(c["BLOCK"] for c in pipe_candidates())))
+    p_max = triton.next_power_of_2(triton.cdiv(n, min(c["BLOCK"] for c in pipe_candidates(n, x.element_size()))))
     stats, count = _split_buffers(x, m, p_max)
     _pipe_tuned[lambda meta: (_pipe_grid(x, m, n, meta["BLOCK"], meta["PER_SM"]),)](
         x, y, stats, count, m, n, bucket, P_MAX=p_max)
@@ -560,7 +624,7 @@ def _run_pipe_tuned(x, y, m: int, n: int, bucket: int) -> None:
 
 
 def _split_or_pipe(x, y, m: int, n: int, bucket: int) -> None:
-    """16-bit long rows (pipe_fits): the first call of an (N, dtype, M bucket)
+    """Long rows (pipe_fits): the first call of an (N, dtype, M bucket)
     tunes the split and pipe kernels, times each one's winner as called here
     (buffers and counter reset included) and keeps the faster."""
     _CHOSEN.run_or_race(n, _dtype_name(x), x.element_size(), bucket,
@@ -570,12 +634,14 @@ def _split_or_pipe(x, y, m: int, n: int, bucket: int) -> None:
 
 def _rows_or_split(x, y, m: int, n: int, bucket: int) -> None:
     """At the widths of split_tried: the first call of an (N, dtype, M bucket)
-    tunes both kernels (each writes the whole of y), times each one's winner
-    as called here (the split one with its counter reset) and keeps the
-    faster; later calls run only that one."""
-    _CHOSEN.run_or_race(n, _dtype_name(x), x.element_size(), bucket,
-                        {"rows": lambda: _run_rows_tuned(x, y, m, n, bucket),
-                         "split": lambda: _run_split_tuned(x, y, m, n, bucket)}, _time_ms)
+    tunes the rows, split and (where pipe_fits) pipe kernels (each writes the
+    whole of y), times each one's winner as called here (with its counters
+    reset) and keeps the fastest; later calls run only that one."""
+    runs = {"rows": lambda: _run_rows_tuned(x, y, m, n, bucket),
+            "split": lambda: _run_split_tuned(x, y, m, n, bucket)}
+    if pipe_fits(n, x.element_size(), _sm_count(_device_index(x))):
+        runs["pipe"] = lambda: _run_pipe_tuned(x, y, m, n, bucket)
+    _CHOSEN.run_or_race(n, _dtype_name(x), x.element_size(), bucket, runs, _time_ms)
 
 
 def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, long_rows: str | None = None,
@@ -614,8 +680,8 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
                                                                        if interpreting() else ""))
         stats, count = _split_buffers(x, m, triton.next_power_of_2(chunks))
         _softmax_pipe[(held,)](x, y, stats, count, m, n, bucket, BLOCK=p["BLOCK"],
-                               P_MAX=triton.next_power_of_2(chunks), PER_SM=p["PER_SM"], num_warps=p["num_warps"],
-                               maxnreg=p["maxnreg"])
+                               P_MAX=triton.next_power_of_2(chunks), PER_SM=p["PER_SM"], PAIRS=p["PAIRS"],
+                               GRANULES=p["GRANULES"], num_warps=p["num_warps"], maxnreg=p["maxnreg"])
         return y
     if p["kernel"] in ("split", "split2"):
         if not untuned:
@@ -662,6 +728,6 @@ register("softmax", "triton", available=needs_triton,
          supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
          description="rows in registers (several short rows a program; 16-byte granules where rows are "
                      "unaligned; 16-bit rows as 32-bit pairs); long rows split over programs that meet in "
-                     "the kernel, raced for 16-bit rows against a persistent grid that writes one chunk while "
-                     "loading the next (x read once)")(
+                     "the kernel, raced against a persistent grid that writes one chunk while loading the "
+                     "next (x read once)")(
     softmax_triton)
