@@ -52,7 +52,7 @@ from implementations._shared.row_tuning import sm_count as _sm_count
 from implementations._shared.row_tuning import time_ms as _time_ms
 
 from implementations._shared.granules import granule_row
-from implementations._shared.row_teams import team_buffers, team_chunk, team_meet
+from implementations._shared.row_teams import pipe_count_in, pipe_span, team_buffers, team_chunk, team_meet
 from implementations._shared.triton_math import PTX, exp2
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
@@ -390,29 +390,11 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
 
 
 @triton.jit
-def _pipe_span(k, N, BLOCK: tl.constexpr, GRANULES: tl.constexpr, VEC: tl.constexpr):
-    """Chunk k's row, its index in the row, and the part of the row that the
-    chunks cut: its start (elements from the tensor's start) and length.
-    GRANULES: the row's body of whole 16-byte granules (see granule_row),
-    whose head and tail chunk 0 also takes; else the whole row."""
-    p = tl.cdiv(N, BLOCK)
-    row = k // p
-    base = row.to(tl.int64) * N
-    if GRANULES:
-        start = (base + (VEC - 1)) // VEC * VEC
-        span = tl.maximum((base + N) // VEC * VEC, start) - start
-    else:
-        start = base
-        span = base * 0 + N
-    return row, k - row * p, start, span
-
-
-@triton.jit
 def _pipe_load(x_ptr, k, total, N, BLOCK: tl.constexpr, PAIRS: tl.constexpr, GRANULES: tl.constexpr):
     """Chunk k of BLOCK columns (nothing read if k >= total): 16-bit ones as
     BLOCK/2 32-bit pairs (-inf pairs past the span), others as float32 (-inf past it)."""
     VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
-    row, c, start, span = _pipe_span(k, N, BLOCK, GRANULES, VEC)
+    row, c, start, span = pipe_span(k, N, BLOCK, GRANULES, VEC)
     if PAIRS:
         BF16: tl.constexpr = x_ptr.dtype.element_ty == tl.bfloat16
         idx = c * (BLOCK // 2) + tl.arange(0, BLOCK // 2)
@@ -437,7 +419,7 @@ def _pipe_publish(v, x_ptr, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constex
     else:
         m = tl.max(v, axis=0) * LOG2E
     if GRANULES:
-        row, c, start, span = _pipe_span(k, N, BLOCK, GRANULES, VEC)
+        row, c, start, span = pipe_span(k, N, BLOCK, GRANULES, VEC)
         _, _, eoffs, emask = granule_row(row.to(tl.int64) * N, N, VEC)
         ze = tl.load(x_ptr + eoffs, mask=emask & (c == 0) & (k < total), other=float("-inf")).to(tl.float32) * LOG2E
         m = tl.maximum(m, tl.max(ze, axis=0))
@@ -460,8 +442,7 @@ def pipe_release(m, s, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr, P
     st = stats_ptr + row.to(tl.int64) * (2 * P_MAX) + (k - row * p)
     tl.store(st, m, mask=k < total)
     tl.store(st + P_MAX, s, mask=k < total)
-    tl.debug_barrier()  # every thread's part of the stores before the release
-    tl.atomic_add(count_ptr + 1 + row, 1, sem="release", mask=k < total)
+    pipe_count_in(count_ptr, row, k < total)
 
 
 @triton.jit
@@ -482,7 +463,7 @@ def _pipe_write(v, x_ptr, y_ptr, stats_ptr, k, N, BLOCK: tl.constexpr, P_MAX: tl
     published); GRANULES: chunk 0 also writes its row's head and tail,
     read again (from L2) rather than held."""
     VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
-    row, c, start, span = _pipe_span(k, N, BLOCK, GRANULES, VEC)
+    row, c, start, span = pipe_span(k, N, BLOCK, GRANULES, VEC)
     cy = pipe_row_log2sum(stats_ptr, row, tl.cdiv(N, BLOCK), P_MAX)
     out_ty = y_ptr.dtype.element_ty
     if PAIRS:
@@ -652,6 +633,8 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
     import torch
 
     x = x.contiguous()
+    if x.data_ptr() % 16:  # the row offsets that granule_row and PAIRS assume (a view into a buffer)
+        x = x.clone()
     y = torch.empty_like(x)
     n = x.shape[-1]
     m = x.numel() // n if n else 0
