@@ -142,8 +142,8 @@ def test_softmax_pipe_fits():
     assert sm.pipe_fits(131072, 2, 132)
     assert sm.pipe_fits(131072, 4, 132)  # float32 too
     assert sm.pipe_fits(131072 + 8, 2, 132)  # and rows off 16-byte boundaries (the granule form)
-    assert sm.pipe_fits(8193, 4, 132)  # from the widths where the rows kernel races split (split_tried)
-    assert not sm.pipe_fits(8192, 2, 132)  # a row fits one program that does not idle
+    assert sm.pipe_fits(32769, 4, 132)
+    assert not sm.pipe_fits(32768, 2, 132)  # a row fits one program
     assert not sm.pipe_fits(1 << 20, 2, 4)  # 128 chunks a row, 12 to 24 programs at once on 4 SMs
     assert [c["PER_SM"] for c in sm.pipe_candidates(131072, 2)] == [6, 3, 5]
     assert [c["PER_SM"] for c in sm.pipe_candidates(131072, 4)] == [5, 4, 2]
@@ -283,33 +283,6 @@ def test_layernorm_team_path(m, n, block, dtype, poisoned):
     _check("residual_layernorm_gelu", case, seed=m * n + 23, team=True, block=block)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("m,n,block", [(5, 48, 32), (3, 61, 32), (2, 7, 32), (3, 100, 64), (1, 4101, 4096),
-                                       (4, 33, 32)])
-def test_layernorm_pipe_path(m, n, block, dtype, poisoned):
-    """The persistent pipe kernel on the interpreter's one program: rows of at most two
-    chunks, whole-vector and granule rows (heads and tails, rows with no whole granule)."""
-    case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
-    _check("residual_layernorm_gelu", case, seed=m * n + 29, pipe=True, block=block)
-
-
-def test_layernorm_pipe_refused_without_room():
-    impl = _registry().get("residual_layernorm_gelu", "triton")
-    x = torch.randn(3, 128)
-    with pytest.raises(ValueError, match="4 chunks a row need at least 2 programs at once, and 1 run"):
-        impl.fn(x, x, torch.ones(128), torch.zeros(128), 1e-5, pipe=True, block=32)
-
-
-def test_rlg_pipe_candidates():
-    from implementations.residual_layernorm_gelu import triton as rlg
-
-    assert rlg.pipe_fits(4097, 4, 132) and not rlg.pipe_fits(4096, 4, 132)
-    assert not rlg.pipe_fits(1 << 20, 2, 4)  # 1024 chunks a row, 24 to 48 programs at once on 4 SMs
-    assert [c["PER_SM"] for c in rlg.pipe_candidates(14749, 2)] == [4, 2, 8, 5]
-    assert all(c["GRANULES"] for c in rlg.pipe_candidates(14749, 2))
-    assert not any(c["GRANULES"] for c in rlg.pipe_candidates(8192, 4))
-
-
 def test_layernorm_team_statistics_of_offset_rows(poisoned):
     """Rows far from zero (mean 300, spread 1; bf16 inputs, so that x + r is exact in
     float32): the per-chunk mean and sum of squared deviations combine without the
@@ -433,7 +406,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
     extra = {"softmax": [Case.make(wl, "float32", M=3813928, N=3), Case.make(wl, "bfloat16", M=657893, N=5),
                          Case.make(wl, "float32", M=16033, N=232),
                          # long unaligned rows: the pipe kernel's granule form
-                         Case.make(wl, "bfloat16", M=191, N=90533), Case.make(wl, "float32", M=1567, N=19945)],
+                         Case.make(wl, "bfloat16", M=191, N=90533), Case.make(wl, "float32", M=367, N=82153)],
              "residual_layernorm_gelu": [Case.make(wl, "float32", M=33104, N=609),
                                          Case.make(wl, "bfloat16", M=2232008, N=8),
                                          # (the team kernel's granule form only: the rows and parts
@@ -457,13 +430,11 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
         mod = S if wl == "softmax" else R
         # every autotuning candidate (the plan is the first of them)
         raced = R.parts_candidates(m, n, b) + R.team_candidates(m, n, b) if wl != "softmax" else []
-        if wl != "softmax" and R.pipe_fits(n, b, 132):
-            raced += R.pipe_candidates(n, b)
         if wl == "softmax" and S.pipe_fits(n, b, 132):  # raced against split on the H200
             raced = S.pipe_candidates(n, b)
         plans = mod.candidates(m, n, b) + raced
         if wl != "softmax" and (m, n) in team_only:
-            plans = R.team_candidates(m, n, b) + R.pipe_candidates(n, b)
+            plans = R.team_candidates(m, n, b)
         for plan in plans:
             ptrs = ["x_ptr", "y_ptr"] if wl == "softmax" else ["x_ptr", "r_ptr", "w_ptr", "b_ptr", "y_ptr"]
             sig = {k: p for k in ptrs}
@@ -493,10 +464,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
             if plan["kernel"] == "pipe":
                 ptrs += ["stats_ptr", "count_ptr"]
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")
-                smallest = min(c["BLOCK"] for c in mod.pipe_candidates(n, b))
-                const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, smallest))
-                if wl != "softmax":
-                    aligned = True  # whole-vector rows (N % 16 == 0) or the granule form
+                const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, min(c["BLOCK"] for c in S.pipe_candidates(n, b))))
             if plan["kernel"] in ("rows", "pipe", "parts"):
                 sig.update(M="i32", N="i32")
             else:
@@ -508,8 +476,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                 sig["NUM_SMS"] = "i32"
             kern = {"rows": S._softmax_rows if wl == "softmax" else R._rlg_rows, "online": S._softmax_online,
                     "split": S._softmax_split if wl == "softmax" else R._rlg_split,
-                    "split2": S._softmax_split, "pipe": S._softmax_pipe if wl == "softmax" else R._rlg_pipe,
-                    "parts": R._rlg_parts,
+                    "split2": S._softmax_split, "pipe": S._softmax_pipe, "parts": R._rlg_parts,
                     "team": R._rlg_team}[plan["kernel"]]
             sig = {name: sig[name] for name in kern.arg_names if name in sig}
             key = (wl, plan["kernel"], p, n % 16 == 0, tuple(sorted(const.items())), plan["num_warps"])

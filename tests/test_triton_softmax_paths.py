@@ -207,19 +207,16 @@ def test_race_runs_the_winner_and_reports_both(monkeypatch):
     monkeypatch.setattr(sm._CHOSEN, "seen", {})
     monkeypatch.setattr(sm, "_run_rows_tuned", lambda *a: ran.append("rows"))
     monkeypatch.setattr(sm, "_run_split_tuned", lambda *a: ran.append("split"))
-    monkeypatch.setattr(sm, "_run_pipe_tuned", lambda *a: ran.append("pipe"))
-    monkeypatch.setattr(sm, "_sm_count", lambda index: 132)
-    monkeypatch.setattr(sm, "_time_ms",
-                        lambda fn: {"rows": 0.174, "split": 0.142, "pipe": 0.150}[(fn(), ran[-1])[1]])
+    monkeypatch.setattr(sm, "_time_ms", lambda fn: {"rows": 0.174, "split": 0.142}[(fn(), ran[-1])[1]])
     sm._CHOSEN.seen[("split", 32768, 2, 4096)] = "kernel=split BLOCK=8192 (autotuned)"
     x = torch.zeros(4096, 32768, dtype=torch.bfloat16, device="meta")
     sm._rows_or_split(x, x, 4096, 32768, 4096)
-    assert ran[:3] == ["rows", "split", "pipe"]
+    assert ran[:2] == ["rows", "split"]
     del ran[:]
     sm._rows_or_split(x, x, 4096, 32768, 4096)
     assert ran == ["split"]
     text = discover().get("softmax", "triton").config(Case.make("softmax", "bfloat16", M=4096, N=32768))
-    assert text.startswith("kernel=split BLOCK=8192 (autotuned); head to head rows 174us, split 142us, pipe 150us")
+    assert text.startswith("kernel=split BLOCK=8192 (autotuned); head to head rows 174us, split 142us")
     assert "lost: kernel=rows" in text
     # another dtype at the same width has not been raced: its untuned plan
     assert discover().get("softmax", "triton").config(

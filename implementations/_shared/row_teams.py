@@ -1,6 +1,5 @@
 """A team of Triton programs a row: the ticket that gives a program its chunk, and the
-meeting at the row's counter (the softmax split kernel and rlg's team kernel); and what
-the persistent pipe kernels (softmax and rlg) share: where a chunk lies, and its count.
+meeting at the row's counter (the softmax split kernel and rlg's team kernel).
 
 count_ptr is int32 [1 + M], zero at launch: a ticket counter, then one counter a row.
 Programs take tickets in the order they start, so that the programs a row waits for
@@ -44,29 +43,3 @@ def team_meet(count_ptr, row, p):
     while seen < p:
         seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
     tl.debug_barrier()
-
-
-@triton.jit
-def pipe_span(k, N, BLOCK: tl.constexpr, GRANULES: tl.constexpr, VEC: tl.constexpr):
-    """Chunk k's row, its index in the row, and the part of the row that the
-    chunks cut: its start (elements from the tensor's start) and length.
-    GRANULES: the row's body of whole 16-byte granules (see granule_row),
-    whose head and tail chunk 0 also takes; else the whole row."""
-    p = tl.cdiv(N, BLOCK)
-    row = k // p
-    base = row.to(tl.int64) * N
-    if GRANULES:
-        start = (base + (VEC - 1)) // VEC * VEC
-        span = tl.maximum((base + N) // VEC * VEC, start) - start
-    else:
-        start = base
-        span = base * 0 + N
-    return row, k - row * p, start, span
-
-
-@triton.jit
-def pipe_count_in(count_ptr, row, valid):
-    """Count one published chunk in at its row's counter, released after every
-    thread's stores of its statistics (nothing where ``valid`` is false)."""
-    tl.debug_barrier()
-    tl.atomic_add(count_ptr + 1 + row, 1, sem="release", mask=valid)

@@ -54,7 +54,7 @@ from implementations._shared.row_tuning import time_ms as _time_ms
 
 from implementations._shared.gelu_math import gelu_f32
 from implementations._shared.granules import granule_row
-from implementations._shared.row_teams import pipe_count_in, pipe_span, team_buffers, team_chunk, team_meet
+from implementations._shared.row_teams import team_buffers, team_chunk, team_meet
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 
@@ -419,128 +419,6 @@ def _rlg_team(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, N, eps, M
             tl.store(y_ptr + eoffs, gelu_f32((he - mean) * rstd * we + be, EXACT).to(out_ty), mask=emask)
 
 
-@triton.jit
-def _rlg_pipe_load(x_ptr, r_ptr, k, total, N, BLOCK: tl.constexpr, GRANULES: tl.constexpr):
-    """h = x + r of chunk k (BLOCK columns, zeros past its span; nothing read if k >= total)."""
-    VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
-    row, c, start, span = pipe_span(k, N, BLOCK, GRANULES, VEC)
-    cols = c * BLOCK + tl.arange(0, BLOCK)
-    mask = (cols < span) & (k < total)
-    return (tl.load(x_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
-            + tl.load(r_ptr + start + cols, mask=mask, other=0.0).to(tl.float32))
-
-
-@triton.jit
-def _rlg_pipe_ends(x_ptr, r_ptr, k, valid, N, BLOCK: tl.constexpr):
-    """The head and tail of chunk k's row (GRANULES), chunk 0's: their offsets,
-    mask and h (read from L2 when the chunk is written)."""
-    row = k // tl.cdiv(N, BLOCK)
-    _, _, eoffs, emask = granule_row(row.to(tl.int64) * N, N, 128 // x_ptr.dtype.element_ty.primitive_bitwidth)
-    emask = emask & (k - row * tl.cdiv(N, BLOCK) == 0) & valid
-    he = (tl.load(x_ptr + eoffs, mask=emask, other=0.0).to(tl.float32)
-          + tl.load(r_ptr + eoffs, mask=emask, other=0.0).to(tl.float32))
-    return eoffs, emask, he
-
-
-@triton.jit
-def _rlg_pipe_publish(h, x_ptr, r_ptr, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr,
-                      P_MAX: tl.constexpr, GRANULES: tl.constexpr):
-    """Chunk k's (count, mean, sum of squared deviations) into its row's
-    statistics (P_MAX apart), then one count at the row's counter."""
-    VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
-    row, c, start, span = pipe_span(k, N, BLOCK, GRANULES, VEC)
-    mask = (c * BLOCK + tl.arange(0, BLOCK) < span) & (k < total)
-    cnt = tl.sum(mask.to(tl.float32), axis=0)
-    s = tl.sum(h, axis=0)
-    if GRANULES:
-        eoffs, emask, he = _rlg_pipe_ends(x_ptr, r_ptr, k, k < total, N, BLOCK)
-        cnt += tl.sum(emask.to(tl.float32), axis=0)
-        s += tl.sum(he, axis=0)
-    mc = s / tl.maximum(cnt, 1.0)  # an empty chunk (a granule row's last) counts 0 with mean 0
-    d = tl.where(mask, h - mc, 0.0)
-    q = tl.sum(d * d, axis=0)
-    if GRANULES:
-        de = tl.where(emask, he - mc, 0.0)
-        q += tl.sum(de * de, axis=0)
-    st = stats_ptr + row.to(tl.int64) * (3 * P_MAX) + c
-    tl.store(st, cnt, mask=k < total)
-    tl.store(st + P_MAX, mc, mask=k < total)
-    tl.store(st + 2 * P_MAX, q, mask=k < total)
-    pipe_count_in(count_ptr, row, k < total)
-
-
-@triton.jit
-def _rlg_pipe_write(h, x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, k, N, eps, BLOCK: tl.constexpr,
-                    P_MAX: tl.constexpr, EXACT: tl.constexpr, GRANULES: tl.constexpr):
-    """y of the held chunk k, from its row's statistics (all published; Chan's
-    pairwise combination, as in _rlg_team)."""
-    VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
-    row, c, start, span = pipe_span(k, N, BLOCK, GRANULES, VEC)
-    st = stats_ptr + row.to(tl.int64) * (3 * P_MAX)
-    kk = tl.arange(0, P_MAX)
-    live = kk < tl.cdiv(N, BLOCK)
-    cs = tl.load(st + kk, mask=live, other=0.0, cache_modifier=".cg")
-    ms = tl.load(st + P_MAX + kk, mask=live, other=0.0, cache_modifier=".cg")
-    qs = tl.load(st + 2 * P_MAX + kk, mask=live, other=0.0, cache_modifier=".cg")
-    mean = tl.sum(cs * ms, axis=0) / N
-    dm = ms - mean
-    rstd = tl.math.rsqrt((tl.sum(qs, axis=0) + tl.sum(cs * dm * dm, axis=0)) / N + eps)
-    out_ty = y_ptr.dtype.element_ty
-    cols = c * BLOCK + tl.arange(0, BLOCK)
-    mask = cols < span
-    wcol = (start - row.to(tl.int64) * N) + cols
-    w = tl.load(w_ptr + wcol, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    b = tl.load(b_ptr + wcol, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    tl.store(y_ptr + start + cols, gelu_f32((h - mean) * rstd * w + b, EXACT).to(out_ty), mask=mask)
-    if GRANULES:
-        eoffs, emask, he = _rlg_pipe_ends(x_ptr, r_ptr, k, True, N, BLOCK)
-        ecol = eoffs - row.to(tl.int64) * N
-        we = tl.load(w_ptr + ecol, mask=emask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        be = tl.load(b_ptr + ecol, mask=emask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        tl.store(y_ptr + eoffs, gelu_f32((he - mean) * rstd * we + be, EXACT).to(out_ty), mask=emask)
-
-
-@triton.jit(do_not_specialize=["M_BUCKET"])
-def _rlg_pipe(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, count_ptr, M, N, eps, M_BUCKET,
-              BLOCK: tl.constexpr, P_MAX: tl.constexpr, PER_SM: tl.constexpr, EXACT: tl.constexpr,
-              GRANULES: tl.constexpr):
-    """Rows in chunks of BLOCK columns whose h is held from load to store, on a
-    persistent grid (PER_SM programs an SM), as the softmax's _softmax_pipe:
-    a program takes chunks from a ticket one after another and holds two;
-    with the next chunk's loads issued it writes the held one if its row is
-    complete, else publishes the next one's statistics first and waits.  A
-    team grid (_rlg_team) runs in waves that each read, wait and write; this
-    one overlaps them.  No deadlock where the GPU holds at least half a row's
-    chunks in programs at once (pipe_fits).  GRANULES: the chunks cut the
-    row's body of whole 16-byte granules, chunk 0 also taking its head and
-    tail.  count_ptr: int32 [1 + M], zero at launch; stats_ptr: float32 [M, 3, P_MAX].
-    """
-    p = tl.cdiv(N, BLOCK)
-    total = M * p
-    k = tl.atomic_add(count_ptr, 1, sem="relaxed")
-    h = _rlg_pipe_load(x_ptr, r_ptr, k, total, N, BLOCK, GRANULES)
-    _rlg_pipe_publish(h, x_ptr, r_ptr, stats_ptr, count_ptr, k, total, N, BLOCK, P_MAX, GRANULES)
-    while k < total:
-        kn = tl.atomic_add(count_ptr, 1, sem="relaxed")
-        hn = _rlg_pipe_load(x_ptr, r_ptr, kn, total, N, BLOCK, GRANULES)
-        row = k // p
-        seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
-        if seen >= p:
-            tl.debug_barrier()
-            _rlg_pipe_write(h, x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, k, N, eps, BLOCK, P_MAX, EXACT,
-                            GRANULES)
-            _rlg_pipe_publish(hn, x_ptr, r_ptr, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, GRANULES)
-        else:
-            _rlg_pipe_publish(hn, x_ptr, r_ptr, stats_ptr, count_ptr, kn, total, N, BLOCK, P_MAX, GRANULES)
-            while seen < p:
-                seen = tl.atomic_add(count_ptr + 1 + row, 0, sem="acquire")
-            tl.debug_barrier()
-            _rlg_pipe_write(h, x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, k, N, eps, BLOCK, P_MAX, EXACT,
-                            GRANULES)
-        h = hn
-        k = kn
-
-
 def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None) -> dict:
     """Kernel and launch parameters for an m x n problem; pure, so config() can replay it."""
     block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
@@ -613,28 +491,6 @@ def team_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     return [dict(kernel="team", BLOCK=blk, EVICT="evict_first", GRANULES=gran, num_warps=w)
             for blk, w in TEAM_FORMS
             if blk < triton.next_power_of_2(n) and triton.cdiv(n, blk) <= TEAM_MAX_P]
-
-
-# The pipe kernel's (chunk, warps, register cap): h of two chunks held, 8 to 32
-# floats a thread; programs an SM = 64K registers / (cap x threads).  (At a cap
-# of 80 the float32 erf and the granule form spill for sm_90.)
-PIPE_DESIGNS = ((2048, 4, 128), (4096, 8, 128), (1024, 2, 128), (1024, 4, 96))
-
-
-def pipe_candidates(n: int, dtype_bytes: int) -> list[dict]:
-    """The pipe kernel's candidates (the granule form where rows are not a
-    whole number of 16-byte vectors)."""
-    gran = row_align(n, dtype_bytes) * dtype_bytes < 16 or n % 16 != 0
-    return [dict(kernel="pipe", BLOCK=blk, PER_SM=65536 // (cap * 32 * w), GRANULES=gran, num_warps=w, maxnreg=cap)
-            for blk, w, cap in PIPE_DESIGNS]
-
-
-def pipe_fits(n: int, dtype_bytes: int, sms: int) -> bool:
-    """Widths where the pipe kernel races the others: rows of more than 4096
-    columns, on a GPU that holds at least half a row's chunks in programs at
-    once for every candidate (no deadlock; see _rlg_pipe)."""
-    return n > 4096 and all(2 * sms * c["PER_SM"] >= triton.cdiv(n, c["BLOCK"])
-                            for c in pipe_candidates(n, dtype_bytes))
 
 
 def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
@@ -769,7 +625,6 @@ _split_tuned = tuned(_rlg_split, candidates)
 _parts_tuned = tuned(_rlg_parts, parts_candidates)
 # each timing run needs the ticket and row counters at zero
 _team_tuned = tuned(_rlg_team, team_candidates, reset_to_zero=["count_ptr"])
-_pipe_tuned = tuned(_rlg_pipe, lambda m, n, b: pipe_candidates(n, b), reset_to_zero=["count_ptr"])
 
 
 def _team_buffers(x, m: int, p_max: int):
@@ -781,11 +636,10 @@ _CHOSEN = Raced(plan)
 
 
 def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = MAX_FUSED,
-                                   block: int | None = None, team: bool = False, pipe: bool = False):
+                                   block: int | None = None, team: bool = False):
     """``max_fused``/``block`` force the split path in tests, ``team`` (with ``block``
-    as its chunk) the team kernel, ``pipe`` (with ``block``) the pipe kernel (a forced
-    path runs its plan as is, untuned; the team as two launches in the interpreter, the
-    pipe on one program there, so rows of at most two chunks)."""
+    as its chunk) the team kernel (a forced path runs its plan as is, untuned; the team
+    as two launches in the interpreter)."""
     import torch
 
     x, r, weight, bias = (t.contiguous() for t in (x, r, weight, bias))
@@ -813,19 +667,6 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
                                      P_MAX=triton.next_power_of_2(chunks), MODE=mode, EXACT=exact,
                                      ALIGN=row_align(n, b), EVICT="evict_first",
                                      GRANULES=row_align(n, b) * b < 16, num_warps=max(1, min(16, chunk // 512)))
-        return y
-    if pipe:
-        design = pipe_candidates(n, b)[0]
-        chunk = block or design["BLOCK"]
-        chunks = triton.cdiv(n, chunk)
-        held = 1 if interpreting() else min(m * chunks, design["PER_SM"] * sm_count(device_index(x)))
-        if 2 * held < chunks and held < m * chunks:
-            raise ValueError(f"pipe=True: {chunks} chunks a row need at least {(chunks + 1) // 2} programs at once, "
-                             f"and {held} run at once here")
-        stats, count = _team_buffers(x, m, triton.next_power_of_2(chunks))
-        _rlg_pipe[(held,)](*args, stats, count, m, n, float(eps), bucket, BLOCK=chunk,
-                           P_MAX=triton.next_power_of_2(chunks), PER_SM=design["PER_SM"], EXACT=exact,
-                           GRANULES=design["GRANULES"], num_warps=design["num_warps"], maxnreg=design["maxnreg"])
         return y
     if interpreting() or max_fused != MAX_FUSED or block is not None:
         # One config: the interpreter would run every candidate on the CPU.
@@ -861,20 +702,10 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
             *args, stats, count, n, float(eps), bucket, P_MAX=p_max, MODE=0, EXACT=exact, ALIGN=row_align(n, b))
         _CHOSEN.record("team", _team_tuned, n, b, bucket)
 
-    def run_pipe() -> None:
-        p_max = triton.next_power_of_2(triton.cdiv(n, min(c["BLOCK"] for c in pipe_candidates(n, b))))
-        stats, count = _team_buffers(x, m, p_max)
-        sms = sm_count(device_index(x))
-        _pipe_tuned[lambda meta: (min(m * triton.cdiv(n, meta["BLOCK"]), meta["PER_SM"] * sms),)](
-            *args, stats, count, m, n, float(eps), bucket, P_MAX=p_max, EXACT=exact)
-        _CHOSEN.record("pipe", _pipe_tuned, n, b, bucket)
-
     runs = {"rows": run_rows} if p["kernel"] == "rows" else (
         {"parts": run_parts, "split": run_split} if parts_raced(n) else {"split": run_split})
     if team_tried(n) and sm_count(device_index(x)) >= TEAM_MAX_P:  # room for a whole team at once
         runs["team"] = run_team
-    if pipe_fits(n, b, sm_count(device_index(x))):
-        runs["pipe"] = run_pipe
     if len(runs) == 1:
         next(iter(runs.values()))()
     else:

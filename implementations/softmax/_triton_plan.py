@@ -83,11 +83,10 @@ def pipe_candidates(n: int, dtype_bytes: int) -> list[dict]:
 
 
 def pipe_fits(n: int, dtype_bytes: int, sms: int) -> bool:
-    """Rows the pipe kernel is tried at: too long for one program to hold
-    without idling (split_tried) or at all, on a GPU that holds at least half
-    a row's chunks in programs at once for every candidate (what keeps it
-    free of deadlock; see _softmax_pipe)."""
-    return (triton.next_power_of_2(n) > MAX_FUSED // 4
+    """Rows the pipe kernel is raced at: too long for one program, on a GPU
+    that holds at least half a row's chunks in programs at once for every
+    candidate (what keeps it free of deadlock; see _softmax_pipe)."""
+    return (triton.next_power_of_2(n) > MAX_FUSED
             and all(2 * sms * c["PER_SM"] >= triton.cdiv(n, c["BLOCK"]) for c in pipe_candidates(n, dtype_bytes)))
 
 

@@ -24,7 +24,7 @@ _shared/triton_math.py); at 1 T elements/s (bf16 at copy speed) MUFU has room fo
 - 8192 < N <= 32768: a one-row program of up to 32 warps fills an SM that
   then idles through the row's reductions (4096 x 32768 bf16: 0.73 of copy),
   so the first call also tunes ``_softmax_split`` (2 to 8 programs a row,
-  several an SM) and ``_softmax_pipe`` (below) and keeps the fastest.
+  several an SM) and keeps the faster kernel.
 - Longer rows: ``_softmax_split`` gives a row to P = N / BLOCK programs that
   hold their chunks in registers, publish (max, sum of exp), meet at a
   per-row counter, then scale and write: one read, one write.  Rows too long
@@ -33,13 +33,11 @@ _shared/triton_math.py); at 1 T elements/s (bf16 at copy speed) MUFU has room fo
 - 16-bit rows with N % 16 == 0 (PAIRS): rows or chunks held as 32-bit words
   of two elements, half the registers, exp computed twice (bf16 4096 x 32768:
   0.93 of copy, two 16-warp programs an SM).
-- Long rows of any type and width also race ``_softmax_pipe``: persistent
-  programs hold two chunks and write the older while the newer one loads,
-  hiding the split kernel's wait at the row counter (bf16 4096 x 131072:
-  0.92 of copy against 0.86).  A split grid runs in waves that each read,
-  wait and write; the persistent one overlaps them, which matters most where
-  a few hundred rows make the whole run a few waves.  Plans and candidates:
-  _triton_plan.py.
+- Rows longer than 32768, of any type and width, also race
+  ``_softmax_pipe``: persistent programs hold two chunks and write the older
+  while the newer one loads, hiding the split kernel's wait at the row
+  counter: a split grid runs in waves that each read, wait and write, and
+  the persistent one overlaps them.  Plans and candidates: _triton_plan.py.
 """
 from __future__ import annotations
 
@@ -52,7 +50,7 @@ from implementations._shared.row_tuning import sm_count as _sm_count
 from implementations._shared.row_tuning import time_ms as _time_ms
 
 from implementations._shared.granules import granule_row
-from implementations._shared.row_teams import pipe_count_in, pipe_span, team_buffers, team_chunk, team_meet
+from implementations._shared.row_teams import team_buffers, team_chunk, team_meet
 from implementations._shared.triton_math import PTX, exp2
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
@@ -390,11 +388,29 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
 
 
 @triton.jit
+def _pipe_span(k, N, BLOCK: tl.constexpr, GRANULES: tl.constexpr, VEC: tl.constexpr):
+    """Chunk k's row, its index in the row, and the part of the row that the
+    chunks cut: its start (elements from the tensor's start) and length.
+    GRANULES: the row's body of whole 16-byte granules (see granule_row),
+    whose head and tail chunk 0 also takes; else the whole row."""
+    p = tl.cdiv(N, BLOCK)
+    row = k // p
+    base = row.to(tl.int64) * N
+    if GRANULES:
+        start = (base + (VEC - 1)) // VEC * VEC
+        span = tl.maximum((base + N) // VEC * VEC, start) - start
+    else:
+        start = base
+        span = base * 0 + N
+    return row, k - row * p, start, span
+
+
+@triton.jit
 def _pipe_load(x_ptr, k, total, N, BLOCK: tl.constexpr, PAIRS: tl.constexpr, GRANULES: tl.constexpr):
     """Chunk k of BLOCK columns (nothing read if k >= total): 16-bit ones as
     BLOCK/2 32-bit pairs (-inf pairs past the span), others as float32 (-inf past it)."""
     VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
-    row, c, start, span = pipe_span(k, N, BLOCK, GRANULES, VEC)
+    row, c, start, span = _pipe_span(k, N, BLOCK, GRANULES, VEC)
     if PAIRS:
         BF16: tl.constexpr = x_ptr.dtype.element_ty == tl.bfloat16
         idx = c * (BLOCK // 2) + tl.arange(0, BLOCK // 2)
@@ -419,7 +435,7 @@ def _pipe_publish(v, x_ptr, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constex
     else:
         m = tl.max(v, axis=0) * LOG2E
     if GRANULES:
-        row, c, start, span = pipe_span(k, N, BLOCK, GRANULES, VEC)
+        row, c, start, span = _pipe_span(k, N, BLOCK, GRANULES, VEC)
         _, _, eoffs, emask = granule_row(row.to(tl.int64) * N, N, VEC)
         ze = tl.load(x_ptr + eoffs, mask=emask & (c == 0) & (k < total), other=float("-inf")).to(tl.float32) * LOG2E
         m = tl.maximum(m, tl.max(ze, axis=0))
@@ -442,7 +458,8 @@ def pipe_release(m, s, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr, P
     st = stats_ptr + row.to(tl.int64) * (2 * P_MAX) + (k - row * p)
     tl.store(st, m, mask=k < total)
     tl.store(st + P_MAX, s, mask=k < total)
-    pipe_count_in(count_ptr, row, k < total)
+    tl.debug_barrier()  # every thread's part of the stores before the release
+    tl.atomic_add(count_ptr + 1 + row, 1, sem="release", mask=k < total)
 
 
 @triton.jit
@@ -463,7 +480,7 @@ def _pipe_write(v, x_ptr, y_ptr, stats_ptr, k, N, BLOCK: tl.constexpr, P_MAX: tl
     published); GRANULES: chunk 0 also writes its row's head and tail,
     read again (from L2) rather than held."""
     VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
-    row, c, start, span = pipe_span(k, N, BLOCK, GRANULES, VEC)
+    row, c, start, span = _pipe_span(k, N, BLOCK, GRANULES, VEC)
     cy = pipe_row_log2sum(stats_ptr, row, tl.cdiv(N, BLOCK), P_MAX)
     out_ty = y_ptr.dtype.element_ty
     if PAIRS:
@@ -615,14 +632,12 @@ def _split_or_pipe(x, y, m: int, n: int, bucket: int) -> None:
 
 def _rows_or_split(x, y, m: int, n: int, bucket: int) -> None:
     """At the widths of split_tried: the first call of an (N, dtype, M bucket)
-    tunes the rows, split and (where pipe_fits) pipe kernels (each writes the
-    whole of y), times each one's winner as called here (with its counters
-    reset) and keeps the fastest; later calls run only that one."""
-    runs = {"rows": lambda: _run_rows_tuned(x, y, m, n, bucket),
-            "split": lambda: _run_split_tuned(x, y, m, n, bucket)}
-    if pipe_fits(n, x.element_size(), _sm_count(_device_index(x))):
-        runs["pipe"] = lambda: _run_pipe_tuned(x, y, m, n, bucket)
-    _CHOSEN.run_or_race(n, _dtype_name(x), x.element_size(), bucket, runs, _time_ms)
+    tunes both kernels (each writes the whole of y), times each one's winner
+    as called here (the split one with its counter reset) and keeps the
+    faster; later calls run only that one."""
+    _CHOSEN.run_or_race(n, _dtype_name(x), x.element_size(), bucket,
+                        {"rows": lambda: _run_rows_tuned(x, y, m, n, bucket),
+                         "split": lambda: _run_split_tuned(x, y, m, n, bucket)}, _time_ms)
 
 
 def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, long_rows: str | None = None,
