@@ -84,6 +84,34 @@ def test_attention_edges(s, d, causal, dtype):
     _check("attention", "triton", Case.make("attention", dtype, B=2, H=3, S=s, D=d, causal=causal))
 
 
+@pytest.mark.parametrize("d", (64, 128))
+@pytest.mark.parametrize("b,h,s,causal", [(2, 3, 1000, 1), (1, 2, 4096, 0), (3, 2, 333, 0), (2, 2, 129, 1)])
+def test_attention_every_config(b, h, s, causal, d):
+    """Each autotuning config of the attention kernel (pointer and tensor-descriptor forms),
+    launched directly into a poisoned output: ragged S, one head's last block running into
+    the next head's rows, and the last head's past the end of the tensor."""
+    import triton
+
+    from implementations.attention import _triton_flash as A
+
+    reg = discover()
+    wl = reg.workloads["attention"]
+    case = Case.make("attention", "bfloat16", B=b, H=h, S=s, D=d, causal=causal)
+    inputs = wl.make_inputs(case, "cuda", SEED)
+    q, k, v = inputs["q"], inputs["k"], inputs["v"]
+    ref = wl.reference(case, inputs)
+    for cfg in A.CONFIGS[d]:
+        bm, bn = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"]
+        o = verify.poison_(torch.empty_like(q))
+        A._attn_fwd[(triton.cdiv(s, bm), b * h)](q, k, v, o, s, 1.4426950408889634 / d ** 0.5, A.bucket(s),
+                                                 *A._descriptors(q, k, v, bm, bn), HEAD_DIM=d, CAUSAL=bool(causal),
+                                                 UPCAST=False, num_warps=cfg.num_warps,
+                                                 num_stages=cfg.num_stages, **cfg.kwargs)
+        torch.cuda.synchronize()
+        res = verify.check_case(wl, case, o, ref, reg.get("attention", "triton"))
+        assert res.correct, f"{case} {cfg} seed={SEED}: {res.message}"
+
+
 def test_attention_noncontiguous_inputs():
     """(B, S, H, D) storage viewed as (B, H, S, D), as a model's projections give it."""
     def to_bshd(inputs):
