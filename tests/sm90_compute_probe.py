@@ -101,10 +101,8 @@ def _attention_jobs():
 
     for d, configs in A.CONFIGS.items():
         for cfg in configs:
-            bm, bn = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"]
             sig = {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "O": "*bf16", "S": "i32", "qk_scale": "fp32",
-                   "S_KEY": "i32", "Qd": f"tensordesc<bf16[{bm}, {d}]>", "Kd": f"tensordesc<bf16[{bn}, {d}]>",
-                   "Vd": f"tensordesc<bf16[{bn}, {d}]>"}
+                   "S_KEY": "i32"}
             const = dict(cfg.kwargs, HEAD_DIM=d, CAUSAL=True, UPCAST=False)
             yield f"attention-d{d}-causal", cfg, A._attn_fwd, sig, const, ["Q", "K", "V", "O"]
 
