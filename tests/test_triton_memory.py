@@ -144,6 +144,7 @@ def test_softmax_pipe_fits():
     assert sm.pipe_fits(131072 + 8, 2, 132)  # and rows off 16-byte boundaries (the granule form)
     assert sm.pipe_fits(32769, 4, 132)
     assert not sm.pipe_fits(32768, 2, 132)  # a row fits one program
+    assert sm.pipe_room(19945, 4, 132)  # but the pipe kernel runs there when asked for
     assert not sm.pipe_fits(1 << 20, 2, 4)  # 128 chunks a row, 12 to 24 programs at once on 4 SMs
     assert [c["PER_SM"] for c in sm.pipe_candidates(131072, 2)] == [6, 3, 5]
     assert [c["PER_SM"] for c in sm.pipe_candidates(131072, 4)] == [5, 4, 2]

@@ -82,12 +82,16 @@ def pipe_candidates(n: int, dtype_bytes: int) -> list[dict]:
     return [pipe_config(*d, n, dtype_bytes) for d in pipe_designs(n, dtype_bytes)]
 
 
+def pipe_room(n: int, dtype_bytes: int, sms: int) -> bool:
+    """Whether a GPU of ``sms`` SMs holds at least half a row's chunks in
+    programs at once for every candidate (what keeps the pipe kernel free of
+    deadlock; see _softmax_pipe)."""
+    return all(2 * sms * c["PER_SM"] >= triton.cdiv(n, c["BLOCK"]) for c in pipe_candidates(n, dtype_bytes))
+
+
 def pipe_fits(n: int, dtype_bytes: int, sms: int) -> bool:
-    """Rows the pipe kernel is raced at: too long for one program, on a GPU
-    that holds at least half a row's chunks in programs at once for every
-    candidate (what keeps it free of deadlock; see _softmax_pipe)."""
-    return (triton.next_power_of_2(n) > MAX_FUSED
-            and all(2 * sms * c["PER_SM"] >= triton.cdiv(n, c["BLOCK"]) for c in pipe_candidates(n, dtype_bytes)))
+    """Rows the pipe kernel is raced at: too long for one program, where the GPU has room (pipe_room)."""
+    return triton.next_power_of_2(n) > MAX_FUSED and pipe_room(n, dtype_bytes, sms)
 
 
 def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None,

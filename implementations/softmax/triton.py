@@ -58,7 +58,7 @@ from implementations._shared.autotune import autotune
 
 # which kernel and launch parameters a shape gets, and the autotuner's candidates
 from implementations.softmax._triton_plan import (MAX_FUSED, SPLIT_MIN_CHUNK, candidates, pipe_candidates, pipe_fits,
-                                                  plan, split_candidates, split_tried)
+                                                  pipe_room, plan, split_candidates, split_tried)
 
 LOG2E = tl.constexpr(1.4426950408889634)  # kernels may read only constexpr globals
 
@@ -665,9 +665,9 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
         p = plan(m, n, x.element_size(), max_fused, block, "online")
     if p["kernel"] == "pipe":
         if not untuned:
-            if not pipe_fits(n, x.element_size(), _sm_count(_device_index(x))):
+            if not pipe_room(n, x.element_size(), _sm_count(_device_index(x))):
                 raise ValueError(f"long_rows='pipe': rows of {n} columns need more programs at once than this "
-                                 f"GPU holds (see pipe_fits)")
+                                 f"GPU holds (see pipe_room)")
             _run_pipe_tuned(x, y, m, n, bucket)
             return y
         chunks = triton.cdiv(n, p["BLOCK"])
