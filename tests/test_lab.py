@@ -32,7 +32,8 @@ GPU_PROBES = {
 
 def test_every_gpu_probe_is_listed_here():
     """A probe added to lab/ without a smoke test here fails this."""
-    others = {"__init__", "_probe", "dashboard_perf", "gemm_ncu_pair", "ncu_heat", "ncu_rows", "rlg_wide_rows", "triton_clusters_probe"}
+    others = {"__init__", "_probe", "attention_occupancy", "dashboard_perf", "gemm_ncu_pair", "ncu_heat", "ncu_rows",
+              "rlg_wide_rows", "triton_clusters_probe"}
     assert {p.stem for p in (ROOT / "lab").glob("*.py")} - others == set(GPU_PROBES)
 
 
@@ -199,3 +200,12 @@ def test_nothing_outside_lab_imports_it():
     found = [f"{p.relative_to(ROOT)}: {m.group(0).strip()}" for p in files
              for m in IMPORTS_LAB.finditer(p.read_text(encoding="utf-8"))]
     assert found == []
+
+
+def test_attention_occupancy_refuses_the_interpreter(monkeypatch, capsys):
+    """The occupancy probe compiles for sm_90; under TRITON_INTERPRET it says so and exits 2."""
+    from lab.attention_occupancy import main
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert main([]) == 2
+    assert "without TRITON_INTERPRET" in capsys.readouterr().err
