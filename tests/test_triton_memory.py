@@ -465,7 +465,8 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
             if plan["kernel"] == "pipe":
                 ptrs += ["stats_ptr", "count_ptr"]
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")
-                const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, min(c["BLOCK"] for c in S.pipe_candidates(n, b))))
+                smallest = min(c["BLOCK"] for c in S.pipe_candidates(n, b))
+                const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, smallest))
             if plan["kernel"] in ("rows", "pipe", "parts"):
                 sig.update(M="i32", N="i32")
             else:

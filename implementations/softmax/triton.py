@@ -397,11 +397,11 @@ def _pipe_span(k, N, BLOCK: tl.constexpr, GRANULES: tl.constexpr, VEC: tl.conste
     row = k // p
     base = row.to(tl.int64) * N
     if GRANULES:
-        start = (base + (VEC - 1)) // VEC * VEC
-        span = tl.maximum((base + N) // VEC * VEC, start) - start
+        start, tail, _, _ = granule_row(base, N, VEC)
+        span = tail - start
     else:
         start = base
-        span = base * 0 + N
+        span = base * 0 + N  # int64, as in the GRANULES branch
     return row, k - row * p, start, span
 
 
@@ -448,6 +448,7 @@ def _pipe_publish(v, x_ptr, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constex
     if GRANULES:
         s += tl.sum(exp2(ze - safe), axis=0)
     pipe_release(m, s, stats_ptr, count_ptr, k, total, N, BLOCK, P_MAX)
+
 
 @triton.jit
 def pipe_release(m, s, stats_ptr, count_ptr, k, total, N, BLOCK: tl.constexpr, P_MAX: tl.constexpr):
@@ -526,7 +527,7 @@ def _softmax_pipe(x_ptr, y_ptr, stats_ptr, count_ptr, M, N, M_BUCKET, BLOCK: tl.
     tickets are taken in order, so only the newest row can be incomplete; for
     every resident program to wait on it, each would hold two of its chunks,
     so a GPU that holds at least half a row's chunks in programs at once never
-    stalls (pipe_fits).  count_ptr: int32 [1 + M], zero at launch;
+    stalls (pipe_room).  count_ptr: int32 [1 + M], zero at launch;
     stats_ptr: float32 [M, 2, P_MAX].
     """
     p = tl.cdiv(N, BLOCK)
