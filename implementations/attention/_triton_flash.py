@@ -120,17 +120,13 @@ def _cfg(bm, bn, warps, stages):
 
 
 # Per head dim, since K/V tiles of D=128 need twice the shared memory per stage.
-# D=128: every tile shape that compiles without spills on sm_90 (ptxas; 4 warps
-# on a 128-row fp32 accumulator spill, so 128-row tiles take 8 warps), at the
-# stage counts that still fit two or three CTAs an SM where the tile allows it:
-# small tiles hold more CTAs an SM and hide the softmax behind a neighbour's
-# MMAs, large ones read K and V fewer times; which wins depends on S and B*H.
 CONFIGS = {
     64: [_cfg(128, 64, 4, 3), _cfg(128, 128, 8, 3), _cfg(128, 64, 8, 4),
          _cfg(128, 128, 8, 4), _cfg(64, 64, 4, 3)],
+    # 4 warps on a 128 x 128 fp32 accumulator spill (ptxas, sm_90): 8 warps here
+    # 64 x 32 tiles: less of a short sequence's last block masked off, three CTAs an SM
     128: [_cfg(128, 64, 8, 3), _cfg(128, 64, 8, 4), _cfg(128, 128, 8, 2),
-          _cfg(64, 64, 4, 3), _cfg(64, 64, 4, 2), _cfg(128, 64, 8, 2),
-          _cfg(128, 32, 8, 2), _cfg(128, 32, 8, 3), _cfg(64, 32, 4, 2), _cfg(64, 32, 4, 3)],
+          _cfg(64, 64, 4, 3), _cfg(64, 32, 4, 3)],
 }
 
 
@@ -184,14 +180,16 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -
     best = _autotuned.best_config
     key = (bucket(S), D, bool(causal), q.dtype)
     if key not in _TRIED:
-        # the autotuner's medians of every candidate, kept from the launch that tuned this key
+        # the autotuner's medians of every candidate, from the launch that tuned this key
+        # (S's bucket): the shape they were timed at is named with them
         # (cleared once read: a key whose winner comes from the disk cache times nothing and
         # must not show the previous key's timings)
         timings = getattr(_autotuned, "configs_timings", None) or {}
         _autotuned.configs_timings = None
         _TRIED[key] = "; tried " + ", ".join(
             f"{c.kwargs['BLOCK_M']}x{c.kwargs['BLOCK_N']},w{c.num_warps},s{c.num_stages}:{_median(t) * 1000:.0f}us"
-            for c, t in sorted(timings.items(), key=lambda kv: _median(kv[1]))) if len(timings) > 1 else ""
+            for c, t in sorted(timings.items(), key=lambda kv: _median(kv[1]))) + f" (at B={B} H={H} S={S})" \
+            if len(timings) > 1 else ""
     return o, describe(best.kwargs, best.num_warps, best.num_stages) + _TRIED[key]
 
 
