@@ -54,10 +54,6 @@ def _launch(sm, x, y, c: dict, mode: int | None = None) -> None:
 
     m, n = x.numel() // x.shape[-1], x.shape[-1]
     bucket = triton.next_power_of_2(m)
-    if c["kernel"] == "flat":
-        sm._softmax_flat[(triton.cdiv(m, c["ROWS"]),)](x, y, m, bucket, n, ROWS=c["ROWS"], BLOCK_N=c["BLOCK_N"],
-                                                       FLAT=c["FLAT"], EVICT=c["EVICT"], num_warps=c["num_warps"])
-        return
     if c["kernel"] == "rows":
         sm._softmax_rows[(triton.cdiv(m, c["ROWS"]),)](
             x, y, m, n, bucket, ROWS=c["ROWS"], BLOCK_N=c["BLOCK_N"], EVICT=c["EVICT"],
@@ -118,52 +114,6 @@ def test_granule_split_chunks(dtype, poisoned):
     assert verify.check(y, torch.softmax(x.double(), -1), 1.6e-2).correct
     with pytest.raises(ValueError, match="granule form holds"):
         sm.plan(4, 4099, 4, max_fused=1, block=1024, long_rows="split", sub=256, granules=True)
-
-
-@cpu_only
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_flat_rows_every_candidate(dtype, poisoned):
-    """The flat kernel's candidates at short widths of every alignment, with a
-    last program of fewer rows (or of all of them) and fewer rows than ROWS."""
-    from implementations.softmax import triton as sm
-
-    for m, n in ((1000, 7), (37, 3), (129, 5), (300, 25), (5, 63), (17, 8), (40, 33)):
-        wl, case, inputs = _inputs(m, n, dtype, "cpu", seed=m * 31 + n)
-        x = inputs["x"]
-        for c in sm.flat_candidates(m, n, x.element_size()):
-            y = torch.empty_like(x)
-            _launch(sm, x, y, c)
-            _assert_ok(y, wl, case, inputs, c)
-    wl, case, inputs = _inputs(1001, 7, dtype, "cpu", seed=3)
-    _assert_ok(sm.softmax_triton(inputs["x"], flat=True), wl, case, inputs, "flat=True")
-
-
-@cpu_only
-def test_flat_rows_minus_inf(poisoned):
-    """Rows of -inf but for one element, at each column, so that a padding
-    column (which repeats column 0 before it is masked) never leaks in."""
-    from implementations.softmax import triton as sm
-
-    x = torch.full((7, 7), float("-inf"), dtype=torch.bfloat16)
-    for r in range(7):
-        x[r, r] = 0.75
-    y = sm.softmax_triton(x, flat=True)
-    assert verify.check(y, torch.softmax(x.double(), -1), 1.6e-2).correct
-
-
-def test_flat_plan():
-    from implementations.softmax import _triton_plan as P
-
-    assert P.flat_tried(7, 2) and P.flat_tried(3, 4) and P.flat_tried(63, 2) and P.flat_tried(5, 1)
-    assert not P.flat_tried(8, 2) and not P.flat_tried(4, 4) and not P.flat_tried(65, 2) and not P.flat_tried(2, 2)
-    for m, n, b in ((3021808, 7, 2), (3813928, 3, 4), (10, 9, 2), (1, 63, 4)):
-        cands = P.flat_candidates(m, n, b)
-        assert cands and all(c["ROWS"] >= 16 and c["FLAT"] >= c["ROWS"] * n and c["BLOCK_N"] >= n for c in cands)
-        # every full program's run starts on a 16-byte boundary
-        assert all(c["ROWS"] * n * b % 16 == 0 for c in cands)
-    assert P.plan(100, 7, 2, flat=True)["kernel"] == "flat"
-    with pytest.raises(ValueError, match="at most 64"):
-        P.plan(100, 65, 2, flat=True)
 
 
 @cpu_only
@@ -302,9 +252,6 @@ for ty, b in (("*bf16", 2), ("*fp32", 4)):
         if c.get("GRANULES"):
             jobs.append((S._softmax_split, {"x_ptr": ty, "y_ptr": ty, "stats_ptr": "*fp32", "count_ptr": "*i32",
                                             "N": "i32", "M_BUCKET": "i32"}, dict(c, P_MAX=32, MODE=0)))
-    for c in S.flat_candidates(3021808, 7 if b == 2 else 3, b):
-        jobs.append((S._softmax_flat, {"x_ptr": ty, "y_ptr": ty, "M": "i32", "M_BUCKET": "i32"},
-                     dict(c, N=7 if b == 2 else 3)))
 for kern, sig, c in jobs:
     const = {k: v for k, v in c.items() if k not in ("kernel", "num_warps", "maxnreg")}
     sig = dict(sig, **{k: "constexpr" for k in const})
@@ -331,7 +278,7 @@ print(json.dumps(out))
 
 @cpu_only
 def test_granule_and_mid_split_candidates_compile_for_sm90():
-    """Flat candidates: 16-byte loads and stores, no spills.  Granule candidates: 16-byte loads and stores (the body; the element-masked form
+    """Granule candidates: 16-byte loads and stores (the body; the element-masked form
     has none at N=2053) and no spills; mid-width split candidates: no spills."""
     import triton
 
@@ -343,13 +290,7 @@ def test_granule_and_mid_split_candidates_compile_for_sm90():
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     res = json.loads(proc.stdout.strip().splitlines()[-1])
-    from implementations.softmax._triton_plan import flat_candidates
-
-    flat = [r for r in res if "'kernel': 'flat'" in r["c"]]
-    n_flat = len(flat_candidates(3021808, 7, 2)) + len(flat_candidates(3021808, 3, 4))
-    assert len(res) == 42 + n_flat and not [r for r in res if r["spill"]], res
-    # flat: a full program's run in 16-byte vectors (bf16 N=7, float32 N=3)
-    assert len(flat) == n_flat >= 10 and all(r["ld_v4"] and r["st_v4"] for r in flat), flat
+    assert len(res) == 42 and not [r for r in res if r["spill"]], res
     # (rows: 5 a dtype; split at an unaligned N, whose rows start anywhere in a granule: 8 a dtype)
     gran = [r for r in res if "'GRANULES': True" in r["c"]]
     assert len(gran) == 26 and all(r["ld_v4"] and r["st_v4"] for r in gran), gran
@@ -380,15 +321,13 @@ def _gpu_check(m: int, n: int, dtype: str, **overrides) -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ("float32", "bfloat16"))
 @pytest.mark.parametrize("m,n", [(65521, 2053), (4096, 32768), (1000, 2053), (7, 4097), (3, 30001),
-                                 (1, 1), (33, 16387), (300007, 7), (11, 5)])
+                                 (1, 1), (33, 16387)])
 def test_gpu_autotuned(m, n, dtype):
     _gpu_check(m, n, dtype)
     _gpu_check(m, n, dtype)  # the second call runs what the first chose
     text = discover().get("softmax", "triton").config(Case.make("softmax", dtype, M=m, N=n))
     if n in (32768, 30001, 16387):
         assert text.startswith(("kernel=rows", "kernel=split")) and "head to head" in text, text
-    if n in (7, 5) and dtype == "bfloat16":
-        assert text.startswith(("kernel=rows", "kernel=flat")) and "head to head" in text, text
     torch.cuda.empty_cache()
 
 
@@ -399,8 +338,7 @@ def test_gpu_every_candidate(dtype):
 
     for (m, n), cands in (((1000, 2053), sm.candidates), ((4099, 319), sm.candidates), ((999, 232), sm.candidates),
                           ((97, 30001), sm.split_candidates),
-                          ((31, 30001), sm.candidates), ((37, 16400), sm.candidates), ((300, 32768), sm.candidates),
-                          ((100003, 7), sm.flat_candidates), ((4099, 25), sm.flat_candidates)):
+                          ((31, 30001), sm.candidates), ((37, 16400), sm.candidates), ((300, 32768), sm.candidates)):
         wl, case, inputs = _inputs(m, n, dtype, "cuda", SEED + n)
         x = inputs["x"]
         for c in cands(m, n, x.element_size()):

@@ -50,38 +50,6 @@ def pairs_fit(n: int, dtype_bytes: int) -> bool:
     return dtype_bytes == 2 and n % 16 == 0
 
 
-FLAT_MAX = 64  # widest row (next power of two) the flat kernel takes
-
-
-def flat_tried(n: int, dtype_bytes: int) -> bool:
-    """Short rows that are not whole 16-byte granules (bf16 N=7, float32 N=3):
-    the rows kernel reads them one element a load, so the first call also
-    tunes _softmax_flat, which reads whole rows of a program as one
-    contiguous run in 16-byte vectors, and keeps the faster."""
-    return 2 < n and triton.next_power_of_2(n) <= FLAT_MAX and (n * dtype_bytes) % 16 != 0
-
-
-def flat_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
-    """The flat kernel's candidates: ROWS a power of two (at least 16, so a
-    program's run starts on a 16-byte boundary for any N) holding about 16, 8
-    or 32 KB of real row bytes, on 4 or 8 warps; FLAT the run's power-of-two
-    block, 4 to 64 elements a thread."""
-    out = []
-    for target in (16384, 8192, 32768):
-        rows = 16
-        while rows * 2 * n * dtype_bytes <= target:
-            rows *= 2
-        rows = min(rows, max(16, triton.next_power_of_2(m)))
-        flat = triton.next_power_of_2(rows * n)
-        for warps in (4, 8):
-            c = dict(kernel="flat", ROWS=rows, BLOCK_N=max(2, triton.next_power_of_2(n)), FLAT=flat, EVICT="",
-                     num_warps=warps)
-            if 4 <= flat // (32 * warps) <= 64 and c not in out:
-                out.append(c)
-    return out or [dict(kernel="flat", ROWS=16, BLOCK_N=max(2, triton.next_power_of_2(n)),
-                        FLAT=triton.next_power_of_2(16 * n), EVICT="", num_warps=1)]
-
-
 def split_tried(n: int) -> bool:
     """Widths (8192 < N <= MAX_FUSED) where the rows kernel is raced against
     the split kernel at the first call: a row still fits one program, but a
@@ -128,7 +96,7 @@ def pipe_fits(n: int, dtype_bytes: int, sms: int) -> bool:
 
 def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: int | None = None,
          long_rows: str | None = None, sub: int | None = None, granules: bool | None = None,
-         pairs: bool | None = None, flat: bool | None = None) -> dict:
+         pairs: bool | None = None) -> dict:
     """Kernel and launch parameters for an m x n softmax; pure, so config() can replay it.
 
     long_rows picks the kernel for rows longer than max_fused: "split" (one
@@ -143,14 +111,9 @@ def plan(m: int, n: int, dtype_bytes: int, max_fused: int = MAX_FUSED, block: in
     plan of an unaligned width (see unaligned) names GRANULES=False (the
     element-masked form), and the autotuner also tries the granule form.
     ``pairs`` picks the rows kernel's PAIRS form (16-bit rows with N % 16 == 0;
-    see pairs_fit).  ``flat`` picks the flat kernel (rows of at most FLAT_MAX;
-    on the GPU it is raced where flat_tried).
+    see pairs_fit).
     """
     block_n = max(16, triton.next_power_of_2(n))  # 16: no degenerate 1-wide layouts
-    if flat:
-        if triton.next_power_of_2(n) > FLAT_MAX:
-            raise ValueError(f"flat: rows of at most {FLAT_MAX} columns, got N={n}")
-        return flat_candidates(m, n, dtype_bytes)[0]
     if long_rows == "pipe":
         design = pipe_designs(n, dtype_bytes, granules)[0]
         return pipe_config(block or design[0], *design[1:], n, dtype_bytes, granules)

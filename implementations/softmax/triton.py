@@ -11,11 +11,6 @@ _shared/triton_math.py); at 1 T elements/s (bf16 at copy speed) MUFU has room fo
   a program moves enough bytes to amortise its launch and reductions; rows
   of at most 16 columns are also tried in blocks as narrow as the row, sized
   by their real bytes rather than by 16 padded columns (tiny_rows).
-- Short rows that are not whole 16-byte granules (N <= 64; bf16 N=7 is 14
-  bytes) are read one element a load by the rows kernel (3021808 x 7 bf16:
-  0.42 of copy), so the first call also tunes ``_softmax_flat``, which reads
-  a program's rows as one contiguous 16-byte-vector run and regroups them
-  into rows on chip (tl.gather), and keeps the faster.
 - Unaligned rows (N % 16 != 0: Triton cannot prove a row start 16-byte
   aligned): the element-masked block is one 2- or 4-byte access an element
   (65521 x 2053 bf16: 0.65 of copy).  The GRANULES form addresses a row as
@@ -62,9 +57,8 @@ from suite.workload import Case, itemsize, register
 from implementations._shared.autotune import autotune
 
 # which kernel and launch parameters a shape gets, and the autotuner's candidates
-from implementations.softmax._triton_plan import (MAX_FUSED, SPLIT_MIN_CHUNK, candidates, flat_candidates, flat_tried,
-                                                  pipe_candidates, pipe_fits, pipe_room, plan, split_candidates,
-                                                  split_tried)
+from implementations.softmax._triton_plan import (MAX_FUSED, SPLIT_MIN_CHUNK, candidates, pipe_candidates, pipe_fits,
+                                                  pipe_room, plan, split_candidates, split_tried)
 
 LOG2E = tl.constexpr(1.4426950408889634)  # kernels may read only constexpr globals
 
@@ -235,41 +229,6 @@ def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.
         dst = rows.to(tl.int64) * N
         smask = (rows < M)[:, None] & cmask[None, :]
         tl.store(y_ptr + dst[:, None] + cols[None, :], y.to(out_ty), mask=smask)
-
-
-@triton.jit(do_not_specialize=["M_BUCKET"])
-def _softmax_flat(x_ptr, y_ptr, M, M_BUCKET, N: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
-                  FLAT: tl.constexpr, EVICT: tl.constexpr):
-    """ROWS short rows a program, read and written as one contiguous run.
-
-    The run of ROWS * N elements starts at a multiple of ROWS * N, a multiple
-    of 16 bytes (ROWS >= 16), so a full program's loads and stores are
-    16-byte vectors whatever N is; only the last program masks element by
-    element.  tl.gather moves the run into a ROWS x BLOCK_N tile (row r,
-    column c at r * N + c; the padding columns repeat column 0 and are then
-    set to -inf) for the row reductions, and the result back into run order
-    (element i at row i // N, column i % N: N is a constexpr, so no division).
-    """
-    row0 = tl.program_id(0) * ROWS
-    base = row0.to(tl.int64) * N
-    i = tl.arange(0, FLAT)
-    full = row0 + ROWS <= M
-    if full:
-        x = tl.load(x_ptr + base + i, mask=i < ROWS * N, other=0.0, eviction_policy=EVICT)
-    else:
-        x = tl.load(x_ptr + base + i, mask=i < (M - row0) * N, other=0.0, eviction_policy=EVICT)
-    r = tl.arange(0, ROWS)[:, None]
-    c = tl.arange(0, BLOCK_N)[None, :]
-    keep = c < N
-    tile = tl.gather(x, tl.reshape(tl.where(keep, r * N + c, r * N), [ROWS * BLOCK_N]), 0)
-    tile = tl.where(keep, tl.reshape(tile, [ROWS, BLOCK_N]).to(tl.float32), float("-inf"))
-    e = exp2((tile - tl.max(tile, axis=1)[:, None]) * LOG2E)
-    out = tl.reshape((e * (1.0 / tl.sum(e, axis=1))[:, None]).to(y_ptr.dtype.element_ty), [ROWS * BLOCK_N])
-    y = tl.gather(out, tl.where(i < ROWS * N, (i // N) * BLOCK_N + i % N, 0), 0)
-    if full:
-        tl.store(y_ptr + base + i, y, mask=i < ROWS * N, eviction_policy=EVICT)
-    else:
-        tl.store(y_ptr + base + i, y, mask=i < (M - row0) * N, eviction_policy=EVICT)
 
 
 @triton.jit(do_not_specialize=["M_BUCKET"])
@@ -596,7 +555,6 @@ def _softmax_pipe(x_ptr, y_ptr, stats_ptr, count_ptr, M, N, M_BUCKET, BLOCK: tl.
 
 
 _rows_tuned = tuned(_softmax_rows, candidates)
-_flat_tuned = tuned(_softmax_flat, flat_candidates)
 # (the online kernel's own candidates also where the default plan for that
 # width would be the split kernel: long_rows="online" forces it)
 _online_tuned = tuned(_softmax_online, lambda m, n, b: candidates(m, n, b, long_rows="online"))
@@ -664,20 +622,6 @@ def _run_pipe_tuned(x, y, m: int, n: int, bucket: int) -> None:
     _CHOSEN.record("pipe", _pipe_tuned, n, x.element_size(), bucket)
 
 
-def _run_flat_tuned(x, y, m: int, n: int, bucket: int) -> None:
-    # N positional: the candidates' prune reads the positional arguments only
-    _flat_tuned[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](x, y, m, bucket, n)
-    _CHOSEN.record("flat", _flat_tuned, n, x.element_size(), bucket)
-
-
-def _rows_or_flat(x, y, m: int, n: int, bucket: int) -> None:
-    """Short unaligned rows (flat_tried): the first call of an (N, dtype, M
-    bucket) tunes the rows and flat kernels and keeps the faster."""
-    _CHOSEN.run_or_race(n, _dtype_name(x), x.element_size(), bucket,
-                        {"rows": lambda: _run_rows_tuned(x, y, m, n, bucket),
-                         "flat": lambda: _run_flat_tuned(x, y, m, n, bucket)}, _time_ms)
-
-
 def _split_or_pipe(x, y, m: int, n: int, bucket: int) -> None:
     """Long rows (pipe_fits): the first call of an (N, dtype, M bucket)
     tunes the split and pipe kernels, times each one's winner as called here
@@ -698,9 +642,8 @@ def _rows_or_split(x, y, m: int, n: int, bucket: int) -> None:
 
 
 def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, long_rows: str | None = None,
-                   sub: int | None = None, granules: bool | None = None, pairs: bool | None = None,
-                   flat: bool | None = None):
-    """Softmax over the last dim; ``max_fused``/``block``/``sub``/``granules``/``pairs``/``flat``
+                   sub: int | None = None, granules: bool | None = None, pairs: bool | None = None):
+    """Softmax over the last dim; ``max_fused``/``block``/``sub``/``granules``/``pairs``
     force the paths in tests (a forced path runs its plan as is, untuned);
     ``long_rows`` picks the long-row kernel (see plan)."""
     import torch
@@ -713,14 +656,10 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
     m = x.numel() // n if n else 0
     if x.numel() == 0:
         return y
-    p = plan(m, n, x.element_size(), max_fused, block, long_rows, sub, granules, pairs, flat)
+    p = plan(m, n, x.element_size(), max_fused, block, long_rows, sub, granules, pairs)
     bucket = triton.next_power_of_2(m)
     untuned = (interpreting() or max_fused != MAX_FUSED or block is not None or sub is not None
-               or granules is not None or pairs is not None or flat is not None or p["kernel"] == "split2")
-    if p["kernel"] == "flat":  # asked for (flat=True): its first candidate, untuned
-        _softmax_flat[(triton.cdiv(m, p["ROWS"]),)](x, y, m, bucket, N=n, ROWS=p["ROWS"], BLOCK_N=p["BLOCK_N"],
-                                                    FLAT=p["FLAT"], EVICT=p["EVICT"], num_warps=p["num_warps"])
-        return y
+               or granules is not None or pairs is not None or p["kernel"] == "split2")
     if (p["kernel"] == "split" and not interpreting()
             and triton.cdiv(n, p["BLOCK"]) > 2 * _sm_count(_device_index(x))):
         # a GPU too small to hold every program of a row at once (never an H200)
@@ -771,8 +710,6 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
     elif p["kernel"] == "rows":
         if split_tried(n):
             _rows_or_split(x, y, m, n, bucket)
-        elif flat_tried(n, x.element_size()):
-            _rows_or_flat(x, y, m, n, bucket)
         else:
             _run_rows_tuned(x, y, m, n, bucket)
     else:
@@ -789,8 +726,7 @@ def _config(case: Case) -> str:
 register("softmax", "triton", available=needs_triton,
          supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
          description="rows in registers (several short rows a program; 16-byte granules where rows are "
-                     "unaligned; 16-bit rows as 32-bit pairs; short unaligned rows also raced as one contiguous "
-                     "16-byte-vector run a program); long rows split over programs that meet in "
+                     "unaligned; 16-bit rows as 32-bit pairs); long rows split over programs that meet in "
                      "the kernel, raced against a persistent grid that writes one chunk while loading the "
                      "next (x read once)")(
     softmax_triton)
