@@ -182,30 +182,32 @@ def test_rlg_parts_candidates(m, n, offset, dtype):
         rlg._rlg_parts[(m,)](x, r, inputs["weight"], inputs["bias"], y, m, n, float(inputs["eps"]),
                              triton.next_power_of_2(m), sm_count(0), PARTS=c["PARTS"], Q=c["Q"], EXACT=b == 4,
                              EVEN=c["EVEN"], ALIGN=rlg.row_align(n, b), PF_AT=c["PF_AT"], PF_DIV=c["PF_DIV"],
-                             num_warps=c["num_warps"])
+                             num_warps=c["num_warps"], **({"maxnreg": c["maxnreg"]} if "maxnreg" in c else {}))
         torch.cuda.synchronize()
         res = verify.check(y, ref, wl.tolerance(case))
         assert res.correct, f"{case} offset {offset} {c} seed={SEED}: {res.message}"
 
 
 @pytest.mark.parametrize("dtype", ("float32", "bfloat16"))
-@pytest.mark.parametrize("m,n", [(4099, 83), (999, 609), (777, 640), (5001, 41), (333, 1024)])
+@pytest.mark.parametrize("m,n", [(4099, 83), (999, 609), (777, 640), (5001, 41), (333, 1024), (37, 14464),
+                                 (133, 6656)])
 def test_rlg_rows_candidates(m, n, dtype):
     """Every candidate of the rows kernel at short rows (the LANES form among them: one or two rows
-    a warp), launched directly into a poisoned output."""
+    a warp) and at wide ones (16-bit: the register-capped form), launched directly into a poisoned
+    output."""
     from implementations.residual_layernorm_gelu import triton as rlg
 
     case, wl, inputs, ref, x, r = _rlg_offset_inputs(m, n, 0, dtype)
     b = x.element_size()
     cands = rlg.candidates(m, n, b)
-    assert any(c.get("LANES") for c in cands)
+    assert any(c.get("LANES") for c in cands) if n <= 1024 else any(c.get("maxnreg") for c in cands) == (b == 2)
     for c in cands:
         y = verify.poison_(torch.empty_like(x))
         rlg._rlg_rows[(triton.cdiv(m, c["ROWS"]),)](
             x, r, inputs["weight"], inputs["bias"], y, m, n, float(inputs["eps"]), triton.next_power_of_2(m),
             ROWS=c["ROWS"], BLOCK_N=c["BLOCK_N"], EXACT=b == 4, EVEN_N=n == c["BLOCK_N"], ALIGN=rlg.row_align(n, b),
             WB_EARLY=c["WB_EARLY"], EVICT=c["EVICT"], GRANULES=c.get("GRANULES", False), LANES=c.get("LANES", 0),
-            num_warps=c["num_warps"])
+            num_warps=c["num_warps"], **({"maxnreg": c["maxnreg"]} if "maxnreg" in c else {}))
         torch.cuda.synchronize()
         res = verify.check(y, ref, wl.tolerance(case))
         assert res.correct, f"{case} {c} seed={SEED}: {res.message}"

@@ -179,7 +179,8 @@ def test_every_short_row_candidate(dtype, poisoned):
     # M (none a multiple of the packed ROWS) draw the candidates of any M up to that
     # (and rows of at most 16 columns over enough rows that the narrow-block candidates of
     # tiny_rows appear: 1500 x 8, 1100 x 3)
-    for m, n in ((13, 1000), (11, 1002), (5, 781), (9, 1024), (9, 2040), (1500, 8), (1100, 3), (3, 4721)):
+    for m, n in ((13, 1000), (11, 1002), (5, 781), (9, 1024), (9, 2040), (1500, 8), (1100, 3), (3, 4721),
+                 (3, 6656)):
         case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
         wl = reg.workloads["residual_layernorm_gelu"]
         inputs = wl.make_inputs(case, "cpu", m + n)
@@ -191,7 +192,8 @@ def test_every_short_row_candidate(dtype, poisoned):
                 triton.next_power_of_2(m), ROWS=c["ROWS"], BLOCK_N=c["BLOCK_N"], EXACT=x.element_size() == 4,
                 EVEN_N=n == c["BLOCK_N"], ALIGN=rlg.row_align(n, x.element_size()),
                 WB_EARLY=c["WB_EARLY"], EVICT=c["EVICT"], GRANULES=c.get("GRANULES", False),
-                LANES=c.get("LANES", 0), num_warps=c["num_warps"])
+                LANES=c.get("LANES", 0), num_warps=c["num_warps"],
+                **({"maxnreg": c["maxnreg"]} if "maxnreg" in c else {}))
             res = verify.check(y, wl.reference(case, inputs), wl.tolerance(case))
             assert res.correct, f"{case} {c}: {res.message}"
     for m, n in ((40, 128), (13, 100), (5, 3), (2100, 3), (1030, 7), (600, 16), (7, 319), (5, 232)):
@@ -410,6 +412,9 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                          Case.make(wl, "bfloat16", M=191, N=90533), Case.make(wl, "float32", M=367, N=82153)],
              "residual_layernorm_gelu": [Case.make(wl, "float32", M=33104, N=609),
                                          Case.make(wl, "bfloat16", M=2232008, N=8),
+                                         # (wide 16-bit rows: the register-capped rows form)
+                                         Case.make(wl, "bfloat16", M=1685, N=14464),
+                                         Case.make(wl, "bfloat16", M=1949, N=6656),
                                          # (the team kernel's granule form only: the rows and parts
                                          # kernels at such widths are element-wise and spill)
                                          Case.make(wl, "bfloat16", M=1075, N=14749),

@@ -141,8 +141,8 @@ def tuned(kernel, candidates: Callable[[int, int, int], list[dict]], reset_to_ze
 
     def prune(configs, named_args, **kwargs):
         x, n = named_args["x_ptr"], named_args["N"]
-        return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps")},
-                              num_warps=c["num_warps"])
+        return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps", "maxnreg")},
+                              num_warps=c["num_warps"], maxnreg=c.get("maxnreg"))
                 for c in candidates(x.numel() // n, n, x.element_size())]
 
     return autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=reset_to_zero,

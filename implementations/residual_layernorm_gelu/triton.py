@@ -524,7 +524,7 @@ def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
             if c["kernel"] == "rows" and c["ROWS"] * c["BLOCK_N"] >= 32 * 32 * c["num_warps"] \
                     and c["BLOCK_N"] >= 8192:
                 out.append(dict(c, WB_EARLY=False))
-        return _with_hints(_with_granules(out[:8], n, dtype_bytes), dtype_bytes, 4)
+        return _with_hints(_with_granules(out[:8], n, dtype_bytes), dtype_bytes, 4) + _capped(n, dtype_bytes)
     bn, r0 = base["BLOCK_N"], base["ROWS"]
     tiny = tiny_rows(m, n, dtype_bytes)
     if tiny:
@@ -554,6 +554,21 @@ def candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
     warp = [dict({k: v for k, v in c.items() if k != "ALIGN"}, EVICT=_hints(dtype_bytes)[0])
             for c in warp_rows(m, n, dtype_bytes, bn, wb=True)]
     return _with_hints(_with_granules(unique[:8], n, dtype_bytes), dtype_bytes, 4) + warp
+
+
+def _capped(n: int, dtype_bytes: int) -> list[dict]:
+    """One row of 8192 < N <= 16384 (or 4096 < N <= 8192) a program, on 16 (8)
+    warps, w and b loaded after the reductions and the registers capped at 64
+    a thread: two (four) programs an SM, where the uncapped rows configs at
+    these widths hold one (two or three), so a second row's loads cover one
+    row's reductions.  16-bit rows of whole 16-byte vectors only: for sm_90
+    they compile without spills, while float32 rows spill 8-12 bytes under the
+    cap and the granule forms hundreds."""
+    bn = triton.next_power_of_2(n)
+    if dtype_bytes != 2 or bn not in (8192, 16384) or row_align(n, dtype_bytes) * dtype_bytes != 16:
+        return []
+    return [dict(kernel="rows", ROWS=1, BLOCK_N=bn, num_warps=bn // 1024, WB_EARLY=False, EVICT=hint,
+                 maxnreg=64) for hint in _hints(dtype_bytes)]
 
 
 def granule_block(n: int, dtype_bytes: int) -> int:
