@@ -486,7 +486,8 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                     "split2": S._softmax_split, "pipe": S._softmax_pipe, "parts": R._rlg_parts,
                     "team": R._rlg_team}[plan["kernel"]]
             sig = {name: sig[name] for name in kern.arg_names if name in sig}
-            key = (wl, plan["kernel"], p, n % 16 == 0, tuple(sorted(const.items())), plan["num_warps"])
+            key = (wl, plan["kernel"], p, n % 16 == 0, tuple(sorted(const.items())), plan["num_warps"],
+                   plan.get("maxnreg"))
             jobs[key] = (kern, sig, const, plan["num_warps"], n % 16 == 0, aligned, plan.get("maxnreg"))
 print(len(jobs), file=sys.stderr)
 out = []
