@@ -16,7 +16,11 @@ gelu_f32's branch-free erf, so that instruction issue stays under the limit.
   16-byte accesses for the body of each row).  Rows of at most 1024 that a
   warp's accesses do not cover in one pass are also tried one or two to a
   warp (``_rlg_warp_rows``, row_tuning.warp_rows): reductions without a
-  barrier, several rows a program.
+  barrier, several rows a program.  16-bit rows of 4097..16384 whole
+  16-byte vectors are also tried one a program with w and b loaded after the
+  reductions and the registers capped at 64 (``_capped``): two or four
+  programs an SM where the uncapped configs hold one to three, so one row's
+  loads cover another's reductions.
 - ``_rlg_split`` (wider rows, any N): one row a program, in BLOCK-wide
   chunks.  Chunk 0's h stays in registers; its mean K is the shift for
   per-lane sums of (h - K) and (h - K)^2 over the rest of the row, which keeps
