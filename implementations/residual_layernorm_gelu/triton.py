@@ -567,7 +567,7 @@ def _capped(n: int, dtype_bytes: int) -> list[dict]:
     these widths hold one (two or three), so a second row's loads cover one
     row's reductions.  16-bit rows of whole 16-byte vectors only: for sm_90
     they compile without spills, while float32 rows spill 8-212 bytes under
-    the cap (212 at N = 16384) and the granule forms hundreds."""
+    the cap (212 wherever N % 16 == 0) and the granule forms hundreds."""
     bn = triton.next_power_of_2(n)
     if dtype_bytes != 2 or bn not in (8192, 16384) or row_align(n, dtype_bytes) * dtype_bytes != 16:
         return []
