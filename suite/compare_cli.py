@@ -46,7 +46,7 @@ def configure(p) -> None:
                    help="smallest change that counts, as 5%% or 0.05 (default 5%%)")
     p.add_argument("--run-spread", default=f"{PRIOR_SIGMA:.0%}",
                    help="between-run spread of one run's median assumed where a case has no "
-                        f"evidence, as 2%% or 0.02 (default {PRIOR_SIGMA:.0%})")
+                        f"evidence, as 2%% or 0.02 (default {PRIOR_SIGMA * 100:.0f}%%)")
     p.add_argument("--floor-us", type=float, default=0.0,
                    help="an absolute floor in microseconds on top of the band (default 0: the "
                         "samples' spread sets the floor)")

@@ -84,6 +84,17 @@ def test_help_explains_the_verbs_and_run_options():
         assert word in r.stdout
 
 
+def test_every_verb_has_a_help_that_prints():
+    """argparse formats each help string with %: a bare one in any option's help crashes --help."""
+    from suite.cli import build_parser
+
+    verbs = next(a for a in build_parser()._actions if a.dest == "verb").choices
+    assert {"run", "compare", "ab", "report", "dashboard"} <= set(verbs)
+    for verb in verbs:
+        r = suite_here(verb, "--help")
+        assert r.returncode == 0 and r.stdout.startswith("usage:") and not r.stderr, (verb, r.stderr[-300:])
+
+
 def test_show_rows_lists_each_row_with_its_clock_and_filters(tmp_path):
     from suite import store
 
