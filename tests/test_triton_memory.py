@@ -300,6 +300,21 @@ def test_layernorm_team_statistics_of_offset_rows(poisoned):
     assert res.correct, res.message
 
 
+def test_capped_rows_candidates():
+    """The register-capped rows form: 16-bit rows of whole 16-byte vectors at 4097..16384 only,
+    one row a program on bn / 1024 warps, w and b after the reductions, in both eviction hints."""
+    from implementations.residual_layernorm_gelu import triton as rlg
+
+    for n, b, warps in ((14464, 2, 16), (16384, 2, 16), (6656, 2, 8), (4104, 2, 8), (12288, 2, 16)):
+        capped = [c for c in rlg.candidates(1685, n, b) if c.get("maxnreg")]
+        assert len(capped) == 2 and {c["EVICT"] for c in capped} == {"", "evict_first"}, (n, capped)
+        assert all(c["maxnreg"] == 64 and c["num_warps"] == warps and c["ROWS"] == 1 and not c["WB_EARLY"]
+                   for c in capped), capped
+    # float32 (spills under the cap), unaligned 16-bit rows (granule forms spill), other widths
+    for n, b in ((14464, 4), (6656, 4), (19379, 2), (13437, 2), (4100, 2), (4096, 2), (32768, 2), (1024, 2)):
+        assert not [c for c in rlg.candidates(1685, n, b) if c.get("maxnreg")], (n, b)
+
+
 def test_team_candidates():
     """Chunks of 2048-8192 columns, at least two and at most TEAM_MAX_P a row; the granule
     form exactly where rows are not whole 16-byte vectors; none outside team_tried."""
