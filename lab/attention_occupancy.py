@@ -4,7 +4,11 @@ Compiles ``implementations/attention/_triton_flash._attn_fwd`` for sm_90 (Triton
 bundled ptxas, no GPU needed) over BLOCK_M x BLOCK_N x warps x stages, for D = 128
 (causal and not) and D = 64, and prints per config the registers a thread, spill
 bytes, shared memory, and the CTAs an SM holds by registers (64K) and by shared
-memory (227 KB); ``*`` marks the configs the autotuner tries.
+memory (227 KB); ``*`` marks the configs the autotuner tries.  Last, per config the
+autotuner tries, how its tensor-core work is synchronised: the asynchronous
+wgmma groups it commits and, for each wgmma.wait_group, how many groups that
+wait leaves in flight (0: the warpgroup waits for every MMA it issued); and the
+same for a loop that issues the next block's QK^T first (_attention_next_qk.py).
 
     python3 -m lab.attention_occupancy
 """
@@ -43,6 +47,21 @@ def main(argv: list[str] | None = None) -> int:
             mark = "*" if (d, bm, bn, w, st) in tried else ""
             print(f"{d:3} {int(causal):6} {bm:7} {bn:7} {w:5} {st:6} {r['regs']:5} {r['spill']:5} "
                   f"{r['shared'] / 1024:7.0f}  {min(by_regs, by_smem):2} ({by_regs}, {by_smem}) {mark}")
+    print("\n  D causal BLOCK_M BLOCK_N warps stages  wgmma groups  waits (groups left in flight)")
+    for d, causal in ((128, False), (128, True), (64, False)):
+        for c in A.CONFIGS[d]:
+            bm, bn, w, st = c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages
+            const = dict(BLOCK_M=bm, BLOCK_N=bn, HEAD_DIM=d, CAUSAL=causal, UPCAST=False)
+            r = _compile(A._attn_fwd, sig, const, ["Q", "K", "V", "O"], w, st)
+            print(f"{d:3} {int(causal):6} {bm:7} {bn:7} {w:5} {st:6} {r['wgmma_commits']:13}  {r['wgmma_waits']}")
+    from lab._attention_next_qk import attn_next_qk_first
+
+    print("\nthe next block's QK^T issued before this block's softmax (lab/_attention_next_qk.py), D=128:")
+    for bm, bn, w, st in ((128, 64, 8, 3), (128, 64, 8, 2), (64, 64, 4, 3)):
+        r = _compile(attn_next_qk_first, {k: v for k, v in sig.items() if k != "S_KEY"},
+                     dict(BLOCK_M=bm, BLOCK_N=bn, HEAD_DIM=128), ["Q", "K", "V", "O"], w, st)
+        print(f"128      0 {bm:7} {bn:7} {w:5} {st:6} {r['wgmma_commits']:13}  {r['wgmma_waits']}"
+              f"   ({r['regs']} registers, {r['spill']} spilled)")
     return 0
 
 

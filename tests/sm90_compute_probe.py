@@ -45,7 +45,10 @@ def _compile(fn, sig, const, divisible, warps, stages):
             "wgmma": "wgmma.mma_async" in ptx, "tma": "cp.async.bulk.tensor" in ptx,
             # 16-byte asynchronous copies of A and B, and element-by-element loads
             "cp_async16": len(re.findall(r"cp\.async\.cg\.shared\.global \[[^]]*\], \[[^]]*\], 0x10", ptx)),
-            "scalar_loads": len(re.findall(r"ld\.global\.b(?:16|32) ", ptx))}
+            "scalar_loads": len(re.findall(r"ld\.global\.b(?:16|32) ", ptx)),
+            # asynchronous MMA groups committed, and how many each wait leaves in flight
+            "wgmma_commits": ptx.count("wgmma.commit_group"),
+            "wgmma_waits": [int(w) for w in re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+)", ptx)]}
 
 
 def _gemm_jobs():
