@@ -12,6 +12,7 @@ import json
 import sys
 
 from suite.compare import Options, Result, as_dict
+from suite.plain import md_text, rich_text
 
 _ORDER = {"suspect": 0, "broke": 0, "lost": 1, "missing": 2, "slower": 3, "unsure": 4, "not comparable": 5,
           "fixed": 6, "faster": 7, "gone": 8, "new": 9, "status": 10, "same": 11}
@@ -84,15 +85,16 @@ def _band_text(r: dict) -> str:
     return f"+-{r['band']:.1%}" + (f" ({r['band_source']})" if r.get("band_source") else "")
 
 
-def _cells(r: dict, cols: list[str]) -> list[str]:
+def _cells(r: dict, cols: list[str], safe=rich_text) -> list[str]:
+    """A row's cells, its values from the runs made inert by ``safe`` (rich or Markdown)."""
     ci = r.get("ci")
     values = {
-        "workload": r["workload"], "impl": r["impl"], "dtype": r["dtype"], "shape": r["shape"],
-        "timer": r["timer"], "base ms": _num(r["base_ms"], ".4g"), "cand ms": _num(r["cand_ms"], ".4g"),
+        "workload": safe(r["workload"]), "impl": safe(r["impl"]), "dtype": safe(r["dtype"]),
+        "shape": safe(r["shape"]), "timer": safe(r["timer"]), "base ms": _num(r["base_ms"], ".4g"), "cand ms": _num(r["cand_ms"], ".4g"),
         "speedup": _num(r["speedup"], ".3f") + ("x" if r["speedup"] is not None else ""),
         "base SOL": _num(r["base_sol"], ".3g"), "cand SOL": _num(r["cand_sol"], ".3g"),
         "speedup 95% CI": f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "",
-        "band": _band_text(r), "p": _num(r["p_value"], ".2g"), "verdict": _verdict_text(r),
+        "band": safe(_band_text(r)), "p": _num(r["p_value"], ".2g"), "verdict": safe(_verdict_text(r)),
     }
     return [str(values[c]) for c in cols]
 
@@ -123,15 +125,16 @@ ROLLUP_COLS = ["impl", "matched", "geomean speedup", "geomean SOL ratio", "base 
                "cand pass rate", "regressions", "improvements", "gated"]
 
 
-def _rollup_cells(r: dict) -> list[str]:
-    return [r["impl"], str(r["matched"]), _num(r["geomean_speedup"], ".3f"),
+def _rollup_cells(r: dict, safe=rich_text) -> list[str]:
+    return [safe(r["impl"]), str(r["matched"]), _num(r["geomean_speedup"], ".3f"),
             _num(r["geomean_sol_ratio"], ".3f"), _pct(r["base_pass_rate"]),
             _pct(r["cand_pass_rate"]), str(r["regressions"]), str(r["improvements"]),
             "yes" if r["gated"] else "context"]
 
 
 def _md_table(cols: list[str], rows: list[list[str]]) -> str:
-    esc = [[c.replace("|", "\\|") for c in row] for row in rows]
+    """(the cells come made safe by md_text, "|" included)"""
+    esc = rows
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(row) + " |" for row in esc]
     return "\n".join(lines) + "\n"
@@ -148,16 +151,16 @@ def markdown(results: list[Result], opt: Options, code: int, intro: str | None =
     parts = [f"## Benchmark comparison: {'regression' if code == 1 else 'no regression'}\n",
              intro or default_intro(opt)]
     for res in results:
-        parts.append(f"\n### {_heading(res)}\n\n**{summary(res, code)}**\n")
+        parts.append(f"\n### {md_text(_heading(res))}\n\n**{md_text(summary(res, code))}**\n")
         for note in res.notes:
-            parts.append(f"\n> {note}\n")
-        parts.append("\n" + _md_table(ROLLUP_COLS, [_rollup_cells(r) for r in res.rollup]))
+            parts.append(f"\n> {md_text(note)}\n")
+        parts.append("\n" + _md_table(ROLLUP_COLS, [_rollup_cells(r, md_text) for r in res.rollup]))
         cols = _columns(res)
         changed = [r for r in _sorted(res.rows) if r["verdict"] != "same"]
         if changed:
-            parts.append("\n#### Changes\n\n" + _md_table(cols, [_cells(r, cols) for r in changed]))
+            parts.append("\n#### Changes\n\n" + _md_table(cols, [_cells(r, cols, md_text) for r in changed]))
         parts.append(f"\n<details><summary>All {len(res.rows)} cases</summary>\n\n"
-                     + _md_table(cols, [_cells(r, cols) for r in _sorted(res.rows)])
+                     + _md_table(cols, [_cells(r, cols, md_text) for r in _sorted(res.rows)])
                      + "\n</details>\n")
     return "".join(parts)
 
@@ -172,9 +175,9 @@ def table(results: list[Result], opt: Options, code: int, show_all: bool, out) -
     style = {"suspect": "bold red", "broke": "bold red", "lost": "bold red", "missing": "bold red", "slower": "red",
              "faster": "green", "fixed": "green", "not comparable": "yellow", "unsure": "yellow"}
     for res in results:
-        console.print(f"[bold]{_heading(res)}[/bold]", highlight=False)
+        console.print(f"[bold]{rich_text(_heading(res))}[/bold]", highlight=False)
         for note in res.notes:
-            console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
+            console.print(f"[yellow]note:[/yellow] {rich_text(note)}", highlight=False)
         cols = _columns(res)
         t = Table(*cols, title=None, show_lines=False)
         rows = _sorted(res.rows)
@@ -190,4 +193,4 @@ def table(results: list[Result], opt: Options, code: int, show_all: bool, out) -
         for r in res.rollup:
             roll.add_row(*_rollup_cells(r))
         console.print(roll)
-        console.print(f"[bold]{summary(res, code)}[/bold]", highlight=False)
+        console.print(f"[bold]{rich_text(summary(res, code))}[/bold]", highlight=False)

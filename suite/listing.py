@@ -15,6 +15,7 @@ def main(args) -> int:
     from rich.table import Table
 
     from suite.environment import pick_device
+    from suite.plain import rich_text
     from suite.workload import discover
 
     device = pick_device(args.device)
@@ -31,12 +32,12 @@ def main(args) -> int:
             note = "" if impl.in_default_sweep else " (runs only when named with --impls)"
             if impl.source != "builtin":
                 note += f" ({impl.source})"
-            table.add_row(name, impl.name, status, (reason or impl.description) + note)
+            table.add_row(rich_text(name), rich_text(impl.name), status, rich_text((reason or impl.description) + note))
         for (w, backend), reason in sorted(reg.broken.items()):
             if w == name:
-                table.add_row(name, backend, "[red]broken[/]", reason)
-        table.add_row("", "", "", f"[dim]{wl.bound} bound; presets "
-                      + ", ".join(f"{p} ({len(s)} shapes)" for p, s in wl.presets.items())
+                table.add_row(rich_text(name), rich_text(backend), "[red]broken[/]", rich_text(reason))
+        table.add_row("", "", "", f"[dim]{rich_text(wl.bound)} bound; presets "
+                      + ", ".join(f"{rich_text(p)} ({len(s)} shapes)" for p, s in wl.presets.items())
                       + (f", fuzz ({wl.fuzz_count} shapes from --seed)" if "fuzz" in wl.preset_names() else "")
                       + "[/]",
                       end_section=True)

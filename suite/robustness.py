@@ -62,6 +62,8 @@ def print_robustness(df: pd.DataFrame, workloads: Mapping[str, Any], file=None) 
     from rich.console import Console
     from rich.table import Table
 
+    from suite.plain import rich_text
+
     console = Console(file=file or sys.stdout, width=160)
     table = Table(title="robustness: each implementation over the run's shapes (ok rows)")
     right = ("ok", "geomean", "worst")
@@ -69,6 +71,7 @@ def print_robustness(df: pd.DataFrame, workloads: Mapping[str, Any], file=None) 
         table.add_column(col, justify="right" if col in right else "left")
     for _, r in robustness(df, workloads).iterrows():
         fmt = (lambda x: "-" if pd.isna(x) else f"{x:.2f}")
-        table.add_row(r["workload"], r["impl"], r["dtype"], str(r["timer"]), r["score"],
-                      str(r["ok"]), fmt(r["geomean"]), fmt(r["worst"]), r["worst_shape"])
+        table.add_row(rich_text(r["workload"]), rich_text(r["impl"]), rich_text(r["dtype"]), rich_text(r["timer"]),
+                      rich_text(r["score"]), str(r["ok"]), fmt(r["geomean"]), fmt(r["worst"]),
+                      rich_text(r["worst_shape"]))
     console.print(table)

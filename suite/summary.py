@@ -17,6 +17,7 @@ from typing import Iterable
 
 import pandas as pd
 
+from suite.plain import rich_text as _t
 from suite.roofline import SUSPECT_SOL
 from suite.store import normalize
 
@@ -75,29 +76,29 @@ def print_summary(rows: Iterable[dict] | pd.DataFrame, file=None) -> None:
         table.add_column(col, justify="right" if col in ("GB/s", "TFLOP/s", "SOL", "vs eager", "vs torch") else "left")
     for _, b in best_rows(df).iterrows():
         if pd.isna(b.get("impl")):
-            table.add_row(b["workload"], b["dtype"], b["timer"], b["shape"], "[red]none correct[/]",
+            table.add_row(_t(b["workload"]), _t(b["dtype"]), _t(b["timer"]), _t(b["shape"]), "[red]none correct[/]",
                           "-", "-", "-", "-", "-")
             continue
         mem = b.get("bound") == "memory"
-        table.add_row(b["workload"], b["dtype"], b["timer"], b["shape"], str(b["impl"]),
+        table.add_row(_t(b["workload"]), _t(b["dtype"]), _t(b["timer"]), _t(b["shape"]), _t(b["impl"]),
                       f"[bold]{_fmt(b['gbps'], '.0f')}[/]" if mem else _fmt(b["gbps"], ".0f"),
                       _fmt(b["tflops"], ".1f") if mem else f"[bold]{_fmt(b['tflops'], '.1f')}[/]",
                       _fmt(b["sol"], ".2f"), _fmt(b["vs_eager"], ".2f", "x"),
                       _fmt(b["vs_torch"], ".2f", "x"))
     console.print(table)
     counts = df["status"].value_counts().to_dict()
-    console.print("rows by status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    console.print("rows by status: " + ", ".join(f"{_t(k)} {v}" for k, v in sorted(counts.items())))
     # Only a cold-cache GPU measurement is held to the HBM roof (the worker
     # marks it); CPU rows of cache-resident data beat the DRAM rates by design.
     for _, r in df[df["status"] == "suspect"].iterrows():
-        console.print(f"[yellow]suspect: {r['workload']} {r['impl']} {r['dtype']} {r['shape']} "
-                      f"({r['timer']}): {r['error']}[/]")
+        console.print(f"[yellow]suspect: {_t(r['workload'])} {_t(r['impl'])} {_t(r['dtype'])} {_t(r['shape'])} "
+                      f"({_t(r['timer'])}): {_t(r['error'])}[/]")
     bad = df[df["status"].isin(["error", "incorrect"])]
     for _, r in bad.head(20).iterrows():
         test = r.get("check")
-        test = f" ({test})" if isinstance(test, str) and test else ""
-        console.print(f"[red]{r['status']}[/]{test}: {r['workload']} {r['impl']} {r['dtype']} {r['shape']}: "
-                      f"{str(r['error'])[:160]}")
+        test = f" ({_t(test)})" if isinstance(test, str) and test else ""
+        console.print(f"[red]{_t(r['status'])}[/]{test}: {_t(r['workload'])} {_t(r['impl'])} {_t(r['dtype'])} "
+                      f"{_t(r['shape'])}: {_t(str(r['error'])[:160])}")
     if len(bad) > 20:
         console.print(f"... and {len(bad) - 20} more error/incorrect rows")
 
@@ -127,19 +128,19 @@ def print_rows(df: pd.DataFrame, file=None) -> None:
     df = df.sort_values(["workload", "dtype", "size", "shape", "timer", "ms_median"], na_position="last")
     for _, r in df.iterrows():
         if r["status"] != "ok":
-            table.add_row(r["workload"], r["dtype"], r["shape"], str(r["timer"]), r["impl"],
-                          f"[{'red' if r['status'] in ('error', 'incorrect') else 'dim'}]{r['status']}[/]",
-                          "-", "-", "-", "-", "-", "-", "-", str(r.get("error") or "")[:60])
+            table.add_row(_t(r["workload"]), _t(r["dtype"]), _t(r["shape"]), _t(r["timer"]), _t(r["impl"]),
+                          f"[{'red' if r['status'] in ('error', 'incorrect') else 'dim'}]{_t(r['status'])}[/]",
+                          "-", "-", "-", "-", "-", "-", "-", _t(str(r.get("error") or "")[:60]))
             continue
         ref = torch_ms.get((r["workload"], r["dtype"], r["shape"], r["timer"]), math.nan)
         clock = pd.to_numeric(r["sm_clock_mhz"], errors="coerce")
         watts = pd.to_numeric(r["power_w"], errors="coerce")
-        table.add_row(r["workload"], r["dtype"], r["shape"], str(r["timer"]), r["impl"], "ok",
+        table.add_row(_t(r["workload"]), _t(r["dtype"]), _t(r["shape"]), _t(r["timer"]), _t(r["impl"]), "ok",
                       _fmt(r["ms_median"], ".4g"), _fmt(r["gbps"], ".0f"), _fmt(r["tflops"], ".1f"),
                       _fmt(r["sol"], ".2f"), _fmt(ref / r["ms_median"], ".3f"),
                       _fmt(None if pd.isna(clock) else float(clock), ".0f"),
                       _fmt(None if pd.isna(watts) else float(watts), ".0f"),
-                      r["clock_limits"] if isinstance(r["clock_limits"], str) else "")
+                      _t(r["clock_limits"]) if isinstance(r["clock_limits"], str) else "")
     console.print(table)
 
 

@@ -184,3 +184,58 @@ def test_summary_of_unavailable_rows_and_of_cpu_rows():
     text = out.getvalue()
     assert "CPU run: a smoke run, not scored on a roofline" in text
     assert "6.28" not in text and "suspect" not in text and "0.012" in text
+
+
+def _hostile_runs(tmp_path):
+    """Two small runs whose stored text holds rich markup and Markdown: an error message,
+    an implementation name and a commit."""
+    import pandas as pd
+
+    from suite import store
+
+    base = {"schema_version": store.SCHEMA_VERSION, "timestamp": "2026-11-30T00:00:00Z", "workload": "softmax",
+            "dtype": "float32", "shape": "M=64,N=100", "shape_M": 64, "shape_N": 100, "timer": "events",
+            "l2": "cold-clean", "flops": 5 * 6400, "min_bytes": 2 * 4 * 6400, "bound": "memory", "size": 6400,
+            "gpu_name": "NVIDIA H200", "device": "cuda", "backend": "triton"}
+    link = "[link=http://evil.example]click[/link] [/] [bold red]x[/]"
+    name = "triton:[x](http://evil.example)[/]"
+    rows = [dict(base, impl=name, status="ok", ms_median=0.010, ms_p20=0.0099, ms_p80=0.0101, gbps=5.0, sol=0.5,
+                 samples_ms=[0.0099, 0.010, 0.0101] * 4),
+            dict(base, impl="torch", backend="torch", status="error", error="boom " + link, check="shape")]
+    paths = []
+    for run, commit in (("r1", "abc1234"), ("r2", "![i](http://evil.example/beacon.png)")):
+        path = tmp_path / f"{run}.parquet"
+        store.write_atomic(store.to_frame([dict(r, run_id=run, commit=commit) for r in rows]), path)
+        paths.append(str(path))
+    return paths, link, name
+
+
+def test_stored_text_prints_as_itself(tmp_path):
+    """show, show --rows and compare print a Parquet file's markup literally (rich would raise on
+    '[/]' and print '[link=...]' as a hyperlink), and compare's Markdown escapes it, so a pull
+    request comment shows no link, image or HTML from a file."""
+    (a, b), link, name = _hostile_runs(tmp_path)
+    r = suite_here("show", a)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-500:]
+    assert link in r.stdout and name in r.stdout
+    r = suite_here("show", "--rows", a)
+    assert r.returncode == 0 and name in r.stdout and "[link=http://evil.example]click" in r.stdout, r.stderr[-500:]
+    r = suite_here("compare", a, b, "--gate", "all")
+    assert r.returncode in (0, 1) and name in r.stdout and "Traceback" not in r.stderr, r.stderr[-500:]
+    assert "![i](ht" in r.stdout  # the candidate's commit (its first 7 characters), as they are
+    r = suite_here("compare", a, b, "--gate", "all", "--format", "markdown")
+    assert r.returncode in (0, 1), r.stderr[-500:]
+    assert "](http" not in r.stdout.replace("\\](http", ""), r.stdout  # every link and image escaped
+    assert "triton:\\[x\\](http://evil.example)\\[/\\]" in r.stdout and "\\!\\[i\\](ht" in r.stdout
+
+
+def test_plugin_text_prints_as_itself(tmp_path):
+    plugin = tmp_path / "hostile_plugin.py"
+    plugin.write_text(
+        "from suite.workload import register\n"
+        "@register('softmax', 'triton:[red]mine[/]', description='[link=http://evil.example]docs[/link] [/]')\n"
+        "def mine(x):\n"
+        "    return x.softmax(-1)\n")
+    r = suite_here("list", "--device", "cpu", "--plugin", str(plugin))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-500:]
+    assert "triton:[red]mine[/]" in r.stdout and "[link=http://evil.example]docs" in r.stdout, r.stdout[-2000:]
