@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from suite.plain import md_text
+
 PEER_BACKENDS = ("torch", "compile")   # what a user calls today
 OWN_BACKENDS = ("triton", "cuda")      # written here; plugins count as ours too
 BACKEND_ORDER = ("eager", "torch", "compile", "triton", "cuda")
@@ -61,22 +63,24 @@ def render(df: pd.DataFrame, title: str, largest: int = 1) -> str:
 
 def _one(series: pd.Series) -> str:
     vals = sorted({str(v) for v in series.dropna()})
-    return ", ".join(vals) if vals else "-"
+    return md_text(", ".join(vals)) if vals else "-"
 
 
 def _run_section(run: pd.DataFrame, largest: int) -> list[str]:
     first = run.iloc[0]
     counts = run["status"].value_counts()
-    name = Path(str(first.get("source", ""))).name or str(first["run_id"])
+    # (in a code span, where Markdown is not read; a backtick would end it)
+    name = (Path(str(first.get("source", ""))).name or str(first["run_id"])).replace("`", "'")
     roofs = [f"memory {_num(run['peak_gbps'].median(), '.0f')} GB/s"]
     for dtype, g in run.groupby("dtype"):
         tf = pd.to_numeric(g["peak_tflops"], errors="coerce").median()
         if tf > 0:
-            roofs.append(f"{dtype} matmul {tf:.0f} TFLOP/s")
+            roofs.append(f"{md_text(dtype)} matmul {tf:.0f} TFLOP/s")
     lines = [f"## `{name}`", "",
-             f"{first['gpu_name']}, commit {str(first['commit'])[:7]}, torch {first['torch']}, "
-             f"triton {first['triton']}; timer {_one(run['timer'])}, L2 {_one(run['l2'])}; "
-             f"{len(run)} rows (" + ", ".join(f"{k} {v}" for k, v in counts.items()) + "); "
+             f"{md_text(first['gpu_name'])}, commit {md_text(str(first['commit'])[:7])}, "
+             f"torch {md_text(first['torch'])}, triton {md_text(first['triton'])}; timer {_one(run['timer'])}, "
+             f"L2 {_one(run['l2'])}; "
+             f"{len(run)} rows (" + ", ".join(f"{md_text(k)} {v}" for k, v in counts.items()) + "); "
              f"roofs: " + ", ".join(roofs) + ".", ""]
     for workload, g in run.groupby("workload", sort=True):
         lines += _workload_table(workload, g, largest)
@@ -95,8 +99,9 @@ def _robustness_table(run: pd.DataFrame) -> list[str]:
              "| workload | impl | dtype | score | ok | geomean | worst | worst case |",
              "|---|---|---|---|---:|---:|---:|---|"]
     for _, r in table.iterrows():
-        lines.append(f"| {r['workload']} | {r['impl']} | {r['dtype']} | {r['score']} | {r['ok']} | "
-                     f"{_num(r['geomean'], '.2f')} | {_num(r['worst'], '.2f')} | {r['worst_shape']} |")
+        lines.append(f"| {md_text(r['workload'])} | {md_text(r['impl'])} | {md_text(r['dtype'])} | "
+                     f"{md_text(r['score'])} | {r['ok']} | {_num(r['geomean'], '.2f')} | {_num(r['worst'], '.2f')} | "
+                     f"{md_text(r['worst_shape'])} |")
     return lines + [""]
 
 
@@ -112,8 +117,8 @@ def _workload_table(workload: str, g: pd.DataFrame, largest: int) -> list[str]:
     memory = _memory_bound(g)
     unit = "GB/s" if memory else "TFLOP/s"
     impls = _impl_order(g["impl"].dropna().unique())
-    head = ["dtype", "shape"] + impls + ["ours / peer"]
-    lines = [f"### {workload} ({unit})", "", "| " + " | ".join(head) + " |",
+    head = ["dtype", "shape"] + [md_text(i) for i in impls] + ["ours / peer"]
+    lines = [f"### {md_text(workload)} ({unit})", "", "| " + " | ".join(head) + " |",
              "|" + "---|" * 2 + "---:|" * (len(impls) + 1)]
     for dtype, d in g.groupby("dtype", sort=True):
         # a workload's own size measure where the rows have one, else its traffic
@@ -121,7 +126,7 @@ def _workload_table(workload: str, g: pd.DataFrame, largest: int) -> list[str]:
         for top in sorted(size.dropna().unique(), reverse=True)[:largest]:
             at = d[size == top]
             for shape, s in at.groupby("shape", sort=True):
-                lines.append("| " + " | ".join([str(dtype), str(shape)] + _cells(s, impls, memory)) + " |")
+                lines.append("| " + " | ".join([md_text(dtype), md_text(shape)] + _cells(s, impls, memory)) + " |")
     return lines + [""]
 
 
@@ -144,7 +149,7 @@ def _cells(s: pd.DataFrame, impls: list[str], memory: bool) -> list[str]:
             continue
         r = r.iloc[0]
         if r["status"] != "ok":
-            cells.append(str(r["status"]))
+            cells.append(md_text(r["status"]))
             continue
         rate = r["gbps"] if memory else r["tflops"]
         cells.append(f"{_num(rate, '.0f')} ({_num(r['sol'], '.2f')})")

@@ -95,3 +95,20 @@ def test_a_fuzz_run_gets_a_robustness_table():
     assert cells[4] == "24" and float(cells[6]) < float(cells[5])  # worst below the geomean
     quick, _ = store.read_runs([str(root / "results/h200/20261202T042019Z-13a55e6.parquet")])
     assert "### robustness" not in render(quick, "t")
+
+
+def test_stored_text_is_escaped_in_the_markdown(tmp_path):
+    """Values from a file (implementation, shape, GPU name, commit, status) reach the document
+    as their own characters: no link, image or HTML tag, and no extra table cell."""
+    rows = [{"schema_version": store.SCHEMA_VERSION, "run_id": "r1", "timestamp": "2026-11-30T00:00:00Z",
+             "workload": "softmax", "dtype": "float32", "shape": "M=64,N=100|<b>x</b>", "shape_M": 64,
+             "shape_N": 100, "timer": "events", "l2": "cold-clean", "flops": 5 * 6400, "min_bytes": 51200,
+             "bound": "memory", "size": 6400, "gpu_name": "![gpu](http://evil.example/b.png)", "device": "cuda",
+             "commit": "[c](http://e)", "torch": "2.11", "triton": "3.6", "peak_gbps": 4000.0,
+             "impl": impl, "backend": backend, "status": status, "ms_median": 0.01, "gbps": 5.0, "sol": 0.5}
+            for impl, backend, status in (("triton:[x](http://evil.example)", "triton", "ok"),
+                                          ("torch", "torch", "ok"))]
+    text = render(store.to_frame(rows), "t")
+    assert "](http" not in text.replace("\\](http", ""), text
+    assert "<b>" not in text and "\\<b\\>" in text and "M=64,N=100\\|" in text
+    assert "triton:\\[x\\](http://evil.example)" in text and "\\!\\[gpu\\]" in text
