@@ -547,7 +547,9 @@ class _Progress:
     def case(self, label: str) -> None:
         self.label = label
         if self._bar is not None:
-            self._bar.update(self._task, description=label[:60])
+            from suite.plain import rich_text
+
+            self._bar.update(self._task, description=rich_text(label[:60]))  # a plugin's names are not markup
 
     def advance(self, impl: str) -> None:
         self.done += 1
