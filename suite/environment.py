@@ -26,8 +26,14 @@ def _run(cmd: list[str], cwd: Path | None = None, timeout: float = 10.0) -> str 
 
 
 def pick_device(requested: str | None) -> str:
+    """``requested``, or cuda where a GPU is visible and else cpu; asking for cuda
+    without one is a usage error (one line, exit 2), not a traceback later."""
     import torch
 
+    if requested == "cuda" and not torch.cuda.is_available():
+        from suite.args import UsageError
+
+        raise UsageError("--device cuda: no CUDA GPU is visible; use --device cpu")
     if requested:
         return requested
     return "cuda" if torch.cuda.is_available() else "cpu"

@@ -12,6 +12,8 @@ from tests.helpers import suite, suite_here
     (["run", "--device", "cpu", "--preset", "cpu", "--timer", "graph"], "on the CPU use --timer wall"),
     (["run", "--device", "cpu", "--preset", "cpu", "--shard", "3/2"], "expected K/N"),
     (["run", "--device", "cuda"], "no CUDA GPU is visible"),
+    (["ceilings", "--device", "cuda"], "no CUDA GPU is visible"),
+    (["list", "--device", "cuda"], "no CUDA GPU is visible"),
     (["frobnicate"], "unknown verb 'frobnicate'"),
     (["show", "/nonexistent/x.parquet"], "no readable results"),
 ])
