@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import secrets
 import sys
 import time
@@ -126,6 +127,20 @@ class Plan:
     cases: list[tuple[Case, list[Implementation]]]
 
 
+def check_out(out: Path) -> None:
+    """--out names a Parquet file that can be written: its folder made now, so that a
+    bad path stops the run before any case, not at the first checkpoint."""
+    out = Path(out)
+    if out.is_dir():
+        raise UsageError(f"--out {out}: a folder; name the Parquet file to write, e.g. {out / 'run.parquet'}")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot make its folder ({exc.strerror or exc})") from None
+    if not os.access(out.parent, os.W_OK):
+        raise UsageError(f"--out {out}: its folder {out.parent} is not writable")
+
+
 def make_plan(args, registry) -> Plan:
     import torch
 
@@ -224,6 +239,8 @@ def main(args) -> int:
         run = _open_resume(args.resume)
         recorded = resume.apply(args, run.rows, _defaults(), args.resume)
     protocol = make_protocol(args)  # checked before anything slow runs
+    if args.out is not None and run is None:
+        check_out(args.out)
     # the seed before the plan: the fuzz preset's shapes are drawn from it
     args.seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     registry = discover(args.plugin)

@@ -13,6 +13,8 @@ from tests.helpers import suite, suite_here
     (["run", "--device", "cpu", "--preset", "cpu", "--shard", "3/2"], "expected K/N"),
     (["run", "--device", "cuda"], "no CUDA GPU is visible"),
     (["ceilings", "--device", "cuda"], "no CUDA GPU is visible"),
+    (["run", "--device", "cpu", "--preset", "cpu", "--out", "/"], "--out /: a folder; name the Parquet file"),
+    (["run", "--device", "cpu", "--preset", "cpu", "--out", "/proc/no-such/run.parquet"], "cannot make its folder"),
     (["list", "--device", "cuda"], "no CUDA GPU is visible"),
     (["frobnicate"], "unknown verb 'frobnicate'"),
     (["show", "/nonexistent/x.parquet"], "no readable results"),
