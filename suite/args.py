@@ -5,6 +5,9 @@ the verbs' modules by name: the CLI depends on the verbs and not the reverse.
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 
 class UsageError(Exception):
     """Bad input from the user: printed as one line, exit code 2."""
@@ -23,3 +26,18 @@ def choose(given: list[str] | None, valid: list[str], what: str) -> list[str] | 
     if bad:
         raise UsageError(f"unknown {what} {', '.join(map(repr, bad))}; choose from {', '.join(valid)}")
     return given
+
+
+def writable_file(path, option: str = "--out", example: str = "run.parquet") -> Path:
+    """``path`` as a file that can be written: not a folder, its folder made now (so a bad
+    path stops a verb before its work, not when it writes), that folder writable."""
+    out = Path(path)
+    if out.is_dir():
+        raise UsageError(f"{option} {out}: a folder; name the file to write, e.g. {out / example}")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{option} {out}: cannot make its folder ({exc.strerror or exc})") from None
+    if not os.access(out.parent, os.W_OK):
+        raise UsageError(f"{option} {out}: its folder {out.parent} is not writable")
+    return out

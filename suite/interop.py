@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from suite import store
-from suite.args import UsageError
+from suite.args import UsageError, writable_file
 
 TIMER = "pytest-benchmark"
 # extra_info keys our benchmarks/ write that map straight onto columns.
@@ -104,6 +104,8 @@ def configure_import(p) -> None:
 
 
 def main_import(args) -> int:
+    if args.out:
+        writable_file(args.out)
     per_file = [(f, bench_rows(read_json(f), f)) for f in args.files]
     if not any(rows for _, rows in per_file):
         raise UsageError("no benchmarks in " + ", ".join(args.files))
@@ -217,8 +219,7 @@ def main_export(args) -> int:
     doc = FORMATS[args.format](latest_rows(df, args.gpu))
     text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text)
+        writable_file(args.out, example="benchmarks.json").write_text(text)
         print(f"wrote {len(doc)} benchmarks to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)

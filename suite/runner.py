@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite.args import UsageError, choose, csv_list
+from suite.args import UsageError, choose, csv_list, writable_file
 from suite.store import RUNS, RunFile, default_path
 from suite.timing import L2_CHOICES, TIMERS, Protocol
 from suite.workload import DTYPES, Case, Implementation, discover
@@ -127,20 +127,6 @@ class Plan:
     cases: list[tuple[Case, list[Implementation]]]
 
 
-def check_out(out: Path) -> None:
-    """--out names a Parquet file that can be written: its folder made now, so that a
-    bad path stops the run before any case, not at the first checkpoint."""
-    out = Path(out)
-    if out.is_dir():
-        raise UsageError(f"--out {out}: a folder; name the Parquet file to write, e.g. {out / 'run.parquet'}")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"--out {out}: cannot make its folder ({exc.strerror or exc})") from None
-    if not os.access(out.parent, os.W_OK):
-        raise UsageError(f"--out {out}: its folder {out.parent} is not writable")
-
-
 def make_plan(args, registry) -> Plan:
     import torch
 
@@ -240,7 +226,7 @@ def main(args) -> int:
         recorded = resume.apply(args, run.rows, _defaults(), args.resume)
     protocol = make_protocol(args)  # checked before anything slow runs
     if args.out is not None and run is None:
-        check_out(args.out)
+        writable_file(args.out)  # a bad path stops the run before any case, not at its first checkpoint
     # the seed before the plan: the fuzz preset's shapes are drawn from it
     args.seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     registry = discover(args.plugin)
