@@ -347,3 +347,21 @@ def test_gpu_every_candidate(dtype):
                 _launch(sm, x, y, c, mode)
                 torch.cuda.synchronize()
                 _assert_ok(y, wl, case, inputs, f"{c} mode={mode} seed={SEED}")
+
+
+def test_tuned_kernels_are_offered_their_candidates():
+    """The split and pipe kernels' autotuners (row_tuning.tuned) offer exactly their
+    candidates, register caps included, for the shape being launched."""
+    from implementations.softmax import triton as sm
+    from implementations.softmax._triton_plan import pipe_candidates, split_candidates
+
+    for tuner, cands, n in ((sm._pipe_tuned, lambda m, n, b: pipe_candidates(n, b), 90533),
+                            (sm._split_tuned, split_candidates, 19945), (sm._split_tuned, split_candidates, 131072)):
+        for dtype in (torch.bfloat16, torch.float32):
+            x = torch.empty(7, n, dtype=dtype)
+            got = tuner.early_config_prune(tuner.configs, {"x_ptr": x, "N": n})
+            want = cands(7, n, x.element_size())
+            assert [(g.kwargs, g.num_warps, g.maxnreg) for g in got] == [
+                ({k: v for k, v in w.items() if k not in ("kernel", "num_warps", "maxnreg")}, w["num_warps"],
+                 w.get("maxnreg")) for w in want]
+            assert tuner is not sm._pipe_tuned or all(g.maxnreg for g in got)  # its register caps reach Triton

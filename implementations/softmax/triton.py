@@ -44,7 +44,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from implementations._shared.row_tuning import PLACEHOLDERS, Raced, tuned
+from implementations._shared.row_tuning import Raced, tuned
 from implementations._shared.row_tuning import device_index as _device_index
 from implementations._shared.row_tuning import sm_count as _sm_count
 from implementations._shared.row_tuning import time_ms as _time_ms
@@ -54,7 +54,6 @@ from implementations._shared.row_teams import team_buffers, team_chunk, team_mee
 from implementations._shared.triton_math import PTX, exp2
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
-from implementations._shared.autotune import autotune
 
 # which kernel and launch parameters a shape gets, and the autotuner's candidates
 from implementations.softmax._triton_plan import (MAX_FUSED, SPLIT_MIN_CHUNK, candidates, pipe_candidates, pipe_fits,
@@ -560,27 +559,9 @@ _rows_tuned = tuned(_softmax_rows, candidates)
 _online_tuned = tuned(_softmax_online, lambda m, n, b: candidates(m, n, b, long_rows="online"))
 
 
-def _split_prune(configs, named_args, **kwargs):
-    x, n = named_args["x_ptr"], named_args["N"]
-    return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps", "maxnreg")},
-                          num_warps=c["num_warps"], maxnreg=c.get("maxnreg"))
-            for c in split_candidates(x.numel() // n, n, x.element_size())]
-
-
 # Each timing run needs the ticket and row counters at zero.
-_split_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
-                               prune_configs_by={"early_config_prune": _split_prune})(_softmax_split)
-
-
-def _pipe_prune(configs, named_args, **kwargs):
-    x = named_args["x_ptr"]
-    return [triton.Config({k: v for k, v in c.items() if k not in ("kernel", "num_warps", "maxnreg")},
-                          num_warps=c["num_warps"], maxnreg=c["maxnreg"])
-            for c in pipe_candidates(named_args["N"], x.element_size())]
-
-
-_pipe_tuned = autotune(configs=PLACEHOLDERS, key=["N", "M_BUCKET"], reset_to_zero=["count_ptr"],
-                       prune_configs_by={"early_config_prune": _pipe_prune})(_softmax_pipe)
+_split_tuned = tuned(_softmax_split, split_candidates, reset_to_zero=["count_ptr"])
+_pipe_tuned = tuned(_softmax_pipe, lambda m, n, b: pipe_candidates(n, b), reset_to_zero=["count_ptr"])
 
 
 # (kernel, N, dtype bytes, M bucket) -> the config the autotuner chose, for config()
