@@ -90,7 +90,8 @@ def _cells(r: dict, cols: list[str], safe=rich_text) -> list[str]:
     ci = r.get("ci")
     values = {
         "workload": safe(r["workload"]), "impl": safe(r["impl"]), "dtype": safe(r["dtype"]),
-        "shape": safe(r["shape"]), "timer": safe(r["timer"]), "base ms": _num(r["base_ms"], ".4g"), "cand ms": _num(r["cand_ms"], ".4g"),
+        "shape": safe(r["shape"]), "timer": safe(r["timer"]),
+        "base ms": _num(r["base_ms"], ".4g"), "cand ms": _num(r["cand_ms"], ".4g"),
         "speedup": _num(r["speedup"], ".3f") + ("x" if r["speedup"] is not None else ""),
         "base SOL": _num(r["base_sol"], ".3g"), "cand SOL": _num(r["cand_sol"], ".3g"),
         "speedup 95% CI": f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "",
@@ -133,10 +134,9 @@ def _rollup_cells(r: dict, safe=rich_text) -> list[str]:
 
 
 def _md_table(cols: list[str], rows: list[list[str]]) -> str:
-    """(the cells come made safe by md_text, "|" included)"""
-    esc = rows
+    """A Markdown table of cells already made safe by md_text ("|" included)."""
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(row) + " |" for row in esc]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
