@@ -182,7 +182,7 @@ def test_rlg_parts_candidates(m, n, offset, dtype):
         rlg._rlg_parts[(m,)](x, r, inputs["weight"], inputs["bias"], y, m, n, float(inputs["eps"]),
                              triton.next_power_of_2(m), sm_count(0), PARTS=c["PARTS"], Q=c["Q"], EXACT=b == 4,
                              EVEN=c["EVEN"], ALIGN=rlg.row_align(n, b), PF_AT=c["PF_AT"], PF_DIV=c["PF_DIV"],
-                             num_warps=c["num_warps"], **({"maxnreg": c["maxnreg"]} if "maxnreg" in c else {}))
+                             num_warps=c["num_warps"])
         torch.cuda.synchronize()
         res = verify.check(y, ref, wl.tolerance(case))
         assert res.correct, f"{case} offset {offset} {c} seed={SEED}: {res.message}"
