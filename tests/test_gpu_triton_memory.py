@@ -15,7 +15,7 @@ import torch
 import triton
 
 from suite import verify
-from suite.workload import Case, discover
+from suite.workload import Case, discover, itemsize
 
 pytestmark = pytest.mark.gpu
 WORKLOADS = ("gelu", "softmax", "residual_layernorm_gelu")
@@ -132,7 +132,32 @@ def test_rlg_team_races(m, n, dtype):
     assert "head to head" in text and "team" in text, text
     kernels = ("rows", "team") if rlg.plan(m, n, 4)["kernel"] == "rows" else (
         ("parts", "split", "team") if rlg.parts_raced(n) else ("split", "team"))
+    if rlg.fit_tried(n, itemsize(dtype)):
+        assert "fit" in text, text
+        kernels += ("fit",)
     _run_each_winner(rlg._CHOSEN, case, kernels)
+
+
+@pytest.mark.parametrize("dtype", ("float32", "bfloat16", "float16"))
+@pytest.mark.parametrize("m,n,offset", [(1279, 5093, 0), (133, 19379, 1), (70, 13437, 3), (9, 2049, 0),
+                                        (41, 4101, 5), (300, 32767, 2)])
+def test_rlg_fit_candidates(m, n, offset, dtype):
+    """Every candidate of the fitted kernel, launched directly into a poisoned output; inputs
+    also ``offset`` elements off a 16-byte boundary."""
+    from implementations.residual_layernorm_gelu import triton as rlg
+
+    case, wl, inputs, ref, x, r = _rlg_offset_inputs(m, n, offset, dtype)
+    b = x.element_size()
+    cands = rlg.fit_candidates(m, n, b)
+    assert cands
+    for c in cands:
+        y = verify.poison_(torch.empty_like(x))
+        rlg._rlg_fit[(m,)](x, r, inputs["weight"], inputs["bias"], y, n, float(inputs["eps"]),
+                           triton.next_power_of_2(m), PARTS=c["PARTS"], Q=c["Q"], EXACT=b == 4, EVICT=c["EVICT"],
+                           num_warps=c["num_warps"])
+        torch.cuda.synchronize()
+        res = verify.check(y, ref, wl.tolerance(case))
+        assert res.correct, f"{case} offset {offset} {c} seed={SEED}: {res.message}"
 
 
 @pytest.mark.parametrize("dtype", ("float32", "bfloat16", "float16"))

@@ -286,6 +286,55 @@ def test_layernorm_team_path(m, n, block, dtype, poisoned):
     _check("residual_layernorm_gelu", case, seed=m * n + 23, team=True, block=block)
 
 
+# (M, N, part): odd widths whose rows start anywhere in a granule, split into 2..8 parts; a
+# row whose body leaves its last part empty (2049 / 512 -> 5 parts, the body 2048 at most);
+# whole 16-byte rows; one part (the forced path allows it)
+FIT_ROWS = [(4, 4999, 1024), (3, 2049, 512), (2, 6007, 1024), (5, 1030, 256), (3, 4096, 512), (2, 1003, 1024)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,n,part", FIT_ROWS)
+def test_layernorm_fit_path(m, n, part, dtype, poisoned):
+    """The fitted kernel (a row held as parts of ``part`` columns, its body in 16-byte
+    granules and its head and tail element by element), against float64."""
+    case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
+    _check("residual_layernorm_gelu", case, seed=m * n + 29, fit=True, block=part)
+
+
+def test_layernorm_fit_refuses_too_many_parts():
+    reg = _registry()
+    wl, impl = reg.workloads["residual_layernorm_gelu"], reg.get("residual_layernorm_gelu", "triton")
+    inputs = wl.make_inputs(Case.make("residual_layernorm_gelu", "float32", M=2, N=2049), "cpu", 1)
+    with pytest.raises(ValueError, match="9 parts of 256"):
+        impl.fn(**inputs, fit=True, block=256)
+
+
+def test_fit_candidates():
+    """Rows of 2049..32768 columns that are not whole 16-byte vectors, and only those, get
+    candidates: 2..8 parts covering the row, each thread holding HELD columns, the tightest
+    cover first, at most MAX_CANDIDATES; evict_first on 16-bit x and r only."""
+    import triton
+
+    from implementations.residual_layernorm_gelu import _triton_fit as F
+
+    for n, b in ((2048, 4), (2047, 2), (4096, 2), (5000, 4), (13920, 4), (32768, 2), (32769, 2), (40007, 4)):
+        assert not F.fit_candidates(64, n, b), (n, b)
+    for n in range(2049, 32768, 997):
+        for b in (2, 4):
+            if n * b % 16 == 0:
+                continue
+            cands = F.fit_candidates(64, n, b)
+            assert 1 <= len(cands) <= F.MAX_CANDIDATES, (n, b)
+            covers = [c["PARTS"] * c["Q"] for c in cands]
+            assert covers == sorted(covers), (n, b, cands)
+            for c in cands:
+                assert 2 <= c["PARTS"] <= F.MAX_PARTS and c["PARTS"] == triton.cdiv(n, c["Q"]), (n, c)
+                assert F.HELD[0] <= c["PARTS"] * c["Q"] // (32 * c["num_warps"]) <= F.HELD[1], (n, c)
+                assert c["EVICT"] == ("" if b == 4 else "evict_first")
+    # 5093 float32: five parts of 1024 (0.6% idle), where one block a row takes 8192
+    assert (F.fit_candidates(1279, 5093, 4)[0]["PARTS"], F.fit_candidates(1279, 5093, 4)[0]["Q"]) == (5, 1024)
+
+
 def test_layernorm_team_statistics_of_offset_rows(poisoned):
     """Rows far from zero (mean 300, spread 1; bf16 inputs, so that x + r is exact in
     float32): the per-chunk mean and sum of squared deviations combine without the
@@ -430,11 +479,14 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                                          # (wide 16-bit rows: the register-capped rows form)
                                          Case.make(wl, "bfloat16", M=1685, N=14464),
                                          Case.make(wl, "bfloat16", M=1949, N=6656),
-                                         # (the team kernel's granule form only: the rows and parts
-                                         # kernels at such widths are element-wise and spill)
+                                         # (the team kernel's granule form and the fitted kernel
+                                         # only: the rows and parts kernels at such widths are
+                                         # element-wise and spill)
                                          Case.make(wl, "bfloat16", M=1075, N=14749),
-                                         Case.make(wl, "float32", M=656, N=19379)]}.get(wl, [])
-    team_only = {(1075, 14749), (656, 19379)}
+                                         Case.make(wl, "float32", M=656, N=19379),
+                                         # (and the fitted kernel's: five parts of 1024 float32)
+                                         Case.make(wl, "float32", M=1279, N=5093)]}.get(wl, [])
+    team_only = {(1075, 14749), (656, 19379), (1279, 5093)}
     for case in reg.workloads[wl].cases("quick") + reg.workloads[wl].cases("full") + extra:
         if case.dtype == "float16":
             continue  # same code as bfloat16 but for the conversions
@@ -450,12 +502,13 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
         m, n = case["M"], case["N"]
         mod = S if wl == "softmax" else R
         # every autotuning candidate (the plan is the first of them)
-        raced = R.parts_candidates(m, n, b) + R.team_candidates(m, n, b) if wl != "softmax" else []
+        raced = (R.parts_candidates(m, n, b) + R.team_candidates(m, n, b) + R.fit_candidates(m, n, b)
+                 if wl != "softmax" else [])
         if wl == "softmax" and S.pipe_fits(n, b, 132):  # raced against split on the H200
             raced = S.pipe_candidates(n, b)
         plans = mod.candidates(m, n, b) + raced
         if wl != "softmax" and (m, n) in team_only:
-            plans = R.team_candidates(m, n, b)
+            plans = R.team_candidates(m, n, b) + R.fit_candidates(m, n, b)
         for plan in plans:
             ptrs = ["x_ptr", "y_ptr"] if wl == "softmax" else ["x_ptr", "r_ptr", "w_ptr", "b_ptr", "y_ptr"]
             sig = {k: p for k in ptrs}
@@ -470,6 +523,8 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                 aligned = aligned or const["ALIGN"] * b == 16  # N = 1000: 16-byte rows all the same
             if plan.get("GRANULES") and (wl != "softmax" or plan["kernel"] == "pipe"):
                 aligned = True  # the body moves in 16-byte vectors whatever N is
+            if plan["kernel"] == "fit":  # so does the fitted kernel's, where a thread holds 16 bytes of a part
+                aligned = plan["Q"] // (32 * plan["num_warps"]) * b >= 16
             if plan.get("LANES") and wl == "softmax":
                 aligned = aligned or plan["ALIGN"] * b == 16  # as rlg's ALIGN above
             if plan["kernel"] in ("split", "split2") and wl == "softmax":
@@ -499,7 +554,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
             kern = {"rows": S._softmax_rows if wl == "softmax" else R._rlg_rows, "online": S._softmax_online,
                     "split": S._softmax_split if wl == "softmax" else R._rlg_split,
                     "split2": S._softmax_split, "pipe": S._softmax_pipe, "parts": R._rlg_parts,
-                    "team": R._rlg_team}[plan["kernel"]]
+                    "team": R._rlg_team, "fit": R._rlg_fit}[plan["kernel"]]
             sig = {name: sig[name] for name in kern.arg_names if name in sig}
             key = (wl, plan["kernel"], p, n % 16 == 0, tuple(sorted(const.items())), plan["num_warps"],
                    plan.get("maxnreg"))
@@ -560,6 +615,9 @@ def test_launch_plans_compile_for_sm90_without_spills():
     # the team kernel's candidates, whole-vector and granule rows, in both dtypes
     team = [r for r in results if "'team'" in r["key"]]
     assert len([r for r in team if "('GRANULES', True)" in r["key"]]) >= 8 and len(team) >= 16
+    # the fitted kernel's candidates, in both dtypes, each loading its body in 16-byte vectors
+    fit = [r for r in results if "'fit'" in r["key"]]
+    assert len([r for r in fit if "'*fp32'" in r["key"]]) >= 4 and len([r for r in fit if "'*bf16'" in r["key"]]) >= 2
 
 
 def test_chosen_config_lists_every_candidate_timing():

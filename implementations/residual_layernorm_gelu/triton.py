@@ -45,6 +45,10 @@ gelu_f32's branch-free erf, so that instruction issue stays under the limit.
   it against the row's other kernel(s) and keeps the fastest.  A cluster of
   CTAs, as in the CUDA kernels, does not compile for sm_90 in triton 3.6 (a
   Triton reduction over a cluster); NOTES.md has what such forms measured.
+- ``_rlg_fit`` (_triton_fit.py; rows of 2049..32768 that are not whole 16-byte
+  vectors): one row a program, held as 2..8 parts of Q columns that cover the
+  row to within a part rather than to its next power of two, the body in 16-byte
+  granules; raced against the row's other kernels.
 """
 from __future__ import annotations
 
@@ -59,6 +63,7 @@ from implementations._shared.row_tuning import time_ms as _time_ms
 from implementations._shared.gelu_math import gelu_f32
 from implementations._shared.granules import granule_row
 from implementations._shared.row_teams import team_buffers, team_chunk, team_meet
+from implementations.residual_layernorm_gelu._triton_fit import _rlg_fit, fit_candidates, fit_tried
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 
@@ -644,6 +649,7 @@ _split_tuned = tuned(_rlg_split, candidates)
 _parts_tuned = tuned(_rlg_parts, parts_candidates)
 # each timing run needs the ticket and row counters at zero
 _team_tuned = tuned(_rlg_team, team_candidates, reset_to_zero=["count_ptr"])
+_fit_tuned = tuned(_rlg_fit, fit_candidates)
 
 
 def _team_buffers(x, m: int, p_max: int):
@@ -655,10 +661,11 @@ _CHOSEN = Raced(plan)
 
 
 def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = MAX_FUSED,
-                                   block: int | None = None, team: bool = False):
+                                   block: int | None = None, team: bool = False, fit: bool = False):
     """``max_fused``/``block`` force the split path in tests, ``team`` (with ``block``
-    as its chunk) the team kernel (a forced path runs its plan as is, untuned; the team
-    as two launches in the interpreter)."""
+    as its chunk) the team kernel, ``fit`` (with ``block`` as its part) the fitted
+    kernel (a forced path runs its plan as is, untuned; the team as two launches in the
+    interpreter)."""
     import torch
 
     x, r, weight, bias = (t.contiguous() for t in (x, r, weight, bias))
@@ -686,6 +693,14 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
                                      P_MAX=triton.next_power_of_2(chunks), MODE=mode, EXACT=exact,
                                      ALIGN=row_align(n, b), EVICT="evict_first",
                                      GRANULES=row_align(n, b) * b < 16, num_warps=max(1, min(16, chunk // 512)))
+        return y
+    if fit:
+        q = block or fit_candidates(m, n, b)[0]["Q"]
+        parts = triton.cdiv(n, q)
+        if not 1 <= parts <= 8:
+            raise ValueError(f"fit=True: {n} columns are {parts} parts of {q}; the fitted kernel holds 1 to 8")
+        _rlg_fit[(m,)](*args, n, float(eps), bucket, PARTS=parts, Q=q, EXACT=exact,
+                       EVICT="" if b == 4 else "evict_first", num_warps=max(1, min(16, q // 256)))
         return y
     if interpreting() or max_fused != MAX_FUSED or block is not None:
         # One config: the interpreter would run every candidate on the CPU.
@@ -721,10 +736,16 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
             *args, stats, count, n, float(eps), bucket, P_MAX=p_max, MODE=0, EXACT=exact, ALIGN=row_align(n, b))
         _CHOSEN.record("team", _team_tuned, n, b, bucket)
 
+    def run_fit() -> None:
+        _fit_tuned[(m,)](*args, n, float(eps), bucket, EXACT=exact)
+        _CHOSEN.record("fit", _fit_tuned, n, b, bucket)
+
     runs = {"rows": run_rows} if p["kernel"] == "rows" else (
         {"parts": run_parts, "split": run_split} if parts_raced(n) else {"split": run_split})
     if team_tried(n) and sm_count(device_index(x)) >= TEAM_MAX_P:  # room for a whole team at once
         runs["team"] = run_team
+    if fit_tried(n, b):
+        runs["fit"] = run_fit
     if len(runs) == 1:
         next(iter(runs.values()))()
     else:
@@ -740,6 +761,7 @@ def _config(case: Case) -> str:
 register("residual_layernorm_gelu", "triton", available=needs_triton,
          supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
          description="one kernel: rows in registers, or chunked rows with chunk 0 held on chip (raced against "
-                     "a whole row held in parts on 32 warps, up to 32768 columns, and above 4096 columns against a "
-                     "team of programs a row that meet at a counter)")(
+                     "a whole row held in parts on 32 warps, up to 32768 columns, above 4096 columns against a "
+                     "team of programs a row that meet at a counter, and rows of unaligned width against a row held "
+                     "as parts that fit its width)")(
     residual_layernorm_gelu_triton)

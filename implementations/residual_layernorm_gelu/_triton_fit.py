@@ -1,0 +1,165 @@
+"""The fitted rows kernel of residual_layernorm_gelu (Triton): a row held whole in
+registers as PARTS parts of Q columns (2 <= PARTS <= 8), so that the tile follows the
+row's width rather than its next power of two.
+
+One power-of-two block a row gives 5093 float32 columns 8192 lanes; the idle 38% still
+hold registers, so fewer rows fit an SM and fewer bytes are in flight.  Here 5093 is
+five parts of 1024 (0.6% idle).  The row's body of whole 16-byte granules (any
+alignment; see implementations/_shared/granules.py) moves in 16-byte vectors, its head
+and tail of fewer than VEC elements element by element, in lanes 0..2*VEC-1 of one more
+Q-wide tile.  The parts are added before the two block reductions (mean, then squared
+deviations: exact two-pass statistics over the held values), and each part is
+normalised and stored on its own, w and b loaded then (L1 and L2 hits).
+
+Tried (fit_tried) on rows that are not a whole number of 16-byte vectors, of 2049 to
+32768 columns, where the rows kernel's block is a power of two read element by element
+or as granules, and the team kernel meets at a counter: the race keeps whichever is
+fastest.
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from implementations._shared.gelu_math import gelu_f32
+from implementations._shared.row_tuning import row_align
+
+# (Q, warps): 4 to 16 columns of a part a thread
+FORMS = ((512, 2), (1024, 2), (1024, 4), (1024, 8), (2048, 4), (2048, 8), (2048, 16), (4096, 8), (4096, 16),
+         (4096, 32))
+MAX_PARTS = 8
+# columns of the row a thread holds, all parts together: fewer leave the
+# loads too narrow to cover a row's reductions, more hold one program an SM
+HELD = (16, 48)
+MAX_CANDIDATES = 4
+
+
+@triton.jit
+def _part(x_ptr, r_ptr, body, nb, p: tl.constexpr, Q: tl.constexpr, cols, EVICT: tl.constexpr):
+    c = p * Q + cols
+    m = c < nb  # nb is a multiple of VEC: constant over each granule
+    return (tl.load(x_ptr + body + c, mask=m, other=0.0, eviction_policy=EVICT).to(tl.float32)
+            + tl.load(r_ptr + body + c, mask=m, other=0.0, eviction_policy=EVICT).to(tl.float32))
+
+
+@triton.jit
+def _dev(h, mean, nb, p: tl.constexpr, Q: tl.constexpr, cols):
+    return tl.where(p * Q + cols < nb, h - mean, 0.0)
+
+
+@triton.jit
+def _out(d, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, p: tl.constexpr, Q: tl.constexpr, cols, EXACT: tl.constexpr):
+    c = p * Q + cols
+    m = c < nb
+    w = tl.load(w_ptr + wofs + c, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    b = tl.load(b_ptr + wofs + c, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    tl.store(y_ptr + body + c, gelu_f32(d * rstd * w + b, EXACT).to(y_ptr.dtype.element_ty), mask=m)
+
+
+@triton.jit(do_not_specialize=["M_BUCKET"])
+def _rlg_fit(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, PARTS: tl.constexpr, Q: tl.constexpr,
+             EXACT: tl.constexpr, EVICT: tl.constexpr):
+    VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
+    start = tl.program_id(0).to(tl.int64) * N
+    end = start + N
+    body = (start + (VEC - 1)) // VEC * VEC
+    tail = tl.maximum(end // VEC * VEC, body)
+    nb = tail - body
+    wofs = body - start
+    cols = tl.arange(0, Q)
+    # head [start, min(body, end)) in lanes 0..VEC-1, tail [tail, end) in VEC..2VEC-1, of a Q-wide tile
+    eo = tl.where(cols < VEC, start + cols, tail + (cols - VEC))
+    em = (cols < 2 * VEC) & (eo < tl.where(cols < VEC, tl.minimum(body, end), end))
+    he = (tl.load(x_ptr + eo, mask=em, other=0.0).to(tl.float32)
+          + tl.load(r_ptr + eo, mask=em, other=0.0).to(tl.float32))
+    h0 = _part(x_ptr, r_ptr, body, nb, 0, Q, cols, EVICT)
+    acc = he + h0
+    if PARTS > 1:
+        h1 = _part(x_ptr, r_ptr, body, nb, 1, Q, cols, EVICT)
+        acc += h1
+    if PARTS > 2:
+        h2 = _part(x_ptr, r_ptr, body, nb, 2, Q, cols, EVICT)
+        acc += h2
+    if PARTS > 3:
+        h3 = _part(x_ptr, r_ptr, body, nb, 3, Q, cols, EVICT)
+        acc += h3
+    if PARTS > 4:
+        h4 = _part(x_ptr, r_ptr, body, nb, 4, Q, cols, EVICT)
+        acc += h4
+    if PARTS > 5:
+        h5 = _part(x_ptr, r_ptr, body, nb, 5, Q, cols, EVICT)
+        acc += h5
+    if PARTS > 6:
+        h6 = _part(x_ptr, r_ptr, body, nb, 6, Q, cols, EVICT)
+        acc += h6
+    if PARTS > 7:
+        h7 = _part(x_ptr, r_ptr, body, nb, 7, Q, cols, EVICT)
+        acc += h7
+    mean = tl.sum(acc, axis=0) / N
+    de = tl.where(em, he - mean, 0.0)
+    d0 = _dev(h0, mean, nb, 0, Q, cols)
+    sq = de * de + d0 * d0
+    if PARTS > 1:
+        d1 = _dev(h1, mean, nb, 1, Q, cols)
+        sq += d1 * d1
+    if PARTS > 2:
+        d2 = _dev(h2, mean, nb, 2, Q, cols)
+        sq += d2 * d2
+    if PARTS > 3:
+        d3 = _dev(h3, mean, nb, 3, Q, cols)
+        sq += d3 * d3
+    if PARTS > 4:
+        d4 = _dev(h4, mean, nb, 4, Q, cols)
+        sq += d4 * d4
+    if PARTS > 5:
+        d5 = _dev(h5, mean, nb, 5, Q, cols)
+        sq += d5 * d5
+    if PARTS > 6:
+        d6 = _dev(h6, mean, nb, 6, Q, cols)
+        sq += d6 * d6
+    if PARTS > 7:
+        d7 = _dev(h7, mean, nb, 7, Q, cols)
+        sq += d7 * d7
+    rstd = tl.math.rsqrt(tl.sum(sq, axis=0) / N + eps)
+    ec = eo - start
+    we = tl.load(w_ptr + ec, mask=em, other=0.0).to(tl.float32)
+    be = tl.load(b_ptr + ec, mask=em, other=0.0).to(tl.float32)
+    tl.store(y_ptr + eo, gelu_f32(de * rstd * we + be, EXACT).to(y_ptr.dtype.element_ty), mask=em)
+    _out(d0, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, 0, Q, cols, EXACT)
+    if PARTS > 1:
+        _out(d1, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, 1, Q, cols, EXACT)
+    if PARTS > 2:
+        _out(d2, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, 2, Q, cols, EXACT)
+    if PARTS > 3:
+        _out(d3, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, 3, Q, cols, EXACT)
+    if PARTS > 4:
+        _out(d4, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, 4, Q, cols, EXACT)
+    if PARTS > 5:
+        _out(d5, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, 5, Q, cols, EXACT)
+    if PARTS > 6:
+        _out(d6, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, 6, Q, cols, EXACT)
+    if PARTS > 7:
+        _out(d7, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, 7, Q, cols, EXACT)
+
+
+def fit_tried(n: int, dtype_bytes: int) -> bool:
+    """Rows the fitted kernel races at: 2049..32768 columns, not whole 16-byte vectors."""
+    return 2048 < n <= MAX_PARTS * FORMS[-1][0] and row_align(n, dtype_bytes) * dtype_bytes < 16
+
+
+def fit_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
+    """The fitted kernel's autotuning candidates (none outside fit_tried): every (Q, warps)
+    of FORMS whose PARTS = cdiv(n, Q) is 2..8 parts and whose thread holds HELD columns,
+    the tightest cover first (then the wider parts, then fewer warps); at most
+    MAX_CANDIDATES.  16-bit rows keep the evict_first hint on x and r, float32 none (as
+    the rows kernel's first hints)."""
+    if not fit_tried(n, dtype_bytes):
+        return []
+    out = []
+    for q, w in FORMS:
+        parts = triton.cdiv(n, q)
+        if 2 <= parts <= MAX_PARTS and HELD[0] <= parts * q // (32 * w) <= HELD[1]:
+            out.append(dict(kernel="fit", PARTS=parts, Q=q, EVICT="" if dtype_bytes == 4 else "evict_first",
+                            num_warps=w))
+    out.sort(key=lambda c: (c["PARTS"] * c["Q"], -c["Q"], c["num_warps"]))
+    return out[:MAX_CANDIDATES]
