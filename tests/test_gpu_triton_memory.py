@@ -138,9 +138,24 @@ def test_rlg_team_races(m, n, dtype):
     _run_each_winner(rlg._CHOSEN, case, kernels)
 
 
+@pytest.mark.parametrize("dtype", ("float32", "bfloat16"))
+@pytest.mark.parametrize("m,n", [(999, 609), (333, 1200), (4099, 384)])
+def test_rlg_short_rows_race_fit(m, n, dtype):
+    """Short rows that parts cover more tightly than a power of two: the rows kernel raced
+    against the fitted one, both checked."""
+    from implementations.residual_layernorm_gelu import triton as rlg
+
+    case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
+    _run("residual_layernorm_gelu", case)
+    text = rlg._config(case)
+    assert "head to head" in text and "fit" in text, text
+    _run_each_winner(rlg._CHOSEN, case, ("rows", "fit"))
+
+
 @pytest.mark.parametrize("dtype", ("float32", "bfloat16", "float16"))
 @pytest.mark.parametrize("m,n,offset", [(1279, 5093, 0), (133, 19379, 1), (70, 13437, 3), (9, 2049, 0),
-                                        (41, 4101, 5), (300, 32767, 2)])
+                                        (41, 4101, 5), (300, 32767, 2), (999, 609, 0), (777, 640, 1),
+                                        (501, 384, 3), (65, 1200, 0), (7, 880, 0)])
 def test_rlg_fit_candidates(m, n, offset, dtype):
     """Every candidate of the fitted kernel, launched directly into a poisoned output; inputs
     also ``offset`` elements off a 16-byte boundary."""
@@ -152,9 +167,9 @@ def test_rlg_fit_candidates(m, n, offset, dtype):
     assert cands
     for c in cands:
         y = verify.poison_(torch.empty_like(x))
-        rlg._rlg_fit[(m,)](x, r, inputs["weight"], inputs["bias"], y, n, float(inputs["eps"]),
-                           triton.next_power_of_2(m), PARTS=c["PARTS"], Q=c["Q"], EXACT=b == 4, EVICT=c["EVICT"],
-                           num_warps=c["num_warps"])
+        rlg._rlg_fit[(triton.cdiv(m, c["ROWS"]),)](
+            x, r, inputs["weight"], inputs["bias"], y, m, n, float(inputs["eps"]), triton.next_power_of_2(m),
+            ROWS=c["ROWS"], PARTS=c["PARTS"], Q=c["Q"], EXACT=b == 4, EVICT=c["EVICT"], num_warps=c["num_warps"])
         torch.cuda.synchronize()
         res = verify.check(y, ref, wl.tolerance(case))
         assert res.correct, f"{case} offset {offset} {c} seed={SEED}: {res.message}"

@@ -289,7 +289,8 @@ def test_layernorm_team_path(m, n, block, dtype, poisoned):
 # (M, N, part): odd widths whose rows start anywhere in a granule, split into 2..8 parts; a
 # row whose body leaves its last part empty (2049 / 512 -> 5 parts, the body 2048 at most);
 # whole 16-byte rows; one part (the forced path allows it)
-FIT_ROWS = [(4, 4999, 1024), (3, 2049, 512), (2, 6007, 1024), (5, 1030, 256), (3, 4096, 512), (2, 1003, 1024)]
+FIT_ROWS = [(4, 4999, 1024), (3, 2049, 512), (2, 6007, 1024), (5, 1030, 256), (3, 4096, 512), (2, 1003, 1024),
+            (9, 609, 128), (5, 384, 64)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -310,29 +311,38 @@ def test_layernorm_fit_refuses_too_many_parts():
 
 
 def test_fit_candidates():
-    """Rows of 2049..32768 columns that are not whole 16-byte vectors, and only those, get
-    candidates: 2..8 parts covering the row, each thread holding HELD columns, the tightest
-    cover first, at most MAX_CANDIDATES; evict_first on 16-bit x and r only."""
+    """Rows of 2049..32768 columns that are not whole 16-byte vectors get one-row
+    candidates: 2..8 parts covering the row, each thread holding HELD columns; rows of
+    64..2048 whose parts cover at least an eighth fewer lanes than the next power of two
+    get 2- and 8-row ones, a 16-byte vector a thread; none elsewhere.  The tightest cover
+    first, at most MAX_CANDIDATES; evict_first on 16-bit x and r only."""
     import triton
 
     from implementations.residual_layernorm_gelu import _triton_fit as F
 
-    for n, b in ((2048, 4), (2047, 2), (4096, 2), (5000, 4), (13920, 4), (32768, 2), (32769, 2), (40007, 4)):
+    for n, b in ((2048, 4), (2047, 2), (4096, 2), (5000, 4), (13920, 4), (32768, 2), (32769, 2), (40007, 4),
+                 (1024, 2), (100, 4), (41, 4), (63, 2)):
         assert not F.fit_candidates(64, n, b), (n, b)
-    for n in range(2049, 32768, 997):
+    for n in list(range(64, 2048, 37)) + list(range(2049, 32768, 997)):
         for b in (2, 4):
-            if n * b % 16 == 0:
-                continue
             cands = F.fit_candidates(64, n, b)
+            if n > 2048 and n * b % 16 == 0 or n <= 2048 and not F.fit_tried(n, b):
+                assert not cands, (n, b)
+                continue
             assert 1 <= len(cands) <= F.MAX_CANDIDATES, (n, b)
             covers = [c["PARTS"] * c["Q"] for c in cands]
-            assert covers == sorted(covers), (n, b, cands)
+            assert covers == sorted(covers) and covers[0] * 8 <= triton.next_power_of_2(n) * 7 or n > 2048, (n, b)
             for c in cands:
                 assert 2 <= c["PARTS"] <= F.MAX_PARTS and c["PARTS"] == triton.cdiv(n, c["Q"]), (n, c)
-                assert F.HELD[0] <= c["PARTS"] * c["Q"] // (32 * c["num_warps"]) <= F.HELD[1], (n, c)
                 assert c["EVICT"] == ("" if b == 4 else "evict_first")
-    # 5093 float32: five parts of 1024 (0.6% idle), where one block a row takes 8192
-    assert (F.fit_candidates(1279, 5093, 4)[0]["PARTS"], F.fit_candidates(1279, 5093, 4)[0]["Q"]) == (5, 1024)
+                if n > 2048:
+                    assert c["ROWS"] == 1 and F.HELD[0] <= c["PARTS"] * c["Q"] // (32 * c["num_warps"]) <= F.HELD[1]
+                else:
+                    assert c["ROWS"] in F.SHORT_ROWS and c["PARTS"] * c["Q"] < triton.next_power_of_2(n), (n, c)
+                    assert c["num_warps"] == min(16, max(1, c["ROWS"] * c["Q"] * b // 512)), (n, c)
+    # 5093 float32: five parts of 1024 (0.6% idle), where one block a row takes 8192; 609: five of 128
+    assert [(c["PARTS"], c["Q"]) for c in F.fit_candidates(1279, 5093, 4)][0] == (5, 1024)
+    assert [(c["ROWS"], c["PARTS"], c["Q"]) for c in F.fit_candidates(33104, 609, 4)][:2] == [(2, 5, 128), (8, 5, 128)]
 
 
 def test_layernorm_team_statistics_of_offset_rows(poisoned):
@@ -524,7 +534,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
             if plan.get("GRANULES") and (wl != "softmax" or plan["kernel"] == "pipe"):
                 aligned = True  # the body moves in 16-byte vectors whatever N is
             if plan["kernel"] == "fit":  # so does the fitted kernel's, where a thread holds 16 bytes of a part
-                aligned = plan["Q"] // (32 * plan["num_warps"]) * b >= 16
+                aligned = plan["ROWS"] * plan["Q"] // (32 * plan["num_warps"]) * b >= 16
             if plan.get("LANES") and wl == "softmax":
                 aligned = aligned or plan["ALIGN"] * b == 16  # as rlg's ALIGN above
             if plan["kernel"] in ("split", "split2") and wl == "softmax":
@@ -542,7 +552,7 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")
                 smallest = min(c["BLOCK"] for c in S.pipe_candidates(n, b))
                 const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, smallest))
-            if plan["kernel"] in ("rows", "pipe", "parts"):
+            if plan["kernel"] in ("rows", "pipe", "parts", "fit"):
                 sig.update(M="i32", N="i32")
             else:
                 sig.update(N="i32")

@@ -1,6 +1,6 @@
 """The fitted rows kernel of residual_layernorm_gelu (Triton): a row held whole in
 registers as PARTS parts of Q columns (2 <= PARTS <= 8), so that the tile follows the
-row's width rather than its next power of two.
+row's width rather than its next power of two; ROWS rows a program.
 
 One power-of-two block a row gives 5093 float32 columns 8192 lanes; the idle 38% still
 hold registers, so fewer rows fit an SM and fewer bytes are in flight.  Here 5093 is
@@ -11,10 +11,14 @@ Q-wide tile.  The parts are added before the two block reductions (mean, then sq
 deviations: exact two-pass statistics over the held values), and each part is
 normalised and stored on its own, w and b loaded then (L1 and L2 hits).
 
-Tried (fit_tried) on rows that are not a whole number of 16-byte vectors, of 2049 to
-32768 columns, where the rows kernel's block is a power of two read element by element
-or as granules, and the team kernel meets at a counter: the race keeps whichever is
-fastest.
+Tried (fit_tried), in the race with the row's other kernels, which keeps the fastest:
+- on rows that are not a whole number of 16-byte vectors, of 2049 to 32768 columns,
+  one a program, where the rows kernel's block is a power of two read element by
+  element or as granules, and the team kernel meets at a counter;
+- on rows of 64..2048 columns of any alignment that parts of 64..512 cover in at
+  least an eighth fewer lanes than the next power of two (609: five of 128, against
+  1024), 2 or 8 rows a program, on the warps that give a thread one 16-byte vector
+  of a part.
 """
 from __future__ import annotations
 
@@ -32,6 +36,9 @@ MAX_PARTS = 8
 # loads too narrow to cover a row's reductions, more hold one program an SM
 HELD = (16, 48)
 MAX_CANDIDATES = 4
+# short rows: part widths, and rows a program
+SHORT_Q = (64, 128, 256, 512)
+SHORT_ROWS = (2, 8)
 
 
 @triton.jit
@@ -48,25 +55,29 @@ def _dev(h, mean, nb, p: tl.constexpr, Q: tl.constexpr, cols):
 
 
 @triton.jit
-def _out(d, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, p: tl.constexpr, Q: tl.constexpr, cols, EXACT: tl.constexpr):
+def _out(d, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, live, p: tl.constexpr, Q: tl.constexpr, cols,
+         EXACT: tl.constexpr):
     c = p * Q + cols
     m = c < nb
     w = tl.load(w_ptr + wofs + c, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
     b = tl.load(b_ptr + wofs + c, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    tl.store(y_ptr + body + c, gelu_f32(d * rstd * w + b, EXACT).to(y_ptr.dtype.element_ty), mask=m)
+    tl.store(y_ptr + body + c, gelu_f32(d * rstd * w + b, EXACT).to(y_ptr.dtype.element_ty), mask=m & live)
 
 
 @triton.jit(do_not_specialize=["M_BUCKET"])
-def _rlg_fit(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, PARTS: tl.constexpr, Q: tl.constexpr,
-             EXACT: tl.constexpr, EVICT: tl.constexpr):
+def _rlg_fit(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET, ROWS: tl.constexpr, PARTS: tl.constexpr,
+             Q: tl.constexpr, EXACT: tl.constexpr, EVICT: tl.constexpr):
     VEC: tl.constexpr = 128 // x_ptr.dtype.element_ty.primitive_bitwidth
-    start = tl.program_id(0).to(tl.int64) * N
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]
+    # rows past the end re-load the last row and are masked only at the stores
+    start = tl.minimum(rows, M - 1).to(tl.int64) * N
     end = start + N
     body = (start + (VEC - 1)) // VEC * VEC
     tail = tl.maximum(end // VEC * VEC, body)
     nb = tail - body
     wofs = body - start
-    cols = tl.arange(0, Q)
+    live = rows < M
+    cols = tl.arange(0, Q)[None, :]
     # head [start, min(body, end)) in lanes 0..VEC-1, tail [tail, end) in VEC..2VEC-1, of a Q-wide tile
     eo = tl.where(cols < VEC, start + cols, tail + (cols - VEC))
     em = (cols < 2 * VEC) & (eo < tl.where(cols < VEC, tl.minimum(body, end), end))
@@ -95,7 +106,7 @@ def _rlg_fit(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, PARTS: tl.cons
     if PARTS > 7:
         h7 = _part(x_ptr, r_ptr, body, nb, 7, Q, cols, EVICT)
         acc += h7
-    mean = tl.sum(acc, axis=0) / N
+    mean = (tl.sum(acc, axis=1) / N)[:, None]
     de = tl.where(em, he - mean, 0.0)
     d0 = _dev(h0, mean, nb, 0, Q, cols)
     sq = de * de + d0 * d0
@@ -120,46 +131,70 @@ def _rlg_fit(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, N, eps, M_BUCKET, PARTS: tl.cons
     if PARTS > 7:
         d7 = _dev(h7, mean, nb, 7, Q, cols)
         sq += d7 * d7
-    rstd = tl.math.rsqrt(tl.sum(sq, axis=0) / N + eps)
+    rstd = tl.math.rsqrt(tl.sum(sq, axis=1) / N + eps)[:, None]
     ec = eo - start
     we = tl.load(w_ptr + ec, mask=em, other=0.0).to(tl.float32)
     be = tl.load(b_ptr + ec, mask=em, other=0.0).to(tl.float32)
-    tl.store(y_ptr + eo, gelu_f32(de * rstd * we + be, EXACT).to(y_ptr.dtype.element_ty), mask=em)
-    _out(d0, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, 0, Q, cols, EXACT)
+    tl.store(y_ptr + eo, gelu_f32(de * rstd * we + be, EXACT).to(y_ptr.dtype.element_ty), mask=em & live)
+    _out(d0, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, live, 0, Q, cols, EXACT)
     if PARTS > 1:
-        _out(d1, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, 1, Q, cols, EXACT)
+        _out(d1, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, live, 1, Q, cols, EXACT)
     if PARTS > 2:
-        _out(d2, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, 2, Q, cols, EXACT)
+        _out(d2, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, live, 2, Q, cols, EXACT)
     if PARTS > 3:
-        _out(d3, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, 3, Q, cols, EXACT)
+        _out(d3, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, live, 3, Q, cols, EXACT)
     if PARTS > 4:
-        _out(d4, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, 4, Q, cols, EXACT)
+        _out(d4, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, live, 4, Q, cols, EXACT)
     if PARTS > 5:
-        _out(d5, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, 5, Q, cols, EXACT)
+        _out(d5, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, live, 5, Q, cols, EXACT)
     if PARTS > 6:
-        _out(d6, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, 6, Q, cols, EXACT)
+        _out(d6, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, live, 6, Q, cols, EXACT)
     if PARTS > 7:
-        _out(d7, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, 7, Q, cols, EXACT)
+        _out(d7, rstd, w_ptr, b_ptr, y_ptr, body, wofs, nb, live, 7, Q, cols, EXACT)
+
+
+def _short_cover(n: int) -> int:
+    """The fewest lanes that 2..8 parts of SHORT_Q cover n with (0: none)."""
+    covers = [triton.cdiv(n, q) * q for q in SHORT_Q if 2 <= triton.cdiv(n, q) <= MAX_PARTS]
+    return min(covers, default=0)
 
 
 def fit_tried(n: int, dtype_bytes: int) -> bool:
-    """Rows the fitted kernel races at: 2049..32768 columns, not whole 16-byte vectors."""
+    """Rows the fitted kernel races at (see the module's docstring)."""
+    if 64 <= n <= 2048:
+        cover = _short_cover(n)
+        return 0 < cover and 8 * cover <= 7 * triton.next_power_of_2(n)
     return 2048 < n <= MAX_PARTS * FORMS[-1][0] and row_align(n, dtype_bytes) * dtype_bytes < 16
 
 
 def fit_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
-    """The fitted kernel's autotuning candidates (none outside fit_tried): every (Q, warps)
-    of FORMS whose PARTS = cdiv(n, Q) is 2..8 parts and whose thread holds HELD columns,
-    the tightest cover first (then the wider parts, then fewer warps); at most
-    MAX_CANDIDATES.  16-bit rows keep the evict_first hint on x and r, float32 none (as
-    the rows kernel's first hints)."""
+    """The fitted kernel's autotuning candidates (none outside fit_tried), the tightest
+    cover first, at most MAX_CANDIDATES; 16-bit rows keep the evict_first hint on x and
+    r, float32 none (as the rows kernel's first hints).
+
+    Rows of 2049..32768: one a program, every (Q, warps) of FORMS whose PARTS =
+    cdiv(n, Q) is 2..8 and whose thread holds HELD columns (then the wider parts, then
+    fewer warps).  Rows of at most 2048: SHORT_ROWS rows a program, parts of SHORT_Q
+    that cover the row in fewer lanes than its next power of two, on as many warps
+    as give each thread one 16-byte vector of a part (at most 16; then the fewer
+    rows)."""
     if not fit_tried(n, dtype_bytes):
         return []
+    evict = "" if dtype_bytes == 4 else "evict_first"
     out = []
+    if n <= 2048:
+        vec = 16 // dtype_bytes
+        for q in SHORT_Q:
+            parts = triton.cdiv(n, q)
+            if 2 <= parts <= MAX_PARTS and parts * q < triton.next_power_of_2(n):
+                for rows in SHORT_ROWS:
+                    out.append(dict(kernel="fit", ROWS=rows, PARTS=parts, Q=q, EVICT=evict,
+                                    num_warps=min(16, max(1, rows * q // (32 * vec)))))
+        out.sort(key=lambda c: (c["PARTS"] * c["Q"], c["ROWS"]))
+        return out[:MAX_CANDIDATES]
     for q, w in FORMS:
         parts = triton.cdiv(n, q)
         if 2 <= parts <= MAX_PARTS and HELD[0] <= parts * q // (32 * w) <= HELD[1]:
-            out.append(dict(kernel="fit", PARTS=parts, Q=q, EVICT="" if dtype_bytes == 4 else "evict_first",
-                            num_warps=w))
+            out.append(dict(kernel="fit", ROWS=1, PARTS=parts, Q=q, EVICT=evict, num_warps=w))
     out.sort(key=lambda c: (c["PARTS"] * c["Q"], -c["Q"], c["num_warps"]))
     return out[:MAX_CANDIDATES]

@@ -699,8 +699,10 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
         parts = triton.cdiv(n, q)
         if not 1 <= parts <= 8:
             raise ValueError(f"fit=True: {n} columns are {parts} parts of {q}; the fitted kernel holds 1 to 8")
-        _rlg_fit[(m,)](*args, n, float(eps), bucket, PARTS=parts, Q=q, EXACT=exact,
-                       EVICT="" if b == 4 else "evict_first", num_warps=max(1, min(16, q // 256)))
+        rows = 1 if n > 2048 else 4  # short rows several a program, as the candidates
+        _rlg_fit[(triton.cdiv(m, rows),)](*args, m, n, float(eps), bucket, ROWS=rows, PARTS=parts, Q=q,
+                                          EXACT=exact, EVICT="" if b == 4 else "evict_first",
+                                          num_warps=max(1, min(16, q // 256)))
         return y
     if interpreting() or max_fused != MAX_FUSED or block is not None:
         # One config: the interpreter would run every candidate on the CPU.
@@ -737,7 +739,7 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
         _CHOSEN.record("team", _team_tuned, n, b, bucket)
 
     def run_fit() -> None:
-        _fit_tuned[(m,)](*args, n, float(eps), bucket, EXACT=exact)
+        _fit_tuned[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](*args, m, n, float(eps), bucket, EXACT=exact)
         _CHOSEN.record("fit", _fit_tuned, n, b, bucket)
 
     runs = {"rows": run_rows} if p["kernel"] == "rows" else (
