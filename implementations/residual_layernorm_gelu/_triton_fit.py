@@ -83,6 +83,7 @@ def _rlg_fit(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET, ROWS: tl.co
     em = (cols < 2 * VEC) & (eo < tl.where(cols < VEC, tl.minimum(body, end), end))
     he = (tl.load(x_ptr + eo, mask=em, other=0.0).to(tl.float32)
           + tl.load(r_ptr + eo, mask=em, other=0.0).to(tl.float32))
+    # the parts are written out one by one: a Triton kernel holds no list of tensors
     h0 = _part(x_ptr, r_ptr, body, nb, 0, Q, cols, EVICT)
     acc = he + h0
     if PARTS > 1:
