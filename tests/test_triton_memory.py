@@ -311,22 +311,22 @@ def test_layernorm_fit_refuses_too_many_parts():
 
 
 def test_fit_candidates():
-    """Rows of 2049..32768 columns that are not whole 16-byte vectors get one-row
-    candidates: 2..8 parts covering the row, each thread holding HELD columns; rows of
-    64..2048 whose parts cover at least an eighth fewer lanes than the next power of two
-    get 2- and 8-row ones, a 16-byte vector a thread; none elsewhere.  The tightest cover
+    """Rows that are not whole 16-byte vectors, only: of 2049..32768 columns, one-row
+    candidates, 2..8 parts covering the row, each thread holding HELD columns; of
+    64..2048 whose parts cover at least an eighth fewer lanes than the next power of two,
+    2- and 8-row ones, a 16-byte vector a thread; none elsewhere.  The tightest cover
     first, at most MAX_CANDIDATES; evict_first on 16-bit x and r only."""
     import triton
 
     from implementations.residual_layernorm_gelu import _triton_fit as F
 
     for n, b in ((2048, 4), (2047, 2), (4096, 2), (5000, 4), (13920, 4), (32768, 2), (32769, 2), (40007, 4),
-                 (1024, 2), (100, 4), (41, 4), (63, 2)):
+                 (1024, 2), (100, 4), (41, 4), (63, 2), (640, 4), (384, 2), (1200, 4), (880, 2)):
         assert not F.fit_candidates(64, n, b), (n, b)
     for n in list(range(64, 2048, 37)) + list(range(2049, 32768, 997)):
         for b in (2, 4):
             cands = F.fit_candidates(64, n, b)
-            if n > 2048 and n * b % 16 == 0 or n <= 2048 and not F.fit_tried(n, b):
+            if n * b % 16 == 0 or n <= 2048 and not F.fit_tried(n, b):
                 assert not cands, (n, b)
                 continue
             assert 1 <= len(cands) <= F.MAX_CANDIDATES, (n, b)

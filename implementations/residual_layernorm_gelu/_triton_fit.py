@@ -11,14 +11,16 @@ Q-wide tile.  The parts are added before the two block reductions (mean, then sq
 deviations: exact two-pass statistics over the held values), and each part is
 normalised and stored on its own, w and b loaded then (L1 and L2 hits).
 
-Tried (fit_tried), in the race with the row's other kernels, which keeps the fastest:
-- on rows that are not a whole number of 16-byte vectors, of 2049 to 32768 columns,
-  one a program, where the rows kernel's block is a power of two read element by
-  element or as granules, and the team kernel meets at a counter;
-- on rows of 64..2048 columns of any alignment that parts of 64..512 cover in at
-  least an eighth fewer lanes than the next power of two (609: five of 128, against
-  1024), 2 or 8 rows a program, on the warps that give a thread one 16-byte vector
-  of a part.
+Tried (fit_tried) on rows that are not a whole number of 16-byte vectors, in the race
+with the row's other kernels, which keeps the fastest:
+- of 2049 to 32768 columns, one a program, where the rows kernel's block is a power
+  of two read element by element or as granules, and the team kernel meets at a
+  counter;
+- of 64..2048 columns that parts of 64..512 cover in at least an eighth fewer lanes
+  than the next power of two (609: five of 128, against 1024), 2 or 8 rows a program,
+  on the warps that give a thread one 16-byte vector of a part.
+Rows of whole 16-byte vectors are left to the rows kernel, whose block moves in
+16-byte vectors there too (NOTES.md has what the race measured).
 """
 from __future__ import annotations
 
@@ -162,10 +164,12 @@ def _short_cover(n: int) -> int:
 
 def fit_tried(n: int, dtype_bytes: int) -> bool:
     """Rows the fitted kernel races at (see the module's docstring)."""
+    if row_align(n, dtype_bytes) * dtype_bytes == 16:
+        return False
     if 64 <= n <= 2048:
         cover = _short_cover(n)
         return 0 < cover and 8 * cover <= 7 * triton.next_power_of_2(n)
-    return 2048 < n <= MAX_PARTS * FORMS[-1][0] and row_align(n, dtype_bytes) * dtype_bytes < 16
+    return 2048 < n <= MAX_PARTS * FORMS[-1][0]
 
 
 def fit_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:

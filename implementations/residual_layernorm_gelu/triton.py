@@ -45,10 +45,12 @@ gelu_f32's branch-free erf, so that instruction issue stays under the limit.
   it against the row's other kernel(s) and keeps the fastest.  A cluster of
   CTAs, as in the CUDA kernels, does not compile for sm_90 in triton 3.6 (a
   Triton reduction over a cluster); NOTES.md has what such forms measured.
-- ``_rlg_fit`` (_triton_fit.py; rows of 2049..32768 that are not whole 16-byte
-  vectors): one row a program, held as 2..8 parts of Q columns that cover the
-  row to within a part rather than to its next power of two, the body in 16-byte
-  granules; raced against the row's other kernels.
+- ``_rlg_fit`` (_triton_fit.py; rows that are not whole 16-byte vectors, of
+  2049..32768 columns, or of 64..2048 that parts cover in an eighth fewer lanes
+  than a power of two): rows held as 2..8 parts of Q columns that cover them to
+  within a part rather than to the next power of two, the body in 16-byte
+  granules, one row a program (2 or 8 when short); raced against the row's
+  other kernels.
 """
 from __future__ import annotations
 
