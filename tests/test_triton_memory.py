@@ -308,6 +308,9 @@ def test_layernorm_fit_refuses_too_many_parts():
     inputs = wl.make_inputs(Case.make("residual_layernorm_gelu", "float32", M=2, N=2049), "cpu", 1)
     with pytest.raises(ValueError, match="9 parts of 256"):
         impl.fn(**inputs, fit=True, block=256)
+    inputs = wl.make_inputs(Case.make("residual_layernorm_gelu", "float32", M=2, N=1024), "cpu", 1)
+    with pytest.raises(ValueError, match="no fitted form for 1024 columns"):
+        impl.fn(**inputs, fit=True)
 
 
 def test_fit_candidates():

@@ -193,7 +193,7 @@ class Chosen:
 class Raced(Chosen):
     """Chosen, plus a race of two or more kernels (rows against split; for 16-bit
     long softmax rows, split against pipe; rlg's rows, parts or split against a
-    team) at the widths where either may win: per (N, dtype, M bucket), the
+    team and a fitted kernel) at the widths where either may win: per (N, dtype, M bucket), the
     kernel that won and the text for the `config` column (the winner's tuning,
     the head-to-head times, the losers' tuning)."""
 

@@ -697,6 +697,8 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
                                      GRANULES=row_align(n, b) * b < 16, num_warps=max(1, min(16, chunk // 512)))
         return y
     if fit:
+        if block is None and not fit_tried(n, b):
+            raise ValueError(f"fit=True: no fitted form for {n} columns of {b} bytes; name a part width (block)")
         q = block or fit_candidates(m, n, b)[0]["Q"]
         parts = triton.cdiv(n, q)
         if not 1 <= parts <= 8:
