@@ -18,10 +18,17 @@ def granule_row(base, n, VEC: tl.constexpr):
     elements, so that a mask ``cols < tail - body`` is constant over each granule;
     eoffs / emask address the head [base, min(body, end)) in the first VEC lanes and
     the tail [tail, end) in the next VEC."""
+    return granule_lanes(base, n, tl.arange(0, 2 * VEC), VEC)
+
+
+@triton.jit
+def granule_lanes(base, n, k, VEC: tl.constexpr):
+    """granule_row over lanes ``k`` of any shape that broadcasts with ``base`` (rows
+    of a 2-D tile: base [ROWS, 1], k [1, Q]).  Lanes from 2 * VEC on are masked off
+    by emask as they stand (they would address past the tail's end)."""
     end = base + n
     body = (base + (VEC - 1)) // VEC * VEC
     tail = tl.maximum(end // VEC * VEC, body)  # a row with no boundary inside: no body
-    k = tl.arange(0, 2 * VEC)
     eoffs = tl.where(k < VEC, base + k, tail + (k - VEC))
     emask = eoffs < tl.where(k < VEC, tl.minimum(body, end), end)
     return body, tail, eoffs, emask

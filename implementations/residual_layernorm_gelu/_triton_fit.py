@@ -28,6 +28,7 @@ import triton
 import triton.language as tl
 
 from implementations._shared.gelu_math import gelu_f32
+from implementations._shared.granules import granule_lanes
 from implementations._shared.row_tuning import row_align
 
 # (Q, warps): 4 to 16 columns of a part a thread
@@ -73,16 +74,13 @@ def _rlg_fit(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET, ROWS: tl.co
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]
     # rows past the end re-load the last row and are masked only at the stores
     start = tl.minimum(rows, M - 1).to(tl.int64) * N
-    end = start + N
-    body = (start + (VEC - 1)) // VEC * VEC
-    tail = tl.maximum(end // VEC * VEC, body)
+    cols = tl.arange(0, Q)[None, :]
+    # the body, and the head and tail in lanes 0..2*VEC-1 of a Q-wide tile
+    body, tail, eo, em = granule_lanes(start, N, cols, VEC)
+    em = (cols < 2 * VEC) & em
     nb = tail - body
     wofs = body - start
     live = rows < M
-    cols = tl.arange(0, Q)[None, :]
-    # head [start, min(body, end)) in lanes 0..VEC-1, tail [tail, end) in VEC..2VEC-1, of a Q-wide tile
-    eo = tl.where(cols < VEC, start + cols, tail + (cols - VEC))
-    em = (cols < 2 * VEC) & (eo < tl.where(cols < VEC, tl.minimum(body, end), end))
     he = (tl.load(x_ptr + eo, mask=em, other=0.0).to(tl.float32)
           + tl.load(r_ptr + eo, mask=em, other=0.0).to(tl.float32))
     # the parts are written out one by one: a Triton kernel holds no list of tensors
