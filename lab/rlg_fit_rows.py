@@ -4,9 +4,10 @@ the tile fits the row instead of its next power of two.
 A one-off device comparison (``python3 -m lab.rlg_fit_rows`` on the H200; its output
 is in lab/findings/), run before the kernel shipped (as
 implementations/residual_layernorm_gelu/_triton_fit.py, which it now imports): it
-tries every form there, not only the autotuner's first four.  The Triton rows kernel
-covers a row with one power-of-two block: 5093 float32 columns take 8192 lanes, and the idle 38% still hold
-registers, so fewer rows fit an SM; at such widths the autotuner picks the team
+tries every form of part_forms, aligned widths included, not only the autotuner's
+first four.  The Triton rows kernel covers a row with one power-of-two block: 5093
+float32 columns take 8192 lanes, and the idle 38% still hold registers, so fewer
+rows fit an SM; at such widths the autotuner picks the team
 kernel instead, which meets at a counter.  ``_rlg_fit`` holds the row's body of whole
 16-byte granules (any alignment, see implementations/_shared/granules.py) as PARTS
 parts of Q columns (5093: five of 1024, 0.6% idle), adds the parts before the two
@@ -20,54 +21,17 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import tempfile
 
 import triton
 
-from implementations.residual_layernorm_gelu._triton_fit import FORMS, HELD, MAX_PARTS, _rlg_fit
+from implementations.residual_layernorm_gelu._triton_fit import _rlg_fit, part_forms
 
 SHAPES = (("float32", 1279, 5093), ("float32", 2208, 4721), ("float32", 656, 19379), ("float32", 1075, 14749),
           ("float32", 1296, 13920), ("bfloat16", 656, 19379), ("bfloat16", 1597, 13437), ("bfloat16", 1296, 13920))
 
 
-# short rows, several a program (the second run: ``python3 -m lab.rlg_fit_rows short``), and two
-# long ones again as a check of the kernel once it held ROWS rows
-SHORT = (("float32", 33104, 609), ("float32", 19661, 640), ("float32", 6408, 1200), ("float32", 7808, 880),
-         ("float32", 49157, 384), ("bfloat16", 33104, 609), ("bfloat16", 19661, 640), ("bfloat16", 49157, 384),
-         ("float32", 1279, 5093), ("bfloat16", 1597, 13437))
-
-
-def short_forms(n: int, dtype_bytes: int):
-    """(ROWS, PARTS, Q, warps) for rows of at most 2048: parts of 64..512 columns that cover
-    the row more tightly than its next power of two, 2 or 8 rows a program, each row on
-    the warps that give every thread a 16-byte vector of a part (at least one)."""
-    vec = 16 // dtype_bytes
-    out = []
-    for q in (64, 128, 256, 512):
-        parts = triton.cdiv(n, q)
-        if 2 <= parts <= MAX_PARTS and parts * q < triton.next_power_of_2(n):
-            for rows in (2, 8):
-                out.append((rows, parts, q, min(16, rows * max(1, q // (32 * vec)))))
-    return out
-
-
-def forms(n: int):
-    """(PARTS, Q, warps) covering n columns in 2..MAX_PARTS parts, a thread holding HELD columns,
-    the tightest first."""
-    out = []
-    for q, w in FORMS:
-        parts = triton.cdiv(n, q)
-        if 2 <= parts <= MAX_PARTS and HELD[0] <= parts * q // (32 * w) <= HELD[1]:
-            out.append((parts, q, w))
-    return sorted(out, key=lambda f: (f[0] * f[1], -f[1], f[2]))
-
-
-def all_forms(n: int, dtype_bytes: int):
-    return short_forms(n, dtype_bytes) if n <= 2048 else [(1, *f) for f in forms(n)[:2]]
-
-
-def bench(shapes=SHAPES) -> None:
+def bench() -> None:
     import torch
 
     from lab._probe import check_poisoned, fit, print_table, registered_calls, rlg_shipped, time_us, variant_row
@@ -75,31 +39,28 @@ def bench(shapes=SHAPES) -> None:
 
     wl = discover().workloads["residual_layernorm_gelu"]
     rows = []
-    for dtype, m, n in shapes:
+    for dtype, m, n in SHAPES:
         args, gb, rel, row = rlg_shipped(dtype, m, n, 60)
         rows.append(row)
         case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
         inputs = dict(zip(("x", "r", "weight", "bias", "eps"), args))
         ref = wl.reference(case, inputs)
-        for name, fn in registered_calls("residual_layernorm_gelu", case, inputs, ref,
-                                          ["cuda"] + (["compile"] if shapes is SHORT else [])).items():
+        for name, fn in registered_calls("residual_layernorm_gelu", case, inputs, ref, ["cuda"]).items():
             t = time_us(fn)
             row = (dtype, f"{m}x{n}", name, "", t, gb / t * 1e6, rel(fn()))
             print(row, flush=True)
             rows.append(row)
         x, r, w, b, eps = args
-        for evict in ("" if dtype == "float32" else "evict_first",):
-            for rws, parts, q, warps in (all_forms(n, x.element_size()) if shapes is SHORT
-                                         else [(1, *f) for f in forms(n)]):
-                def run(out=None, rws=rws, parts=parts, q=q, warps=warps, evict=evict):
-                    y = torch.empty_like(x) if out is None else out
-                    k = _rlg_fit[(triton.cdiv(m, rws),)](x, r, w, b, y, m, n, float(eps), 1, ROWS=rws, PARTS=parts,
-                                                          Q=q, EXACT=dtype == "float32", EVICT=evict,
-                                                          num_warps=warps)
-                    return y, k
-                check_poisoned("fit", lambda: run()[0], ref, wl.tolerance(case), x.dtype)
-                rows.append(variant_row(dtype, f"{m}x{n}", f"fit {rws}r {parts}x{q} w{warps} {evict or 'none'}", x, gb,
-                                        rel, run, lambda k, warps=warps: f"{k.n_regs} regs, {fit(k, warps)} an SM"))
+        evict = "" if dtype == "float32" else "evict_first"
+        for parts, q, warps in part_forms(n):
+            def run(out=None, parts=parts, q=q, warps=warps):
+                y = torch.empty_like(x) if out is None else out
+                k = _rlg_fit[(m,)](x, r, w, b, y, m, n, float(eps), 1, ROWS=1, PARTS=parts, Q=q,
+                                   EXACT=dtype == "float32", EVICT=evict, num_warps=warps)
+                return y, k
+            check_poisoned("fit", lambda: run()[0], ref, wl.tolerance(case), x.dtype)
+            rows.append(variant_row(dtype, f"{m}x{n}", f"fit {parts}x{q} w{warps} {evict or 'none'}", x, gb,
+                                    rel, run, lambda k, warps=warps: f"{k.n_regs} regs, {fit(k, warps)} an SM"))
     print_table(rows, "rel. error")
 
 
@@ -112,7 +73,7 @@ def spills() -> None:
     seen = set()
     for dtype, _, n in SHAPES:
         p = "*fp32" if dtype == "float32" else "*bf16"
-        for parts, q, warps in forms(n):
+        for parts, q, warps in part_forms(n):
             if (p, parts, q, warps) in seen:
                 continue
             seen.add((p, parts, q, warps))
@@ -139,6 +100,5 @@ if __name__ == "__main__":
     import torch
 
     if torch.cuda.is_available():
-        bench(SHORT if sys.argv[1:] == ["short"] else SHAPES)
-    if sys.argv[1:] != ["short"]:
-        spills()
+        bench()
+    spills()

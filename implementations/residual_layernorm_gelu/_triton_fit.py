@@ -77,7 +77,7 @@ def _rlg_fit(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET, ROWS: tl.co
     cols = tl.arange(0, Q)[None, :]
     # the body, and the head and tail in lanes 0..2*VEC-1 of a Q-wide tile
     body, tail, eo, em = granule_lanes(start, N, cols, VEC)
-    em = (cols < 2 * VEC) & em
+    em = (cols < 2 * VEC) & em  # lanes past 2*VEC off by their index, not only by their address
     nb = tail - body
     wofs = body - start
     live = rows < M
@@ -170,14 +170,12 @@ def fit_tried(n: int, dtype_bytes: int) -> bool:
     return 2048 < n <= MAX_PARTS * FORMS[-1][0]
 
 
-def fit_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
+def fit_candidates(m: int, n: int, dtype_bytes: int, limit: int = MAX_CANDIDATES) -> list[dict]:
     """The fitted kernel's autotuning candidates (none outside fit_tried), the tightest
-    cover first, at most MAX_CANDIDATES; 16-bit rows keep the evict_first hint on x and
+    cover first, at most ``limit``; 16-bit rows keep the evict_first hint on x and
     r, float32 none (as the rows kernel's first hints).
 
-    Rows of 2049..32768: one a program, every (Q, warps) of FORMS whose PARTS =
-    cdiv(n, Q) is 2..8 and whose thread holds HELD columns (then the wider parts, then
-    fewer warps).  Rows of at most 2048: SHORT_ROWS rows a program, parts of SHORT_Q
+    Rows of 2049..32768: one a program, in the forms of part_forms.  Rows of at most 2048: SHORT_ROWS rows a program, parts of SHORT_Q
     that cover the row in fewer lanes than its next power of two, on as many warps
     as give each thread one 16-byte vector of a part (at most 16; then the fewer
     rows)."""
@@ -194,10 +192,17 @@ def fit_candidates(m: int, n: int, dtype_bytes: int) -> list[dict]:
                     out.append(dict(kernel="fit", ROWS=rows, PARTS=parts, Q=q, EVICT=evict,
                                     num_warps=min(16, max(1, rows * q // (32 * vec)))))
         out.sort(key=lambda c: (c["PARTS"] * c["Q"], c["ROWS"]))
-        return out[:MAX_CANDIDATES]
+        return out[:limit]
+    return [dict(kernel="fit", ROWS=1, PARTS=parts, Q=q, EVICT=evict, num_warps=w)
+            for parts, q, w in part_forms(n)][:limit]
+
+
+def part_forms(n: int) -> list[tuple[int, int, int]]:
+    """(PARTS, Q, warps) of FORMS that cover n columns in 2..MAX_PARTS parts of Q, a thread
+    holding HELD columns: the tightest cover first, then the wider parts, then fewer warps."""
+    out = []
     for q, w in FORMS:
         parts = triton.cdiv(n, q)
         if 2 <= parts <= MAX_PARTS and HELD[0] <= parts * q // (32 * w) <= HELD[1]:
-            out.append(dict(kernel="fit", ROWS=1, PARTS=parts, Q=q, EVICT=evict, num_warps=w))
-    out.sort(key=lambda c: (c["PARTS"] * c["Q"], -c["Q"], c["num_warps"]))
-    return out[:MAX_CANDIDATES]
+            out.append((parts, q, w))
+    return sorted(out, key=lambda f: (f[0] * f[1], -f[1], f[2]))
