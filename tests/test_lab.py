@@ -32,7 +32,7 @@ GPU_PROBES = {
 
 def test_every_gpu_probe_is_listed_here():
     """A probe added to lab/ without a smoke test here fails this."""
-    others = {"__init__", "_probe", "_attention_next_qk", "attention_occupancy", "dashboard_perf", "gemm_ncu_pair", "ncu_heat", "ncu_rows", "rlg_fit_rows",
+    others = {"__init__", "_probe", "_attention_next_qk", "attention_occupancy", "dashboard_perf", "gemm_ncu_pair", "ncu_heat", "ncu_rows", "rlg_fit_rows", "live_cols",
               "rlg_wide_rows", "triton_clusters_probe"}
     assert {p.stem for p in (ROOT / "lab").glob("*.py")} - others == set(GPU_PROBES)
 

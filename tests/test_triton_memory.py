@@ -192,7 +192,7 @@ def test_every_short_row_candidate(dtype, poisoned):
                 triton.next_power_of_2(m), ROWS=c["ROWS"], BLOCK_N=c["BLOCK_N"], EXACT=x.element_size() == 4,
                 EVEN_N=n == c["BLOCK_N"], ALIGN=rlg.row_align(n, x.element_size()),
                 WB_EARLY=c["WB_EARLY"], EVICT=c["EVICT"], GRANULES=c.get("GRANULES", False),
-                LANES=c.get("LANES", 0), num_warps=c["num_warps"],
+                LANES=c.get("LANES", 0), LIVE=rlg.live_cols(n, x.element_size()), num_warps=c["num_warps"],
                 **({"maxnreg": c["maxnreg"]} if "maxnreg" in c else {}))
             res = verify.check(y, wl.reference(case, inputs), wl.tolerance(case))
             assert res.correct, f"{case} {c}: {res.message}"
@@ -207,6 +207,7 @@ def test_every_short_row_candidate(dtype, poisoned):
                                                           BLOCK_N=c["BLOCK_N"], EVICT=c["EVICT"],
                                                           GRANULES=c.get("GRANULES", False),
                                                           LANES=c.get("LANES", 0), ALIGN=c.get("ALIGN", 1),
+                                                          LIVE=sm.live_cols(n, x.element_size()),
                                                           num_warps=c["num_warps"])
             res = verify.check(y, wl.reference(case, inputs), wl.tolerance(case))
             assert res.correct, f"{case} {c}: {res.message}"
@@ -255,6 +256,14 @@ def test_warp_rows_shapes():
     # both kernels try them: rlg without ALIGN (its launcher passes it), softmax with it
     assert any(c.get("LANES") and "ALIGN" not in c for c in rlg.candidates(48768, 83, 2))
     assert any(c.get("LANES") == 32 and c["ALIGN"] == 1 for c in sm.candidates(35712, 319, 2))
+
+
+def test_live_cols():
+    """A row's width rounded up to a warp's pass of 16-byte accesses (512 bytes)."""
+    from implementations._shared.row_tuning import live_cols
+
+    assert [live_cols(n, 4) for n in (1, 128, 129, 609, 640, 5093)] == [128, 128, 256, 640, 640, 5120]
+    assert [live_cols(n, 2) for n in (1, 72, 256, 257, 13437)] == [256, 256, 256, 512, 13568]
 
 
 def test_row_align():
@@ -555,6 +564,8 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                 sig.update(stats_ptr="*fp32", count_ptr="*i32")
                 smallest = min(c["BLOCK"] for c in S.pipe_candidates(n, b))
                 const["P_MAX"] = triton.next_power_of_2(triton.cdiv(n, smallest))
+            if plan["kernel"] == "rows":
+                const["LIVE"] = R.live_cols(n, b)  # as both launchers pass it
             if plan["kernel"] in ("rows", "pipe", "parts", "fit"):
                 sig.update(M="i32", N="i32")
             else:
@@ -572,6 +583,12 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
             key = (wl, plan["kernel"], p, n % 16 == 0, tuple(sorted(const.items())), plan["num_warps"],
                    plan.get("maxnreg"))
             jobs[key] = (kern, sig, const, plan["num_warps"], n % 16 == 0, aligned, plan.get("maxnreg"))
+# one rows config without LIVE beside the same with it: float32 640 on one warp (1024 lanes)
+row_sig = {k: "*fp32" for k in ("x_ptr", "r_ptr", "w_ptr", "b_ptr", "y_ptr")}
+row_sig.update(M="i32", N="i32", eps="fp32", M_BUCKET="i32")
+for live in (0, R.live_cols(640, 4)):
+    const = dict(ROWS=1, BLOCK_N=1024, EXACT=True, EVEN_N=False, ALIGN=4, WB_EARLY=True, EVICT="", LIVE=live)
+    jobs[("live-pair", live)] = (R._rlg_rows, row_sig, const, 1, False, True, None)
 print(len(jobs), file=sys.stderr)
 out = []
 for key, job in jobs.items():
@@ -621,6 +638,9 @@ def test_launch_plans_compile_for_sm90_without_spills():
         return 0
 
     assert not [r for r in results if r["spill"] > allowed(r)], "spills"
+    # LIVE drops the registers of the passes past the row (640 of 1024 lanes: 5 of 8 a thread)
+    pair = {r["key"]: r["regs"] for r in results if "live-pair" in r["key"]}
+    assert pair["('live-pair', 640)"] < 0.8 * pair["('live-pair', 0)"], pair
     # the parts kernel's candidates, the L2 prefetch (cp.async.bulk.prefetch) among them, in both dtypes
     parts = [r for r in results if "'parts'" in r["key"]]
     assert len([r for r in parts if "('PF_DIV', 4)" in r["key"]]) >= 4 and len(parts) >= 12

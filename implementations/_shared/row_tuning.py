@@ -77,6 +77,19 @@ def row_align(n: int, dtype_bytes: int) -> int:
     return min(16 // dtype_bytes, n & -n)
 
 
+def live_cols(n: int, dtype_bytes: int) -> int:
+    """The LIVE of a rows kernel: n rounded up to a warp's pass of 16-byte
+    accesses (512 bytes: 128 float32 or 256 16-bit columns).  A kernel masks
+    its columns with ``cols < LIVE`` besides ``cols < n``; LIVE being a
+    compile-time constant, the compiler drops every register whose column
+    it can prove to lie past it (a thread's values sit at fixed strides of
+    the block), so a block of the row's next power of two holds and computes
+    only what covers the row (640 float32 on one warp: five passes of 128,
+    not eight).  Rounding keeps it to one compile per 512 bytes of width."""
+    g = 512 // dtype_bytes
+    return -(-n // g) * g
+
+
 def warp_rows(m: int, n: int, dtype_bytes: int, block_n: int, wb: bool = False) -> list[dict]:
     """Rows kernel shapes with each row on one warp (the LANES form), for
     rows of at most WARP_ROWS_MAX that one pass of a warp's accesses does not

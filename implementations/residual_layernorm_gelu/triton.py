@@ -58,8 +58,8 @@ import triton
 import triton.language as tl
 
 from implementations._shared.l2_prefetch import prefetch_l2
-from implementations._shared.row_tuning import (Raced, device_index, neighbours, row_align, rows_plan, sm_count,
-                                                tiny_rows, tuned, warp_rows)
+from implementations._shared.row_tuning import (Raced, device_index, live_cols, neighbours, row_align, rows_plan,
+                                                sm_count, tiny_rows, tuned, warp_rows)
 from implementations._shared.row_tuning import time_ms as _time_ms
 
 from implementations._shared.gelu_math import gelu_f32
@@ -78,13 +78,16 @@ MAX_FUSED = 16384  # widest row (power of two) held whole in registers
 def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
               ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EXACT: tl.constexpr, EVEN_N: tl.constexpr,
               ALIGN: tl.constexpr, WB_EARLY: tl.constexpr, EVICT: tl.constexpr, GRANULES: tl.constexpr = False,
-              LANES: tl.constexpr = 0):
+              LANES: tl.constexpr = 0, LIVE: tl.constexpr = 0):
+    # LIVE (0: none): the row's width rounded up to a warp's pass (live_cols in
+    # row_tuning.py); columns past it are masked at compile time, so the parts
+    # of the block past the row cost no registers or instructions.
     if GRANULES:
-        _rlg_granules(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, ROWS, BLOCK_N, EXACT, EVICT, WB_EARLY)
+        _rlg_granules(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, ROWS, BLOCK_N, EXACT, EVICT, WB_EARLY, LIVE)
         return
     if LANES:
         _rlg_warp_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, ROWS, BLOCK_N, EXACT, ALIGN, WB_EARLY, EVICT,
-                       LANES)
+                       LANES, LIVE)
         return
     # ALIGN divides N (see row_align), so n == N, but written so that the
     # compiler sees the factor: row starts and the column mask then come in
@@ -93,6 +96,8 @@ def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_N)
     cmask = cols < n
+    if LIVE:
+        cmask = cmask & (cols < LIVE)
     # x and r first; w and b too unless the config says WB_EARLY=False (see
     # candidates): a load issued after a barrier is one more serial L2 round
     # trip with nothing else in flight.  Weight and bias are tiny and shared
@@ -127,7 +132,7 @@ def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
 @triton.jit
 def _rlg_warp_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
                    EXACT: tl.constexpr, ALIGN: tl.constexpr, WB_EARLY: tl.constexpr, EVICT: tl.constexpr,
-                   LANES: tl.constexpr):
+                   LANES: tl.constexpr, LIVE: tl.constexpr):
     """_rlg_rows with each row on one warp (rows of at most 1024; see
     warp_rows in row_tuning.py): the tile is ROWS x BLOCK_N // LANES x LANES,
     LANES columns across a warp's lanes and the rest in each thread's
@@ -138,6 +143,8 @@ def _rlg_warp_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, ROWS: tl.conste
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_N // LANES)[None, :, None] * LANES + tl.arange(0, LANES)[None, None, :]
     cmask = cols < n
+    if LIVE:
+        cmask = cmask & (cols < LIVE)
     src = (tl.minimum(rows, M - 1).to(tl.int64) * n)[:, None, None] + cols
     x = tl.load(x_ptr + src, mask=cmask, other=0.0, eviction_policy=EVICT)
     r = tl.load(r_ptr + src, mask=cmask, other=0.0, eviction_policy=EVICT)
@@ -158,7 +165,7 @@ def _rlg_warp_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, ROWS: tl.conste
 
 @triton.jit
 def _rlg_granules(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
-                  EXACT: tl.constexpr, EVICT: tl.constexpr, WB_EARLY: tl.constexpr):
+                  EXACT: tl.constexpr, EVICT: tl.constexpr, WB_EARLY: tl.constexpr, LIVE: tl.constexpr):
     """_rlg_rows for rows whose width is not a whole number of 16-byte vectors
     (N = 13437 bf16): each row of x, r and y is split at the 16-byte
     boundaries inside it into a body of whole granules, which starts at a
@@ -180,6 +187,8 @@ def _rlg_granules(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, ROWS: tl.constex
     tail = tl.maximum(end // VEC * VEC, body)  # last one at or before its end (body: none inside)
     n_body = tail - body  # a multiple of VEC: the mask is constant over each granule
     bmask = cols[None, :] < n_body[:, None]
+    if LIVE:  # n_body <= N <= LIVE
+        bmask = bmask & (cols < LIVE)[None, :]
     boffs = body[:, None] + cols[None, :]
     # head [start, min(body, end)) in the first VEC lanes, tail [tail, end) in the next VEC
     k = tl.arange(0, 2 * VEC)[None, :]
@@ -715,7 +724,7 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
                                                     BLOCK_N=p["BLOCK_N"], EXACT=exact, EVEN_N=n == p["BLOCK_N"],
                                                     ALIGN=row_align(n, x.element_size()),
                                                     WB_EARLY=p["WB_EARLY"], EVICT=p["EVICT"],
-                                                    num_warps=p["num_warps"])
+                                                    LIVE=live_cols(n, b), num_warps=p["num_warps"])
         else:
             _rlg_split[(m,)](*args, n, float(eps), bucket, BLOCK=p["BLOCK"], EXACT=exact,
                              num_warps=p["num_warps"])
@@ -723,7 +732,8 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
 
     def run_rows() -> None:
         _rows_tuned[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](*args, m, n, float(eps), bucket, EXACT=exact,
-                                                                  EVEN_N=n == p["BLOCK_N"], ALIGN=row_align(n, b))
+                                                                  EVEN_N=n == p["BLOCK_N"], ALIGN=row_align(n, b),
+                                                                  LIVE=live_cols(n, b))
         _CHOSEN.record("rows", _rows_tuned, n, b, bucket)
 
     def run_parts() -> None:

@@ -44,7 +44,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from implementations._shared.row_tuning import Raced, tuned
+from implementations._shared.row_tuning import Raced, live_cols, tuned
 from implementations._shared.row_tuning import device_index as _device_index
 from implementations._shared.row_tuning import sm_count as _sm_count
 from implementations._shared.row_tuning import time_ms as _time_ms
@@ -138,7 +138,7 @@ def _pair_pack(lo, hi, BF16: tl.constexpr):
 @triton.jit(do_not_specialize=["M_BUCKET"])
 def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr,
                   GRANULES: tl.constexpr = False, PAIRS: tl.constexpr = False, LANES: tl.constexpr = 0,
-                  ALIGN: tl.constexpr = 1):
+                  ALIGN: tl.constexpr = 1, LIVE: tl.constexpr = 0):
     """ROWS rows a program, each held whole in registers.
 
     LANES (rows of at most 1024, see warp_rows in row_tuning.py): each
@@ -158,6 +158,10 @@ def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.
     then only needs to hold the body (N // VEC * VEC at most).  Otherwise the
     row is one element-masked block of BLOCK_N >= N, whose accesses are 16
     bytes wide only when N is known to be a multiple of 16.
+
+    LIVE (0: none): N rounded up to a warp's pass (live_cols in
+    row_tuning.py); columns past it are masked at compile time, so the parts
+    of the block past the row cost no registers or instructions.
     """
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_N)
@@ -175,6 +179,8 @@ def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.
         HALF: tl.constexpr = BLOCK_N // 2
         pc = tl.arange(0, HALF)
         pmask = (pc < N // 2)[None, :]
+        if LIVE:
+            pmask = pmask & (pc < LIVE // 2)[None, :]
         xw = (x_ptr + start[:, None]).to(tl.pointer_type(tl.int32))
         v = tl.load(xw + pc[None, :], mask=pmask, other=-8323200 if BF16 else -67044352,  # -inf pairs
                     eviction_policy=EVICT)
@@ -190,6 +196,8 @@ def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.
         n = (N // ALIGN) * ALIGN  # == N, written so that the compiler sees the factor
         cols = tl.arange(0, BLOCK_N // LANES)[None, :, None] * LANES + tl.arange(0, LANES)[None, None, :]
         cmask = cols < n
+        if LIVE:
+            cmask = cmask & (cols < LIVE)
         src = (tl.minimum(rows, M - 1).to(tl.int64) * n)[:, None, None] + cols
         x = tl.load(x_ptr + src, mask=cmask, other=float("-inf"), eviction_policy=EVICT).to(tl.float32)
         mx = tl.max(tl.max(x, axis=1), axis=1)  # each thread's values first, then the lanes
@@ -204,6 +212,8 @@ def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.
         tail = tl.maximum(end // VEC * VEC, body)  # last one at or before its end (body: none inside)
         n_body = tail - body  # a multiple of VEC: the mask below is constant over each granule
         bmask = cols[None, :] < n_body[:, None]
+        if LIVE:  # n_body <= N <= LIVE
+            bmask = bmask & (cols < LIVE)[None, :]
         xb = tl.load(x_ptr + body[:, None] + cols[None, :], mask=bmask, other=float("-inf"),
                      eviction_policy=EVICT).to(tl.float32)
         # head [start, min(body, end)) in the first VEC lanes, tail [tail, end) in the next VEC
@@ -220,6 +230,8 @@ def _softmax_rows(x_ptr, y_ptr, M, N, M_BUCKET, ROWS: tl.constexpr, BLOCK_N: tl.
         tl.store(y_ptr + eoffs, (ee * inv[:, None]).to(out_ty), mask=emask & live)
     else:
         cmask = cols < N
+        if LIVE:
+            cmask = cmask & (cols < LIVE)
         x = tl.load(x_ptr + start[:, None] + cols[None, :], mask=cmask[None, :], other=float("-inf"),
                     eviction_policy=EVICT).to(tl.float32)
         z = (x - tl.max(x, axis=1)[:, None]) * LOG2E
@@ -577,7 +589,7 @@ def _split_buffers(x, m: int, p_max: int):
 
 
 def _run_rows_tuned(x, y, m: int, n: int, bucket: int) -> None:
-    _rows_tuned[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](x, y, m, n, bucket)
+    _rows_tuned[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](x, y, m, n, bucket, LIVE=live_cols(n, x.element_size()))
     _CHOSEN.record("rows", _rows_tuned, n, x.element_size(), bucket)
 
 
@@ -684,7 +696,8 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
         if p["kernel"] == "rows":
             _softmax_rows[(triton.cdiv(m, p["ROWS"]),)](x, y, m, n, bucket, ROWS=p["ROWS"], BLOCK_N=p["BLOCK_N"],
                                                        EVICT=p["EVICT"], GRANULES=p.get("GRANULES", False),
-                                                       PAIRS=p.get("PAIRS", False), num_warps=p["num_warps"],
+                                                       PAIRS=p.get("PAIRS", False), LIVE=live_cols(n, x.element_size()),
+                                                       num_warps=p["num_warps"],
                                           **({"maxnreg": p["maxnreg"]} if "maxnreg" in p else {}))
         else:
             _softmax_online[(m,)](x, y, n, bucket, BLOCK=p["BLOCK"], num_warps=p["num_warps"])
