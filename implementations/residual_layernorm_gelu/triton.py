@@ -103,14 +103,18 @@ def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
     # trip with nothing else in flight.  Weight and bias are tiny and shared
     # by every program: L2 hits.
     # Rows past the end re-load the last row and are masked only at the store.
-    src = (tl.minimum(rows, M - 1).to(tl.int64) * n)[:, None] + cols[None, :]
+    row0 = tl.program_id(0) * ROWS
+    base = row0.to(tl.int64) * n  # the program's first element; in-block offsets in 32 bits
+    src = ((tl.minimum(rows, M - 1) - row0) * n)[:, None] + cols[None, :]
+    xb = x_ptr + base
+    rb = r_ptr + base
     # EVICT: the L2 eviction hint of the x and r loads (a config choice; see candidates).
     if EVEN_N:  # N == BLOCK_N: no column mask, no zero-fill
-        x = tl.load(x_ptr + src, eviction_policy=EVICT)
-        r = tl.load(r_ptr + src, eviction_policy=EVICT)
+        x = tl.load(xb + src, eviction_policy=EVICT)
+        r = tl.load(rb + src, eviction_policy=EVICT)
     else:
-        x = tl.load(x_ptr + src, mask=cmask[None, :], other=0.0, eviction_policy=EVICT)
-        r = tl.load(r_ptr + src, mask=cmask[None, :], other=0.0, eviction_policy=EVICT)
+        x = tl.load(xb + src, mask=cmask[None, :], other=0.0, eviction_policy=EVICT)
+        r = tl.load(rb + src, mask=cmask[None, :], other=0.0, eviction_policy=EVICT)
     if WB_EARLY:
         w = tl.load(w_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
         b = tl.load(b_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
@@ -125,8 +129,8 @@ def _rlg_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, M, N, eps, M_BUCKET,
         w = tl.load(w_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
         b = tl.load(b_ptr + cols, mask=cmask, other=0.0, eviction_policy="evict_last")
     y = gelu_f32(d * rstd[:, None] * w.to(tl.float32)[None, :] + b.to(tl.float32)[None, :], EXACT)
-    dst = (rows.to(tl.int64) * n)[:, None] + cols[None, :]
-    tl.store(y_ptr + dst, y.to(y_ptr.dtype.element_ty), mask=(rows < M)[:, None] & cmask[None, :])
+    dst = ((rows - row0) * n)[:, None] + cols[None, :]
+    tl.store(y_ptr + base + dst, y.to(y_ptr.dtype.element_ty), mask=(rows < M)[:, None] & cmask[None, :])
 
 
 @triton.jit
