@@ -61,8 +61,6 @@ def _launch(workload: str, c: dict, args, m: int, n: int, live: int):
 
 
 def bench() -> None:
-    import torch
-
     from lab._probe import check_poisoned, print_table, registered_calls, time_us
     from suite.workload import Case, discover
 
