@@ -1,4 +1,4 @@
-"""Compile the gemm and attention Triton kernels for sm_90 without a GPU.
+"""Compile the gemm and attention Triton (and Gluon) kernels for sm_90 without a GPU.
 
 Run without TRITON_INTERPRET (the kernels must be real JITFunctions):
     python tests/sm90_compute_probe.py
@@ -30,6 +30,13 @@ def _compile(fn, sig, const, divisible, warps, stages):
     attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in divisible}
     k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=const, attrs=attrs),
                        target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": stages})
+    return _ptxas_report(k)
+
+
+def _ptxas_report(k) -> dict:
+    """What ptxas (sm_90a) and the PTX say of compiled kernel ``k``."""
+    import triton
+
     ptx = k.asm["ptx"]
     ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
@@ -110,6 +117,48 @@ def _attention_jobs():
             yield f"attention-d{d}-causal", cfg, A._attn_fwd, sig, const, ["Q", "K", "V", "O"]
 
 
+def _compile_gluon(fn, sig, const, warps):
+    """As _compile, for a Gluon kernel (its signature may name tensor descriptors)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    sig = dict(sig, **{k: "constexpr" for k in const})
+    sig = {name: sig[name] for name in fn.arg_names}
+    src = GluonASTSource(fn=fn, signature=sig, constexprs=const,
+                         attrs={(fn.arg_names.index("O"),): [["tt.divisibility", 16]]})
+    k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+    return _ptxas_report(k)
+
+
+def _gluon_attention_jobs():
+    import torch
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    from triton.runtime.jit import mangle_type
+
+    from implementations.attention import _gluon_flash as G
+
+    def desc(rows, d):
+        t = torch.empty(4 * rows, d, dtype=torch.bfloat16)
+        layout = gl.NVMMASharedLayout.get_default_for([rows, d], gl.bfloat16)
+        return mangle_type(TensorDescriptor.from_tensor(t, [rows, d], layout))
+
+    for d, configs in G.CONFIGS.items():
+        for bm, bn, stages, warps, q_regs, ws in configs:
+            for causal in (False, True):
+                const = dict(HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, STAGES=stages, CAUSAL=causal,
+                             Q_IN_REGS=bool(q_regs), num_warps=warps)
+                if ws:
+                    const["CONSUMER_REGS"] = G.CONSUMER_REGS
+                sig = {"q_desc": desc(bm, d), "k_desc": desc(bn, d), "v_desc": desc(bn, d), "O": "*bf16",
+                       "S": "i32", "qk_scale": "fp32"}
+                name = f"attention-gluon-d{d}" + ("-causal" if causal else "")
+                kernel = G._attn_fwd_sm90_ws if ws else G._attn_fwd_sm90
+                yield name, dict(BLOCK_M=bm, BLOCK_N=bn, STAGES=stages, Q_IN_REGS=q_regs, WS=ws), warps, \
+                    _compile_gluon(kernel, sig, const, warps)
+
+
 def main() -> int:
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         print("run without TRITON_INTERPRET", file=sys.stderr)
@@ -118,6 +167,8 @@ def main() -> int:
     for name, cfg, fn, sig, const, divisible in list(_gemm_jobs()) + list(_attention_jobs()):
         res = _compile(fn, sig, const, divisible, cfg.num_warps, cfg.num_stages)
         out.append(dict(res, kernel=name, config=dict(cfg.kwargs), warps=cfg.num_warps, stages=cfg.num_stages))
+    for name, config, warps, res in _gluon_attention_jobs():
+        out.append(dict(res, kernel=name, config=config, warps=warps, stages=config["STAGES"]))
     print(json.dumps(out))
     return 0
 

@@ -109,6 +109,29 @@ def test_attention_every_config(b, h, s, causal, d):
         assert res.correct, f"{case} {cfg} seed={SEED}: {res.message}"
 
 
+@pytest.mark.parametrize("d", (64, 128))
+@pytest.mark.parametrize("b,h,s,causal", [(2, 3, 1000, 1), (1, 2, 4096, 0), (3, 2, 333, 0), (2, 2, 129, 1),
+                                          (1, 3, 65, 1), (2, 2, 1, 0)])
+def test_attention_every_gluon_config(b, h, s, causal, d):
+    """Each Gluon config (sm_90) into a poisoned output: ragged S reads the next head's
+    rows or TMA's zeros past the end, and must still give every row its own keys only."""
+    from implementations.attention import _gluon_flash as G
+
+    reg = discover()
+    wl = reg.workloads["attention"]
+    case = Case.make("attention", "bfloat16", B=b, H=h, S=s, D=d, causal=causal)
+    inputs = wl.make_inputs(case, "cuda", SEED)
+    if not G.available(inputs["q"]):
+        pytest.skip("the Gluon attention kernel needs sm_90")
+    ref = wl.reference(case, inputs)
+    for cfg in G.CONFIGS[d]:
+        verify.poison_(torch.empty_like(inputs["q"]))
+        o = G.attention(inputs["q"], inputs["k"], inputs["v"], bool(causal), *cfg)
+        torch.cuda.synchronize()
+        res = verify.check_case(wl, case, o, ref, reg.get("attention", "triton"))
+        assert res.correct, f"{case} (BLOCK_M, BLOCK_N, stages, warps, Q in registers, warp-specialized)={cfg} seed={SEED}: {res.message}"
+
+
 def test_attention_noncontiguous_inputs():
     """(B, S, H, D) storage viewed as (B, H, S, D), as a model's projections give it."""
     def to_bshd(inputs):

@@ -181,14 +181,17 @@ def test_gpu_configs_compile_for_sm90():
     rows = json.loads(proc.stdout)
     kernels = {r["kernel"] for r in rows}
     assert {"gemm-tiled-bf16", "gemm-tiled-fp32-ieee", "gemm-persistent-bf16",
-            "attention-d64-causal", "attention-d128-causal"} <= kernels
+            "attention-d64-causal", "attention-d128-causal", "attention-gluon-d64", "attention-gluon-d128-causal"} <= kernels
     for r in rows:
         where = f"{r['kernel']} {r['config']} warps={r['warps']} stages={r['stages']}"
         assert r["shared"] <= 227 * 1024, f"{where}: {r['shared']} bytes of shared memory"
         assert r["spill"] == 0, f"{where}: spills {r['spill']} bytes"
         tensor_cores = "fp32-ieee" not in r["kernel"] and r["config"]["BLOCK_M"] >= 64
         assert r["wgmma"] == tensor_cores, f"{where}: wgmma={r['wgmma']}"
-        assert r["tma"] == ("persistent" in r["kernel"]), f"{where}: tma={r['tma']}"
+        assert r["tma"] == ("persistent" in r["kernel"] or "gluon" in r["kernel"]), f"{where}: tma={r['tma']}"
+    # the Gluon attention waits for QK^T with P V still in flight (one group left), every config
+    gluon = [r for r in rows if "gluon" in r["kernel"]]
+    assert gluon and all(1 in r["wgmma_waits"] for r in gluon), [(r["kernel"], r["wgmma_waits"]) for r in gluon]
     ragged = [r for r in rows if r["kernel"] == "gemm-tiled-bf16-ragged"]
     assert ragged and all(r["cp_async16"] > 0 and r["scalar_loads"] == 0 for r in ragged), ragged
     decode = [r for r in rows if r["kernel"] == "gemm-tiled-bf16-decode"]

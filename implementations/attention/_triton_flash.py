@@ -155,7 +155,11 @@ def describe(kwargs, num_warps=None, num_stages=None) -> str:
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> tuple[torch.Tensor, str]:
-    """softmax(q k^T / sqrt(D)) v for (B, H, S, D) tensors; returns O and the config used."""
+    """softmax(q k^T / sqrt(D)) v for (B, H, S, D) tensors; returns O and the config used.
+
+    On sm_90 the Gluon kernel (_gluon_flash.py) races this one: per key (S's
+    bucket, D, causal, dtype) the autotuned Triton config and each Gluon config
+    are timed once, and the fastest serves every shape of that key."""
     if q.shape != k.shape or q.shape != v.shape or q.ndim != 4:
         raise ValueError(f"q, k, v must share one (B, H, S, D) shape: {q.shape} {k.shape} {v.shape}")
     B, H, S, D = q.shape
@@ -164,19 +168,41 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -
     if q.dtype not in (torch.float16, torch.bfloat16) or k.dtype != q.dtype or v.dtype != q.dtype:
         raise ValueError(f"float16 or bfloat16 only, not {q.dtype}/{k.dtype}/{v.dtype}")
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-    o = torch.empty_like(q)
-    qk_scale = math.log2(math.e) / math.sqrt(D)
-    args = (q, k, v, o, S, qk_scale, bucket(S))
     if interpreting():
+        o = torch.empty_like(q)
         cfg = INTERPRETER_CONFIG
         grid = (triton.cdiv(S, cfg["BLOCK_M"]), B * H)
-        _attn_fwd[grid](*args, HEAD_DIM=D, CAUSAL=bool(causal), UPCAST=q.dtype == torch.bfloat16, **cfg)
+        _attn_fwd[grid](q, k, v, o, S, _scale(D), bucket(S), HEAD_DIM=D, CAUSAL=bool(causal),
+                        UPCAST=q.dtype == torch.bfloat16, **cfg)
         return o, describe(cfg) + " (interpreter)"
+    key = (bucket(S), D, bool(causal), q.dtype)
+    if key not in _WINNER:
+        _WINNER[key], _RACED[key] = _race(q, k, v, causal)
+    choice = _WINNER[key]
+    if choice is None:
+        o, text = _triton(q, k, v, causal)
+    else:
+        from implementations.attention import _gluon_flash
+
+        o = _gluon_flash.attention(q, k, v, bool(causal), *choice)
+        text = "gluon BLOCK_M={} BLOCK_N={} stages={} warps={} q_in_regs={} warp_specialized={}".format(*choice)
+    return o, text + _RACED[key]
+
+
+def _scale(d: int) -> float:
+    return math.log2(math.e) / math.sqrt(d)
+
+
+def _triton(q, k, v, causal) -> tuple[torch.Tensor, str]:
+    """The autotuned Triton kernel (tuned at its key's first call): O and its config,
+    with the autotuner's timings of every candidate where this call tuned."""
+    B, H, S, D = q.shape
+    o = torch.empty_like(q)
 
     def grid(meta):
         return (triton.cdiv(S, meta["BLOCK_M"]), B * H)
 
-    _autotuned[grid](*args, HEAD_DIM=D, CAUSAL=bool(causal), UPCAST=False)
+    _autotuned[grid](q, k, v, o, S, _scale(D), bucket(S), HEAD_DIM=D, CAUSAL=bool(causal), UPCAST=False)
     best = _autotuned.best_config
     key = (bucket(S), D, bool(causal), q.dtype)
     if key not in _TRIED:
@@ -193,7 +219,39 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -
     return o, describe(best.kwargs, best.num_warps, best.num_stages) + _TRIED[key]
 
 
+def _race(q, k, v, causal) -> tuple[tuple[int, ...] | None, str]:
+    """The fastest of the tuned Triton kernel and each Gluon config at this shape:
+    None (Triton) or the Gluon config (BLOCK_M, BLOCK_N, stages, warps, Q in registers, warp-specialized), and the
+    race's timings as text."""
+    from implementations._shared.autotune import _bench
+
+    try:
+        from implementations.attention import _gluon_flash
+    except ImportError:  # a triton without Gluon's Hopper API
+        return None, ""
+    if not _gluon_flash.available(q):
+        return None, ""
+    _triton(q, k, v, causal)  # tunes and compiles before the race
+    runs = {None: lambda: _triton(q, k, v, causal)}
+    for cfg in _gluon_flash.CONFIGS[q.shape[-1]]:
+        runs[cfg] = lambda cfg=cfg: _gluon_flash.attention(q, k, v, bool(causal), *cfg)
+    times = {}
+    for choice, run in runs.items():
+        try:
+            run()
+            times[choice] = _bench(run)
+        except Exception:  # noqa: BLE001 - a Gluon config that fails to build or launch sits the race out
+            continue
+    best = min(times, key=times.get)
+    text = "; raced " + ", ".join(
+        ("triton" if c is None else "gluon {}x{},s{},w{},q{}{}".format(*c[:5], ",ws" if c[5] else "")) + f":{t * 1000:.0f}us"
+        for c, t in sorted(times.items(), key=lambda kv: kv[1]))
+    return best, text
+
+
 _TRIED: dict[tuple, str] = {}
+_WINNER: dict[tuple, tuple[int, ...] | None] = {}
+_RACED: dict[tuple, str] = {}
 
 
 def _median(t):

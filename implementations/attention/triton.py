@@ -1,4 +1,5 @@
-"""Triton FlashAttention-2-style forward (kernel in _triton_flash.py).
+"""Triton FlashAttention-2-style forward (kernels in _triton_flash.py and, for sm_90,
+_gluon_flash.py, which races the first per tuning key).
 
 Registers the implementation, says which cases it cannot run, and remembers
 the config each case was tuned to, for the results' `config` column.
@@ -31,7 +32,8 @@ def _config(case: Case) -> str | None:
 
 @register("attention", "triton", available=needs_triton, supports=_supports, config=_config,
           description="Triton FlashAttention-2-style forward: online softmax in float32 (exp2), "
-                      "K/V streamed, causal blocks skipped; autotuned tiles")
+                      "K/V streamed, causal blocks skipped; autotuned tiles; on sm_90 raced against a "
+                      "Gluon kernel (TMA ring, QK^T of the next block beside P V of this one)")
 def attention_triton(q, k, v, causal):
     from implementations.attention._triton_flash import attention
 
