@@ -159,6 +159,38 @@ def test_attention_long_ragged_causal(poisoned):
     _run("attention", "triton", Case.make("attention", "float16", B=1, H=1, S=203, D=64, causal=1))
 
 
+def test_attention_race_takes_the_fastest_and_names_every_time(monkeypatch):
+    """_race (sm_90 only on the GPU) with its kernels and timer replaced: the fastest
+    candidate wins, a config that fails to build sits the race out, and the text
+    gives every time that was taken, fastest first."""
+    import implementations._shared.autotune as tuning
+    from implementations.attention import _gluon_flash as G
+    from implementations.attention import _triton_flash as A
+
+    configs = ((64, 64, 3, 4, 1, 0), (128, 64, 4, 4, 1, 1), (128, 128, 2, 4, 0, 1))
+    monkeypatch.setattr(G, "available", lambda q: True)
+    monkeypatch.setattr(G, "CONFIGS", {64: configs})
+
+    def gluon(q, k, v, causal, *cfg):
+        if cfg == configs[2]:
+            raise RuntimeError("out of shared memory")
+        return cfg
+
+    monkeypatch.setattr(G, "attention", gluon)
+    monkeypatch.setattr(A, "_triton", lambda q, k, v, causal: ("triton output", "its config"))
+    q = torch.randn(1, 2, 8, 64)
+    for times, winner in (({None: 2e-3, configs[0]: 1e-3, configs[1]: 3e-3}, configs[0]),
+                          ({None: 1e-3, configs[0]: 2e-3, configs[1]: 3e-3}, None)):
+        monkeypatch.setattr(tuning, "_bench", lambda run, times=times: times[None if run() == ("triton output", "its config") else run()])
+        best, text = A._race(q, q, q, True)
+        assert best == winner, (times, best)
+        order = sorted((c for c in times), key=times.get)
+        names = ["triton" if c is None else "gluon {}x{},s{},w{},q{}".format(*c[:5]) + (",ws" if c[5] else "")
+                 for c in order]
+        assert text == "; raced " + ", ".join(f"{n}:{times[c] * 1000:.0f}us" for n, c in zip(names, order))
+        assert "128x128" not in text
+
+
 def test_attention_supports():
     impl = discover().get("attention", "triton")
     shape = dict(B=1, H=2, S=77, D=64, causal=0)
