@@ -181,31 +181,48 @@ def _query_block(CAUSAL: gl.constexpr):
 
 
 @gluon.jit
-def _attn_fwd_sm90(q_desc, k_desc, v_desc, O, S, qk_scale,
-                   HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-                   CAUSAL: gl.constexpr, Q_IN_REGS: gl.constexpr, num_warps: gl.constexpr):
-    """Every warp computes; the K/V loads are issued from the loop."""
+def _ring(q_desc, k_desc, v_desc, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
+          STAGES: gl.constexpr, WS: gl.constexpr):
+    """Shared memory for Q and STAGES slots of K and V, each with its barrier,
+    initialised; WS adds the slots' empty barriers, each counting both consumers
+    (without WS the k_bars stand in for them, never waited on as such)."""
     dtype: gl.constexpr = q_desc.dtype
-    start_m = _query_block(CAUSAL)
-    row0 = gl.program_id(1) * S  # this head's first row in the (B*H*S, D) views
     q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     k_bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    if WS:
+        empty_bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    else:
+        empty_bars = k_bars
     mbarrier.init(q_bar, count=1)
     for i in gl.static_range(STAGES):
         mbarrier.init(k_bars.index(i), count=1)
         mbarrier.init(v_bars.index(i), count=1)
+        if WS:
+            mbarrier.init(empty_bars.index(i), count=2)
     fence_async_shared()
+    return q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars
+
+
+@gluon.jit
+def _attn_fwd_sm90(q_desc, k_desc, v_desc, O, S, qk_scale,
+                   HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+                   CAUSAL: gl.constexpr, Q_IN_REGS: gl.constexpr, num_warps: gl.constexpr):
+    """Every warp computes; the K/V loads are issued from the loop."""
+    start_m = _query_block(CAUSAL)
+    row0 = gl.program_id(1) * S  # this head's first row in the (B*H*S, D) views
+    q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars = _ring(q_desc, k_desc, v_desc, BLOCK_M, BLOCK_N,
+                                                                       HEAD_DIM, STAGES, False)
     n_blocks, mask_from = _blocks(S, start_m, BLOCK_M, BLOCK_N, CAUSAL)
 
     mbarrier.expect(q_bar, q_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(q_desc, [row0 + start_m * BLOCK_M, 0], q_bar, q_smem)
     for i in gl.static_range(STAGES):
         _load_kv(k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, row0 + i * BLOCK_N, i, i < n_blocks)
-    _consume(q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, k_bars, k_desc, v_desc, O, S, qk_scale, row0,
+    _consume(q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars, k_desc, v_desc, O, S, qk_scale, row0,
              start_m * BLOCK_M, n_blocks, mask_from, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, Q_IN_REGS,
              False, num_warps)
 
@@ -231,28 +248,16 @@ def _attn_fwd_sm90_ws(q_desc, k_desc, v_desc, O, S, qk_scale,
     """Warp-specialized: two consumer warpgroups of BLOCK_M / 2 rows each (the
     default partition and one worker), and one loading warp; no barrier ties the
     consumers to each other, so one's softmax can run beside the other's MMAs."""
-    dtype: gl.constexpr = q_desc.dtype
     HALF: gl.constexpr = BLOCK_M // 2
     SPECIALIZED: gl.constexpr = True
     CONSUMER_WARPS: gl.constexpr = 4
     start_m = _query_block(CAUSAL)
     row0 = gl.program_id(1) * S
-    q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], q_desc.layout)
-    k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
-    v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
-    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    k_bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    v_bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty_bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(q_bar, count=1)
-    for i in gl.static_range(STAGES):
-        mbarrier.init(k_bars.index(i), count=1)
-        mbarrier.init(v_bars.index(i), count=1)
-        mbarrier.init(empty_bars.index(i), count=2)
-    fence_async_shared()
+    q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars = _ring(q_desc, k_desc, v_desc, BLOCK_M, BLOCK_N,
+                                                                       HEAD_DIM, STAGES, True)
     # both consumers fold in every key block of the whole query block (the
-    # loading warp waits for both at each slot); the lower half's extra
-    # diagonal keys are masked to zero weight
+    # loading warp waits for both at each slot): with CAUSAL, the first half's
+    # rows meet keys past them on the diagonal, masked to zero weight
     n_blocks, mask_from = _blocks(S, start_m, BLOCK_M, BLOCK_N, CAUSAL)
     first = start_m * BLOCK_M
     gl.warp_specialize([
