@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         for cfg in G.CONFIGS[d]:
             fn = lambda cfg=cfg: G.attention(q, k, v, bool(causal), *cfg)  # noqa: E731
             fn()
-            name = "gluon {}x{},s{},w{},q{}".format(*cfg[:5]) + (",ws" if cfg[5] else "")
+            name = G.label(cfg)
             check_poisoned(name, fn, ref, wl.tolerance(case), q.dtype)
             calls[name] = fn
         del ref

@@ -129,7 +129,7 @@ def test_attention_every_gluon_config(b, h, s, causal, d):
         o = G.attention(inputs["q"], inputs["k"], inputs["v"], bool(causal), *cfg)
         torch.cuda.synchronize()
         res = verify.check_case(wl, case, o, ref, reg.get("attention", "triton"))
-        assert res.correct, f"{case} (BLOCK_M, BLOCK_N, stages, warps, Q in registers, warp-specialized)={cfg} seed={SEED}: {res.message}"
+        assert res.correct, f"{case} {G.describe(cfg)} seed={SEED}: {res.message}"
 
 
 def test_attention_noncontiguous_inputs():

@@ -181,7 +181,8 @@ def test_attention_race_takes_the_fastest_and_names_every_time(monkeypatch):
     q = torch.randn(1, 2, 8, 64)
     for times, winner in (({None: 2e-3, configs[0]: 1e-3, configs[1]: 3e-3}, configs[0]),
                           ({None: 1e-3, configs[0]: 2e-3, configs[1]: 3e-3}, None)):
-        monkeypatch.setattr(tuning, "_bench", lambda run, times=times: times[None if run() == ("triton output", "its config") else run()])
+        monkeypatch.setattr(tuning, "_bench",
+                            lambda run, times=times: times[None if run() == ("triton output", "its config") else run()])
         best, text = A._race(q, q, q, True)
         assert best == winner, (times, best)
         order = sorted((c for c in times), key=times.get)
@@ -213,7 +214,8 @@ def test_gpu_configs_compile_for_sm90():
     rows = json.loads(proc.stdout)
     kernels = {r["kernel"] for r in rows}
     assert {"gemm-tiled-bf16", "gemm-tiled-fp32-ieee", "gemm-persistent-bf16",
-            "attention-d64-causal", "attention-d128-causal", "attention-gluon-d64", "attention-gluon-d128-causal"} <= kernels
+            "attention-d64-causal", "attention-d128-causal",
+            "attention-gluon-d64", "attention-gluon-d128-causal"} <= kernels
     for r in rows:
         where = f"{r['kernel']} {r['config']} warps={r['warps']} stages={r['stages']}"
         assert r["shared"] <= 227 * 1024, f"{where}: {r['shared']} bytes of shared memory"

@@ -275,11 +275,21 @@ def _attn_fwd_sm90_ws(q_desc, k_desc, v_desc, O, S, qk_scale,
 # (BLOCK_M, BLOCK_N, STAGES, warps, Q in registers, warp-specialized) per head
 # dim: a slot holds a K and a V block, Q takes BLOCK_M x D, 64 rows a warpgroup.
 # Unspecialized, a CTA is one warpgroup, two of them an SM, so that one's
-# softmax runs beside the other's MMAs (two warpgroups in one CTA, tied by the
-# slot's barrier, ran in step at FA2's speed: lab/findings/attention_gluon-*.txt).
+# softmax runs beside the other's MMAs (two warpgroups in one CTA would meet at
+# the slot's barrier every block and take their softmaxes together).
 CONFIGS = {64: ((64, 64, 4, 4, 1, 0), (128, 128, 3, 4, 0, 1), (128, 128, 3, 4, 1, 1)),
            128: ((64, 64, 3, 4, 1, 0), (128, 64, 4, 4, 1, 1), (128, 64, 4, 4, 0, 1))}
 CONSUMER_REGS = 240
+
+
+def label(cfg: tuple) -> str:
+    """A config in short, as the race lists it: 'gluon 64x64,s3,w4,q1' (',ws' if warp-specialized)."""
+    return "gluon {}x{},s{},w{},q{}".format(*cfg[:5]) + (",ws" if cfg[5] else "")
+
+
+def describe(cfg: tuple) -> str:
+    """A config in full, for the results' config column."""
+    return "gluon BLOCK_M={} BLOCK_N={} stages={} warps={} q_in_regs={} warp_specialized={}".format(*cfg)
 
 
 def available(q: torch.Tensor) -> bool:

@@ -185,7 +185,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -
         from implementations.attention import _gluon_flash
 
         o = _gluon_flash.attention(q, k, v, bool(causal), *choice)
-        text = "gluon BLOCK_M={} BLOCK_N={} stages={} warps={} q_in_regs={} warp_specialized={}".format(*choice)
+        text = _gluon_flash.describe(choice)
     return o, text + _RACED[key]
 
 
@@ -221,7 +221,7 @@ def _triton(q, k, v, causal) -> tuple[torch.Tensor, str]:
 
 def _race(q, k, v, causal) -> tuple[tuple[int, ...] | None, str]:
     """The fastest of the tuned Triton kernel and each Gluon config at this shape:
-    None (Triton) or the Gluon config (BLOCK_M, BLOCK_N, stages, warps, Q in registers, warp-specialized), and the
+    None (Triton) or the Gluon config (a tuple of _gluon_flash.CONFIGS), and the
     race's timings as text."""
     from implementations._shared.autotune import _bench
 
@@ -243,9 +243,8 @@ def _race(q, k, v, causal) -> tuple[tuple[int, ...] | None, str]:
         except Exception:  # noqa: BLE001 - a Gluon config that fails to build or launch sits the race out
             continue
     best = min(times, key=times.get)
-    text = "; raced " + ", ".join(
-        ("triton" if c is None else "gluon {}x{},s{},w{},q{}{}".format(*c[:5], ",ws" if c[5] else "")) + f":{t * 1000:.0f}us"
-        for c, t in sorted(times.items(), key=lambda kv: kv[1]))
+    text = "; raced " + ", ".join(("triton" if c is None else _gluon_flash.label(c)) + f":{t * 1000:.0f}us"
+                                  for c, t in sorted(times.items(), key=lambda kv: kv[1]))
     return best, text
 
 
