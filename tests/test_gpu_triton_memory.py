@@ -169,7 +169,8 @@ def test_rlg_fit_candidates(m, n, offset, dtype):
         y = verify.poison_(torch.empty_like(x))
         rlg._rlg_fit[(triton.cdiv(m, c["ROWS"]),)](
             x, r, inputs["weight"], inputs["bias"], y, m, n, float(inputs["eps"]), triton.next_power_of_2(m),
-            ROWS=c["ROWS"], PARTS=c["PARTS"], Q=c["Q"], EXACT=b == 4, EVICT=c["EVICT"], num_warps=c["num_warps"])
+            ROWS=c["ROWS"], PARTS=c["PARTS"], Q=c["Q"], EXACT=b == 4, EVICT=c["EVICT"], num_warps=c["num_warps"],
+            maxnreg=c.get("maxnreg"))
         torch.cuda.synchronize()
         res = verify.check(y, ref, wl.tolerance(case))
         assert res.correct, f"{case} offset {offset} {c} seed={SEED}: {res.message}"

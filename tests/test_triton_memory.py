@@ -341,13 +341,17 @@ def test_fit_candidates():
             if n * b % 16 == 0 or n <= 2048 and not F.fit_tried(n, b):
                 assert not cands, (n, b)
                 continue
-            assert 1 <= len(cands) <= F.MAX_CANDIDATES, (n, b)
-            covers = [c["PARTS"] * c["Q"] for c in cands]
+            capped = [c for c in cands if c.get("maxnreg")]
+            assert capped == cands[len(cands) - len(capped):] and len(capped) <= F.MAX_CAPPED, (n, b)
+            assert 1 <= len(cands) - len(capped) <= F.MAX_CANDIDATES, (n, b)
+            covers = [c["PARTS"] * c["Q"] for c in cands if not c.get("maxnreg")]
             assert covers == sorted(covers) and covers[0] * 8 <= triton.next_power_of_2(n) * 7 or n > 2048, (n, b)
             for c in cands:
                 assert 2 <= c["PARTS"] <= F.MAX_PARTS and c["PARTS"] == triton.cdiv(n, c["Q"]), (n, c)
                 assert c["EVICT"] == ("" if b == 4 else "evict_first")
-                if n > 2048:
+                if n > 2048 and c.get("maxnreg"):  # a form capped to two programs an SM
+                    assert c["ROWS"] == 1 and c["maxnreg"] == F.two_an_sm(c["PARTS"] * c["Q"], c["num_warps"], b) > 0
+                elif n > 2048:
                     assert c["ROWS"] == 1 and F.HELD[0] <= c["PARTS"] * c["Q"] // (32 * c["num_warps"]) <= F.HELD[1]
                 else:
                     assert c["ROWS"] in F.SHORT_ROWS and c["PARTS"] * c["Q"] < triton.next_power_of_2(n), (n, c)
@@ -355,6 +359,12 @@ def test_fit_candidates():
     # 5093 float32: five parts of 1024 (0.6% idle), where one block a row takes 8192; 609: five of 128
     assert [(c["PARTS"], c["Q"]) for c in F.fit_candidates(1279, 5093, 4)][0] == (5, 1024)
     assert [(c["ROWS"], c["PARTS"], c["Q"]) for c in F.fit_candidates(33104, 609, 4)][:2] == [(2, 5, 128), (8, 5, 128)]
+    # 19379 bf16: five parts of 4096 on 8 warps hold 80 columns a thread, one program an
+    # SM uncapped; capped at 128 registers, two (float32 would spill there)
+    assert [(c["PARTS"], c["Q"], c["num_warps"], c["maxnreg"]) for c in F.fit_candidates(656, 19379, 2)
+            if c.get("maxnreg")] == [(5, 4096, 8, 128)]
+    assert not [c for c in F.fit_candidates(656, 19379, 4) if c.get("maxnreg")]
+    assert F.two_an_sm(2048, 16, 2) == 0  # 4 columns a thread: one program already holds few registers
 
 
 def test_layernorm_team_statistics_of_offset_rows(poisoned):
@@ -506,9 +516,12 @@ for wl in ("gelu", "softmax", "residual_layernorm_gelu"):
                                          # element-wise and spill)
                                          Case.make(wl, "bfloat16", M=1075, N=14749),
                                          Case.make(wl, "float32", M=656, N=19379),
+                                         # (the fitted kernel's forms capped to two programs an SM)
+                                         Case.make(wl, "bfloat16", M=656, N=19379),
+                                         Case.make(wl, "bfloat16", M=1597, N=13437),
                                          # (and the fitted kernel's: five parts of 1024 float32)
                                          Case.make(wl, "float32", M=1279, N=5093)]}.get(wl, [])
-    team_only = {(1075, 14749), (656, 19379), (1279, 5093)}
+    team_only = {(1075, 14749), (656, 19379), (1279, 5093), (1597, 13437)}
     for case in reg.workloads[wl].cases("quick") + reg.workloads[wl].cases("full") + extra:
         if case.dtype == "float16":
             continue  # same code as bfloat16 but for the conversions

@@ -19,6 +19,9 @@ with the row's other kernels, which keeps the fastest:
 - of 64..2048 columns that parts of 64..512 cover in at least an eighth fewer lanes
   than the next power of two (609: five of 128, against 1024), 2 or 8 rows a program,
   on the warps that give a thread one 16-byte vector of a part.
+Long-row forms of 8 or 16 warps whose registers hold one program an SM are also tried
+with the registers capped so that two do (two_an_sm): one row's loads then cover the
+other's reductions, as the capped rows kernel does for whole-vector rows.
 Rows of whole 16-byte vectors are left to the rows kernel, whose block moves in
 16-byte vectors there too (NOTES.md has what the race measured).
 """
@@ -39,6 +42,14 @@ MAX_PARTS = 8
 # loads too narrow to cover a row's reductions, more hold one program an SM
 HELD = (16, 48)
 MAX_CANDIDATES = 4
+# registers a thread that let two programs of 8 or 16 warps share an SM (64K
+# registers): a form whose uncapped build needs more (about 1.5 a held column
+# plus 50) is also tried capped there, if it holds at most CAP_ROOM fewer
+# columns than the cap, by dtype size (more spill for sm_90: float32 80 at a
+# cap of 128, 16-bit 32 at 64)
+CAP_WARPS = (8, 16)
+CAP_ROOM = {2: 36, 4: 52}
+MAX_CAPPED = 3
 # short rows: part widths, and rows a program
 SHORT_Q = (64, 128, 256, 512)
 SHORT_ROWS = (2, 8)
@@ -175,7 +186,9 @@ def fit_candidates(m: int, n: int, dtype_bytes: int, limit: int = MAX_CANDIDATES
     cover first, at most ``limit``; 16-bit rows keep the evict_first hint on x and
     r, float32 none (as the rows kernel's first hints).
 
-    Rows of 2049..32768: one a program, in the forms of part_forms.  Rows of at most 2048: SHORT_ROWS rows a program, parts of SHORT_Q
+    Rows of 2049..32768: one a program, in the forms of part_forms, then up to
+    MAX_CAPPED forms of FORMS capped to two programs an SM (two_an_sm), the tightest
+    cover first.  Rows of at most 2048: SHORT_ROWS rows a program, parts of SHORT_Q
     that cover the row in fewer lanes than its next power of two, on as many warps
     as give each thread one 16-byte vector of a part (at most 16; then the fewer
     rows)."""
@@ -193,8 +206,23 @@ def fit_candidates(m: int, n: int, dtype_bytes: int, limit: int = MAX_CANDIDATES
                                     num_warps=min(16, max(1, rows * q // (32 * vec)))))
         out.sort(key=lambda c: (c["PARTS"] * c["Q"], c["ROWS"]))
         return out[:limit]
-    return [dict(kernel="fit", ROWS=1, PARTS=parts, Q=q, EVICT=evict, num_warps=w)
-            for parts, q, w in part_forms(n)][:limit]
+    out = [dict(kernel="fit", ROWS=1, PARTS=parts, Q=q, EVICT=evict, num_warps=w)
+           for parts, q, w in part_forms(n)][:limit]
+    capped = sorted((triton.cdiv(n, q) * q, -q, w, cap) for q, w in FORMS if 2 <= triton.cdiv(n, q) <= MAX_PARTS
+                    and (cap := two_an_sm(triton.cdiv(n, q) * q, w, dtype_bytes)))
+    return out + [dict(kernel="fit", ROWS=1, PARTS=lanes // -nq, Q=-nq, EVICT=evict, num_warps=w, maxnreg=cap)
+                  for lanes, nq, w, cap in capped[:MAX_CAPPED]]
+
+
+def two_an_sm(lanes: int, warps: int, dtype_bytes: int) -> int:
+    """The register cap at which two programs of ``warps`` warps holding ``lanes``
+    columns share an SM, where the uncapped build holds one and the cap leaves room
+    (see CAP_ROOM); else 0."""
+    if warps not in CAP_WARPS:
+        return 0
+    cap = 65536 // (2 * 32 * warps)
+    held = lanes // (32 * warps)
+    return cap if 1.5 * held + 50 > cap and held <= cap - CAP_ROOM[dtype_bytes] else 0
 
 
 def part_forms(n: int) -> list[tuple[int, int, int]]:
