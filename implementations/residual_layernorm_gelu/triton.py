@@ -49,7 +49,8 @@ gelu_f32's branch-free erf, so that instruction issue stays under the limit.
   2049..32768 columns, or of 64..2048 that parts cover in an eighth fewer lanes
   than a power of two): rows held as 2..8 parts of Q columns that cover them to
   within a part rather than to the next power of two, the body in 16-byte
-  granules, one row a program (2 or 8 when short); raced against the row's
+  granules, one row a program (2 or 8 when short), long rows also with the
+  registers capped so that two programs share an SM; raced against the row's
   other kernels.
 """
 from __future__ import annotations
