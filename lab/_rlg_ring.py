@@ -177,8 +177,8 @@ def _rlg_ring(x_desc, r_desc, w_ptr, b_ptr, y_ptr, M, N, eps, G: gl.constexpr, N
     ], [num_warps, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
-# (G chunks a consumer read, consumer warps): raced per tuning key
-CONFIGS = ((4, 4), (8, 4), (4, 8), (1, 4))  # (G, consumer warps) tried
+# (G chunks a consumer reads at a time, warps a consumer): what lab/rlg_ring.py times
+CONFIGS = ((4, 4), (8, 4), (4, 8))
 
 
 def consumer_regs(warps: int) -> int:
@@ -194,12 +194,6 @@ def plan(n: int, dtype_bytes: int, g: int) -> tuple[int, int] | None:
     return (ng, stages) if stages >= 2 else None
 
 
-def available(x: torch.Tensor, r: torch.Tensor) -> bool:
-    """sm_90 (TMA), 16-byte aligned bases, fewer than 2^31 elements, and rows that fit two slots."""
-    return (x.is_cuda and torch.cuda.get_device_capability(x.device)[0] == 9 and x.numel() < 2**31
-            and x.data_ptr() % 16 == 0 and r.data_ptr() % 16 == 0 and bool(configs(x.shape[-1], x.element_size())))
-
-
 def configs(n: int, dtype_bytes: int) -> list[tuple[int, int]]:
     """The CONFIGS whose ring holds two slots of rows of n elements."""
     return [c for c in CONFIGS if plan(n, dtype_bytes, c[0]) is not None]
@@ -209,16 +203,14 @@ def label(cfg: tuple) -> str:
     return "ring g{},w{}".format(*cfg)
 
 
-def rlg(x, r, weight, bias, eps: float, y, g: int, warps: int, sm_count: int, regs: tuple | None = None,
-        force: tuple | None = None, skip: bool = False):
+def rlg(x, r, weight, bias, eps: float, y, g: int, warps: int, sm_count: int, skip: bool = False):
     """y = gelu(layernorm(x + r) * weight + bias) for contiguous 2-D x, r, y."""
     m, n = x.shape
-    ng, stages = force or plan(n, x.element_size(), g)
+    ng, stages = plan(n, x.element_size(), g)
     gdt = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16, torch.float32: gl.float32}[x.dtype]
     layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=x.element_size() * 8, rank=1)
     x_desc, r_desc = (TensorDescriptor(t.view(-1), [m * n], [1], [CHUNK], layout) for t in (x, r))
     _rlg_ring[(min(m, sm_count),)](x_desc, r_desc, weight, bias, y, m, n, float(eps), G=g, NG=ng, STAGES=stages,
-                                   EXACT=x.element_size() == 4,
-                                   CONSUMER_REGS=regs[0] if regs else consumer_regs(warps),
-                                   LOADER_REGS=regs[1] if regs else LOADER_REGS, SKIP=skip, num_warps=warps)
+                                   EXACT=x.element_size() == 4, CONSUMER_REGS=consumer_regs(warps),
+                                   LOADER_REGS=LOADER_REGS, SKIP=skip, num_warps=warps)
     return y
