@@ -208,10 +208,11 @@ def fit_candidates(m: int, n: int, dtype_bytes: int, limit: int = MAX_CANDIDATES
         return out[:limit]
     out = [dict(kernel="fit", ROWS=1, PARTS=parts, Q=q, EVICT=evict, num_warps=w)
            for parts, q, w in part_forms(n)][:limit]
-    capped = sorted((triton.cdiv(n, q) * q, -q, w, cap) for q, w in FORMS if 2 <= triton.cdiv(n, q) <= MAX_PARTS
-                    and (cap := two_an_sm(triton.cdiv(n, q) * q, w, dtype_bytes)))
-    return out + [dict(kernel="fit", ROWS=1, PARTS=lanes // -nq, Q=-nq, EVICT=evict, num_warps=w, maxnreg=cap)
-                  for lanes, nq, w, cap in capped[:MAX_CAPPED]]
+    capped = [dict(kernel="fit", ROWS=1, PARTS=parts, Q=q, EVICT=evict, num_warps=w, maxnreg=cap)
+              for q, w in FORMS if 2 <= (parts := triton.cdiv(n, q)) <= MAX_PARTS
+              and (cap := two_an_sm(parts * q, w, dtype_bytes))]
+    capped.sort(key=lambda c: (c["PARTS"] * c["Q"], -c["Q"], c["num_warps"]))  # as part_forms orders them
+    return out + capped[:MAX_CAPPED]
 
 
 def two_an_sm(lanes: int, warps: int, dtype_bytes: int) -> int:
