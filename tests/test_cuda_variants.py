@@ -148,6 +148,23 @@ def test_the_row_ops_know_which_plans_run():
     assert [v for v in range(1, 21) if rlg_runs(v, "bfloat16", 25905, 1024)] == [4, 5, 18, 19, 20]
 
 
+def test_rlg_streamed_plan_races_at_unaligned_rows_that_two_buffers_hold():
+    """Plan 21 (a persistent CTA streaming rows through two shared buffers of
+    a row's raw x and r) is raced at rows that are not 16-byte multiples,
+    from 512 packs (one a thread of 512) up to the 3616 that two buffers of
+    the opt-in shared memory hold."""
+    from implementations.residual_layernorm_gelu.cuda import _TUNER
+    from implementations.residual_layernorm_gelu.cuda import _runs as rlg_runs
+
+    assert 21 in _TUNER.variants and "persistent" in _TUNER.describe[21]
+    assert [rlg_runs(21, "bfloat16", n, 64) for n in (511 * 8 + 1, 512 * 8 + 1, 3616 * 8 + 7, 3617 * 8 + 1)] == \
+        [False, True, True, False]
+    assert [rlg_runs(21, "float32", n, 64) for n in (2047, 2049, 14467, 14469)] == [False, True, True, False]
+    assert not any(rlg_runs(21, dt, n, 64) for dt, n in (("bfloat16", 8192), ("float32", 4096)))  # 16-byte rows
+    # the fuzz preset's wide unaligned rows race it beside the register and cluster plans
+    assert [v for v in range(1, 22) if rlg_runs(v, "bfloat16", 19379, 1024)] == [4, 5, 18, 19, 20, 21]
+
+
 def test_rlg_cluster_at_any_alignment_runs_where_its_body_fits():
     """Plan 20 (residual_layernorm_gelu.cu's cluster with a scalar head and
     tail and a 16-byte body): rows that are not 16-byte multiples whose

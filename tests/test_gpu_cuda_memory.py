@@ -167,7 +167,7 @@ cases = {
     "rlg cpu": (lambda: ks.residual_layernorm_gelu(x.cpu(), x, w, b, 1e-5), "CUDA tensor"),
     "rlg device": (lambda: ks.residual_layernorm_gelu(x, x.cpu(), w, b, 1e-5), "is on cpu"),
     "rlg eps": (lambda: ks.residual_layernorm_gelu(x, x, w, b, -1.0), "eps must be positive"),
-    "rlg_v variant": (lambda: ks.residual_layernorm_gelu_v(x, x, w, b, 1e-5, 21), "variant must be"),
+    "rlg_v variant": (lambda: ks.residual_layernorm_gelu_v(x, x, w, b, 1e-5, 22), "variant must be"),
     "rlg_v shape": (lambda: ks.residual_layernorm_gelu_v(x, x, torch.randn(63, device="cuda"), b, 1e-5, 1),
                     "weight must have shape"),
 }
@@ -218,7 +218,7 @@ VARIANT_SHAPES = {
                                 # 4096 packs in bf16 (the two-pass fallback)
                                 {"M": 150, "N": 16384}],
 }
-VARIANTS = {"gelu": (0, 1, 2, 4, 5, 6, 7, 8), "softmax": range(0, 37), "residual_layernorm_gelu": range(0, 21)}
+VARIANTS = {"gelu": (0, 1, 2, 4, 5, 6, 7, 8), "softmax": range(0, 37), "residual_layernorm_gelu": range(0, 22)}
 SOFTMAX_HALF2 = (28, 29, 30, 31, 32, 33)  # exps kept as half2: 16-bit rows only
 
 
@@ -501,8 +501,9 @@ def _check_rlg_offset_rows(variant, dtype, n, shift):
 # preset's slow unaligned shapes (float32 4721 and 5093; bf16 13437 to
 # 25905, fewer rows), the longest rows that fit (bf16 32775 at both pack
 # counts, float32 16387) and ones a column past them (auto runs), one row, and
-# 16-byte rows (they run there too).
-RLG_UNALIGNED_VARIANTS = (18, 19)
+# 16-byte rows (they run there too).  Plan 21 (rows streamed through shared
+# memory) takes the same rows.
+RLG_UNALIGNED_VARIANTS = (18, 19, 21)
 RLG_UNALIGNED_SHAPES = [{"M": 1, "N": 1}, {"M": 7, "N": 1}, {"M": 5, "N": 2}, {"M": 9, "N": 3},
                         {"M": 3, "N": 5}, {"M": 11, "N": 7}, {"M": 37, "N": 9}, {"M": 33, "N": 17},
                         {"M": 19, "N": 15}, {"M": 1, "N": 781}, {"M": 1823, "N": 781}, {"M": 4099, "N": 257},
@@ -596,7 +597,7 @@ def test_rlg_unaligned_plans_run_where_the_tuner_says():
                      ("float32", 16389)):
         case = Case.make("residual_layernorm_gelu", dtype, M=3, N=n)
         inputs = wl.make_inputs(case, "cuda", 1)
-        for variant in RLG_UNALIGNED_VARIANTS:
+        for variant in (18, 19):  # (plan 21: test_rlg_streamed_plan_runs_where_shared_memory_holds_two_rows)
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 _rlg_v(inputs, variant)
                 torch.cuda.synchronize()
@@ -606,6 +607,35 @@ def test_rlg_unaligned_plans_run_where_the_tuner_says():
             seen[(dtype, n, variant)] = ran
             assert ran == _runs(variant, dtype, n, 4), (dtype, n, variant, names)
     assert any(seen.values()) and not all(seen.values())
+
+
+def test_rlg_streamed_plan_runs_where_shared_memory_holds_two_rows():
+    """Plan 21 runs as itself wherever two buffers of a row's 2 (n // vec)
+    16-byte packs fit a block's opt-in shared memory (3616 packs: bf16 28935
+    columns, float32 14467), at 16-byte rows too, and declines a pack past
+    that (auto runs); the tuner's mirror races it at unaligned rows from 512
+    packs up to there.  At M = 600 each persistent block takes several rows."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    from implementations.residual_layernorm_gelu.cuda import _runs
+
+    wl = discover().workloads["residual_layernorm_gelu"]
+    import_module("implementations.residual_layernorm_gelu.cuda").ops()
+    for dtype, n, fits, raced in (("bfloat16", 28935, True, True), ("bfloat16", 28937, False, False),
+                                  ("float32", 14467, True, True), ("float32", 14469, False, False),
+                                  ("bfloat16", 19379, True, True), ("float32", 4721, True, True),
+                                  ("bfloat16", 8192, True, False), ("bfloat16", 4095, True, False)):
+        case = Case.make("residual_layernorm_gelu", dtype, M=600 if n < 20000 else 3, N=n)
+        inputs = wl.make_inputs(case, "cuda", 1)
+        poison_allocator("cuda", wl.min_bytes(case), inputs["x"].dtype)
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            out = _rlg_v(inputs, 21)
+            torch.cuda.synchronize()
+        names = [e.name for e in prof.events() if e.device_type == DeviceType.CUDA]
+        assert any("rlg_stream_kernel" in name for name in names) == fits, (dtype, n, names)
+        assert _runs(21, dtype, n, 4) == raced, (dtype, n)
+        _check_rlg(case, inputs, out, "variant 21")
 
 
 def test_rlg_tuner_times_the_unaligned_plans():

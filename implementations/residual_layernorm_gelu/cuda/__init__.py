@@ -34,7 +34,7 @@ def ops():
 
 
 # the .cu's plans (residual_layernorm_gelu_v); one that cannot run a shape runs auto's
-_TUNER = VariantTuner(tuple(range(1, 21)), {
+_TUNER = VariantTuner(tuple(range(1, 22)), {
     1: "row in registers, 4 packs of x and of r a thread",
     2: "row in registers, 2 packs a thread",
     3: "row in registers, 1 pack a thread",
@@ -58,7 +58,9 @@ _TUNER = VariantTuner(tuple(range(1, 21)), {
         "w and b by 32-bit words",
     19: "plan 18 at 8 packs a thread (<= 512 threads a row)",
     20: "cluster, the row split over 2..8 CTAs' shared memory, any alignment: scalar head and tail, "
-        "16-byte body"},
+        "16-byte body",
+    21: "any alignment: a persistent CTA an SM, the next row's raw x and r bulk-copied into shared "
+        "memory while this one is reduced and written from registers (1-4 packs a thread)"},
     runs=lambda v, key: _runs(v, *key))
 
 
@@ -66,6 +68,8 @@ _TUNER = VariantTuner(tuple(range(1, 21)), {
 _UNALIGNED_PACKS = {18: 4, 19: 8}
 # the .cu's cluster at any alignment (launch_cluster, SPLIT): x, r and y equally misaligned, as allocated
 _CLUSTER_SPLIT = 20
+# the .cu's streamed rows (launch_stream): two buffers of a row's x and r, <= 4 packs a thread
+_STREAM = 21
 
 
 def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
@@ -78,6 +82,12 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
         # read a word at a time (plan 1's design with more loads): not timed there.
         packs = _UNALIGNED_PACKS[variant]
         return n % vec != 0 and row_plans.regs_fit(n // vec * vec, vec, packs, 1024 if packs <= 4 else 512)
+    if variant == _STREAM:
+        # launch_stream: <= 1024 threads x 4 packs, two buffers of the row's x and r (sm_90).  Raced
+        # at rows that are not 16-byte multiples from 512 packs (bf16 4096 columns); at 16-byte
+        # rows it runs but is not timed (the TMA plans 8-17 are its aligned form)
+        packs = n // vec
+        return n % vec != 0 and 512 <= packs <= 4096 and 64 * packs + 1024 <= row_plans.SMEM_OPTIN_H200
     if variant == _CLUSTER_SPLIT:
         # the body's n // vec packs, as float, over 1..8 CTAs.  It runs on 16-byte rows too, as plan
         # 4 with w and b read a word at a time: not timed there.

@@ -29,6 +29,9 @@
 //         equally misaligned (else auto runs)
 //  20     plan 4 at any alignment: a scalar head and tail on the first CTA, the
 //         16-byte body's packs over the cluster; w and b as in 18 and 19
+//  21     one persistent CTA an SM at any alignment, the next row's raw x and
+//         r bulk-copied into shared memory while this one is reduced and
+//         written from registers, 1-4 packs a thread (sm_90)
 // Plans 8-17 take 16-byte packs only; on other rows plans 1-7 take one
 // element a load.  At bf16 4096 x 32768 on the H200 plan 16 takes 206-208
 // us, 8, 12 and 15 223-226: plan 12's second exchange is the cost.
@@ -36,7 +39,8 @@
 // else the cluster (rows off 16-byte boundaries: plan 20 where x, r and y are
 // equally misaligned, plan 4 one element a load where not), else one block a
 // row.  A plan that cannot run a shape runs auto's.
-// Kernels: rlg_rows.cuh (plans 1-7, 18-20), rlg_tma.cuh (8-17), over rlg_common.cuh.
+// Kernels: rlg_rows.cuh (plans 1-7, 18-20), rlg_tma.cuh (8-17), rlg_stream.cuh
+// (21), over rlg_common.cuh.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAException.h>
@@ -45,11 +49,12 @@
 
 #include "rlg_common.cuh"
 #include "rlg_rows.cuh"
+#include "rlg_stream.cuh"
 #include "rlg_tma.cuh"
 
 namespace {
 
-constexpr int kRlgVariants = 20;
+constexpr int kRlgVariants = 21;
 
 // The register kernels' rows a block (shifts, not divides, in the kernel):
 // tpr <= 32 is a power of two and the block holds threads / tpr (a power of
@@ -185,6 +190,7 @@ void launch(const T* x, const T* r, const T* w, const T* b, T* y, int64_t m, int
       if (launch_cluster<T, ksuite::vec16<T>(), true>(x, r, w, b, y, m, n, eps, ksuite::max_smem_optin(), stream))
         return;
       break;
+    case 21: if (launch_stream<T>(x, r, w, b, y, m, n, eps, stream)) return; break;
     case 5: {
       const auto grid = static_cast<unsigned>(std::min<int64_t>(m, ksuite::sm_count()));
       rlg_wide_kernel<T, VEC, false><<<grid, 1024, 0, stream>>>(x, r, w, b, y, m, n, eps);
