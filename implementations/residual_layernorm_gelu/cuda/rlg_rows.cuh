@@ -104,16 +104,19 @@ rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __res
   T* yr = y + off;
 #pragma unroll
   for (int p = 0; p < PACKS; ++p) {
+    // Only packs inside the row (a branch: a warp whose lanes all hold none, where a row
+    // fills a fraction of its lanes' packs, skips the GELU's ~14 instructions an element).
+    if (!ok[p]) continue;
     if constexpr (!kEarly) {
-      rw[p] = ksuite::ld_pack_if<T, VEC, false, false>(w + c0 + p * stride, ok[p]);
-      rb[p] = ksuite::ld_pack_if<T, VEC, false, false>(b + c0 + p * stride, ok[p]);
+      rw[p] = ksuite::ld_pack_if<T, VEC, false, false>(w + c0 + p * stride, true);
+      rb[p] = ksuite::ld_pack_if<T, VEC, false, false>(b + c0 + p * stride, true);
     }
     float wv[VEC], bv[VEC];
     ksuite::raw_pack_to_floats<T, VEC>(rw[p], wv);
     ksuite::raw_pack_to_floats<T, VEC>(rb[p], bv);
 #pragma unroll
     for (int k = 0; k < VEC; ++k) h[p][k] = ksuite::gelu_out<T>(fmaf(h[p][k] * rstd, wv[k], bv[k]));
-    if (ok[p]) ksuite::store_floats<T, VEC>(yr + p * stride, h[p]);
+    ksuite::store_floats<T, VEC>(yr + p * stride, h[p]);
   }
 }
 
@@ -211,16 +214,18 @@ rlg_unaligned_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* 
   const float rstd = rsqrtf(fmaf(rlg_row_sum(acc[0], tpr, red[1]), inv_n, eps));
   // The edge element first, so that its registers are free for the packs'.
   if (edge) y[off + ecol] = ksuite::from_float<T>(ksuite::gelu_out<T>(fmaf(he * rstd, we, be)));
-  // w and b at the body's columns c0 + p * stride, off the boundaries.
+  // w and b at the body's columns c0 + p * stride, off the boundaries.  Only packs
+  // inside the body (a branch, as in rlg_regs_kernel).
 #pragma unroll
   for (int p = 0; p < PACKS; ++p) {
+    if (!ok[p]) continue;
     const int c = c0 + p * stride;
     float wv[VEC], bv[VEC];
-    ksuite::raw_to_floats<T>(ksuite::ld16_words_if(w + c, ok[p]), wv);
-    ksuite::raw_to_floats<T>(ksuite::ld16_words_if(b + c, ok[p]), bv);
+    ksuite::raw_to_floats<T>(ksuite::ld16_words_if(w + c, true), wv);
+    ksuite::raw_to_floats<T>(ksuite::ld16_words_if(b + c, true), bv);
 #pragma unroll
     for (int k = 0; k < VEC; ++k) h[p][k] = ksuite::gelu_out<T>(fmaf(h[p][k] * rstd, wv[k], bv[k]));
-    if (ok[p]) ksuite::st16_global(y + start + p * stride, ksuite::floats_to_raw<T>(h[p]));
+    ksuite::st16_global(y + start + p * stride, ksuite::floats_to_raw<T>(h[p]));
   }
 }
 
