@@ -63,6 +63,25 @@ __device__ __forceinline__ void load_h(const T* x, const T* r, float (&h)[VEC]) 
   for (int k = 0; k < VEC; ++k) h[k] += rv[k];
 }
 
+// A split row's head or tail element at column `col` (ksuite::RowSplit), for
+// a thread that has one (`edge`): h = x + r, and w and b.  ZERO: zeros where
+// not loaded (inside a loop, a predicated load's old value would stay live
+// around it).
+struct EdgeElem {
+  float h, w, b;
+};
+
+template <typename T, bool ZERO = false>
+__device__ __forceinline__ EdgeElem load_edge(const T* xrow, const T* rrow, const T* w, const T* b, int col,
+                                              bool edge) {
+  float xe[1], re[1], wf[1], bf[1];
+  ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, true, ZERO>(xrow + col, edge), xe);
+  ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, true, ZERO>(rrow + col, edge), re);
+  ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, false, ZERO>(w + col, edge), wf);
+  ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, false, ZERO>(b + col, edge), bf);
+  return {xe[0] + re[0], wf[0], bf[0]};
+}
+
 // acc[0] = the sum of acc's VEC partial sums, added pairwise.
 template <int VEC>
 __device__ __forceinline__ void pairwise_sum(float (&acc)[VEC]) {

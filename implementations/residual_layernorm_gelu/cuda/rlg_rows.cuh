@@ -181,17 +181,9 @@ rlg_unaligned_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* 
   // This thread's head or tail element, and its w and b.
   const bool edge = t < split.edges;
   const int ecol = split.edge_col(t);
-  float he, we, be;
-  {
-    float xe[1], re[1], wf[1], bf[1];
-    ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, true, false>(x + off + ecol, edge), xe);
-    ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, true, false>(r + off + ecol, edge), re);
-    ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, false, false>(w + ecol, edge), wf);
-    ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, false, false>(b + ecol, edge), bf);
-    he = xe[0] + re[0];
-    we = wf[0];
-    be = bf[0];
-  }
+  const EdgeElem e = load_edge<T>(x + off, r + off, w, b, ecol, edge);
+  float he = e.h;
+  const float we = e.w, be = e.b;
   // h = x + r; the row sum in VEC chains (packs past the body's end and a
   // missing edge element hold garbage and are left out by predicated adds).
   float h[PACKS][VEC], acc[VEC];

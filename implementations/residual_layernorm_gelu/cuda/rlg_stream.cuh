@@ -62,18 +62,9 @@ rlg_stream_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __r
     // This thread's head or tail element, and its w and b (loads in flight through the wait).
     const bool edge = t < split.edges;
     const int ecol = split.edge_col(t);
-    float he, we, be;
-    {
-      float xe[1], re[1], wf[1], bf[1];
-      // (zero where not loaded: a predicated load's old value would be kept live around the loop)
-      ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, true, true>(x + off + ecol, edge), xe);
-      ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, true, true>(r + off + ecol, edge), re);
-      ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, false, true>(w + ecol, edge), wf);
-      ksuite::raw_pack_to_floats<T, 1>(ksuite::ld_pack_if<T, 1, false, true>(b + ecol, edge), bf);
-      he = xe[0] + re[0];
-      we = wf[0];
-      be = bf[0];
-    }
+    const EdgeElem e = load_edge<T, true>(x + off, r + off, w, b, ecol, edge);
+    float he = e.h;
+    const float we = e.w, be = e.b;
     mbar_wait(smem_addr(bar + k), (it >> 1) & 1u);
     if (t == 0 && row + gridDim.x < m) stage(row + gridDim.x, k ^ 1u);
     const uint4* xs = xr + 2 * k * slot;
