@@ -130,4 +130,20 @@ __device__ __forceinline__ float rlg_row_sum(float v, int tpr, float* red) {
   return v;
 }
 
+// The exact two-pass statistics of a split row: acc holds this thread's row
+// sum in VEC chains over its packs h, he its head or tail element (`edge`:
+// it has one).  Centres h and he on the row's mean and returns rstd.
+template <int PACKS, int VEC>
+__device__ __forceinline__ float split_row_rstd(float (&h)[PACKS][VEC], const bool (&ok)[PACKS], float (&acc)[VEC],
+                                                float& he, bool edge, int tpr, float (&red)[2][32], float inv_n,
+                                                float eps) {
+  if (edge) acc[0] += he;
+  pairwise_sum(acc);
+  const float mean = rlg_row_sum(acc[0], tpr, red[0]) * inv_n;
+  center_and_square<VEC>(h, ok, mean, acc);
+  he -= mean;
+  if (edge) acc[0] = fmaf(he, he, acc[0]);
+  return rsqrtf(fmaf(rlg_row_sum(acc[0], tpr, red[1]), inv_n, eps));
+}
+
 }  // namespace

@@ -201,14 +201,8 @@ rlg_unaligned_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* 
       for (int k = 0; k < VEC; ++k) acc[k] += h[p][k];
     }
   }
-  if (edge) acc[0] += he;
-  pairwise_sum(acc);
   // Exact two-pass statistics: the mean, then squared deviations from it.
-  const float mean = rlg_row_sum(acc[0], tpr, red[0]) * inv_n;
-  center_and_square<VEC>(h, ok, mean, acc);
-  he -= mean;
-  if (edge) acc[0] = fmaf(he, he, acc[0]);
-  const float rstd = rsqrtf(fmaf(rlg_row_sum(acc[0], tpr, red[1]), inv_n, eps));
+  const float rstd = split_row_rstd(h, ok, acc, he, edge, tpr, red, inv_n, eps);
   // The edge element first, so that its registers are free for the packs'.
   if (edge) y[off + ecol] = ksuite::from_float<T>(ksuite::gelu_out<T>(fmaf(he * rstd, we, be)));
   // w and b at the body's columns c0 + p * stride, off the boundaries.  Only packs

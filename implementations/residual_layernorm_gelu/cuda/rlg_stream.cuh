@@ -89,13 +89,7 @@ rlg_stream_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __r
     for (int p = 0; p < PACKS; ++p)
 #pragma unroll
       for (int q = 0; q < VEC; ++q) acc[q] += h[p][q];
-    if (edge) acc[0] += he;
-    pairwise_sum(acc);
-    const float mean = rlg_row_sum(acc[0], threads, red[0]) * inv_n;
-    center_and_square<VEC>(h, ok, mean, acc);
-    he -= mean;
-    if (edge) acc[0] = fmaf(he, he, acc[0]);
-    const float rstd = rsqrtf(fmaf(rlg_row_sum(acc[0], threads, red[1]), inv_n, eps));
+    const float rstd = split_row_rstd(h, ok, acc, he, edge, threads, red, inv_n, eps);
     if (edge) y[off + ecol] = ksuite::from_float<T>(ksuite::gelu_out<T>(fmaf(he * rstd, we, be)));
     const int64_t start = off + split.head;
 #pragma unroll
