@@ -123,13 +123,11 @@ void launch_stream_packs(const T* x, const T* r, const T* w, const T* b, T* y, i
   // a warp multiple of threads, at least two warps (the block-wide reductions)
   const int threads = std::max(64, (slot + PACKS - 1) / PACKS + 31) / 32 * 32;
   const int smem = 4 * slot * 16;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  int per_sm = 0;
-  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
-  const int64_t grid = std::min<int64_t>(m, int64_t(std::max(per_sm, 1)) * ksuite::sm_count());
-  kernel<<<static_cast<unsigned>(grid), threads, static_cast<size_t>(smem), stream>>>(
-      x, r, w, b, y, static_cast<uint32_t>(m), n, slot, eps, static_cast<float>(1.0 / double(n)));
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  // the blocks the device holds at once (cached per configuration), as plans 8 and 13-15 size theirs
+  const int resident = max_active_clusters(kernel, threads, smem, 1);
+  const int64_t grid = std::min<int64_t>(m, std::max(resident, 1));
+  ksuite::launch_clustered(kernel, static_cast<unsigned>(grid), threads, smem, 1, stream, x, r, w, b, y,
+                           static_cast<uint32_t>(m), n, slot, eps, static_cast<float>(1.0 / double(n)));
 }
 
 // Plan 21: rows of any width and alignment of <= 4096 16-byte packs whose two
