@@ -107,8 +107,7 @@ rlg_regs_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __res
     // 16-byte packs: only those inside the row (a branch: a warp whose lanes all hold none,
     // where a row fills a fraction of its lanes' packs, skips the GELU's ~14 instructions an
     // element).  One-element packs keep every pack in one block: their GELUs are the only
-    // independent work to interleave, and a branch each took plans 1 and 6 from 19 to 25 us
-    // at float32 286973 x 11.
+    // independent work to interleave, and a branch a pack would leave each alone in its block.
     if constexpr (VEC > 1) {
       if (!ok[p]) continue;
     }
