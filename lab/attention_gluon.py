@@ -32,9 +32,15 @@ def main(argv: list[str] | None = None) -> int:
     from suite.workload import Case, discover
 
     wl = discover().workloads["attention"]
+    argv = list(argv or [])
+    cases = CASES
+    if "--cases" in argv:  # --cases B,H,S,D,causal[;B,H,S,D,causal...]
+        i = argv.index("--cases")
+        cases = [tuple(int(x) for x in c.split(",")) for c in argv[i + 1].split(";")]
+        del argv[i:i + 2]
     dtype = argv[0] if argv else "bfloat16"
     summary = []
-    for b, h, s, d, causal in CASES:
+    for b, h, s, d, causal in cases:
         case = Case.make("attention", dtype, B=b, H=h, S=s, D=d, causal=causal)
         inputs = wl.make_inputs(case, "cuda", 1234)
         ref = wl.reference(case, inputs)

@@ -150,8 +150,8 @@ def _gluon_attention_jobs():
                 const = dict(HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, STAGES=stages, CAUSAL=causal,
                              Q_IN_REGS=bool(q_regs), num_warps=warps)
                 if ws:
-                    const["CONSUMER_REGS"] = G.CONSUMER_REGS
-                sig = {"q_desc": desc(bm, d), "k_desc": desc(bn, d), "v_desc": desc(bn, d), "O": "*bf16",
+                    const["CONSUMER_REGS"] = G.CONSUMER_REGS[bm // 64]
+                sig = {"q_desc": desc(64, d), "k_desc": desc(bn, d), "v_desc": desc(bn, d), "O": "*bf16",
                        "S": "i32", "qk_scale": "fp32"}
                 name = f"attention-gluon-d{d}" + ("-causal" if causal else "")
                 kernel = G._attn_fwd_sm90_ws if ws else G._attn_fwd_sm90

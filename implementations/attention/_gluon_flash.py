@@ -20,10 +20,10 @@ warpgroup, in one of two forms:
 
 - _attn_fwd_sm90: every warp computes and refills a slot, STAGES blocks
   ahead, once all are past the P V that read it.
-- _attn_fwd_sm90_ws (warp-specialized): two consumer warpgroups of 64 rows
-  and one loading warp; a consumer gives a slot back through a barrier that
-  counts both, so the two are not tied to each other and one's softmax can
-  run beside the other's MMAs.
+- _attn_fwd_sm90_ws (warp-specialized): two or three consumer warpgroups of
+  64 rows and one loading warp; a consumer gives a slot back through a barrier
+  that counts them all, so they are not tied to each other and one's softmax
+  can run beside another's MMAs.
 
 The tensors are read as (B*H*S, D) row-major views: a key block that runs past
 S reads the next head's first rows (or TMA's zeros past the end), which the
@@ -159,12 +159,13 @@ def _consume(q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars, k_desc, 
 
 
 @gluon.jit
-def _blocks(S, start_m, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
-    """The key blocks a query block folds in, and the first that needs a mask."""
+def _blocks(S, first, ROWS: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+    """The key blocks that query rows [first, first + ROWS) fold in, and the
+    first that needs a mask."""
     if CAUSAL:
-        hi = gl.minimum((start_m + 1) * BLOCK_M, S)
-        # blocks from here on hold keys past some row of this query block, or past S
-        mask_from = gl.minimum(start_m * BLOCK_M, S) // BLOCK_N
+        hi = gl.minimum(first + ROWS, S)
+        # blocks from here on hold keys past some row of these, or past S
+        mask_from = gl.minimum(first, S) // BLOCK_N
     else:
         hi = S
         mask_from = S // BLOCK_N
@@ -182,18 +183,22 @@ def _query_block(CAUSAL: gl.constexpr):
 
 @gluon.jit
 def _ring(q_desc, k_desc, v_desc, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
-          STAGES: gl.constexpr, WS: gl.constexpr):
+          STAGES: gl.constexpr, CONSUMERS: gl.constexpr):
     """Shared memory for Q and STAGES slots of K and V, each with its barrier,
-    initialised; WS adds the slots' empty barriers, each counting both consumers
-    (without WS the k_bars stand in for them, never waited on as such)."""
+    initialised; warp-specialized (CONSUMERS > 0) adds the slots' empty
+    barriers, each counting every consumer (otherwise the k_bars stand in for
+    them, never waited on as such)."""
     dtype: gl.constexpr = q_desc.dtype
-    q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], q_desc.layout)
+    if CONSUMERS > 0:  # Q as a 64-row box a consumer (a TMA box's sides are powers of two)
+        q_smem = gl.allocate_shared_memory(dtype, [CONSUMERS, 64, HEAD_DIM], q_desc.layout)
+    else:
+        q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     k_bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    if WS:
+    if CONSUMERS > 0:
         empty_bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     else:
         empty_bars = k_bars
@@ -201,8 +206,8 @@ def _ring(q_desc, k_desc, v_desc, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, 
     for i in gl.static_range(STAGES):
         mbarrier.init(k_bars.index(i), count=1)
         mbarrier.init(v_bars.index(i), count=1)
-        if WS:
-            mbarrier.init(empty_bars.index(i), count=2)
+        if CONSUMERS > 0:
+            mbarrier.init(empty_bars.index(i), count=CONSUMERS)
     fence_async_shared()
     return q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars
 
@@ -215,8 +220,8 @@ def _attn_fwd_sm90(q_desc, k_desc, v_desc, O, S, qk_scale,
     start_m = _query_block(CAUSAL)
     row0 = gl.program_id(1) * S  # this head's first row in the (B*H*S, D) views
     q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars = _ring(q_desc, k_desc, v_desc, BLOCK_M, BLOCK_N,
-                                                                       HEAD_DIM, STAGES, False)
-    n_blocks, mask_from = _blocks(S, start_m, BLOCK_M, BLOCK_N, CAUSAL)
+                                                                       HEAD_DIM, STAGES, 0)
+    n_blocks, mask_from = _blocks(S, start_m * BLOCK_M, BLOCK_M, BLOCK_N, CAUSAL)
 
     mbarrier.expect(q_bar, q_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(q_desc, [row0 + start_m * BLOCK_M, 0], q_bar, q_smem)
@@ -229,11 +234,12 @@ def _attn_fwd_sm90(q_desc, k_desc, v_desc, O, S, qk_scale,
 
 @gluon.jit
 def _ws_loads(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars, row0, q_row,
-              n_blocks, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+              n_blocks, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr):
     """The loading warp: Q once, then K and V block after block into the ring,
-    each slot once both consumers have given it back."""
-    mbarrier.expect(q_bar, q_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(q_desc, [q_row, 0], q_bar, q_smem)
+    each slot once every consumer has given it back."""
+    mbarrier.expect(q_bar, CONSUMERS * q_desc.block_type.nbytes)
+    for c in gl.static_range(CONSUMERS):
+        tma.async_copy_global_to_shared(q_desc, [q_row + c * 64, 0], q_bar, q_smem.index(c))
     for j in range(n_blocks):
         slot = j % STAGES
         mbarrier.wait(empty_bars.index(slot), ((j // STAGES) - 1) & 1, pred=j >= STAGES)
@@ -241,35 +247,55 @@ def _ws_loads(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_bars, v_b
 
 
 @gluon.jit
+def _ws_consume(c: gl.constexpr, q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars, k_desc, v_desc, O, S,
+                qk_scale, row0, first, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+                CAUSAL: gl.constexpr, Q_IN_REGS: gl.constexpr):
+    """Consumer c's partition: query rows [first + 64 c, first + 64 c + 64) over
+    the key blocks those rows see.  With CAUSAL the consumers below the last
+    stop short of it on the diagonal; the blocks they skip are the last ones
+    loaded, whose slots the loading warp never waits for."""
+    n_blocks, mask_from = _blocks(S, first + c * 64, 64, BLOCK_N, CAUSAL)
+    _consume(q_smem.index(c), k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars, k_desc, v_desc, O, S,
+             qk_scale, row0, first + c * 64, n_blocks, mask_from, HEAD_DIM, 64, BLOCK_N, STAGES, CAUSAL, Q_IN_REGS,
+             True, 4)
+
+
+@gluon.jit
 def _attn_fwd_sm90_ws(q_desc, k_desc, v_desc, O, S, qk_scale,
                       HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                       STAGES: gl.constexpr, CAUSAL: gl.constexpr, Q_IN_REGS: gl.constexpr,
                       CONSUMER_REGS: gl.constexpr, num_warps: gl.constexpr):
-    """Warp-specialized: two consumer warpgroups of BLOCK_M / 2 rows each (the
-    default partition and one worker), and one loading warp; no barrier ties the
-    consumers to each other, so one's softmax can run beside the other's MMAs."""
-    HALF: gl.constexpr = BLOCK_M // 2
-    SPECIALIZED: gl.constexpr = True
-    CONSUMER_WARPS: gl.constexpr = 4
+    """Warp-specialized: BLOCK_M / 64 consumer warpgroups (2 or 3; the default
+    partition and workers) and one loading warp; no barrier ties the consumers
+    to each other, so one's softmax can run beside another's MMAs."""
+    CONSUMERS: gl.constexpr = BLOCK_M // 64
     start_m = _query_block(CAUSAL)
     row0 = gl.program_id(1) * S
     q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars = _ring(q_desc, k_desc, v_desc, BLOCK_M, BLOCK_N,
-                                                                       HEAD_DIM, STAGES, True)
-    # both consumers fold in every key block of the whole query block (the
-    # loading warp waits for both at each slot): with CAUSAL, the first half's
-    # rows meet keys past them on the diagonal, masked to zero weight
-    n_blocks, mask_from = _blocks(S, start_m, BLOCK_M, BLOCK_N, CAUSAL)
+                                                                       HEAD_DIM, STAGES, CONSUMERS)
     first = start_m * BLOCK_M
-    gl.warp_specialize([
-        (_consume, (q_smem.slice(0, HALF), k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars, k_desc, v_desc, O,
-                    S, qk_scale, row0, first, n_blocks, mask_from, HEAD_DIM, HALF, BLOCK_N, STAGES, CAUSAL,
-                    Q_IN_REGS, SPECIALIZED, CONSUMER_WARPS)),
-        (_consume, (q_smem.slice(HALF, HALF), k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars, k_desc, v_desc,
-                    O, S, qk_scale, row0, first + HALF, n_blocks, mask_from, HEAD_DIM, HALF, BLOCK_N, STAGES,
-                    CAUSAL, Q_IN_REGS, SPECIALIZED, CONSUMER_WARPS)),
-        (_ws_loads, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars, row0,
-                     row0 + first, n_blocks, BLOCK_N, STAGES)),
-    ], [4, 1], [CONSUMER_REGS, 24])
+    n_blocks, mask_from = _blocks(S, first, BLOCK_M, BLOCK_N, CAUSAL)
+    # (the partitions are written out twice: a Gluon value cannot hold a function)
+    if CONSUMERS == 3:
+        gl.warp_specialize([
+            (_ws_consume, (0, q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars, k_desc, v_desc, O, S,
+                           qk_scale, row0, first, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, Q_IN_REGS)),
+            (_ws_consume, (1, q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars, k_desc, v_desc, O, S,
+                           qk_scale, row0, first, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, Q_IN_REGS)),
+            (_ws_consume, (2, q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars, k_desc, v_desc, O, S,
+                           qk_scale, row0, first, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, Q_IN_REGS)),
+            (_ws_loads, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars, row0,
+                         row0 + first, n_blocks, BLOCK_N, STAGES, CONSUMERS)),
+        ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 24])
+    else:
+        gl.warp_specialize([
+            (_ws_consume, (0, q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars, k_desc, v_desc, O, S,
+                           qk_scale, row0, first, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, Q_IN_REGS)),
+            (_ws_consume, (1, q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars, k_desc, v_desc, O, S,
+                           qk_scale, row0, first, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, Q_IN_REGS)),
+            (_ws_loads, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars, row0,
+                         row0 + first, n_blocks, BLOCK_N, STAGES, CONSUMERS)),
+        ], [4, 1], [CONSUMER_REGS, 24])
 
 
 # (BLOCK_M, BLOCK_N, STAGES, warps, Q in registers, warp-specialized) per head
@@ -277,9 +303,12 @@ def _attn_fwd_sm90_ws(q_desc, k_desc, v_desc, O, S, qk_scale,
 # Unspecialized, a CTA is one warpgroup, two of them an SM, so that one's
 # softmax runs beside the other's MMAs (two warpgroups in one CTA would meet at
 # the slot's barrier every block and take their softmaxes together).
-CONFIGS = {64: ((64, 64, 4, 4, 1, 0), (128, 128, 3, 4, 0, 1), (128, 128, 3, 4, 1, 1)),
+CONFIGS = {64: ((64, 64, 4, 4, 1, 0), (128, 128, 3, 4, 0, 1), (128, 128, 3, 4, 1, 1), (192, 64, 4, 4, 1, 1)),
            128: ((64, 64, 3, 4, 1, 0), (128, 64, 4, 4, 1, 1), (128, 64, 4, 4, 0, 1))}
-CONSUMER_REGS = 240
+# registers a consumer warpgroup, by consumers: with the loading warp's 24 they
+# must fit the SM's 64K (the loading warp counts as a whole warpgroup).  Three
+# consumers of 160 hold D = 64 without spilling, not D = 128.
+CONSUMER_REGS = {2: 240, 3: 160}
 
 
 def label(cfg: tuple) -> str:
@@ -306,7 +335,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, b
     gdt = gl.bfloat16 if q.dtype == torch.bfloat16 else gl.float16
     o = torch.empty_like(q)
     q2, k2, v2 = (t.view(B * H * S, D) for t in (q, k, v))
-    q_desc = TensorDescriptor.from_tensor(q2, [block_m, D], gl.NVMMASharedLayout.get_default_for([block_m, D], gdt))
+    q_rows = 64 if ws else block_m  # a consumer's box, or the whole block
+    q_desc = TensorDescriptor.from_tensor(q2, [q_rows, D], gl.NVMMASharedLayout.get_default_for([q_rows, D], gdt))
     kv_layout = gl.NVMMASharedLayout.get_default_for([block_n, D], gdt)
     k_desc = TensorDescriptor.from_tensor(k2, [block_n, D], kv_layout)
     v_desc = TensorDescriptor.from_tensor(v2, [block_n, D], kv_layout)
@@ -315,7 +345,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, b
     meta = dict(HEAD_DIM=D, BLOCK_M=block_m, BLOCK_N=block_n, STAGES=stages, CAUSAL=bool(causal),
                 Q_IN_REGS=bool(q_in_regs), num_warps=warps)
     if ws:
-        _attn_fwd_sm90_ws[grid](*args, CONSUMER_REGS=CONSUMER_REGS, **meta)
+        _attn_fwd_sm90_ws[grid](*args, CONSUMER_REGS=CONSUMER_REGS[block_m // 64], **meta)
     else:
         _attn_fwd_sm90[grid](*args, **meta)
     return o
