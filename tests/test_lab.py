@@ -26,13 +26,13 @@ GPU_PROBES = {
     "rlg_placement": None, "rlg_prefetch_probe": None, "rlg_smem_probe": None, "sampler_overhead": None,
     "softmax_pipe_probe": None, "softmax_short_rows": None, "power_settle": ["--trials", "1"],
     "gemm_persistent_tiles": None, "softmax_two_pass": None, "gemm_split_tail": None, "skinny_probe": [], "gemm_mma_split": None,
-    "softmax_tiny_flat": None, "warp_rows_probe": None, "attention_gluon": [], "rlg_ring": [], "size_ceilings": [],
+    "softmax_tiny_flat": None, "warp_rows_probe": None, "attention_gluon": [], "rlg_ring": [], "size_ceilings": [], "gemm_pingpong": [],
 }
 
 
 def test_every_gpu_probe_is_listed_here():
     """A probe added to lab/ without a smoke test here fails this."""
-    others = {"__init__", "_probe", "_attention_next_qk", "_rlg_ring", "attention_occupancy", "dashboard_perf", "gemm_ncu_pair", "ncu_heat", "ncu_rows", "rlg_fit_rows", "live_cols",
+    others = {"__init__", "_probe", "_attention_next_qk", "_gluon_pingpong", "_rlg_ring", "attention_occupancy", "dashboard_perf", "gemm_ncu_pair", "ncu_heat", "ncu_rows", "rlg_fit_rows", "live_cols",
               "rlg_wide_rows", "triton_clusters_probe"}
     assert {p.stem for p in (ROOT / "lab").glob("*.py")} - others == set(GPU_PROBES)
 
