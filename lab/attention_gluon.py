@@ -9,6 +9,8 @@ the Triton FA2 kernel (autotuned), the registered op (which races the two) and t
 backends are checked against float64 on a NaN-filled output, then timed in
 alternating rounds with the suite's events timer.  Prints per case the median
 time and TFLOP/s of each, and each one's time as a ratio to the best of torch's.
+``python3 -m lab.attention_gluon [dtype] [--cases B,H,S,D,causal;...]`` times
+other cases than CASES.
 """
 from __future__ import annotations
 
