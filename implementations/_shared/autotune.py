@@ -50,6 +50,39 @@ def _bench(fn, quantiles=None):
     return [by_q.get(q, t.median) for q in quantiles]
 
 
+# passes of race(): in order, then in reverse, twice (the CUDA variant tuner's
+# rule, implementations/_shared/cuda_variants.py: a card at its power cap
+# slows as a fixed order goes on, and a forward and a reverse pass give every
+# candidate the same mean position, so a drift linear in time cancels)
+RACE_PASSES = 4
+
+
+def race(runs: dict, bench=None) -> dict:
+    """Mean time of each of ``runs`` (name -> call) over RACE_PASSES passes, in
+    order and in reverse by turns, each pass ``bench(call)`` (default: this
+    module's timer).  A call that raises, on its first run or while timed,
+    sits the race out and has no time."""
+    bench = bench or _bench
+    ready = {}
+    for name, run in runs.items():
+        try:
+            run()
+        except Exception:  # noqa: BLE001 - a candidate that fails to build or launch
+            continue
+        ready[name] = run
+    order = list(ready)
+    times: dict = {name: [] for name in order}
+    for p in range(RACE_PASSES):
+        for name in (order if p % 2 == 0 else order[::-1]):
+            if name not in times:
+                continue
+            try:
+                times[name].append(bench(ready[name]))
+            except Exception:  # noqa: BLE001
+                del times[name]
+    return {name: sum(t) / len(t) for name, t in times.items()}
+
+
 def bucket(x: int) -> int:
     """``x`` rounded up to the next 2^k or 3 * 2^(k-1): 1, 2, 3, 4, 6, 8, 12, ...,
     3072, 4096, 6144, 8192.  Within a bucket sizes differ by at most a third, so

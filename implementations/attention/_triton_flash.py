@@ -159,7 +159,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -
 
     On sm_90 the Gluon kernel (_gluon_flash.py) races this one: per key (S's
     bucket, D, causal, dtype) the autotuned Triton config and each Gluon config
-    are timed once, and the fastest serves every shape of that key."""
+    are timed at its first shape, in passes in order and in reverse by turns
+    (autotune.race), and the fastest serves every shape of that key."""
     if q.shape != k.shape or q.shape != v.shape or q.ndim != 4:
         raise ValueError(f"q, k, v must share one (B, H, S, D) shape: {q.shape} {k.shape} {v.shape}")
     B, H, S, D = q.shape
@@ -223,7 +224,7 @@ def _race(q, k, v, causal) -> tuple[tuple[int, ...] | None, str]:
     """The fastest of the tuned Triton kernel and each Gluon config at this shape:
     None (Triton) or the Gluon config (a tuple of _gluon_flash.CONFIGS), and the
     race's timings as text."""
-    from implementations._shared.autotune import _bench
+    from implementations._shared import autotune
 
     try:
         from implementations.attention import _gluon_flash
@@ -235,13 +236,8 @@ def _race(q, k, v, causal) -> tuple[tuple[int, ...] | None, str]:
     runs = {None: lambda: _triton(q, k, v, causal)}
     for cfg in _gluon_flash.CONFIGS[q.shape[-1]]:
         runs[cfg] = lambda cfg=cfg: _gluon_flash.attention(q, k, v, bool(causal), *cfg)
-    times = {}
-    for choice, run in runs.items():
-        try:
-            run()
-            times[choice] = _bench(run)
-        except Exception:  # noqa: BLE001 - a Gluon config that fails to build or launch sits the race out
-            continue
+    # in alternating passes; a Gluon config that fails to build or launch sits the race out
+    times = autotune.race(runs)
     best = min(times, key=times.get)
     text = "; raced " + ", ".join(("triton" if c is None else _gluon_flash.label(c)) + f":{t * 1000:.0f}us"
                                   for c, t in sorted(times.items(), key=lambda kv: kv[1]))
