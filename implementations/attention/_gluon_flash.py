@@ -274,7 +274,7 @@ def _attn_fwd_sm90_ws(q_desc, k_desc, v_desc, O, S, qk_scale,
     q_smem, k_smem, v_smem, q_bar, k_bars, v_bars, empty_bars = _ring(q_desc, k_desc, v_desc, BLOCK_M, BLOCK_N,
                                                                        HEAD_DIM, STAGES, CONSUMERS)
     first = start_m * BLOCK_M
-    n_blocks, mask_from = _blocks(S, first, BLOCK_M, BLOCK_N, CAUSAL)
+    n_blocks = _blocks(S, first, BLOCK_M, BLOCK_N, CAUSAL)[0]  # the loading warp: every block any consumer sees
     # (the partitions are written out twice: a Gluon value cannot hold a function)
     if CONSUMERS == 3:
         gl.warp_specialize([
