@@ -15,6 +15,8 @@ using ksuite::to_float;
 using ksuite::bulk::bulk_copy;
 using ksuite::bulk::max_active_clusters;
 using ksuite::bulk::mbar_expect;
+using ksuite::bulk::mbar_init;
+using ksuite::bulk::mbar_init_fence;
 using ksuite::bulk::mbar_wait;
 using ksuite::bulk::mbar_wait_cluster;
 using ksuite::ptx::smem_addr;

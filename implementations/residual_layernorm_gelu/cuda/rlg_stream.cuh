@@ -46,9 +46,9 @@ rlg_stream_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __r
     bulk_copy(smem_addr(xr + (2 * k + 1) * slot), reinterpret_cast<const char*>(r + off + split.head), bytes, bk);
   };
   if (threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar + 1)) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    mbar_init(smem_addr(bar));
+    mbar_init(smem_addr(bar + 1));
+    mbar_init_fence();
   }
   __syncthreads();
   if (threadIdx.x == 0 && blockIdx.x < m) stage(blockIdx.x, 0u);

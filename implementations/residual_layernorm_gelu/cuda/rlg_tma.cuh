@@ -272,16 +272,16 @@ rlg_tma_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __rest
   const uint32_t buf = smem_addr(xr_slice), bar0 = smem_addr(bar), xbar0 = smem_addr(xbar);
   const uint32_t first = blockIdx.x / static_cast<uint32_t>(fresh_ctas<CLUSTER>());
   if (threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar0) : "memory");
+    mbar_init(bar0);
     if constexpr (RING) {
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar0 + 8u) : "memory");
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&wbar)) : "memory");
+      mbar_init(bar0 + 8u);
+      mbar_init(smem_addr(&wbar));
     }
     if constexpr (CLUSTER) {
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0) : "memory");
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0 + 8u) : "memory");
+      mbar_init(xbar0);
+      mbar_init(xbar0 + 8u);
     }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    mbar_init_fence();
   }
   if constexpr (CLUSTER) {
     cooperative_groups::this_cluster().sync();  // every CTA's barriers are initialised before another sends to them

@@ -13,6 +13,8 @@ namespace {
 using ksuite::Pack;
 using ksuite::to_float;
 using ksuite::bulk::max_active_clusters;
+using ksuite::bulk::mbar_init;
+using ksuite::bulk::mbar_init_fence;
 using ksuite::bulk::mbar_wait;
 using ksuite::bulk::mbar_wait_cluster;
 using ksuite::bulk::tma_load;

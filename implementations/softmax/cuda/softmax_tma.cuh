@@ -40,8 +40,8 @@ softmax_tma_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
   const int count = max(0, min(n / VEC - p0, chunk));
   const uint32_t bar_addr = smem_addr(&bar);
   if (threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_addr) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    mbar_init(bar_addr);
+    mbar_init_fence();
   }
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -180,10 +180,10 @@ __device__ __forceinline__ void init_barriers(uint32_t bar0, uint32_t xbar0) {
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < STAGES; ++s)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar0 + 8u * s) : "memory");
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0) : "memory");
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(xbar0 + 8u) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      mbar_init(bar0 + 8u * s);
+    mbar_init(xbar0);
+    mbar_init(xbar0 + 8u);
+    mbar_init_fence();
   }
   cooperative_groups::this_cluster().sync();
 }

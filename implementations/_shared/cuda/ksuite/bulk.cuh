@@ -16,6 +16,18 @@ namespace ksuite::bulk {
 
 using ksuite::ptx::smem_addr;
 
+// Initialises the mbarrier at shared address `bar` for COUNT arrivals a phase.
+template <uint32_t COUNT = 1>
+__device__ __forceinline__ void mbar_init(uint32_t bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "n"(COUNT) : "memory");
+}
+
+// Makes the mbarriers initialised before it visible to the bulk copies (the
+// async proxy) and the cluster; a CTA barrier after it, before their first use.
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
 // Spins until the mbarrier at shared address `bar` completes phase `parity`.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   uint32_t done = 0;
