@@ -30,6 +30,10 @@ _shared/triton_math.py); at 1 T elements/s (bf16 at copy speed) MUFU has room fo
   per-row counter, then scale and write: one read, one write.  Rows too long
   for that take ``_softmax_online``, one program walking its row twice (the
   re-read misses L2: ~2/3 of copy).
+- Short rows that are not 16-byte multiples (at most 256 bytes of a group a
+  thread) also race ``_gluon_groups``: G rows whose elements fill whole
+  16-byte vectors (N=7 bf16: 8 rows in 7 vectors) are one group, read and
+  written in vectors and owned by one thread for the reductions.
 - 16-bit rows with N % 16 == 0 (PAIRS): rows or chunks held as 32-bit words
   of two elements, half the registers, exp computed twice (bf16 4096 x 32768:
   0.93 of copy, two 16-warp programs an SM).
@@ -634,6 +638,24 @@ def _rows_or_split(x, y, m: int, n: int, bucket: int) -> None:
                          "split": lambda: _run_split_tuned(x, y, m, n, bucket)}, _time_ms)
 
 
+def _groups_tried(x, n: int) -> bool:
+    from implementations.softmax import _gluon_groups
+
+    return _gluon_groups.fits(n, x.element_size()) and _gluon_groups.available(x)
+
+
+def _rows_or_groups(x, y, m: int, n: int, bucket: int) -> None:
+    """Short unaligned rows (_gluon_groups.fits): the first call of an (N,
+    dtype, M bucket) tunes the rows kernel, times its winner beside the group
+    kernel on 4 and on 8 warps and keeps the fastest."""
+    from implementations.softmax import _gluon_groups
+
+    runs = {"rows": lambda: _run_rows_tuned(x, y, m, n, bucket)}
+    for warps in _gluon_groups.WARPS:
+        runs[_gluon_groups.label(n, x.element_size(), warps)] = lambda w=warps: _gluon_groups.softmax(x, y, w)
+    _CHOSEN.run_or_race(n, _dtype_name(x), x.element_size(), bucket, runs, _time_ms)
+
+
 def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, long_rows: str | None = None,
                    sub: int | None = None, granules: bool | None = None, pairs: bool | None = None):
     """Softmax over the last dim; ``max_fused``/``block``/``sub``/``granules``/``pairs``
@@ -704,6 +726,8 @@ def softmax_triton(x, *, max_fused: int = MAX_FUSED, block: int | None = None, l
     elif p["kernel"] == "rows":
         if split_tried(n):
             _rows_or_split(x, y, m, n, bucket)
+        elif _groups_tried(x, n):
+            _rows_or_groups(x, y, m, n, bucket)
         else:
             _run_rows_tuned(x, y, m, n, bucket)
     else:
@@ -720,7 +744,8 @@ def _config(case: Case) -> str:
 register("softmax", "triton", available=needs_triton,
          supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
          description="rows in registers (several short rows a program; 16-byte granules where rows are "
-                     "unaligned; 16-bit rows as 32-bit pairs); long rows split over programs that meet in "
+                     "unaligned; 16-bit rows as 32-bit pairs; short unaligned rows also as groups of rows a "
+                     "thread in 16-byte vectors, Gluon, sm_90); long rows split over programs that meet in "
                      "the kernel, raced against a persistent grid that writes one chunk while loading the "
                      "next (x read once)")(
     softmax_triton)
