@@ -51,6 +51,21 @@ def registered_calls(wl_name: str, case, inputs: dict, ref, impls) -> dict:
     return calls
 
 
+def registered_cases(wl_name: str, shapes, dtypes, impls, seed: int = 2026):
+    """For each (M, N) of ``shapes`` and each dtype: (workload, case, x, ref,
+    calls), x the case's fresh input and calls its registered ``impls``
+    (registered_calls), ready for the probe's own variants."""
+    from suite.workload import Case, discover
+
+    wl = discover().workloads[wl_name]
+    for m, n in shapes:
+        for dtype in dtypes:
+            case = Case.make(wl_name, dtype, M=m, N=n)
+            inputs = wl.make_inputs(case, "cuda", seed)
+            ref = wl.reference(case, inputs)
+            yield wl, case, inputs["x"], ref, registered_calls(wl_name, case, inputs, ref, impls)
+
+
 def check_poisoned(name: str, fn, ref, tol, dtype) -> None:
     """``fn()`` (which allocates an output of ``ref``'s shape in ``dtype``)
     checked against ``ref``, run just after a NaN tensor of that shape and

@@ -22,8 +22,7 @@ import torch
 import triton
 import triton.language as tl
 
-from lab._probe import check_poisoned, paired_rounds, registered_calls
-from suite.workload import Case, discover
+from lab._probe import check_poisoned, paired_rounds, registered_cases
 
 SHAPES = [(3021808, 7), (3813928, 3), (657893, 5), (1000003, 12)]
 DESIGNS = [(128, 4), (256, 4), (256, 8), (512, 8)]  # (ROWS, warps)
@@ -106,21 +105,16 @@ def flat_softmax(x: torch.Tensor, rows: int, warps: int, out: torch.Tensor | Non
 def bench() -> None:
     if not torch.cuda.is_available():
         raise SystemExit("softmax_tiny_flat needs a CUDA GPU (it times kernels)")
-    wl = discover().workloads["softmax"]
-    for m, n in SHAPES:
-        for dtype in ("bfloat16", "float32"):
-            case = Case.make("softmax", dtype, M=m, N=n)
-            inputs = wl.make_inputs(case, "cuda", 2026)
-            ref = wl.reference(case, inputs)
-            calls = registered_calls("softmax", case, inputs, ref, ("torch", "triton", "cuda"))
-            x = inputs["x"]
-            for rows, warps in DESIGNS:
-                if rows * n * x.element_size() % 16:
-                    continue
-                fn = lambda rows=rows, warps=warps: flat_softmax(x, rows, warps)  # noqa: E731
-                check_poisoned(f"flat {rows}/{warps}", fn, ref, wl.tolerance(case), x.dtype)
-                calls[f"flat {rows}/{warps}"] = fn
-            paired_rounds(calls, ROUNDS, wl.min_bytes(case) / 1e9, f"{dtype} {m} x {n}", peer="cuda")
+    for wl, case, x, ref, calls in registered_cases("softmax", SHAPES, ("bfloat16", "float32"),
+                                                    ("torch", "triton", "cuda")):
+        m, n = x.shape
+        for rows, warps in DESIGNS:
+            if rows * n * x.element_size() % 16:
+                continue
+            fn = lambda rows=rows, warps=warps: flat_softmax(x, rows, warps)  # noqa: E731
+            check_poisoned(f"flat {rows}/{warps}", fn, ref, wl.tolerance(case), x.dtype)
+            calls[f"flat {rows}/{warps}"] = fn
+        paired_rounds(calls, ROUNDS, wl.min_bytes(case) / 1e9, f"{case.dtype} {m} x {n}", peer="cuda")
 
 
 if __name__ == "__main__":

@@ -45,31 +45,23 @@ def compile_report() -> None:
 
 
 def bench() -> None:
-    from lab._probe import check_poisoned, paired_rounds, registered_calls
-    from suite.workload import Case, discover
+    from lab._probe import check_poisoned, paired_rounds, registered_cases
 
     if not torch.cuda.is_available():
         raise SystemExit("softmax_tiny_gluon needs a CUDA GPU (it times kernels); --compile works without one")
-    wl = discover().workloads["softmax"]
-    for m, n in SHAPES:
-        for dtype in ("bfloat16", "float32"):
-            case = Case.make("softmax", dtype, M=m, N=n)
-            inputs = wl.make_inputs(case, "cuda", 2026)
-            ref = wl.reference(case, inputs)
-            calls = registered_calls("softmax", case, inputs, ref, ("torch", "triton", "cuda"))
-            x = inputs["x"]
-            if not G.fits(n, x.element_size()):
-                continue
-            for warps in G.WARPS:
-                name = f"groups/{warps}"
-
-                def fn(w=warps):
-                    y = torch.empty_like(x)
-                    G.softmax(x, y, w)
-                    return y
-                check_poisoned(name, fn, ref, wl.tolerance(case), x.dtype)
-                calls[name] = fn
-            paired_rounds(calls, ROUNDS, wl.min_bytes(case) / 1e9, f"{dtype} {m} x {n}", peer="cuda")
+    for wl, case, x, ref, calls in registered_cases("softmax", SHAPES, ("bfloat16", "float32"),
+                                                    ("torch", "triton", "cuda")):
+        m, n = x.shape
+        if not G.fits(n, x.element_size()):
+            continue
+        for warps in G.WARPS:
+            def fn(w=warps):
+                y = torch.empty_like(x)
+                G.softmax(x, y, w)
+                return y
+            check_poisoned(f"groups/{warps}", fn, ref, wl.tolerance(case), x.dtype)
+            calls[f"groups/{warps}"] = fn
+        paired_rounds(calls, ROUNDS, wl.min_bytes(case) / 1e9, f"{case.dtype} {m} x {n}", peer="cuda")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Running the CLI in a fresh process, as a user would, or in this one."""
+"""Running the CLI in a fresh process, as a user would, or in this one; compiling
+Triton kernels for sm_90 in a fresh process, where no GPU is needed."""
 import io
 import os
 import subprocess
@@ -15,6 +16,27 @@ def run_python(code: str, expect: str, timeout: float = 600) -> None:
                        timeout=timeout, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     tail = (r.stdout + r.stderr)[-3000:]
     assert r.returncode == 0 and expect in r.stdout, f"exit code {r.returncode}:\n{tail}"
+
+
+def compile_for_sm90(script: str, timeout: float = 300) -> list:
+    """Run ``script`` (given the repo root as argv[1]) in a fresh interpreter
+    without TRITON_INTERPRET, so that triton.compile targets sm_90 with
+    Triton's own ptxas; its last line of output is JSON, returned parsed.
+    Skips the test where the Triton wheel has no ptxas."""
+    import json
+
+    import pytest
+    import triton
+
+    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+    if not ptxas.exists():
+        pytest.skip(f"no ptxas at {ptxas}")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(Path(os.environ.get("TMPDIR", "/tmp")) / "kernel-suite-triton-aot")
+    proc = subprocess.run([sys.executable, "-c", script, str(ROOT)], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def suite(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -11,12 +11,7 @@ entries; then the registered op's race.  Outputs start poisoned (NaN).
 """
 from __future__ import annotations
 
-import json
-import os
 import random
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -24,8 +19,8 @@ import torch
 from implementations.softmax import _gluon_groups as G
 from suite import verify
 from suite.workload import Case, discover
+from tests.helpers import compile_for_sm90
 
-ROOT = Path(__file__).resolve().parents[1]
 SEED = random.randrange(1 << 30)
 
 
@@ -79,16 +74,7 @@ print(json.dumps(out))
 
 
 def test_designs_compile_for_sm90_with_rows_in_registers():
-    import triton
-
-    if not (Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas").exists():
-        pytest.skip("no ptxas")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["TRITON_CACHE_DIR"] = str(Path(os.environ.get("TMPDIR", "/tmp")) / "kernel-suite-triton-aot")
-    proc = subprocess.run([sys.executable, "-c", _COMPILE, str(ROOT)], env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    res = compile_for_sm90(_COMPILE)
     assert len(res) == 14, res
     for r in res:
         # a thread's 16-byte vectors, in two copies of the tile's code (full programs; the last one's whole groups)

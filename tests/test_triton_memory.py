@@ -12,12 +12,7 @@ the quick and full presets for sm_90 with Triton's own ptxas, no GPU needed.
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import zlib
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -25,8 +20,8 @@ import torch
 
 from suite import verify
 from suite.workload import Case, discover
+from tests.helpers import compile_for_sm90
 
-ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ("gelu", "softmax", "residual_layernorm_gelu")
 DTYPES = ("float32", "float16", "bfloat16")
 
@@ -628,17 +623,7 @@ print(json.dumps(out))
 
 
 def test_launch_plans_compile_for_sm90_without_spills():
-    import triton
-
-    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
-    if not ptxas.exists():
-        pytest.skip(f"no ptxas at {ptxas}")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["TRITON_CACHE_DIR"] = str(Path(os.environ.get("TMPDIR", "/tmp")) / "kernel-suite-triton-aot")
-    proc = subprocess.run([sys.executable, "-c", _COMPILE_SCRIPT, str(ROOT)], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    results = compile_for_sm90(_COMPILE_SCRIPT, timeout=600)
     assert len(results) >= 40  # the plans and every autotuning candidate
     from implementations.residual_layernorm_gelu.triton import SPILL_OK
 

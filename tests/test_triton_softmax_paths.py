@@ -12,20 +12,15 @@ element no kernel writes fails the check.
 """
 from __future__ import annotations
 
-import json
-import os
 import random
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 from suite import verify
 from suite.workload import Case, discover
+from tests.helpers import compile_for_sm90
 
-ROOT = Path(__file__).resolve().parents[1]
 DTYPES = ("float32", "float16", "bfloat16")
 cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="interpreter tests; the GPU ones are below")
 
@@ -280,16 +275,7 @@ print(json.dumps(out))
 def test_granule_and_mid_split_candidates_compile_for_sm90():
     """Granule candidates: 16-byte loads and stores (the body; the element-masked form
     has none at N=2053) and no spills; mid-width split candidates: no spills."""
-    import triton
-
-    if not (Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas").exists():
-        pytest.skip("no ptxas")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["TRITON_CACHE_DIR"] = str(Path(os.environ.get("TMPDIR", "/tmp")) / "kernel-suite-triton-aot")
-    proc = subprocess.run([sys.executable, "-c", _COMPILE, str(ROOT)], env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    res = compile_for_sm90(_COMPILE)
     assert len(res) == 42 and not [r for r in res if r["spill"]], res
     # (rows: 5 a dtype; split at an unaligned N, whose rows start anywhere in a granule: 8 a dtype)
     gran = [r for r in res if "'GRANULES': True" in r["c"]]
