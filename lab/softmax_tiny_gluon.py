@@ -1,4 +1,4 @@
-"""Softmax over rows of a few columns, a group of rows a thread (implementations/softmax/_gluon_groups.py).
+"""Softmax over rows of a few columns, a group of rows a thread (implementations/_shared/row_groups.py).
 
 ``python3 -m lab.softmax_tiny_gluon`` on the H200; ``--compile`` on any
 machine prints the sm_90 PTX's instruction mix instead (that the per-row
@@ -15,7 +15,7 @@ import sys
 import torch
 import triton
 
-from implementations.softmax import _gluon_groups as G
+from implementations._shared import row_groups as G
 
 SHAPES = [(3021808, 7), (3813928, 3), (657893, 5), (1000003, 12), (2232008, 9), (4000037, 6)]
 ROUNDS = 9
@@ -32,10 +32,12 @@ def compile_report() -> None:
     for n, ty in ((7, "bf16"), (7, "fp32"), (3, "bf16"), (12, "fp16")):
         size = 4 if ty == "fp32" else 2
         for warps in G.WARPS:
-            const = dict(N=n, G=G.group_rows(n, size), GP=G.slots(n, size), VEC=16 // size, num_warps=warps)
-            sig = {"x_ptr": f"*{ty}", "y_ptr": f"*{ty}", "total": "i64", **{k: "constexpr" for k in const}}
-            src = GluonASTSource(fn=G._softmax_groups, signature=sig, constexprs=const,
-                                 attrs={(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]})
+            const = dict(N=n, G=G.group_rows(n, size), GP=G.slots(n, size), VEC=16 // size, OP=G.SOFTMAX,
+                         EXACT=size == 4, num_warps=warps)
+            sig = {"x_ptr": f"*{ty}", "r_ptr": f"*{ty}", "w_ptr": f"*{ty}", "b_ptr": f"*{ty}", "y_ptr": f"*{ty}",
+                   "total": "i64", "eps": "fp32", **{k: "constexpr" for k in const}}
+            src = GluonASTSource(fn=G._row_groups, signature=sig, constexprs=const,
+                                 attrs={(i,): [["tt.divisibility", 16]] for i in range(5)})
             k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
             ops = Counter(m.group(1) for m in re.finditer(r"^\s+(?:@%p\d+ )?([a-z][\w.]*)", k.asm["ptx"], re.M))
             keep = {o: c for o, c in ops.items()
@@ -52,12 +54,12 @@ def bench() -> None:
     for wl, case, x, ref, calls in registered_cases("softmax", SHAPES, ("bfloat16", "float32"),
                                                     ("torch", "triton", "cuda")):
         m, n = x.shape
-        if not G.fits(n, x.element_size()):
+        if not G.group_fits(n, x.element_size()):
             continue
         for warps in G.WARPS:
             def fn(w=warps):
                 y = torch.empty_like(x)
-                G.softmax(x, y, w)
+                G.launch(x, y, w)
                 return y
             check_poisoned(f"groups/{warps}", fn, ref, wl.tolerance(case), x.dtype)
             calls[f"groups/{warps}"] = fn

@@ -52,6 +52,10 @@ gelu_f32's branch-free erf, so that instruction issue stays under the limit.
   granules, one row a program (2 or 8 when short), long rows also with the
   registers capped so that two programs share an SM; raced against the row's
   other kernels.
+- Short rows that are not whole 16-byte vectors, where a group of them fits
+  a thread, also race the group kernel (_shared/row_groups.py, Gluon,
+  sm_90): N=7 bf16 rows as groups of 8 in seven 16-byte vectors, each group
+  owned by one thread for its reductions.
 """
 from __future__ import annotations
 
@@ -676,6 +680,16 @@ def _team_buffers(x, m: int, p_max: int):
 _CHOSEN = Raced(plan)
 
 
+def _groups_tried(x, n: int) -> bool:
+    """Rows that are not whole 16-byte vectors (the rows kernel's accesses are
+    then narrower, see row_align) whose group of rows fits a thread
+    (implementations/_shared/row_groups.py)."""
+    from implementations._shared import row_groups
+
+    b = x.element_size()
+    return row_align(n, b) * b < 16 and row_groups.group_fits(n, b) and row_groups.available(x)
+
+
 def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = MAX_FUSED,
                                    block: int | None = None, team: bool = False, fit: bool = False):
     """``max_fused``/``block`` force the split path in tests, ``team`` (with ``block``
@@ -767,6 +781,11 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
         runs["team"] = run_team
     if fit_tried(n, b):
         runs["fit"] = run_fit
+    if _groups_tried(x, n):
+        from implementations._shared import row_groups
+
+        for warps in row_groups.WARPS:
+            runs[row_groups.label(n, b, warps)] = lambda w=warps: row_groups.launch(x, y, w, r, weight, bias, eps)
     if len(runs) == 1:
         next(iter(runs.values()))()
     else:
@@ -783,6 +802,7 @@ register("residual_layernorm_gelu", "triton", available=needs_triton,
          supports=dtype_in("float32", "float16", "bfloat16"), config=_config,
          description="one kernel: rows in registers, or chunked rows with chunk 0 held on chip (raced against "
                      "a whole row held in parts on 32 warps, up to 32768 columns, above 4096 columns against a "
-                     "team of programs a row that meet at a counter, and rows of unaligned width against a row held "
-                     "as parts that fit its width)")(
+                     "team of programs a row that meet at a counter, rows of unaligned width against a row held "
+                     "as parts that fit its width, and short unaligned rows against groups of rows a thread in "
+                     "16-byte vectors, Gluon, sm_90)")(
     residual_layernorm_gelu_triton)

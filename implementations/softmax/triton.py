@@ -30,8 +30,8 @@ _shared/triton_math.py); at 1 T elements/s (bf16 at copy speed) MUFU has room fo
   per-row counter, then scale and write: one read, one write.  Rows too long
   for that take ``_softmax_online``, one program walking its row twice (the
   re-read misses L2: ~2/3 of copy).
-- Short rows that are not 16-byte multiples (at most 256 bytes of a group a
-  thread) also race ``_gluon_groups``: G rows whose elements fill whole
+- Unaligned short rows (at most 256 bytes of a group a thread) also race the
+  group kernel (_shared/row_groups.py): G rows whose elements fill whole
   16-byte vectors (N=7 bf16: 8 rows in 7 vectors) are one group, read and
   written in vectors and owned by one thread for the reductions.
 - 16-bit rows with N % 16 == 0 (PAIRS): rows or chunks held as 32-bit words
@@ -61,7 +61,7 @@ from suite.workload import Case, itemsize, register
 
 # which kernel and launch parameters a shape gets, and the autotuner's candidates
 from implementations.softmax._triton_plan import (MAX_FUSED, SPLIT_MIN_CHUNK, candidates, pipe_candidates, pipe_fits,
-                                                  pipe_room, plan, split_candidates, split_tried)
+                                                  pipe_room, plan, split_candidates, split_tried, unaligned)
 
 LOG2E = tl.constexpr(1.4426950408889634)  # kernels may read only constexpr globals
 
@@ -639,20 +639,23 @@ def _rows_or_split(x, y, m: int, n: int, bucket: int) -> None:
 
 
 def _groups_tried(x, n: int) -> bool:
-    from implementations.softmax import _gluon_groups
+    """Rows the rows kernel cannot prove 16-byte aligned (see
+    _triton_plan.unaligned) whose group of rows fits a thread (row_groups)."""
+    from implementations._shared import row_groups
 
-    return _gluon_groups.fits(n, x.element_size()) and _gluon_groups.available(x)
+    return unaligned(n) and row_groups.group_fits(n, x.element_size()) and row_groups.available(x)
 
 
 def _rows_or_groups(x, y, m: int, n: int, bucket: int) -> None:
-    """Short unaligned rows (_gluon_groups.fits): the first call of an (N,
-    dtype, M bucket) tunes the rows kernel, times its winner beside the group
-    kernel on 4 and on 8 warps and keeps the fastest."""
-    from implementations.softmax import _gluon_groups
+    """Short unaligned rows (_groups_tried): the first call of an (N, dtype, M
+    bucket) tunes the rows kernel, times its winner beside the group kernel
+    (implementations/_shared/row_groups.py) on 4 and on 8 warps and keeps
+    the fastest."""
+    from implementations._shared import row_groups
 
     runs = {"rows": lambda: _run_rows_tuned(x, y, m, n, bucket)}
-    for warps in _gluon_groups.WARPS:
-        runs[_gluon_groups.label(n, x.element_size(), warps)] = lambda w=warps: _gluon_groups.softmax(x, y, w)
+    for warps in row_groups.WARPS:
+        runs[row_groups.label(n, x.element_size(), warps)] = lambda w=warps: row_groups.launch(x, y, w)
     _CHOSEN.run_or_race(n, _dtype_name(x), x.element_size(), bucket, runs, _time_ms)
 
 
