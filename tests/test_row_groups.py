@@ -46,6 +46,7 @@ def test_widths_each_op_races_it_at():
 
         def __init__(self, size):
             self.size = size
+            self.dtype = {2: torch.bfloat16, 4: torch.float32}[size]
 
         def element_size(self):
             return self.size
@@ -58,8 +59,10 @@ def test_widths_each_op_races_it_at():
         assert not softmax_tried(Fake(2), 16) and not softmax_tried(Fake(4), 32)
         assert not softmax_tried(Fake(2), 25) and not softmax_tried(Fake(4), 25)  # more than a thread holds
         # rlg's rows kernel proves what divides N (row_align): 16-byte rows are vectors there already
-        assert rlg_tried(Fake(2), 7) and rlg_tried(Fake(2), 13) and rlg_tried(Fake(4), 3)
-        assert not rlg_tried(Fake(2), 8) and not rlg_tried(Fake(4), 12) and not rlg_tried(Fake(2), 31)
+        assert rlg_tried(Fake(2), Fake(2), 7) and rlg_tried(Fake(2), Fake(2), 13) and rlg_tried(Fake(4), Fake(4), 3)
+        assert not rlg_tried(Fake(2), Fake(2), 8) and not rlg_tried(Fake(4), Fake(4), 12)
+        assert not rlg_tried(Fake(2), Fake(2), 31)
+        assert not rlg_tried(Fake(2), Fake(4), 7)  # x and r of two dtypes: one tile cannot stage both
     finally:
         G.available = real
 

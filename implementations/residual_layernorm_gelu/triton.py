@@ -680,14 +680,16 @@ def _team_buffers(x, m: int, p_max: int):
 _CHOSEN = Raced(plan)
 
 
-def _groups_tried(x, n: int) -> bool:
+def _groups_tried(x, r, n: int) -> bool:
     """Rows that are not whole 16-byte vectors (the rows kernel's accesses are
     then narrower, see row_align) whose group of rows fits a thread
-    (implementations/_shared/row_groups.py)."""
+    (implementations/_shared/row_groups.py), x and r of one dtype (they share
+    its shared-memory tile)."""
     from implementations._shared import row_groups
 
     b = x.element_size()
-    return row_align(n, b) * b < 16 and row_groups.group_fits(n, b) and row_groups.available(x)
+    return (r.dtype == x.dtype and row_align(n, b) * b < 16 and row_groups.group_fits(n, b)
+            and row_groups.available(x))
 
 
 def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = MAX_FUSED,
@@ -781,7 +783,7 @@ def residual_layernorm_gelu_triton(x, r, weight, bias, eps, *, max_fused: int = 
         runs["team"] = run_team
     if fit_tried(n, b):
         runs["fit"] = run_fit
-    if _groups_tried(x, n):
+    if _groups_tried(x, r, n):
         from implementations._shared import row_groups
 
         for warps in row_groups.WARPS:
