@@ -43,8 +43,9 @@ LOG2E = gl.constexpr(1.4426950408889634)
 MAX_GROUP_BYTES = 256
 WARPS = (4, 8)  # the designs raced: warps a program
 SOFTMAX, RLG = 0, 1  # the ops (OP)
-# what _per_row makes of a row's values
-ROW_MAX, ROW_INV_SUM, ROW_MEAN, ROW_RSTD = 0, 1, 2, 3
+_SOFTMAX, _RLG = gl.constexpr(SOFTMAX), gl.constexpr(RLG)
+# what _per_row makes of a row's values (kernels may read only constexpr globals)
+ROW_MAX, ROW_INV_SUM, ROW_MEAN, ROW_RSTD = (gl.constexpr(k) for k in range(4))
 
 
 @gluon.jit
@@ -62,13 +63,13 @@ def _per_row(v, row, eps, N: gl.constexpr, G: gl.constexpr, KIND: gl.constexpr):
     out = gl.zeros_like(v)
     for k in gl.static_range(G):
         seg = row == k
-        if KIND == 0:
+        if KIND == ROW_MAX:
             red = gl.reduce(gl.where(seg, v, float("-inf")), 1, _max_nan)
         else:
             red = gl.sum(gl.where(seg, v, -0.0), axis=1)  # x + -0.0 is x: the other rows' registers drop out
-            if KIND == 1:
+            if KIND == ROW_INV_SUM:
                 red = 1.0 / red
-            elif KIND == 2:
+            elif KIND == ROW_MEAN:
                 red = red / N
             else:
                 red = gl.rsqrt(red / N + eps)
@@ -82,28 +83,28 @@ def _group_op(h, w_ptr, b_ptr, eps, N: gl.constexpr, G: gl.constexpr, GP: gl.con
     """The op on h [T, GP] float32 in ``calc`` (h = x, or x + r for RLG)."""
     col = gl.arange(0, GP, layout=gl.SliceLayout(0, calc))
     row = col[None, :] // N
-    if OP == 0:
-        e = exp2((h - _per_row(h, row, eps, N, G, 0)) * LOG2E)
-        return e * _per_row(e, row, eps, N, G, 1)
+    if OP == _SOFTMAX:
+        e = exp2((h - _per_row(h, row, eps, N, G, ROW_MAX)) * LOG2E)
+        return e * _per_row(e, row, eps, N, G, ROW_INV_SUM)
     else:
-        d = h - _per_row(h, row, eps, N, G, 2)
+        d = h - _per_row(h, row, eps, N, G, ROW_MEAN)
         # w and b at each slot's column: constant offsets, the same for every thread
         wb = gl.where(col < G * N, col % N, 0)
         w = gl.load(w_ptr + wb).to(gl.float32)[None, :]
         b = gl.load(b_ptr + wb).to(gl.float32)[None, :]
-        return gelu_f32(d * _per_row(d * d, row, eps, N, G, 3) * w + b, EXACT)
+        return gelu_f32(d * _per_row(d * d, row, eps, N, G, ROW_RSTD) * w + b, EXACT)
 
 
 @gluon.jit
 def _tile(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, eps, offs, live, stage, N: gl.constexpr, G: gl.constexpr,
           GP: gl.constexpr, calc: gl.constexpr, OP: gl.constexpr, EXACT: gl.constexpr):
     x = gl.load(x_ptr + offs, mask=live, other=0.0)
-    if OP == 1:
+    if OP == _RLG:
         r = gl.load(r_ptr + offs, mask=live, other=0.0)
     stage.store(x)
     gl.thread_barrier()
     h = stage.load(calc).to(gl.float32)
-    if OP == 1:
+    if OP == _RLG:
         gl.thread_barrier()  # every thread has read its group
         stage.store(r)
         gl.thread_barrier()
@@ -142,7 +143,7 @@ def _row_groups(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, total, eps, N: gl.constexpr, 
             cl = gl.arange(0, GP, layout=gl.SliceLayout(0, lanes))[None, :]
             o = groups * GW + cl
             h = gl.load(x_ptr + o, mask=cl < rest, other=0.0).to(gl.float32)
-            if OP == 1:
+            if OP == _RLG:
                 h = h + gl.load(r_ptr + o, mask=cl < rest, other=0.0).to(gl.float32)
             y = _group_op(h, w_ptr, b_ptr, eps, N, G, GP, lanes, OP, EXACT)
             gl.store(y_ptr + o, y.to(y_ptr.dtype.element_ty), mask=cl < rest)
