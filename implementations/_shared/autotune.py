@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 import triton
 from triton.runtime.autotuner import Autotuner
 
+from implementations._shared.cuda_variants import TUNE_PASSES, alternating_means
 from suite.backends import interpreting
 
 # per candidate: a few samples inside a 20 ms budget, under the run's l2
@@ -54,7 +55,7 @@ def _bench(fn, quantiles=None):
 # rule, implementations/_shared/cuda_variants.py: a card at its power cap
 # slows as a fixed order goes on, and a forward and a reverse pass give every
 # candidate the same mean position, so a drift linear in time cancels)
-RACE_PASSES = 4
+RACE_PASSES = TUNE_PASSES
 
 
 def race(runs: dict, bench=None) -> dict:
@@ -70,17 +71,14 @@ def race(runs: dict, bench=None) -> dict:
         except Exception:  # noqa: BLE001 - a candidate that fails to build or launch
             continue
         ready[name] = run
-    order = list(ready)
-    times: dict = {name: [] for name in order}
-    for p in range(RACE_PASSES):
-        for name in (order if p % 2 == 0 else order[::-1]):
-            if name not in times:
-                continue
-            try:
-                times[name].append(bench(ready[name]))
-            except Exception:  # noqa: BLE001
-                del times[name]
-    return {name: sum(t) / len(t) for name, t in times.items()}
+
+    def time_one(name):
+        try:
+            return bench(ready[name])
+        except Exception:  # noqa: BLE001
+            return None
+
+    return alternating_means(list(ready), time_one, RACE_PASSES)
 
 
 def bucket(x: int) -> int:

@@ -51,6 +51,23 @@ TIE = 0.02
 PRUNE = 3.0
 
 
+def alternating_means(names: list, time_one: Callable[[Any], float | None], passes: int = TUNE_PASSES) -> dict:
+    """Each of ``names`` timed ``passes`` times, in order and in reverse by
+    turns (see TUNE_PASSES), and the mean of its times.  ``time_one(name)``
+    returns a time, or None to drop the name from the remaining passes and
+    from the result."""
+    times: dict = {name: [] for name in names}
+    for p in range(passes):
+        for name in (names if p % 2 == 0 else names[::-1]):
+            if name in times:
+                t = time_one(name)
+                if t is None:
+                    del times[name]
+                else:
+                    times[name].append(t)
+    return {name: sum(t) / len(t) for name, t in times.items()}
+
+
 class VariantTuner:
     def __init__(self, variants: tuple[int, ...], describe: dict[int, str],
                  runs: Callable[[int, Hashable], bool] | None = None,
@@ -88,12 +105,9 @@ class VariantTuner:
         probes = {v: probe_ms(lambda v=v: call(v), "cuda", protocol.l2) for v in candidates}
         fastest = min(probes.values())
         kept = [v for v in candidates if probes[v] <= PRUNE * fastest]
-        medians: dict[int, list[float]] = {v: [] for v in kept}
-        for p in range(TUNE_PASSES):
-            for v in (kept if p % 2 == 0 else kept[::-1]):
-                medians[v].append(measure([lambda v=v: call(v)], "cuda", "events", protocol=protocol).median)
-        times = {v: sum(m) / len(m) for v, m in medians.items()}
-        times.update({v: probes[v] for v in candidates if v not in medians})  # shown, never picked
+        times = alternating_means(kept, lambda v: measure([lambda: call(v)], "cuda", "events",
+                                                          protocol=protocol).median)
+        times.update({v: probes[v] for v in candidates if v not in times})  # shown, never picked
         best = self._pick(times)
         self.best[key], self.times[key] = best, times
         return best
