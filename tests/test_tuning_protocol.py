@@ -1,5 +1,6 @@
 """A run's timing protocol reaches its worker, and the autotuners time under its l2
 with their own short sample limits."""
+import math
 from types import SimpleNamespace
 
 import pytest
@@ -118,3 +119,53 @@ def test_a_race_on_a_drifting_card_is_won_by_the_fastest():
     for name, t in times.items():
         timed = [true[name] + 0.03 * i for i, c in enumerate(calls) if c == name]
         assert t == pytest.approx(sum(timed) / len(timed))
+
+
+def test_the_triton_autotuner_races_its_candidates_on_a_drifting_card(monkeypatch):
+    """A new key's candidates are timed in RACE_PASSES alternating passes
+    through Triton's own Autotuner.run: the card's drift does not pick the
+    winner, each candidate's timing is its mean, and one that fails to build
+    keeps Triton's infinite timing and is not timed again."""
+    import triton
+    import triton.language as tl
+    from triton.runtime.autotuner import Autotuner
+
+    from implementations._shared import autotune
+
+    @triton.jit
+    def kernel(x, n, BLOCK: tl.constexpr):
+        pass
+
+    true = {16: 1.10, 32: 1.00, 64: 0.98, 128: math.inf}
+    calls = []
+
+    def base_bench(self, *args, config, **meta):
+        block = config.kwargs["BLOCK"]
+        calls.append(block)
+        if math.isinf(true[block]):
+            return [math.inf] * 3
+        t = true[block] + 0.03 * len(calls)  # every timing finds the card slower
+        return [t, t - 0.01, t + 0.01]
+
+    monkeypatch.setattr(Autotuner, "_bench", base_bench)
+    monkeypatch.setattr(autotune, "precompile", lambda *a, **k: None)
+    monkeypatch.setattr(autotune, "interpreting", lambda: False)
+    tuner = autotune.autotune(configs=[triton.Config({"BLOCK": b}) for b in true], key=["n"])(kernel)
+    launched = []
+    tuner.fn = SimpleNamespace(run=lambda *a, **k: launched.append(k["BLOCK"]))
+
+    tuner.run(None, 5, grid=(1,), warmup=False)
+    assert launched == [64]  # one pass in order would have kept 32 (1.06 against 64's 1.07)
+    order = [16, 32, 64, 128]
+    assert calls == order + [64, 32, 16] + [16, 32, 64] + [64, 32, 16]
+    for config, timing in tuner.configs_timings.items():
+        block = config.kwargs["BLOCK"]
+        if math.isinf(true[block]):
+            assert timing == [math.inf] * 3
+            continue
+        timed = [true[block] + 0.03 * (i + 1) for i, c in enumerate(calls) if c == block]
+        assert timing == pytest.approx([sum(timed) / 4 + d for d in (0, -0.01, 0.01)])
+    tuner.run(None, 7, grid=(1,), warmup=False)  # a new key: raced again
+    assert len(calls) == 2 * 13
+    tuner.run(None, 5, grid=(1,), warmup=False)  # a key seen before: no timing
+    assert len(calls) == 2 * 13 and launched == [64, 64, 64]

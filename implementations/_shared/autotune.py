@@ -1,5 +1,4 @@
-"""``triton.autotune`` as the Triton kernels here use it, with two changes that
-shorten the warm-up of a first run without changing what is chosen from:
+"""``triton.autotune`` as the Triton kernels here use it, with three changes:
 
 - The candidates of a new key are compiled side by side in threads before the
   first is timed, through Triton's own asynchronous compile mode; compiling
@@ -8,10 +7,15 @@ shorten the warm-up of a first run without changing what is chosen from:
   candidates compile in little more than the time of the slowest.
 - Each candidate is timed by the suite's own events timer (L2 flushed
   outside the timed interval, the GPU held while the launcher runs, so a
-  Python launch is not counted) for about 20 ms, instead of Triton's default
-  benchmark of 100 ms after 25 ms of warm-up: the candidates are ranked the
-  way the suite will measure the winner, and short kernels (tens of
-  microseconds) are not ranked by their launch overhead.
+  Python launch is not counted) for about 10 ms a pass, instead of Triton's
+  default benchmark of 100 ms after 25 ms of warm-up: the candidates are
+  ranked the way the suite will measure the winner, and short kernels (tens
+  of microseconds) are not ranked by their launch overhead.
+- The candidates are timed in RACE_PASSES passes, in order and in reverse by
+  turns, and each one's time is the mean of its passes (the CUDA variant
+  tuner's rule, cuda_variants.TUNE_PASSES): one pass in a fixed order lets a
+  card that slows as the passes go on pick the winner, and a single timing
+  each cannot separate candidates a few percent apart.
 
 Keys are sizes rounded up to a half-octave (:func:`bucket`): a kernel passes
 ``bucket(M)`` and the like as arguments it ignores and names them in ``key``,
@@ -25,18 +29,19 @@ candidate is timed then, so none is compiled ahead.
 from __future__ import annotations
 
 import functools
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 import triton
 from triton.runtime.autotuner import Autotuner
 
-from implementations._shared.cuda_variants import TUNE_PASSES, alternating_means
+from implementations._shared.cuda_variants import TUNE_LIMITS, TUNE_PASSES, alternating_means
 from suite.backends import interpreting
 
-# per candidate: a few samples inside a 20 ms budget, under the run's l2
-# (suite.timing.current_protocol)
-BENCH_LIMITS = dict(min_samples=5, max_samples=50, budget_ms=20.0)
+# per candidate and pass: the CUDA variant tuner's sample limits, under the
+# run's l2 (suite.timing.current_protocol)
+BENCH_LIMITS = TUNE_LIMITS
 
 
 def _bench(fn, quantiles=None):
@@ -94,17 +99,42 @@ def bucket(x: int) -> int:
 
 class _ParallelAutotuner(Autotuner):
     _pending: list | None = None
+    _means: dict | None = None
 
     def prune_configs(self, kwargs):
         configs = super().prune_configs(kwargs)
-        self._pending = list(configs)  # compiled at the first _bench of this key
+        self._pending = list(configs)  # compiled and raced at the first _bench of this key
         return configs
 
     def _bench(self, *args, config, **meta):
+        """Triton's autotuner calls this once per candidate of a new key, in
+        order; the first call compiles and times them all (see race_configs)
+        and every call answers from those times."""
         pending, self._pending = self._pending, None
-        if pending and len(pending) > 1 and not interpreting():
-            precompile(self.fn, args, meta, pending)
+        if pending is not None:
+            self._means = None
+            if len(pending) > 1 and not interpreting():
+                precompile(self.fn, args, meta, pending)
+                self._means = race_configs(lambda c: Autotuner._bench(self, *args, config=c, **meta), pending)
+        if self._means is not None and config in self._means:
+            return self._means[config]
         return super()._bench(*args, config=config, **meta)
+
+
+def race_configs(bench, configs: list) -> dict:
+    """Each config's [median, p20, p80] as the means of ``bench(config)``'s
+    over RACE_PASSES passes in order and in reverse by turns; a config whose
+    first timing is infinite (it failed to compile or launch, as Triton's
+    _bench reports it) sits out the later passes and keeps that timing."""
+    seen: dict = {}
+
+    def time_one(config):
+        t = list(bench(config))
+        seen.setdefault(config, []).append(t)
+        return None if math.isinf(t[0]) else t[0]
+
+    means = alternating_means(list(configs), time_one, RACE_PASSES)
+    return {c: ([sum(q) / len(q) for q in zip(*seen[c])] if c in means else seen[c][0]) for c in seen}
 
 
 def precompile(fn, args: tuple, meta: dict, configs: list) -> None:
