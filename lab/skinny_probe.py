@@ -1,17 +1,19 @@
-"""gemm_skinny against cuBLAS on skinny shapes (M <= 16 rows of A), on a GPU.
+"""gemm_skinny's forms against cuBLAS on skinny shapes (M <= 16 rows of A), on a GPU.
 
-``python3 -m lab.skinny_probe [--seed S] [--count N] [--dtype bfloat16]``
+``python3 -m lab.skinny_probe [--seed S] [--count N] [--dtype bfloat16] [--variants 1,2,3]``
 
 A seeded random set of shapes (M from 1 to 16; N and K log-uniform from 256
 to 16384, half of them multiples of 8 and half odd, so both load paths run)
-plus the shapes named in --extra (by default 5x1536x808, 5x2048x5888 and
-8x7577x281).  Each shape gets fresh random inputs; gemm_skinny's result is
-checked against the float64 product with the gemm workload's tolerance
-before anything is timed.  Both are timed by the suite's events timer (L2
+plus the shapes named in --extra (by default 5x1536x808, 5x2048x5888,
+8x7577x281 and decode shapes of LLM layers).  Each shape gets fresh random
+inputs; each form's result (gemm_skinny_v: 0 the op as registered, the
+tensor-core form where N % 8 == 0; 1 the FMA form)
+is checked against the float64 product with the gemm workload's tolerance
+before anything is timed.  All are timed by the suite's events timer (L2
 evicted before every sample, launch overhead outside the interval), in
-alternating rounds; the table gives each median in us and cuBLAS / ours
-(above 1: ours is faster), with the plan gemm_skinny runs, then the worst
-ratio and the shapes below --floor.
+alternating rounds; the table gives cuBLAS's median in us and cuBLAS / form
+for each form (above 1: ours is faster), then per form the worst ratio, the
+geometric mean and the shapes below --floor.
 """
 from __future__ import annotations
 
@@ -26,7 +28,9 @@ from suite import verify
 from suite.timing import measure
 from suite.workload import Case, discover
 
-EXTRA = ((5, 1536, 808), (5, 2048, 5888), (8, 7577, 281))
+EXTRA = ((5, 1536, 808), (5, 2048, 5888), (8, 7577, 281), (1, 8192, 8192), (1, 14336, 4096),
+         (16, 4096, 14336), (16, 4608, 3584), (8, 128256, 4096), (4, 4096, 4096), (2, 11008, 4096),
+         (13, 5120, 4752), (12, 3496, 5224), (9, 2288, 10408))
 
 
 def shapes(seed: int, count: int) -> list[tuple[int, int, int]]:
@@ -44,7 +48,7 @@ def shapes(seed: int, count: int) -> list[tuple[int, int, int]]:
 
 
 def time_us(fn) -> float:
-    return measure([fn], "cuda", "events", min_samples=20, max_samples=200, budget_ms=200.0).median * 1e3
+    return measure([fn], "cuda", "events", min_samples=10, max_samples=200, budget_ms=60.0).median * 1e3
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -52,6 +56,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("--count", type=int, default=30)
     ap.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16"))
+    ap.add_argument("--variants", default="1,0", help="gemm_skinny_v forms to time")
     ap.add_argument("--rounds", type=int, default=3, help="alternating timing rounds a shape")
     ap.add_argument("--floor", type=float, default=0.85, help="list shapes whose ratio is below this")
     ap.add_argument("--extra", default=",".join("x".join(map(str, s)) for s in EXTRA),
@@ -60,43 +65,57 @@ def main(argv: list[str] | None = None) -> None:
     if not torch.cuda.is_available():
         raise SystemExit("skinny_probe needs a CUDA GPU")
 
-    from implementations.gemm.cuda import ops, skinny_blocks_per_sm, skinny_plan
+    from implementations.gemm.cuda import ops
 
-    gemm_skinny = ops().gemm_skinny
+    skinny_v = ops().gemm_skinny_v
+    variants = [int(v) for v in args.variants.split(",")]
     dtype = getattr(torch, args.dtype)
     wl = discover().workloads["gemm"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     extra = [tuple(int(v) for v in s.split("x")) for s in args.extra.split(",") if s]
     todo = shapes(args.seed, args.count) + extra
     print(f"{torch.cuda.get_device_name(0)}, {sms} SMs, {args.dtype}, seed {args.seed}")
-    print(f"{'M x N x K':>20} {'splits':>6} {'rows':>5} {'ours us':>8} {'cuBLAS us':>9} {'cuBLAS/ours':>11}")
-    ratios = {}
+    print(f"{'M x N x K':>20} {'cuBLAS us':>9} " + " ".join(f"{'v' + str(v):>7}" for v in variants))
+    ratios: dict[int, dict] = {v: {} for v in variants}
     g = torch.Generator(device="cuda").manual_seed(args.seed)
     for m, n, k in todo:
         a = torch.randn(m, k, generator=g, device="cuda").to(dtype)
         b = torch.randn(k, n, generator=g, device="cuda").to(dtype)
         ref = a.double() @ b.double()
-        verify.poison_allocator("cuda", m * n * 2, dtype)
-        out = gemm_skinny(a, b)
-        torch.cuda.synchronize()
         case = Case.make("gemm", args.dtype, M=m, N=n, K=k)
-        res = verify.check_case(wl, case, out, ref)
-        if not res.correct:
-            raise SystemExit(f"{m}x{n}x{k}: gemm_skinny is wrong: {res.message}")
+        calls = {"cuBLAS": lambda: torch.matmul(a, b)}
+        for v in variants:
+            if v == 0 and n % 8:
+                continue  # the FMA form again: the tensor-core form needs 16-byte rows of B
+            verify.poison_allocator("cuda", m * n * 2, dtype)
+            out = skinny_v(a, b, v)
+            torch.cuda.synchronize()
+            res = verify.check_case(wl, case, out, ref)
+            if not res.correct:
+                raise SystemExit(f"{m}x{n}x{k}: gemm_skinny_v({v}) is wrong: {res.message}")
+            calls[v] = lambda v=v: skinny_v(a, b, v)
         torch.matmul(a, b)  # cuBLAS's warm-up (heuristics, workspace)
-        ours, theirs = [], []
-        for _ in range(args.rounds):
-            ours.append(time_us(lambda: gemm_skinny(a, b)))
-            theirs.append(time_us(lambda: torch.matmul(a, b)))
-        o, t = statistics.median(ours), statistics.median(theirs)
-        rows, splits = skinny_plan(m, n, k, sms, skinny_blocks_per_sm(m))
-        ratios[(m, n, k)] = t / o
-        print(f"{f'{m} x {n} x {k}':>20} {splits:>6} {rows:>5} {o:>8.2f} {t:>9.2f} {t / o:>11.3f}", flush=True)
-    worst = min(ratios, key=ratios.get)
-    print(f"worst: {'x'.join(map(str, worst))} at {ratios[worst]:.3f}; "
-          f"geometric mean {math.exp(statistics.mean(math.log(r) for r in ratios.values())):.3f}")
-    low = [f"{'x'.join(map(str, s))} ({r:.3f})" for s, r in ratios.items() if r < args.floor]
-    print(f"below {args.floor}: {', '.join(low) if low else 'none'}")
+        times: dict = {name: [] for name in calls}
+        for r in range(args.rounds):
+            for name in (list(calls) if r % 2 == 0 else list(calls)[::-1]):
+                times[name].append(time_us(calls[name]))
+        t = statistics.median(times["cuBLAS"])
+        cells = []
+        for v in variants:
+            if v in times:
+                ratios[v][(m, n, k)] = t / statistics.median(times[v])
+                cells.append(f"{ratios[v][(m, n, k)]:>7.3f}")
+            else:
+                cells.append(f"{'-':>7}")
+        print(f"{f'{m} x {n} x {k}':>20} {t:>9.2f} " + " ".join(cells), flush=True)
+    for v in variants:
+        if not ratios[v]:
+            continue
+        worst = min(ratios[v], key=ratios[v].get)
+        gm = math.exp(statistics.mean(math.log(r) for r in ratios[v].values()))
+        low = [f"{'x'.join(map(str, s))} ({r:.3f})" for s, r in ratios[v].items() if r < args.floor]
+        print(f"v{v}: {len(ratios[v])} shapes, worst {'x'.join(map(str, worst))} at {ratios[v][worst]:.3f}, "
+              f"geometric mean {gm:.3f}; below {args.floor}: {', '.join(low) if low else 'none'}")
 
 
 if __name__ == "__main__":

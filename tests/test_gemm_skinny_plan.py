@@ -69,3 +69,36 @@ def test_skinny_plan_invariants(m, n, k, per_sm):
     best = _largest_split(m, n, k, sms, per_sm)
     assert rows == -(-(-(-k // best)) // SKINNY_KROUND) * SKINNY_KROUND
     assert splits <= best
+
+
+@pytest.mark.parametrize("m,n,k,sms,want", [
+    # 24 column blocks of 64: a wave of 264 allows 11 splits; 808 // 256 = 3: 270 rows -> 288,
+    # so 3 splits (288, 288, 232)
+    (5, 1536, 808, 132, (288, 3)),
+    # 32 column blocks: 8 splits (8^2 * 5 <= 5888), 736 rows (a multiple of 32)
+    (5, 2048, 5888, 132, (736, 8)),
+    # 64 column blocks: 4 splits of 3584 rows (4^2 * 16 <= 14336)
+    (16, 4096, 14336, 132, (3584, 4)),
+    # 128 column blocks, a wave of 264: 2 splits of 4096
+    (1, 8192, 8192, 132, (4096, 2)),
+    # more column blocks than the wave (2004): one split over the whole K
+    (8, 128256, 4096, 132, (4096, 1)),
+    # K shorter than one slot for each warp (256 rows): one split, rows rounded up to 32
+    (3, 512, 200, 132, (224, 1)),
+])
+def test_skinny_mma_plan_figures(m, n, k, sms, want):
+    from implementations.gemm.cuda import skinny_mma_plan
+
+    assert skinny_mma_plan(m, n, k, sms) == want
+
+
+@pytest.mark.parametrize("m", (1, 5, 16))
+@pytest.mark.parametrize("n", (8, 64, 1536, 4096, 128256))
+@pytest.mark.parametrize("k", (1, 31, 257, 4096, 14336))
+def test_skinny_mma_plan_covers_k_in_one_wave(m, n, k):
+    from implementations.gemm.cuda import SKINNY_MMA_PER_SM, skinny_mma_plan
+
+    rows, splits = skinny_mma_plan(m, n, k, 132)
+    assert rows % 32 == 0 and rows * splits >= k > rows * (splits - 1)
+    assert splits == 1 or -(-n // 64) * splits <= 132 * SKINNY_MMA_PER_SM
+    assert splits == 1 or splits * splits * m <= k

@@ -163,6 +163,12 @@ def _skinny_splits(m, n, k):
     return skinny_plan(m, n, k, sms, skinny_blocks_per_sm(m))[1]
 
 
+def _skinny_mma_splits(m, n, k):
+    from implementations.gemm.cuda import skinny_mma_plan
+
+    return skinny_mma_plan(m, n, k, torch.cuda.get_device_properties(0).multi_processor_count)[1]
+
+
 def _skinny_inputs(m, n, k, dtype, seed, shift=(0, 0)):
     """Fresh random a (m x k) and b (k x n); shift[i] > 0 starts that operand
     shift[i] elements into its storage (a 2-byte offset: no 16-byte loads)."""
@@ -185,8 +191,11 @@ def _check_skinny(fn, m, n, k, dtype, seed, shift=(0, 0)):
     ref = a.double() @ b.double()
     verify.poison_allocator("cuda", m * n * 2, dtype)
     splits = _skinny_splits(m, n, k)
-    if splits > 1:  # the fp32 partials [column blocks, splits, m, 256]
+    if splits > 1:  # the fp32 partials [column blocks, splits, m, 256] (the FMA form)
         verify.poison_allocator("cuda", -(-n // 256) * splits * m * 256 * 4)
+    mma_splits = _skinny_mma_splits(m, n, k)
+    if mma_splits > 1:  # [column blocks, splits, m, 64] (the tensor-core form)
+        verify.poison_allocator("cuda", -(-n // 64) * mma_splits * m * 64 * 4)
     out = fn(a, b)
     torch.cuda.synchronize()
     assert out.dtype == dtype and out.shape == (m, n)
@@ -201,6 +210,17 @@ def test_gemm_skinny(m, n, k, dtype):
     from implementations.gemm.cuda import ops
 
     _check_skinny(ops().gemm_skinny, m, n, k, dtype, SEED + m * 7 + n + k)
+
+
+# Where N % 8 == 0 the op runs the tensor-core form (M <= 8: rows 8-15 of the
+# operand zero; M > 8; one split and many; stages cut short by K or by a
+# split's end), so the FMA form's 16-byte path is checked through variant 1.
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+@pytest.mark.parametrize("m,n,k", [s for s in SKINNY_SHAPES if s[1] % 8 == 0])
+def test_gemm_skinny_fma_form_of_16_byte_rows(m, n, k, dtype):
+    from implementations.gemm.cuda import ops
+
+    _check_skinny(lambda a, b: ops().gemm_skinny_v(a, b, 1), m, n, k, dtype, SEED + m * 5 + n + k)
 
 
 @pytest.mark.parametrize("dtype", ("float16", "bfloat16"))

@@ -23,12 +23,14 @@ through gemm_mma's guarded tile, which loads 2 bytes at a time.
 When A has at most 16 rows (decode and other skinny shapes) ``cuda`` runs
 gemm_skinny.cu instead: those shapes are a stream over B, which one row of
 128-row tiles would read with most SMs idle and mostly padded tensor-core
-tiles; the skinny kernel has each thread own 8 columns of C (one 16-byte
-pack of B when N % 8 == 0 and B is 16-byte aligned, else 2-byte loads) with
-M x 8 fp32 accumulators on the FMA units, splits K over the grid so that
-it fills one wave of the SMs (the occupancy API) whatever N is, and in the
-same launch the last split of each column block to finish adds the splits'
-fp32 partials in split order (deterministic).
+tiles.  Where B's rows are 16-byte packs (N % 8 == 0) A's rows are the
+16-row operand of mma.sync and each warp streams 64 columns of B through its
+own ring of shared memory (cp.async, ldmatrix.trans); otherwise each thread
+owns 8 columns of C with M x 8 fp32 accumulators on the FMA units and
+2-byte loads of B.  Both split K over the grid so that it fills one wave of
+the SMs (the occupancy API) whatever N is, and in the same launch the last
+split of each column block to finish adds the splits' fp32 partials in
+split order (deterministic).
 ``cuda:naive`` is gemm_naive.cu: one thread per element of C, no tiling, all
 three dtypes; the pair shows what tiling and tensor cores buy.  Built by
 implementations._shared.cuda_ext on first use; called as torch.ops.kernel_suite.gemm_mma /
@@ -61,6 +63,7 @@ def _fakes() -> None:
     torch.library.register_fake("kernel_suite::gemm_mma")(lambda a, b, tile=-1, splits=0: out_like(a, b))
     torch.library.register_fake("kernel_suite::gemm_naive")(out_like)
     torch.library.register_fake("kernel_suite::gemm_skinny")(out_like)
+    torch.library.register_fake("kernel_suite::gemm_skinny_v")(lambda a, b, variant: out_like(a, b))
 
 
 def _ws_fakes() -> None:
@@ -150,6 +153,26 @@ def skinny_plan(m: int, n: int, k: int, sms: int, per_sm: int) -> tuple[int, int
     return rows, -(-k // rows)
 
 
+SKINNY_MMA_COLS = 64     # the tensor-core form: columns of C per block
+SKINNY_MMA_STAGE = 32    # rows of B a ring slot holds; a split is a multiple of it
+SKINNY_MMA_WARPS = 8     # and, with more than one split, at least one slot a warp
+SKINNY_MMA_PER_SM = 2    # blocks an SM holds (96 KB of rings each, <= 128 registers)
+
+
+def skinny_mma_plan(m: int, n: int, k: int, sms: int, per_sm: int = SKINNY_MMA_PER_SM) -> tuple[int, int]:
+    """(K rows per split, splits) of gemm_skinny's tensor-core form (mirrors
+    mma_split_rows in gemm_skinny.cu): skinny_plan's rule over ceil(n / 64)
+    column blocks, at most k // 256 splits, rows a multiple of 32."""
+    col_blocks = -(-n // SKINNY_MMA_COLS)
+    splits = min(sms * per_sm // col_blocks, k // (SKINNY_MMA_STAGE * SKINNY_MMA_WARPS))
+    while splits > 1 and splits * splits * m > k:
+        splits -= 1
+    splits = max(splits, 1)
+    rows = -(-k // splits)
+    rows = -(-rows // SKINNY_MMA_STAGE) * SKINNY_MMA_STAGE
+    return rows, -(-k // rows)
+
+
 # BM, BN, BK and the CTAs an SM holds of each gemm_mma tile (TileConfig in
 # gemm_mma.cu): on sm_90 the split kernels hold as many as their launch bounds
 # ask (registers and shared memory; tests/test_cuda_compile.py checks it
@@ -217,11 +240,14 @@ def _skinny_config(case: Case) -> str:
 
     m, n, k = case["M"], case["N"], case["K"]
     sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    if n % 8 == 0:
+        rows, splits = skinny_mma_plan(m, n, k, sms)
+        return (f"skinny: mma.sync m16n8k16 ({m} of 16 rows), 64 columns a block x {splits} K splits "
+                f"of {rows} rows, B through a 3-slot cp.async ring a warp")
     rows, splits = skinny_plan(m, n, k, sms, skinny_blocks_per_sm(m))
     bound = 1 << max(0, m - 1).bit_length()
-    loads = "16-byte" if n % 8 == 0 else "2-byte"
     return (f"skinny: FMA, {bound}x8 fp32 accumulators a thread, 256 columns x {splits} K splits "
-            f"of {rows} rows, {loads} loads of B")
+            f"of {rows} rows, 2-byte loads of B")
 
 
 def _tile(m: int, n: int, k: int) -> str:
