@@ -69,6 +69,48 @@ constexpr int kMaxRows = 16;
 template <int MB>
 constexpr int kMinBlocks = MB <= 2 ? 4 : MB <= 8 ? 2 : 1;
 
+// The end of a split block, after its threads stored the split's fp32
+// partial (M x COLS, at W's tile [column block][split][M][COLS]): every
+// thread's stores fenced, one count for the block (release: the partial is
+// visible before the count); the block that brings the count to gridDim.y
+// (acquire: it sees every partial) adds the partials in split order, 4
+// columns a thread at a time read from L2 (.cg: never a stale L1 line),
+// writes C and sets the counter back to zero for the next call (kernel
+// order on the stream).  Whichever block finishes last, the sum is the same.
+template <typename T, int COLS>
+__device__ void finish_splits(const float* __restrict__ W, int* __restrict__ counters, T* __restrict__ C,
+                              int M, int N, int n0) {
+  __shared__ int last;
+  const int splits = gridDim.y;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = ksuite_gemm_split::arrive(&counters[blockIdx.x]) == splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();  // every thread's reads below after thread 0's acquire
+  constexpr int kQuads = COLS / 4;
+  const float4* tile = reinterpret_cast<const float4*>(W + static_cast<int64_t>(blockIdx.x) * splits * M * COLS);
+  const int quads = M * kQuads;  // float4s in one partial
+  for (int e = threadIdx.x; e < quads; e += blockDim.x) {
+    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 8
+    for (int z = 0; z < splits; ++z) {
+      const float4 v = __ldcg(tile + static_cast<int64_t>(z) * quads + e);
+      s.x += v.x;
+      s.y += v.y;
+      s.z += v.z;
+      s.w += v.w;
+    }
+    const int m = e / kQuads, n = n0 + (e % kQuads) * 4;
+    T* c = C + static_cast<int64_t>(m) * N + n;
+    if (n < N) c[0] = ksuite::from_float<T>(s.x);
+    if (n + 1 < N) c[1] = ksuite::from_float<T>(s.y);
+    if (n + 2 < N) c[2] = ksuite::from_float<T>(s.z);
+    if (n + 3 < N) c[3] = ksuite::from_float<T>(s.w);
+  }
+  if (threadIdx.x == 0) counters[blockIdx.x] = 0;
+}
+
 template <typename T, int MB, bool VEC>
 __global__ void __launch_bounds__(kThreads, kMinBlocks<MB>)
 skinny_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, float* __restrict__ W,
@@ -77,7 +119,6 @@ skinny_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ 
   constexpr int RB = MB < 4 ? MB : 4;  // rows of C per round of the final reduction
   __shared__ alignas(16) float sA[kWarps][U][MB];
   __shared__ alignas(16) float red[kWarps][RB][kCols];
-  __shared__ int last;
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int n0 = blockIdx.x * kCols;
@@ -172,39 +213,7 @@ skinny_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ 
       }
     }
   }
-  if (splits == 1) return;
-
-  // Arrive: every thread's stores fenced, then one count for the block.
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = ksuite_gemm_split::arrive(&counters[blockIdx.x]) == splits - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();  // every thread's reads below after thread 0's acquire
-
-  // The last block of this column block: C = the S partials added in split
-  // order, 4 columns a thread at a time, read from L2 (.cg: never a stale L1 line).
-  constexpr int kQuads = kCols / 4;
-  const float4* tile = reinterpret_cast<const float4*>(W + static_cast<int64_t>(blockIdx.x) * splits * M * kCols);
-  const int quads = M * kQuads;  // float4s in one partial
-  for (int e = threadIdx.x; e < quads; e += kThreads) {
-    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 8
-    for (int z = 0; z < splits; ++z) {
-      const float4 v = __ldcg(tile + static_cast<int64_t>(z) * quads + e);
-      s.x += v.x;
-      s.y += v.y;
-      s.z += v.z;
-      s.w += v.w;
-    }
-    const int m = e / kQuads, n = n0 + (e % kQuads) * 4;
-    T* c = C + static_cast<int64_t>(m) * N + n;
-    if (n < N) c[0] = ksuite::from_float<T>(s.x);
-    if (n + 1 < N) c[1] = ksuite::from_float<T>(s.y);
-    if (n + 2 < N) c[2] = ksuite::from_float<T>(s.z);
-    if (n + 3 < N) c[3] = ksuite::from_float<T>(s.w);
-  }
-  if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // the next call finds zero (kernel order on the stream)
+  if (splits > 1) finish_splits<T, kCols>(W, counters, C, M, N, n0);
 }
 
 // The K split, for a grid of one wave (sms * per_sm blocks, per_sm the blocks
@@ -317,7 +326,6 @@ __global__ void __launch_bounds__(kMmaThreads, 2)
 skinny_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, float* __restrict__ W,
                   int* __restrict__ counters, int M, int N, int K, int kchunk) {
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ int last;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int n0 = blockIdx.x * kMmaCols;
@@ -420,37 +428,7 @@ skinny_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restric
       C[static_cast<int64_t>(m) * N + n] = ksuite::from_float<T>(s);
     }
   }
-  if (splits == 1) return;
-
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = ksuite_gemm_split::arrive(&counters[blockIdx.x]) == splits - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  constexpr int kQuads = kMmaCols / 4;
-  const float4* tile = reinterpret_cast<const float4*>(W + static_cast<int64_t>(blockIdx.x) * splits * M * kMmaCols);
-  const int quads = M * kQuads;
-  for (int e = threadIdx.x; e < quads; e += kMmaThreads) {
-    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 8
-    for (int z = 0; z < splits; ++z) {
-      const float4 v = __ldcg(tile + static_cast<int64_t>(z) * quads + e);
-      s.x += v.x;
-      s.y += v.y;
-      s.z += v.z;
-      s.w += v.w;
-    }
-    const int m = e / kQuads, n = n0 + (e % kQuads) * 4;
-    if (n < N) {  // N % 8 == 0: the four columns are in or out together
-      T* c = C + static_cast<int64_t>(m) * N + n;
-      c[0] = ksuite::from_float<T>(s.x);
-      c[1] = ksuite::from_float<T>(s.y);
-      c[2] = ksuite::from_float<T>(s.z);
-      c[3] = ksuite::from_float<T>(s.w);
-    }
-  }
-  if (threadIdx.x == 0) counters[blockIdx.x] = 0;
+  if (splits > 1) finish_splits<T, kMmaCols>(W, counters, C, M, N, n0);
 }
 
 // The split of K for the tensor-core form: as split_rows, over 64-column
