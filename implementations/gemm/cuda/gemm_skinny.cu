@@ -292,9 +292,9 @@ constexpr int kMmaWarps = 8, kMmaThreads = 32 * kMmaWarps;
 constexpr int kMmaCols = 64;     // columns of C a block owns: 8 n8 tiles a warp
 constexpr int kStageRows = 32;   // rows of B a ring slot holds (two k16 steps)
 constexpr int kSlotBytes = kStageRows * kMmaCols * 2;
-// Ring slots a warp: three (96 KB a block) let an SM hold two blocks; four
-// (one block an SM) ran at 0.90 of cuBLAS's speed against 0.97 (geometric
-// means, lab/findings/skinny_mma-*.txt).
+// Ring slots a warp: three (96 KB a block) let an SM hold two blocks, whose
+// 16 warps keep more of B in flight than four slots in one block
+// (lab/findings/skinny_mma-cf6a1e3.txt).
 constexpr int kMmaSlots = 3;
 
 template <int S>
