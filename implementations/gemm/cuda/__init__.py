@@ -143,13 +143,16 @@ def skinny_plan(m: int, n: int, k: int, sms: int, per_sm: int) -> tuple[int, int
     <= k (the partials the last block of a column block adds, splits * m * 256
     fp32, at most twice the B bytes a split reads); at least one; rows
     rounded up to a multiple of 8."""
-    col_blocks = -(-n // SKINNY_COLS)
-    splits = min(sms * per_sm // col_blocks, k // SKINNY_KMIN)
+    return _split_rows(m, n, k, sms * per_sm, SKINNY_COLS, SKINNY_KMIN, SKINNY_KROUND)
+
+
+def _split_rows(m: int, n: int, k: int, wave: int, cols: int, kmin: int, kround: int) -> tuple[int, int]:
+    """The rule both skinny plans share (plan_split_rows in gemm_skinny.cu)."""
+    splits = min(wave // -(-n // cols), k // kmin)
     while splits > 1 and splits * splits * m > k:
         splits -= 1
-    splits = max(splits, 1)
-    rows = -(-k // splits)
-    rows = -(-rows // SKINNY_KROUND) * SKINNY_KROUND
+    rows = -(-k // max(splits, 1))
+    rows = -(-rows // kround) * kround
     return rows, -(-k // rows)
 
 
@@ -163,14 +166,7 @@ def skinny_mma_plan(m: int, n: int, k: int, sms: int, per_sm: int = SKINNY_MMA_P
     """(K rows per split, splits) of gemm_skinny's tensor-core form (mirrors
     mma_split_rows in gemm_skinny.cu): skinny_plan's rule over ceil(n / 64)
     column blocks, at most k // 256 splits, rows a multiple of 32."""
-    col_blocks = -(-n // SKINNY_MMA_COLS)
-    splits = min(sms * per_sm // col_blocks, k // (SKINNY_MMA_STAGE * SKINNY_MMA_WARPS))
-    while splits > 1 and splits * splits * m > k:
-        splits -= 1
-    splits = max(splits, 1)
-    rows = -(-k // splits)
-    rows = -(-rows // SKINNY_MMA_STAGE) * SKINNY_MMA_STAGE
-    return rows, -(-k // rows)
+    return _split_rows(m, n, k, sms * per_sm, SKINNY_MMA_COLS, SKINNY_MMA_STAGE * SKINNY_MMA_WARPS, SKINNY_MMA_STAGE)
 
 
 # BM, BN, BK and the CTAs an SM holds of each gemm_mma tile (TileConfig in

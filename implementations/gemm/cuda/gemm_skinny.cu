@@ -227,13 +227,20 @@ skinny_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ 
 // at least one split; rows ceil(K / splits) rounded up to a multiple of 8.
 // Returns the rows of K per split; the split count is ceil(K / rows).
 // Mirrored in implementations/gemm/cuda/__init__.py (skinny_plan) for `config`.
-int64_t split_rows(int64_t M, int64_t N, int64_t K, int64_t sms, int64_t per_sm) {
-  const int64_t col_blocks = (N + kCols - 1) / kCols;
-  int64_t splits = std::min(per_sm * sms / col_blocks, K / kKMin);
+// The rule for blocks of `cols` columns, splits of at least `kmin` rows
+// rounded up to a multiple of `kround` (the tensor-core form's numbers differ).
+int64_t plan_split_rows(int64_t M, int64_t N, int64_t K, int64_t sms, int64_t per_sm, int64_t cols,
+                        int64_t kmin, int64_t kround) {
+  const int64_t col_blocks = (N + cols - 1) / cols;
+  int64_t splits = std::min(per_sm * sms / col_blocks, K / kmin);
   while (splits > 1 && splits * splits * M > K) --splits;
   splits = std::max<int64_t>(splits, 1);
   const int64_t rows = (K + splits - 1) / splits;
-  return (rows + kKRound - 1) / kKRound * kKRound;
+  return (rows + kround - 1) / kround * kround;
+}
+
+int64_t split_rows(int64_t M, int64_t N, int64_t K, int64_t sms, int64_t per_sm) {
+  return plan_split_rows(M, N, K, sms, per_sm, kCols, kKMin, kKRound);
 }
 
 
@@ -435,12 +442,7 @@ skinny_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restric
 // blocks, each split at least one stage for every warp.
 // Mirrored in implementations/gemm/cuda/__init__.py (skinny_mma_plan) for `config`.
 int64_t mma_split_rows(int64_t M, int64_t N, int64_t K, int64_t sms, int64_t per_sm) {
-  const int64_t col_blocks = (N + kMmaCols - 1) / kMmaCols;
-  int64_t splits = std::min(per_sm * sms / col_blocks, K / (kStageRows * kMmaWarps));
-  while (splits > 1 && splits * splits * M > K) --splits;
-  splits = std::max<int64_t>(splits, 1);
-  const int64_t rows = (K + splits - 1) / splits;
-  return (rows + kStageRows - 1) / kStageRows * kStageRows;
+  return plan_split_rows(M, N, K, sms, per_sm, kMmaCols, kStageRows * kMmaWarps, kStageRows);
 }
 
 template <typename T, int S, bool TALL>
