@@ -445,16 +445,15 @@ int64_t mma_split_rows(int64_t M, int64_t N, int64_t K, int64_t sms, int64_t per
   return plan_split_rows(M, N, K, sms, per_sm, kMmaCols, kStageRows * kMmaWarps, kStageRows);
 }
 
-template <typename T, int S, bool TALL>
+template <typename T, bool TALL>
 void launch_mma(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  constexpr int S = kMmaSlots;
   constexpr size_t smem = mma_smem_bytes<S>();
   auto kernel = skinny_mma_kernel<T, S, TALL>;
-  static bool opted = false;  // per instantiation; the attribute is per device but the same value everywhere
-  if (!opted) {
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    opted = true;
-  }
+  // More than 48 KiB of dynamic shared memory is opted into per kernel and
+  // per device, so on every launch (the occupancy query below counts with it).
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const int64_t per_sm = std::max(ksuite::resident_blocks<skinny_mma_kernel<T, S, TALL>, kMmaThreads, smem>(), 1);
   const int64_t kchunk = mma_split_rows(M, N, K, ksuite::sm_count(), per_sm);
   const int64_t splits = (K + kchunk - 1) / kchunk;
@@ -474,10 +473,10 @@ void launch_mma(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-template <typename T, int S>
+template <typename T>
 void launch_mma_rows(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
-  if (a.size(0) <= 8) return launch_mma<T, S, false>(a, b, c);
-  return launch_mma<T, S, true>(a, b, c);
+  if (a.size(0) <= 8) return launch_mma<T, false>(a, b, c);
+  return launch_mma<T, true>(a, b, c);
 }
 
 // variant 0: the tensor-core form where rows of B are 16-byte packs, else
@@ -486,7 +485,7 @@ void launch_mma_rows(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
 template <typename T>
 void launch(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, int64_t variant) {
   const bool vec = b.size(1) % 8 == 0 && ksuite::aligned16(b.data_ptr());
-  if (vec && variant != 1) return launch_mma_rows<T, kMmaSlots>(a, b, c);
+  if (vec && variant != 1) return launch_mma_rows<T>(a, b, c);
   if (vec) {
     launch_vec<T, true>(a, b, c);
   } else {
