@@ -2,8 +2,8 @@
 
 Fresh random inputs (the seed is printed on failure), the caching allocator
 poisoned with NaN so an output element no thread writes fails, and a float64
-reference.  Shapes cover ragged M and N against every tile width (256, 128,
-64), ragged K against the 64-wide k step, K shorter than one step, a single
+reference.  Shapes cover ragged M and N against every tile width (256, 192,
+128, 64), ragged K against the 64-wide k step, K shorter than one step, a single
 row, and skinny/large cases; each tile is checked, not only the automatic one.
 The .cu itself is compiled for sm_90a by tests/test_cuda_compile.py (a glob).
 """
@@ -66,7 +66,9 @@ def test_auto_tile_mirror():
 
     assert auto_tile(4096, 4096, 132) == 0
     assert auto_tile(8192, 8192, 132) == 0
-    assert auto_tile(3000, 2048, 132) == 1
+    assert auto_tile(3000, 2048, 132) == 9      # 264 tiles of 128 x 192: two whole waves
+    assert auto_tile(1792, 5304, 132) == 9      # 2.97 waves, against 2.2 of 128 x 256
+    assert auto_tile(7771, 4440, 132) == 0
     assert auto_tile(1, 8192, 132) == 2
     assert auto_tile(128, 8192, 132) == 2
 
@@ -88,6 +90,23 @@ def test_stream_k_plan():
     src = Path(SOURCES[0]).read_text()
     assert f"constexpr int SK_MIN_STEPS = {SK_MIN_STEPS};" in src
     assert re.search(r"sk_tiles = static_cast<int>\(tiles % sms \+ sms\);", src)
+
+
+def test_tile_table_mirror():
+    """The .cu's tile count, widths and stream-K tiles are the mirror's."""
+    import re
+    from pathlib import Path
+
+    from implementations.gemm.cuda_wgmma import SOURCES, STREAM_K, TILES
+
+    src = Path(SOURCES[0]).read_text()
+    assert f"constexpr int NUM_TILES = {len(TILES)};" in src
+    assert sorted(TILES) == list(range(len(TILES)))
+    listed = re.findall(r"^//\s+(\d+): 128 x\s+(\d+) x 64", src, re.M)
+    assert {int(t): int(bn) for t, bn in listed} == {t: TILES[t][0] for t in (0, 1, 2, 9)}
+    assert "bool tile_stream_k(int tile) { return (tile >= 6 && tile <= 8) || tile == 10; }" in src
+    assert sorted(STREAM_K) == [6, 7, 8, 10]
+    assert all(TILES[t][0] == TILES[w][0] for t, w in STREAM_K.items())
 
 
 # ------------------------------------------------------------------ GPU
@@ -130,6 +149,7 @@ def test_preset(case):
 SHAPES = [
     (128, 256, 64),      # exactly one tile, one k step
     (1000, 264, 72),     # ragged M, N (vs 256/128/64) and K (vs 64)
+    (300, 392, 136),     # N two 192-wide tiles and 8 columns: one box of the last tile in range
     (129, 8, 8),         # one row over a tile, K shorter than a k step
     (1, 520, 1032),      # a single row
     (77, 1000, 1000),    # ragged everything, N not a multiple of 64
@@ -140,14 +160,14 @@ SHAPES = [
 
 @gpu
 @pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16), ids=("bf16", "fp16"))
-@pytest.mark.parametrize("tile", (-1, 0, 1, 2, 3, 4, 5, 6, 7, 8))
+@pytest.mark.parametrize("tile", (-1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10))
 @pytest.mark.parametrize("m,n,k", SHAPES)
 def test_every_tile(m, n, k, tile, dtype):
     _check_op(m, n, k, dtype, tile)
 
 
 @gpu
-@pytest.mark.parametrize("tile", (6, 7, 8))
+@pytest.mark.parametrize("tile", (6, 7, 8, 10))
 @pytest.mark.parametrize("m,n,k", [(1699, 2328, 1152), (515, 1032, 2000), (2048 + 64, 4096, 192)])
 def test_stream_k_is_deterministic(m, n, k, tile):
     """A cut tile's pieces are added in one order: two calls give the same bits."""
@@ -162,7 +182,7 @@ def test_stream_k_is_deterministic(m, n, k, tile):
 
 
 @gpu
-@pytest.mark.parametrize("tile", (0, 1, 2, 3, 4, 5, 6, 7, 8))
+@pytest.mark.parametrize("tile", (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10))
 def test_many_tiles_per_cta(tile):
     """More tiles than SMs: every CTA walks several tiles and the pipeline's
     phases carry over tile boundaries (K of 3 steps: not a multiple of the stage count)."""
@@ -188,7 +208,7 @@ with pytest.raises(RuntimeError, match="float16 and bfloat16"):
     ops().gemm_wgmma(a, a)
 h = a.bfloat16()
 with pytest.raises(RuntimeError, match="tile must be"):
-    ops().gemm_wgmma(h, h, 9)
+    ops().gemm_wgmma(h, h, 11)
 with pytest.raises(RuntimeError, match="multiples of 8"):
     ops().gemm_wgmma(torch.randn(30, 24, device="cuda").bfloat16(), torch.randn(24, 20, device="cuda").bfloat16())
 with pytest.raises(RuntimeError, match="inner dimensions"):

@@ -8,7 +8,8 @@ output tiles persistently: a producer warpgroup issues TMA loads into a ring of
 128-byte-swizzled shared-memory stages, two consumer warpgroups run
 m64nNk16 wgmma on them straight from shared memory and write the 16-bit
 result, from registers (tiles 0-2) or through shared memory in 16-byte
-stores (tiles 3-5, the same shapes).  Tiles 6-8 are tiles 3-5 with a
+stores (tiles 3-5, the same shapes; tile 9, 128 x 192, whose wave count
+falls between theirs).  Tiles 6-8 and 10 are tiles 3-5 and 9 with a
 stream-K last wave: where the tiles would leave a ragged last wave, the k-steps
 of the last wave's tiles and one wave more are dealt evenly over the SMs, and
 the CTA that ran a cut tile from k = 0 adds the other pieces' fp32 partial sums
@@ -38,8 +39,12 @@ _SHAPES = {0: (256, 4, "128x256x64, 4 stages, 2 consumer warpgroups of m64n256k1
 TILES = {**_SHAPES,
          **{t + 3: (bn, st, d + ", C through shared memory in 16-byte stores")
             for t, (bn, st, d) in _SHAPES.items()}}
-SK_FIRST = 6  # tiles 6-8: tiles 3-5 with a stream-K last wave
-TILES.update({t + 3: (bn, st, d + ", stream-K last wave") for t, (bn, st, d) in list(TILES.items()) if t >= 3})
+TILES[9] = (192, 5, "128x192x64, 5 stages, 2 consumer warpgroups of m64n192k16, "
+                    "C through shared memory in 16-byte stores")
+# The stream-K tiles, each the tile it cuts plus a stream-K last wave.
+STREAM_K = {6: 3, 7: 4, 8: 5, 10: 9}
+TILES.update({t: (TILES[w][0], TILES[w][1], TILES[w][2] + ", stream-K last wave") for t, w in STREAM_K.items()})
+TILES = dict(sorted(TILES.items()))
 SK_MIN_STEPS = 4  # as in gemm_wgmma.cu
 
 
@@ -56,8 +61,9 @@ def sk_plan(tiles: int, k_tiles: int, sms: int) -> tuple[int, int]:
         return tiles % sms + sms, sms
     ctas = min(sms, tiles * k_tiles // SK_MIN_STEPS)
     return (tiles, ctas) if ctas > tiles else (0, grid)
-# Relative cost of one tile per wave in auto_tile (gemm_wgmma.cu).
-_WEIGHT = {0: 40, 1: 22, 2: 13}
+# The tiles auto_tile weighs, widest first, with the relative cost of one
+# tile per wave (gemm_wgmma.cu).
+_WEIGHT = {0: 40, 9: 31, 1: 22, 2: 13}
 
 
 def _fakes() -> None:
@@ -79,8 +85,8 @@ def auto_tile(m: int, n: int, sms: int) -> int:
     """The tile gemm_wgmma picks with tile=-1 (mirrors auto_tile in the .cu):
     fewest waves of tiles over the SMs, weighted by the tile's cost."""
     best, best_cost = 0, None
-    for t, (bn, _, _) in _SHAPES.items():
-        tiles = -(-m // BM) * -(-n // bn)
+    for t in _WEIGHT:
+        tiles = -(-m // BM) * -(-n // TILES[t][0])
         cost = -(-tiles // sms) * _WEIGHT[t]
         if best_cost is None or cost < best_cost:
             best, best_cost = t, cost
@@ -107,7 +113,7 @@ def _supports(case: Case) -> str | None:
 # 4 can tie in the tuner's short bursts, but back to back for 4 s
 # (lab/gemm_clocks.py) they do the same FLOP a clock and 4 settles
 # 7-10% lower: 622 against 679 TFLOP/s in bf16, 594 against 655 in fp16.
-_PREFER = (3, 0, 4, 1, 5, 2, 6, 7, 8)
+_PREFER = (3, 0, 9, 4, 1, 5, 2, 6, 10, 7, 8)
 
 
 def _sms() -> int:
@@ -119,7 +125,7 @@ def _sms() -> int:
 def _runs(tile: int, key: tuple) -> bool:
     """Whether the tuner times ``tile`` for ``key``: a stream-K tile only where it
     cuts (else it is its tile 3-5)."""
-    if tile < SK_FIRST:
+    if tile not in STREAM_K:
         return True
     _, m, n, k = key
     bn = TILES[tile][0]

@@ -19,7 +19,7 @@
 //     tile's epilogue.
 //   * Epilogue: fp32 -> 16-bit, masked against M and N.  Tiles 0-2 store from
 //     the accumulators (4 bytes a store: a warp store writes 16 bytes into each
-//     of 8 rows); tiles 3-5 pass each warp's 16 x 64 blocks through 2 KB of
+//     of 8 rows); tiles 3-5 and 9-10 pass each warp's 16 x 64 blocks through 2 KB of
 //     swizzled shared memory and store 128-byte row segments (staged_epilogue.cuh).
 //     TMA zero-fills out-of-range boxes, so ragged M, N and K need no other care.
 //
@@ -31,6 +31,10 @@
 //   2: 128 x  64 x 64, 8 stages (24 KB each), wgmma m64n64k16 (skinny M: more CTAs)
 //   3, 4, 5: tiles 0, 1, 2 with the staged epilogue (16 KB more shared memory)
 //   6, 7, 8: tiles 3, 4, 5 with a stream-K last wave (below)
+//   9: 128 x 192 x 64, 5 stages (40 KB each), wgmma m64n192k16, staged epilogue
+//  10: tile 9 with a stream-K last wave
+// The widths between the powers of two are for the wave count: 1792 x 5304
+// is 294 tiles of 128 x 256 (2.2 waves on 132 SMs) but 392 of 128 x 192 (2.97).
 //
 // Stream-K last wave (tiles 6-8).  With T tiles on P SMs, T % P tiles would
 // form a last wave that leaves most SMs idle (266 tiles on 132 SMs: three
@@ -79,7 +83,7 @@ constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
 constexpr int GROUP_M = 8;               // tile-rows per rasterisation group
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = 232;       // 128*40 + 256*232 = 64512 <= 65536
-constexpr int NUM_TILES = 9;            // 3 shapes, each with either epilogue; 3 with stream-K
+constexpr int NUM_TILES = 11;           // see the tile list above
 constexpr int EPI_BYTES = ksuite_gemm::STAGE_BYTES_PER_WARP;  // a warp's staging of C
 constexpr int SK_BARRIER = 1;           // named barrier of the 256 consumer threads
 
@@ -87,7 +91,7 @@ static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 128 * CONSUMERS <= 65536, "r
 
 template <int BN>
 struct Config {
-  static constexpr int STAGES = BN == 256 ? 4 : BN == 128 ? 6 : 8;
+  static constexpr int STAGES = BN == 256 ? 4 : BN == 192 ? 5 : BN == 128 ? 6 : 8;
   static constexpr int A_BYTES = BM * BK * 2;             // 16 KB
   static constexpr int B_CHUNK_BYTES = BK * 64 * 2;       // one 64 (k) x 64 (n) box: 8 KB
   static constexpr int B_BYTES = BK * BN * 2;
@@ -382,20 +386,23 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
 
 // ------------------------------------------------------------------ host side
 
-int tile_bn(int tile) { return tile % 3 == 0 ? 256 : tile % 3 == 1 ? 128 : 64; }
+int tile_bn(int tile) { return tile >= 9 ? 192 : tile % 3 == 0 ? 256 : tile % 3 == 1 ? 128 : 64; }
+bool tile_stream_k(int tile) { return (tile >= 6 && tile <= 8) || tile == 10; }
 
 // Fewest (waves x per-tile cost): a wave is one tile per SM (the grid is
 // persistent), and a 128 x BN tile costs about BN plus a per-tile overhead
-// that smaller BN pay more often (relative weights 40 : 22 : 13 for
-// BN = 256 : 128 : 64).  Ties go to the larger tile.
+// that smaller BN pay more often (relative weights 40 : 31 : 22 : 13 for
+// BN = 256 : 192 : 128 : 64).  Ties go to the wider tile.
 int auto_tile(int64_t M, int64_t N, int sms) {
-  const int weight[3] = {40, 22, 13};
+  const int tiles_by_width[4] = {0, 9, 1, 2};
+  const int weight[4] = {40, 31, 22, 13};
   int best = 0;
   int64_t best_cost = -1;
-  for (int t = 0; t < 3; ++t) {
-    const int64_t tiles = ((M + BM - 1) / BM) * ((N + tile_bn(t) - 1) / tile_bn(t));
-    const int64_t cost = ((tiles + sms - 1) / sms) * weight[t];
-    if (best_cost < 0 || cost < best_cost) { best = t; best_cost = cost; }
+  for (int i = 0; i < 4; ++i) {
+    const int bn = tile_bn(tiles_by_width[i]);
+    const int64_t tiles = ((M + BM - 1) / BM) * ((N + bn - 1) / bn);
+    const int64_t cost = ((tiles + sms - 1) / sms) * weight[i];
+    if (best_cost < 0 || cost < best_cost) { best = tiles_by_width[i]; best_cost = cost; }
   }
   return best;
 }
@@ -476,14 +483,17 @@ at::Tensor gemm_wgmma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
   // ISA's MN-major table fixes but no CPU check can confirm.  Off by default.
   const char* swap_env = std::getenv("KSUITE_WGMMA_SWAP_B_DESC");
   const bool sw = swap_env != nullptr && swap_env[0] != '\0' && swap_env[0] != '0';
-  const bool sk = t >= 6;  // tiles 6-8: tiles 3-5 with stream-K
-  switch (sk ? t - 3 : t) {
+  const bool sk = tile_stream_k(t);
+  // The instantiation: 0-5 as tiles 0-5 (a stream-K tile runs its tile 3-5), 6 the 192-wide tile.
+  const int form = tile_bn(t) == 192 ? 6 : sk ? t - 3 : t;
+  switch (form) {
     case 0: bf16 ? launch<256, true, false>(ma, mb, c, m, n, k, sms, sw, sk) : launch<256, false, false>(ma, mb, c, m, n, k, sms, sw, sk); break;
     case 1: bf16 ? launch<128, true, false>(ma, mb, c, m, n, k, sms, sw, sk) : launch<128, false, false>(ma, mb, c, m, n, k, sms, sw, sk); break;
     case 2: bf16 ? launch<64, true, false>(ma, mb, c, m, n, k, sms, sw, sk) : launch<64, false, false>(ma, mb, c, m, n, k, sms, sw, sk); break;
     case 3: bf16 ? launch<256, true, true>(ma, mb, c, m, n, k, sms, sw, sk) : launch<256, false, true>(ma, mb, c, m, n, k, sms, sw, sk); break;
     case 4: bf16 ? launch<128, true, true>(ma, mb, c, m, n, k, sms, sw, sk) : launch<128, false, true>(ma, mb, c, m, n, k, sms, sw, sk); break;
-    default: bf16 ? launch<64, true, true>(ma, mb, c, m, n, k, sms, sw, sk) : launch<64, false, true>(ma, mb, c, m, n, k, sms, sw, sk); break;
+    case 5: bf16 ? launch<64, true, true>(ma, mb, c, m, n, k, sms, sw, sk) : launch<64, false, true>(ma, mb, c, m, n, k, sms, sw, sk); break;
+    default: bf16 ? launch<192, true, true>(ma, mb, c, m, n, k, sms, sw, sk) : launch<192, false, true>(ma, mb, c, m, n, k, sms, sw, sk); break;
   }
   return c;
 }

@@ -64,9 +64,9 @@ __device__ __forceinline__ void fence_operand(float& r) {
 // i.e. row-major M x K), transpose-b = 1 (B is MN-major: the K x N row-major
 // operand has N contiguous).  scale_d = 0 ignores the old accumulators (D = A*B).
 
-// The accumulator lists of the three sizes: "%0, ..., %(R-1)" in the PTX
+// The accumulator lists of the four sizes: "%0, ..., %(R-1)" in the PTX
 // and the matching "+f"(d[i]) operands, R = N / 2 registers a thread; each
-// size extends the one before.
+// size extends a smaller one.
 #define KSUITE_WGMMA_REGS_32 \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
   "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
@@ -83,6 +83,14 @@ __device__ __forceinline__ void fence_operand(float& r) {
   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#define KSUITE_WGMMA_REGS_96 KSUITE_WGMMA_REGS_64 ", " \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+#define KSUITE_WGMMA_OUTS_96 KSUITE_WGMMA_OUTS_64, \
+  "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+  "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+  "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
+  "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
 #define KSUITE_WGMMA_REGS_128 KSUITE_WGMMA_REGS_64 ", " \
   "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
   "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
@@ -115,6 +123,8 @@ KSUITE_WGMMA_FN(wgmma_m64n64k16_bf16, 64, 32, "bf16", 32, 33, 34)
 KSUITE_WGMMA_FN(wgmma_m64n64k16_f16, 64, 32, "f16", 32, 33, 34)
 KSUITE_WGMMA_FN(wgmma_m64n128k16_bf16, 128, 64, "bf16", 64, 65, 66)
 KSUITE_WGMMA_FN(wgmma_m64n128k16_f16, 128, 64, "f16", 64, 65, 66)
+KSUITE_WGMMA_FN(wgmma_m64n192k16_bf16, 192, 96, "bf16", 96, 97, 98)
+KSUITE_WGMMA_FN(wgmma_m64n192k16_f16, 192, 96, "f16", 96, 97, 98)
 KSUITE_WGMMA_FN(wgmma_m64n256k16_bf16, 256, 128, "bf16", 128, 129, 130)
 KSUITE_WGMMA_FN(wgmma_m64n256k16_f16, 256, 128, "f16", 128, 129, 130)
 
@@ -123,11 +133,14 @@ __device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a,
   if constexpr (N == 256) {
     if constexpr (BF16) wgmma_m64n256k16_bf16(d, desc_a, desc_b, scale_d);
     else wgmma_m64n256k16_f16(d, desc_a, desc_b, scale_d);
+  } else if constexpr (N == 192) {
+    if constexpr (BF16) wgmma_m64n192k16_bf16(d, desc_a, desc_b, scale_d);
+    else wgmma_m64n192k16_f16(d, desc_a, desc_b, scale_d);
   } else if constexpr (N == 128) {
     if constexpr (BF16) wgmma_m64n128k16_bf16(d, desc_a, desc_b, scale_d);
     else wgmma_m64n128k16_f16(d, desc_a, desc_b, scale_d);
   } else {
-    static_assert(N == 64, "wgmma_m64k16: N must be 64, 128 or 256");
+    static_assert(N == 64, "wgmma_m64k16: N must be 64, 128, 192 or 256");
     if constexpr (BF16) wgmma_m64n64k16_bf16(d, desc_a, desc_b, scale_d);
     else wgmma_m64n64k16_f16(d, desc_a, desc_b, scale_d);
   }
