@@ -116,5 +116,37 @@ def test_wgmma_takes_every_16_bit_shape_through_padding(monkeypatch):
     monkeypatch.setattr(w._TUNER, "run", lambda key, call: call(3))
     a, b = _inputs(20, 30, 10)
     c = w.gemm_cuda_wgmma(a, b)
-    assert calls == [(20, 16, 32)] and c.shape == (20, 30)
+    assert calls == [(20, 64, 64)] and c.shape == (20, 30)  # onto whole 128-byte lines
     torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-2, atol=1e-2)
+
+
+def test_onto_lines_copies_only_rows_off_lines():
+    a, _ = _inputs(5, 8, 72)                       # 144-byte rows
+    lined = padding.onto_lines(a)
+    assert lined.shape == a.shape and lined.stride() == (128, 1) and torch.equal(lined, a)
+    assert padding.on_lines(lined) and not padding.on_lines(a)
+    b, _ = _inputs(3, 8, 128)
+    assert padding.onto_lines(b) is b
+    assert padding.on_lines(a[:1])                  # one row: nothing to straddle
+
+
+def test_wgmma_tunes_lined_copies_where_rows_are_off_lines(monkeypatch):
+    from implementations.gemm import cuda_wgmma as w
+
+    monkeypatch.setattr(w, "_sms", lambda: 132)
+    seen = []
+
+    def run(a, b, tile):
+        seen.append((tile, a.stride(0), b.stride(0)))
+        return (a.double() @ b.double()).to(a.dtype)
+
+    monkeypatch.setattr(w, "ops", lambda: type("Lib", (), {"gemm_wgmma": staticmethod(run)}))
+    monkeypatch.setattr(w._TUNER, "run", lambda key, call: (key, call(w.LINED + 3), call(3))[0])  # both forms, once
+    a, b = _inputs(16, 40, 24)                     # rows of 48 and 80 bytes
+    key = w._run(a, b)                              # the patched runner returns the key
+    assert key[-1] is True and seen == [(3, 64, 64), (3, 24, 40)]
+    # lined variants run only where a stride is off lines and the copy pays
+    assert w._runs(w.LINED + 3, ("bfloat16", 4096, 4104, 4104, True))
+    assert not w._runs(w.LINED + 3, ("bfloat16", 4096, 4104, 4104, False))
+    assert not w._runs(w.LINED + 3, ("bfloat16", 16, 40, 24, True))
+    assert w._runs(3, ("bfloat16", 16, 40, 24, True))

@@ -97,11 +97,13 @@ def test_tile_table_mirror():
     import re
     from pathlib import Path
 
-    from implementations.gemm.cuda_wgmma import SOURCES, STREAM_K, TILES
+    from implementations.gemm.cuda_wgmma import LINED, SOURCES, STREAM_K, TILES
 
     src = Path(SOURCES[0]).read_text()
-    assert f"constexpr int NUM_TILES = {len(TILES)};" in src
-    assert sorted(TILES) == list(range(len(TILES)))
+    kernel = sorted(t for t in TILES if t < LINED)
+    assert f"constexpr int NUM_TILES = {len(kernel)};" in src
+    assert kernel == list(range(len(kernel)))
+    assert sorted(TILES) == kernel + [LINED + t for t in kernel]
     listed = re.findall(r"^//\s+(\d+): 128 x\s+(\d+) x 64", src, re.M)
     assert {int(t): int(bn) for t, bn in listed} == {t: TILES[t][0] for t in (0, 1, 2, 9)}
     assert "bool tile_stream_k(int tile) { return (tile >= 6 && tile <= 8) || tile == 10; }" in src
@@ -190,6 +192,27 @@ def test_many_tiles_per_cta(tile):
 
 
 @gpu
+@pytest.mark.parametrize("tile", (-1, 3, 9, 10))
+@pytest.mark.parametrize("pad_a,pad_b", [(8, 0), (0, 56), (64, 120)])
+def test_rows_further_apart_than_their_width(pad_a, pad_b, tile):
+    """A and B as views of wider rows (as the lined copies are): the op reads
+    only their own columns; the memory past them holds NaN."""
+    from implementations.gemm.cuda_wgmma import ops
+
+    m, n, k = 1000, 392, 2376
+    a, b = _inputs(m, n, k, torch.bfloat16)
+    wa = torch.full((m, k + pad_a), float("nan"), device="cuda", dtype=torch.bfloat16)
+    wb = torch.full((k, n + pad_b), float("nan"), device="cuda", dtype=torch.bfloat16)
+    va, vb = wa[:, :k], wb[:, :n]
+    va.copy_(a)
+    vb.copy_(b)
+    verify.poison_allocator("cuda", m * n * 2)
+    out = ops().gemm_wgmma(va, vb, tile)
+    err = _rel_err(out, a.double() @ b.double())
+    assert err <= TOL[torch.bfloat16], f"tile {tile} pads {pad_a},{pad_b} seed={SEED}: rel err {err:.3g}"
+
+
+@gpu
 def test_zero_sized():
     from implementations.gemm.cuda_wgmma import ops
 
@@ -213,8 +236,10 @@ with pytest.raises(RuntimeError, match="multiples of 8"):
     ops().gemm_wgmma(torch.randn(30, 24, device="cuda").bfloat16(), torch.randn(24, 20, device="cuda").bfloat16())
 with pytest.raises(RuntimeError, match="inner dimensions"):
     ops().gemm_wgmma(h, torch.randn(32, 64, device="cuda").bfloat16())
-with pytest.raises(RuntimeError, match="contiguous"):
+with pytest.raises(RuntimeError, match="row-major"):
     ops().gemm_wgmma(h, h.t())
+with pytest.raises(RuntimeError, match="row strides must be multiples of 8"):
+    ops().gemm_wgmma(torch.randn(64, 68, device="cuda").bfloat16()[:, :64], h)
 buf = torch.randn(64 * 64 + 1, device="cuda").bfloat16()
 with pytest.raises(RuntimeError, match="16-byte aligned"):
     ops().gemm_wgmma(buf[1:].view(64, 64), h)

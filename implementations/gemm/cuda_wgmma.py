@@ -16,8 +16,13 @@ the CTA that ran a cut tile from k = 0 adds the other pieces' fp32 partial sums
 (sk_plan mirrors the cut).  The tile is timed at the first call of
 each shape and the fastest kept (implementations/_shared/cuda_variants).  float16
 and bfloat16 only.  TMA needs 16-byte rows: where K or N is not a multiple of 8
-(or a base is not 16-byte aligned) A and B are copied into zero-padded rows
-first and C out of them after (implementations.gemm.padding), inside the call.
+(or a base is not 16-byte aligned) A and B are copied into zero-padded rows of
+whole 128-byte lines first and C out of them after (implementations.gemm.padding),
+inside the call.  Rows that are 16-byte but not 128-byte multiples feed the
+TMA boxes far slower (each 128-byte box row straddles two lines): where the
+GEMM is large enough for a copy to pay, the tuner also times every tile on a
+copy of A and B whose rows lie whole lines apart (variants 100 + tile; the op
+takes the row strides, so C needs no copy).
 """
 from __future__ import annotations
 
@@ -64,6 +69,11 @@ def sk_plan(tiles: int, k_tiles: int, sms: int) -> tuple[int, int]:
 # The tiles auto_tile weighs, widest first, with the relative cost of one
 # tile per wave (gemm_wgmma.cu).
 _WEIGHT = {0: 40, 9: 31, 1: 22, 2: 13}
+
+
+LINED = 100  # variant LINED + t: tile t on copies of A and B with rows on 128-byte lines
+TILES.update({LINED + t: (bn, st, d + "; A and B copied onto 128-byte lines first")
+              for t, (bn, st, d) in list(TILES.items())})
 
 
 def _fakes() -> None:
@@ -124,25 +134,35 @@ def _sms() -> int:
 
 def _runs(tile: int, key: tuple) -> bool:
     """Whether the tuner times ``tile`` for ``key``: a stream-K tile only where it
-    cuts (else it is its tile 3-5)."""
+    cuts (else it is its tile 3-5 or 9); a tile on lined copies only where a row
+    stride is off 128-byte lines and the GEMM is large enough for the copy
+    to pay."""
+    _, m, n, k, lined = key
+    if tile >= LINED:
+        if not (lined and padding.pays(m, n, k)):
+            return False
+        tile -= LINED
     if tile not in STREAM_K:
         return True
-    _, m, n, k = key
     bn = TILES[tile][0]
     return sk_plan(-(-m // BM) * -(-n // bn), -(-k // 64), _sms())[0] > 0
 
 
-_TUNER = VariantTuner(tuple(TILES), {t: d for t, (_, _, d) in TILES.items()}, runs=_runs, prefer=_PREFER)
+_TUNER = VariantTuner(tuple(TILES), {t: d for t, (_, _, d) in TILES.items()}, runs=_runs,
+                      prefer=_PREFER + tuple(LINED + t for t in _PREFER))
 
 
-def _key(dtype: str, m: int, n: int, k: int) -> tuple:
-    return (dtype, m, n, k)
+def _key(dtype: str, m: int, n: int, k: int, lined: bool) -> tuple:
+    """The tuning key: the shape, and whether lined copies are an option
+    (some row stride is off 128-byte lines)."""
+    return (dtype, m, n, k, lined)
 
 
 def _config(case: Case) -> str:
-    m, (k, n) = case["M"], padding.padded_dims(case["K"], case["N"], 2)
-    note = padding.padded_text(case["K"], case["N"], 2)
-    tuned = _TUNER.config(_key(case.dtype, m, n, k))
+    m, (k, n) = case["M"], padding.padded_dims(case["K"], case["N"], 2, padding.LINE)
+    note = padding.padded_text(case["K"], case["N"], 2, padding.LINE)
+    lined = bool(case["K"] % 64 or case["N"] % 64) and not note
+    tuned = _TUNER.config(_key(case.dtype, m, n, k, lined))
     if tuned:
         return tuned + note
 
@@ -159,7 +179,7 @@ def _config(case: Case) -> str:
                       "wgmma.mma_async from shared memory, warp-specialised persistent CTAs; needs sm_90")
 def gemm_cuda_wgmma(a, b):
     n = b.shape[-1]
-    padded = padding.pad_operands(a, b)
+    padded = padding.pad_operands(a, b, padding.LINE)
     if padded is not None:
         return padding.unpad(_run(*padded), n)
     return _run(a, b)
@@ -167,5 +187,12 @@ def gemm_cuda_wgmma(a, b):
 
 def _run(a, b):
     (m, k), n = a.shape, b.shape[-1]
-    key = _key(str(a.dtype).removeprefix("torch."), m, n, k)
-    return _TUNER.run(key, lambda tile: ops().gemm_wgmma(a, b, tile))
+    lined = not (padding.on_lines(a) and padding.on_lines(b))
+    key = _key(str(a.dtype).removeprefix("torch."), m, n, k, lined)
+
+    def call(v):
+        if v >= LINED:
+            return ops().gemm_wgmma(padding.onto_lines(a), padding.onto_lines(b), v - LINED)
+        return ops().gemm_wgmma(a, b, v)
+
+    return _TUNER.run(key, call)

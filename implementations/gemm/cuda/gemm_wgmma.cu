@@ -453,7 +453,7 @@ void launch(const CUtensorMap& ma, const CUtensorMap& mb, at::Tensor& c, int M, 
 }
 
 at::Tensor gemm_wgmma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
-  ksuite_gemm_operands::check(a, b, "gemm_wgmma");
+  ksuite_gemm_operands::check(a, b, "gemm_wgmma", /*strided_rows=*/true);
   KSUITE_CHECK(a.scalar_type() == at::kHalf || a.scalar_type() == at::kBFloat16,
               "gemm_wgmma: only float16 and bfloat16 are supported, got ", c10::toString(a.scalar_type()));
   KSUITE_CHECK(tile >= -1 && tile < NUM_TILES, "gemm_wgmma: tile must be -1 (automatic) or 0..",
@@ -462,6 +462,11 @@ at::Tensor gemm_wgmma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
   KSUITE_CHECK(K % 8 == 0 && N % 8 == 0,
               "gemm_wgmma: N and K must be multiples of 8 for TMA (16-byte row strides), got N=",
               std::to_string(N), " K=", std::to_string(K));
+  // Rows may lie further apart than K or N (a view of wider rows: the
+  // caller's copy of rows that start off 128-byte lines onto whole lines).
+  const int64_t lda = M > 1 ? a.stride(0) : K, ldb = K > 1 ? b.stride(0) : N;
+  KSUITE_CHECK(lda % 8 == 0 && ldb % 8 == 0, "gemm_wgmma: row strides must be multiples of 8 for TMA, got ",
+              std::to_string(lda), " and ", std::to_string(ldb));
 
   const c10::cuda::CUDAGuard guard(a.device());
   KSUITE_CHECK(ksuite::compute_major() == 9, "gemm_wgmma: needs a Hopper GPU (sm_90), this one is sm_",
@@ -474,8 +479,8 @@ at::Tensor gemm_wgmma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
 
   const int sms = ksuite::sm_count();
   const int t = tile < 0 ? auto_tile(M, N, sms) : static_cast<int>(tile);
-  const CUtensorMap ma = ksuite_hopper::make_map(a, M, K, BM, "gemm_wgmma", "a");
-  const CUtensorMap mb = ksuite_hopper::make_map(b, K, N, BK, "gemm_wgmma", "b");
+  const CUtensorMap ma = ksuite_hopper::make_map(a, M, K, BM, "gemm_wgmma", "a", lda);
+  const CUtensorMap mb = ksuite_hopper::make_map(b, K, N, BK, "gemm_wgmma", "b", ldb);
   const bool bf16 = a.scalar_type() == at::kBFloat16;
   const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
   // Diagnostic only: KSUITE_WGMMA_SWAP_B_DESC=1 swaps the B descriptor's

@@ -36,12 +36,13 @@ inline EncodeTiledFn encode_tiled(const char* op) {
 }
 
 // A row-major rows x cols matrix as a 2-D tensor map with 64 x box_rows boxes
-// (64 16-bit elements = 128 bytes inner, the 128-byte swizzle's width).
+// (64 16-bit elements = 128 bytes inner, the 128-byte swizzle's width); rows
+// row_stride elements apart (cols where it is left out; a multiple of 8).
 inline CUtensorMap make_map(const at::Tensor& t, int64_t rows, int64_t cols, uint32_t box_rows, const char* op,
-                            const char* name) {
+                            const char* name, int64_t row_stride = -1) {
   CUtensorMap map;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * 2};   // bytes between rows
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(row_stride < 0 ? cols : row_stride) * 2};  // bytes between rows
   const cuuint32_t box[2] = {64, box_rows};
   const cuuint32_t elem_strides[2] = {1, 1};
   const CUtensorMapDataType dtype = t.scalar_type() == at::kBFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
