@@ -116,7 +116,7 @@ def test_wgmma_takes_every_16_bit_shape_through_padding(monkeypatch):
     monkeypatch.setattr(w._TUNER, "run", lambda key, call: call(3))
     a, b = _inputs(20, 30, 10)
     c = w.gemm_cuda_wgmma(a, b)
-    assert calls == [(20, 64, 64)] and c.shape == (20, 30)  # onto whole 128-byte lines
+    assert calls == [(20, 16, 32)] and c.shape == (20, 30)
     torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-2, atol=1e-2)
 
 

@@ -16,9 +16,8 @@ the CTA that ran a cut tile from k = 0 adds the other pieces' fp32 partial sums
 (sk_plan mirrors the cut).  The tile is timed at the first call of
 each shape and the fastest kept (implementations/_shared/cuda_variants).  float16
 and bfloat16 only.  TMA needs 16-byte rows: where K or N is not a multiple of 8
-(or a base is not 16-byte aligned) A and B are copied into zero-padded rows of
-whole 128-byte lines first and C out of them after (implementations.gemm.padding),
-inside the call.  Rows that are 16-byte but not 128-byte multiples feed the
+(or a base is not 16-byte aligned) A and B are copied into zero-padded rows
+first and C out of them after (implementations.gemm.padding), inside the call.  Rows that are 16-byte but not 128-byte multiples feed the
 TMA boxes far slower (each 128-byte box row straddles two lines): where the
 GEMM is large enough for a copy to pay, the tuner also times every tile on a
 copy of A and B whose rows lie whole lines apart (variants 100 + tile; the op
@@ -159,9 +158,9 @@ def _key(dtype: str, m: int, n: int, k: int, lined: bool) -> tuple:
 
 
 def _config(case: Case) -> str:
-    m, (k, n) = case["M"], padding.padded_dims(case["K"], case["N"], 2, padding.LINE)
-    note = padding.padded_text(case["K"], case["N"], 2, padding.LINE)
-    lined = bool(case["K"] % 64 or case["N"] % 64) and not note
+    m, (k, n) = case["M"], padding.padded_dims(case["K"], case["N"], 2)
+    note = padding.padded_text(case["K"], case["N"], 2)
+    lined = bool(k % 64 or n % 64)
     tuned = _TUNER.config(_key(case.dtype, m, n, k, lined))
     if tuned:
         return tuned + note
@@ -179,7 +178,7 @@ def _config(case: Case) -> str:
                       "wgmma.mma_async from shared memory, warp-specialised persistent CTAs; needs sm_90")
 def gemm_cuda_wgmma(a, b):
     n = b.shape[-1]
-    padded = padding.pad_operands(a, b, padding.LINE)
+    padded = padding.pad_operands(a, b)
     if padded is not None:
         return padding.unpad(_run(*padded), n)
     return _run(a, b)

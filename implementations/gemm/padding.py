@@ -31,9 +31,9 @@ def rows_aligned(t: torch.Tensor) -> bool:
             and t.data_ptr() % 16 == 0)
 
 
-def padded_dims(k: int, n: int, itemsize: int, nbytes: int = 16) -> tuple[int, int]:
-    """K and N rounded up to ``nbytes``' worth of elements of this size."""
-    e = nbytes // itemsize
+def padded_dims(k: int, n: int, itemsize: int) -> tuple[int, int]:
+    """K and N rounded up to 16 bytes' worth of elements of this size."""
+    e = 16 // itemsize
     return -(-k // e) * e, -(-n // e) * e
 
 
@@ -42,15 +42,14 @@ def pays(m: int, n: int, k: int) -> bool:
     return 1 / m + 1 / n + 1 / k < PAD_BELOW
 
 
-def pad_operands(a: torch.Tensor, b: torch.Tensor, nbytes: int = 16) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """Zero-padded copies of A (K to a multiple of ``nbytes``, at least 16) and
-    B (K and N), each only where it needs one; None where both have 16-byte
-    rows already."""
+def pad_operands(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """Zero-padded copies of A (K to a multiple of 16 bytes) and B (K and N), each
+    only where it needs one; None where both are aligned already."""
     if rows_aligned(a) and rows_aligned(b):
         return None
     k, n = a.shape[1], b.shape[1]
-    kp, np_ = padded_dims(k, n, a.element_size(), nbytes)
-    a2 = a if rows_aligned(a) and kp == k else F.pad(a, (0, kp - k))
+    kp, np_ = padded_dims(k, n, a.element_size())
+    a2 = a if rows_aligned(a) else F.pad(a, (0, kp - k))
     b2 = b if rows_aligned(b) and kp == k else F.pad(b, (0, np_ - n, 0, kp - k))
     return a2, b2
 
@@ -60,20 +59,20 @@ def unpad(c: torch.Tensor, n: int) -> torch.Tensor:
     return c if c.shape[1] == n else c[:, :n].contiguous()
 
 
-def padded_text(k: int, n: int, itemsize: int, nbytes: int = 16) -> str:
+def padded_text(k: int, n: int, itemsize: int) -> str:
     """The config note of a padded call ('' where nothing is padded)."""
-    kp, np_ = padded_dims(k, n, itemsize, nbytes)
+    kp, np_ = padded_dims(k, n, itemsize)
     if kp == k and np_ == n:
         return ""
-    return f" (rows padded to {nbytes} bytes: K {k}->{kp}, N {n}->{np_})"
+    return f" (rows padded to 16 bytes: K {k}->{kp}, N {n}->{np_})"
 
 
 LINE = 128  # bytes of an L2 line
 
 
 def on_lines(t: torch.Tensor) -> bool:
-    """Whether every row of t starts on a 128-byte line (a 16-byte aligned base
-    assumed): its row stride is a whole number of lines."""
+    """Whether every row of t starts on a 128-byte line (its base on one, as the
+    caching allocator's are): its row stride is a whole number of lines."""
     return t.shape[0] <= 1 or (t.stride(0) * t.element_size()) % LINE == 0
 
 

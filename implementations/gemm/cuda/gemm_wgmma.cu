@@ -464,7 +464,7 @@ at::Tensor gemm_wgmma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
               std::to_string(N), " K=", std::to_string(K));
   // Rows may lie further apart than K or N (a view of wider rows: the
   // caller's copy of rows that start off 128-byte lines onto whole lines).
-  const int64_t lda = M > 1 ? a.stride(0) : K, ldb = K > 1 ? b.stride(0) : N;
+  const int64_t lda = M > 1 && K > 0 ? a.stride(0) : K, ldb = K > 1 && N > 0 ? b.stride(0) : N;
   KSUITE_CHECK(lda % 8 == 0 && ldb % 8 == 0, "gemm_wgmma: row strides must be multiples of 8 for TMA, got ",
               std::to_string(lda), " and ", std::to_string(ldb));
 
