@@ -10,7 +10,8 @@ see how much of the gap is a cost per output tile (start and epilogue)
 rather than per k-step.  bf16, fresh random inputs, each output checked
 against fp32 first; paired rounds of the suite's events timer (L2 flushed),
 the order reversed every other round; ratios are cuBLAS's time over the
-tile's in the same round.
+tile's in the same round.  Last, the rate of padding.onto_lines's copy
+(the tuner's lined variants), in 8-byte words and element by element.
 """
 from __future__ import annotations
 
@@ -70,10 +71,35 @@ def bench(tiles: list[int]) -> None:
         del a, b, want
 
 
+def copy_rates() -> None:
+    """GB/s of padding.onto_lines's copy (read and write) of the fuzz shapes'
+    operands that are off lines, in 8-byte words and element by element."""
+    from suite.timing import measure
+
+    from implementations.gemm import padding
+
+    for rows, cols in ((2376, 5304), (1792, 2376), (2048, 4440), (1152, 2328)):
+        t = torch.randn(rows, cols, device="cuda").bfloat16()
+        wide = t.new_empty((rows, -(-cols // 64) * 64))
+        view = wide[:, :cols]
+        forms = {"words": lambda: padding.onto_lines(t),
+                 "elements": lambda: view.copy_(t)}
+        for name, fn in forms.items():
+            fn()
+            assert torch.equal(view if name == "elements" else fn(), t)
+        gb = 2 * t.numel() * 2 / 1e9
+        line = [f"copy onto lines {rows:5d} x {cols:5d} bf16 ({gb * 1e3:.0f} MB moved)"]
+        for name, fn in forms.items():
+            us = measure([fn], "cuda", "events", min_samples=20, max_samples=20).median * 1e3
+            line.append(f"{name} {us:6.1f} us {gb / us * 1e3:5.2f} TB/s")
+        print("  ".join(line), flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tiles", default="3,9", help="cuda:wgmma tiles to time (comma-separated)")
     bench([int(t) for t in ap.parse_args(argv).tiles.split(",")])
+    copy_rates()
 
 
 if __name__ == "__main__":

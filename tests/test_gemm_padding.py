@@ -127,6 +127,8 @@ def test_onto_lines_copies_only_rows_off_lines():
     assert padding.on_lines(lined) and not padding.on_lines(a)
     b, _ = _inputs(3, 8, 128)
     assert padding.onto_lines(b) is b
+    odd = torch.randn(4, 9).bfloat16()              # 18-byte rows: not whole words
+    assert torch.equal(padding.onto_lines(odd), odd) and padding.onto_lines(odd).stride() == (64, 1)
     assert padding.on_lines(a[:1])                  # one row: nothing to straddle
 
 
