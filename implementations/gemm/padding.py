@@ -88,7 +88,7 @@ def onto_lines(t: torch.Tensor) -> torch.Tensor:
     word = t.shape[1] * t.element_size() % 8 == 0 and t.stride(0) * t.element_size() % 8 == 0
     if word and t.stride(1) == 1:
         # In 8-byte words: element by element the strided copy is far slower
-        # (lab/findings/gemm_row_align-2567544.txt).
+        # (lab/findings/gemm_row_align-c52569a.txt).
         view.view(torch.int64).copy_(t.view(torch.int64))
     else:
         view.copy_(t)
