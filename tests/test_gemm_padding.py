@@ -129,6 +129,8 @@ def test_onto_lines_copies_only_rows_off_lines():
     assert padding.onto_lines(b) is b
     odd = torch.randn(4, 9).bfloat16()              # 18-byte rows: not whole words
     assert torch.equal(padding.onto_lines(odd), odd) and padding.onto_lines(odd).stride() == (64, 1)
+    shifted = torch.randn(4 * 72 + 1).bfloat16()[1:].view(4, 72)   # base off an 8-byte word
+    assert torch.equal(padding.onto_lines(shifted), shifted)
     assert padding.on_lines(a[:1])                  # one row: nothing to straddle
 
 

@@ -85,7 +85,8 @@ def onto_lines(t: torch.Tensor) -> torch.Tensor:
     per_line = LINE // t.element_size()
     wide = t.new_empty((t.shape[0], -(-t.shape[1] // per_line) * per_line))
     view = wide[:, :t.shape[1]]
-    word = t.shape[1] * t.element_size() % 8 == 0 and t.stride(0) * t.element_size() % 8 == 0
+    size = t.element_size()
+    word = t.shape[1] * size % 8 == 0 and t.stride(0) * size % 8 == 0 and t.data_ptr() % 8 == 0
     if word and t.stride(1) == 1:
         # In 8-byte words: element by element the strided copy is far slower
         # (lab/findings/gemm_row_align-c52569a.txt).
