@@ -64,7 +64,7 @@ def fake_cuda_gemm(monkeypatch):
 
     lib = type("Lib", (), {n: staticmethod(op(n)) for n in ("gemm_mma", "gemm_mma_ws", "gemm_skinny")})
     monkeypatch.setattr(cg, "ops", lambda: lib)
-    monkeypatch.setattr(cg._TUNER, "run", lambda key, call: call(2))
+    monkeypatch.setattr(cg._TUNER, "run", lambda key, call, at=None: call(2))
     return calls
 
 
@@ -113,7 +113,7 @@ def test_wgmma_takes_every_16_bit_shape_through_padding(monkeypatch):
         return (a.double() @ b.double()).to(a.dtype)
 
     monkeypatch.setattr(w, "ops", lambda: type("Lib", (), {"gemm_wgmma": staticmethod(run)}))
-    monkeypatch.setattr(w._TUNER, "run", lambda key, call: call(3))
+    monkeypatch.setattr(w._TUNER, "run", lambda key, call, at=None: call(3))
     a, b = _inputs(20, 30, 10)
     c = w.gemm_cuda_wgmma(a, b)
     assert calls == [(20, 16, 32)] and c.shape == (20, 30)
@@ -145,12 +145,13 @@ def test_wgmma_tunes_lined_copies_where_rows_are_off_lines(monkeypatch):
         return (a.double() @ b.double()).to(a.dtype)
 
     monkeypatch.setattr(w, "ops", lambda: type("Lib", (), {"gemm_wgmma": staticmethod(run)}))
-    monkeypatch.setattr(w._TUNER, "run", lambda key, call: (key, call(w.LINED + 3), call(3))[0])  # both forms, once
+    monkeypatch.setattr(w._TUNER, "run", lambda key, call, at=None: (key, call(w.LINED + 3), call(3))[0])  # both forms
     a, b = _inputs(16, 40, 24)                     # rows of 48 and 80 bytes
     key = w._run(a, b)                              # the patched runner returns the key
     assert key[-1] is True and seen == [(3, 64, 64), (3, 24, 40)]
     # lined variants run only where a stride is off lines and the copy pays
-    assert w._runs(w.LINED + 3, ("bfloat16", 4096, 4104, 4104, True))
-    assert not w._runs(w.LINED + 3, ("bfloat16", 4096, 4104, 4104, False))
-    assert not w._runs(w.LINED + 3, ("bfloat16", 16, 40, 24, True))
-    assert w._runs(3, ("bfloat16", 16, 40, 24, True))
+    assert w._runs(w.LINED + 3, w._key("bfloat16", 4096, 4104, 4104, True))
+    assert not w._runs(w.LINED + 3, w._key("bfloat16", 4096, 4104, 4104, False))
+    assert not w._runs(w.LINED + 3, w._key("bfloat16", 16, 40, 24, True))
+    assert w._runs(3, w._key("bfloat16", 16, 40, 24, True))
+

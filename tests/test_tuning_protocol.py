@@ -56,6 +56,17 @@ def test_the_cuda_variant_tuner_times_under_the_current_l2(received):
     assert received == [("probe", "cuda", "cold-flush")] * 2 + [want] * (2 * _cuda_variants.TUNE_PASSES)
 
 
+def test_a_cuda_variant_key_shared_by_shapes_names_where_it_was_timed(received):
+    from implementations._shared import cuda_variants as _cuda_variants
+
+    tuner = _cuda_variants.VariantTuner((1, 2), {1: "one", 2: "two"})
+    assert tuner.run("k", lambda v: v, at="1000x512x512") == tuner.best["k"]
+    assert "timed at" not in tuner.config("k", at="1000x512x512")
+    assert "; timed at 1000x512x512, whose key this shape shares" in tuner.config("k", at="1024x512x512")
+    tuner.run("k", lambda v: v, at="1024x512x512")        # tuned already: not again
+    assert tuner.timed_at["k"] == "1000x512x512"
+
+
 class _Conn:
     """The worker's end of the pipe, told to stop at once."""
 

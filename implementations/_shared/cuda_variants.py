@@ -83,13 +83,18 @@ class VariantTuner:
         self.prefer = prefer
         self.best: dict[Hashable, int] = {}
         self.times: dict[Hashable, dict[int, float]] = {}
+        self.timed_at: dict[Hashable, str] = {}
 
-    def run(self, key: Hashable, call: Callable[[int], Any]) -> Any:
+    def run(self, key: Hashable, call: Callable[[int], Any], at: str | None = None) -> Any:
+        """``call(variant)`` with the key's tuned variant, tuning it first at
+        the key's first call; ``at`` names that call's shape, for config."""
         variant = self.best.get(key)
         if variant is None:
             if _capturing():
                 return call(0)
             variant = self._tune(key, call)
+            if at is not None:
+                self.timed_at[key] = at
         return call(variant)
 
     def _tune(self, key: Hashable, call: Callable[[int], Any]) -> int:
@@ -122,15 +127,18 @@ class VariantTuner:
                 return v
         return best
 
-    def config(self, key: Hashable) -> str | None:
-        """'variant k: what it is (autotuned over ...)' once ``key`` was tuned here."""
+    def config(self, key: Hashable, at: str | None = None) -> str | None:
+        """'variant k: what it is (autotuned over ...)' once ``key`` was tuned
+        here; naming the shape it was timed at where that is not ``at``."""
         v = self.best.get(key)
         if v is None or not self.times.get(key):
             return None  # not tuned here, or no variant runs the shape: the automatic plan did
         times = self.times[key]
         tried = ", ".join(f"{k}:{t * 1000:.0f}us" for k, t in sorted(times.items()))
         tie = "" if times[v] <= min(times.values()) else f"; preferred at a tie within {TIE:.0%}"
-        return f"variant {v}: {self.describe[v]} (autotuned; {tried}{tie})"
+        where = self.timed_at.get(key)
+        shared = f"; timed at {where}, whose key this shape shares" if where and at and where != at else ""
+        return f"variant {v}: {self.describe[v]} (autotuned; {tried}{tie}{shared})"
 
 
 def _capturing() -> bool:

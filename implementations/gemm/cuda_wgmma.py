@@ -14,7 +14,8 @@ stream-K last wave: where the tiles would leave a ragged last wave, the k-steps
 of the last wave's tiles and one wave more are dealt evenly over the SMs, and
 the CTA that ran a cut tile from k = 0 adds the other pieces' fp32 partial sums
 (sk_plan mirrors the cut).  The tile is timed at the first call of
-each shape and the fastest kept (implementations/_shared/cuda_variants).  float16
+each key (the shape in whole tiles: _key) and the fastest kept
+(implementations/_shared/cuda_variants).  float16
 and bfloat16 only.  TMA needs 16-byte rows: where K or N is not a multiple of 8
 (or a base is not 16-byte aligned) A and B are copied into zero-padded rows
 first and C out of them after (implementations.gemm.padding), inside the call.
@@ -138,6 +139,7 @@ def _runs(tile: int, key: tuple) -> bool:
     stride is off 128-byte lines and the GEMM is large enough for the copy
     to pay."""
     _, m, n, k, lined = key
+    m, n, k = m * BM, n * 64, k * 64  # the key's largest shape: the same tiles and k-steps
     if tile >= LINED:
         if not (lined and padding.pays(m, n, k)):
             return False
@@ -153,16 +155,19 @@ _TUNER = VariantTuner(tuple(TILES), {t: d for t, (_, _, d) in TILES.items()}, ru
 
 
 def _key(dtype: str, m: int, n: int, k: int, lined: bool) -> tuple:
-    """The tuning key: the shape, and whether lined copies are an option
-    (some row stride is off 128-byte lines)."""
-    return (dtype, m, n, k, lined)
+    """The tuning key: the shape in 128 rows, 64 columns and 64 k (every
+    tile's count, every stream-K cut and the k-steps are the same across it:
+    128 x 192 tiles are ceil(ceil(n / 64) / 3) wide), and whether lined copies
+    are an option (some row stride is off 128-byte lines).  A sweep of shapes
+    that differ inside one tile tunes once."""
+    return (dtype, -(-m // BM), -(-n // 64), -(-k // 64), lined)
 
 
 def _config(case: Case) -> str:
     m, (k, n) = case["M"], padding.padded_dims(case["K"], case["N"], 2)
     note = padding.padded_text(case["K"], case["N"], 2)
     lined = bool(k % 64 or n % 64)
-    tuned = _TUNER.config(_key(case.dtype, m, n, k, lined))
+    tuned = _TUNER.config(_key(case.dtype, m, n, k, lined), at=f"{m}x{n}x{k}")
     if tuned:
         return tuned + note
 
@@ -195,4 +200,4 @@ def _run(a, b):
             return ops().gemm_wgmma(padding.onto_lines(a), padding.onto_lines(b), v - LINED)
         return ops().gemm_wgmma(a, b, v)
 
-    return _TUNER.run(key, call)
+    return _TUNER.run(key, call, at=f"{m}x{n}x{k}")

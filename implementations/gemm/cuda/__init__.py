@@ -263,14 +263,15 @@ def auto_tile(m: int, n: int, k: int, sms: int) -> int:
     return 4 if k >= 256 else 0
 
 
-# The tile is timed at the first call of each shape and the fastest kept
-# (implementations/_shared/cuda_variants); shapes with K or N not a multiple of 8
-# have one (guarded) tile.
+# The tile is timed at the first call of each key (the shape in whole tiles:
+# _key) and the fastest kept (implementations/_shared/cuda_variants); shapes
+# with K or N not a multiple of 8 have one (guarded) tile.
 def _runs(tile: int, key: tuple) -> bool:
     """Whether the tuner times ``tile`` for ``key``: the ws tiles on Hopper only; a
     whole-K variant only where its tile's plan splits K (else it is that tile)."""
     if tile >= WHOLE_K_FIRST:
         _, m, n, k = key
+        m, n, k = m * 128, n * 128, k * 32  # the key's largest shape: the same tiles and k-tiles
         t = tile - WHOLE_K_FIRST
         return split_plan(m, n, k, t, True, _sms(), TILE_SHAPES[t][3]) > 1
     return tile < WS_FIRST or _hopper()
@@ -280,7 +281,10 @@ _TUNER = VariantTuner(tuple(TILES), TILES, runs=_runs)
 
 
 def _key(dtype: str, m: int, n: int, k: int) -> tuple:
-    return (dtype, m, n, k)
+    """The tuning key: the shape in 128 rows, 128 columns and 32 k, across
+    which every tile's count (BM, BN 128 or 256, BK 32 or 64) and k-tiles are
+    the same.  A sweep of shapes that differ inside one tile tunes once."""
+    return (dtype, -(-m // 128), -(-n // 128), -(-k // 32))
 
 
 def _config(case: Case) -> str:
@@ -293,7 +297,7 @@ def _config(case: Case) -> str:
         k, n = padding.padded_dims(k, n, 2)
     if k % 8 == 0 and n % 8 == 0:
         key = _key(case.dtype, m, n, k)
-        tuned = _TUNER.config(key)
+        tuned = _TUNER.config(key, at=f"{m}x{n}x{k}")
         if tuned:
             tile = _TUNER.best[key]
             split = split_text(m, n, k, tile, True, _sms()) if tile < WS_FIRST else ""  # whole K: none
@@ -322,7 +326,7 @@ def gemm_cuda(a, b):
 def _tuned(a, b):
     (m, k), n = a.shape, b.shape[-1]
     key = _key(str(a.dtype).removeprefix("torch."), m, n, k)
-    return _TUNER.run(key, lambda tile: gemm_tile(a, b, tile))
+    return _TUNER.run(key, lambda tile: gemm_tile(a, b, tile), at=f"{m}x{n}x{k}")
 
 
 def gemm_tile(a, b, tile: int):

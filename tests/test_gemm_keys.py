@@ -1,0 +1,36 @@
+"""The CUDA GEMMs' tuning keys follow their tiles: shapes whose tile counts and
+k-steps agree share a key (a sweep of them tunes once), and a variant runs
+for a key exactly where it runs for each of its shapes."""
+from __future__ import annotations
+
+
+def test_wgmma_keys_follow_the_tiles(monkeypatch):
+    """Shapes that differ inside one tile share a key, and the stream-K tiles
+    run for the whole key as for each of its shapes."""
+    from implementations.gemm import cuda_wgmma as w
+
+    monkeypatch.setattr(w, "_sms", lambda: 132)
+
+    assert w._key("bfloat16", 1000, 5250, 2370, True) == w._key("bfloat16", 1024, 5312, 2432, True)
+    assert w._key("bfloat16", 1025, 5312, 2432, True) != w._key("bfloat16", 1024, 5312, 2432, True)
+    assert w._key("bfloat16", 1024, 5313, 2432, True) != w._key("bfloat16", 1024, 5312, 2432, True)
+    for m, n, k in ((1000, 5250, 2370), (1699, 2328, 1152), (129, 8, 8), (4095, 4104, 1024)):
+        for t, bn in ((6, 256), (7, 128), (8, 64), (10, 192)):
+            tiles = -(-m // 128) * -(-n // bn)
+            direct = w.sk_plan(tiles, -(-k // 64), 132)[0] > 0
+            assert w._runs(t, w._key("bfloat16", m, n, k, False)) == direct, (m, n, k, t)
+
+
+def test_mma_keys_follow_the_tiles(monkeypatch):
+    from implementations.gemm import cuda as cg
+
+    monkeypatch.setattr(cg, "_sms", lambda: 132)
+    assert cg._key("bfloat16", 1000, 5250, 2370) == cg._key("bfloat16", 1024, 5376, 2400)
+    assert cg._key("bfloat16", 1025, 5376, 2400) != cg._key("bfloat16", 1024, 5376, 2400)
+    assert cg._key("bfloat16", 1024, 5376, 2401) != cg._key("bfloat16", 1024, 5376, 2400)
+    for m, n, k in ((1000, 5250, 2370), (4096, 4096, 4096), (300, 256, 5768), (2000, 3008, 2008)):
+        for t in range(cg.WS_FIRST):
+            bm, bn, bk, per_sm = cg.TILE_SHAPES[t]
+            top = cg.split_plan(-(-m // 128) * 128, -(-n // 128) * 128, -(-k // 32) * 32, t, True, 132, per_sm)
+            assert cg.split_plan(m, n, k, t, True, 132, per_sm) == top or m < bm, (m, n, k, t)
+            assert cg._runs(cg.WHOLE_K_FIRST + t, cg._key("bfloat16", m, n, k)) == (top > 1)
