@@ -104,7 +104,8 @@ def _key(dtype: str, s: int, causal) -> tuple:
 
 def _config(case: Case) -> str:
     if os.environ.get("KSUITE_ATTN_VARIANT", "") in ("", "-1"):
-        tuned = _TUNERS[case["D"]].config(_key(case.dtype, case["S"], case["causal"]))
+        tuned = _TUNERS[case["D"]].config(_key(case.dtype, case["S"], case["causal"]),
+                                          at=f"B{case['B']} H{case['H']} S{case['S']}")
         if tuned:
             return tuned
     return describe(case["D"], variant_for(case["D"]))
@@ -119,4 +120,5 @@ def attention_cuda(q, k, v, causal):
     if os.environ.get("KSUITE_ATTN_VARIANT", "") not in ("", "-1") or d not in _TUNERS:
         return ops().attention_flash(q, k, v, bool(causal), variant_for(d))
     key = _key(str(q.dtype).removeprefix("torch."), q.shape[-2], causal)
-    return _TUNERS[d].run(key, lambda var: ops().attention_flash(q, k, v, bool(causal), var))
+    b, h, s = q.shape[0], q.shape[1], q.shape[-2]
+    return _TUNERS[d].run(key, lambda var: ops().attention_flash(q, k, v, bool(causal), var), at=f"B{b} H{h} S{s}")

@@ -54,7 +54,7 @@ def _key(n: int, dtype: str) -> tuple:
 
 
 def _tuned_config(case) -> str:
-    return _TUNER.config(_key(case["N"], case.dtype)) or _config(case)
+    return _TUNER.config(_key(case["N"], case.dtype), at=f"N={case['N']}") or _config(case)
 
 
 @register("gelu", "cuda", available=cuda_ext.cuda_available, supports=_supports, config=_tuned_config,
@@ -62,7 +62,7 @@ def _tuned_config(case) -> str:
                       "exact-form GELU; tile shape autotuned among gelu.cu's variants")
 def gelu_cuda(x):
     key = _key(x.numel(), str(x.dtype).removeprefix("torch."))
-    return _TUNER.run(key, lambda v: ops().gelu_v(x, v))
+    return _TUNER.run(key, lambda v: ops().gelu_v(x, v), at=f"N={x.numel()}")
 
 
 @register("gelu", "cuda:scalar", available=cuda_ext.cuda_available, supports=_supports,

@@ -133,7 +133,7 @@ def _auto_plan(case) -> str:
 
 
 def _config(case) -> str:
-    return _TUNER.config(_key(case["M"], case["N"], case.dtype)) or _auto_plan(case)
+    return _TUNER.config(_key(case["M"], case["N"], case.dtype), at=f"{case['M']}x{case['N']}") or _auto_plan(case)
 
 
 @register("residual_layernorm_gelu", "cuda", available=cuda_ext.cuda_available,
@@ -143,5 +143,6 @@ def _config(case) -> str:
                       "plan autotuned among the .cu's variants")
 def residual_layernorm_gelu_cuda(x, r, weight, bias, eps):
     n = x.shape[-1]
-    key = _key(x.numel() // max(n, 1), n, str(x.dtype).removeprefix("torch."))
-    return _TUNER.run(key, lambda v: ops().residual_layernorm_gelu_v(x, r, weight, bias, float(eps), v))
+    m = x.numel() // max(n, 1)
+    key = _key(m, n, str(x.dtype).removeprefix("torch."))
+    return _TUNER.run(key, lambda v: ops().residual_layernorm_gelu_v(x, r, weight, bias, float(eps), v), at=f"{m}x{n}")

@@ -160,7 +160,7 @@ def _key(m: int, n: int, dtype: str) -> tuple:
 
 
 def _config(case) -> str:
-    return (_TUNER.config(_key(case["M"], case["N"], case.dtype))
+    return (_TUNER.config(_key(case["M"], case["N"], case.dtype), at=f"{case['M']}x{case['N']}")
             or _plan(case["N"], itemsize(case.dtype)) + " (auto plan)")
 
 
@@ -170,5 +170,6 @@ def _config(case) -> str:
                       "long rows, online beyond; plan autotuned among softmax.cu's variants")
 def softmax_cuda(x):
     n = x.shape[-1]
-    key = _key(x.numel() // max(n, 1), n, str(x.dtype).removeprefix("torch."))
-    return _TUNER.run(key, lambda v: ops().softmax_v(x, v))
+    m = x.numel() // max(n, 1)
+    key = _key(m, n, str(x.dtype).removeprefix("torch."))
+    return _TUNER.run(key, lambda v: ops().softmax_v(x, v), at=f"{m}x{n}")
