@@ -142,13 +142,13 @@ def test_tuner_times_whole_k_where_the_plan_splits(monkeypatch):
 
     monkeypatch.setattr(g, "_sms", lambda: 132)
     monkeypatch.setattr(g, "_hopper", lambda: True)
-    key = ("bfloat16", 149, 5448, 2048)
+    key = g._key("bfloat16", 149, 5448, 2048)
     timed = [v for v in g._TUNER.variants if g._runs(v, key)]
     whole = [v for v in timed if v >= g.WHOLE_K_FIRST]
     assert g.WHOLE_K_FIRST + 9 in whole
     assert whole == [g.WHOLE_K_FIRST + t for t in range(g.WS_FIRST)
                      if split_plan(149, 5448, 2048, t, True, 132, TILE_SHAPES[t][3]) > 1]
-    assert [v for v in g._TUNER.variants if g._runs(v, ("bfloat16", 8192, 8192, 8192))] == list(range(14))
+    assert [v for v in g._TUNER.variants if g._runs(v, g._key("bfloat16", 8192, 8192, 8192))] == list(range(14))
     assert "K whole" in g.TILES[g.WHOLE_K_FIRST + 9] and g.TILES[g.WHOLE_K_FIRST + 9].startswith(g.TILES[9])
 
     calls = []
