@@ -34,3 +34,23 @@ def test_mma_keys_follow_the_tiles(monkeypatch):
             top = cg.split_plan(-(-m // 128) * 128, -(-n // 128) * 128, -(-k // 32) * 32, t, True, 132, per_sm)
             assert cg.split_plan(m, n, k, t, True, 132, per_sm) == top or m < bm, (m, n, k, t)
             assert cg._runs(cg.WHOLE_K_FIRST + t, cg._key("bfloat16", m, n, k)) == (top > 1)
+
+
+def test_wgmma_config_asks_for_the_key_the_call_tuned(monkeypatch):
+    """config looks the tuned variant up under the key the call used, one-row
+    A and one-row B included (a single row is on lines whatever its width)."""
+    import torch
+
+    from implementations.gemm import cuda_wgmma as w
+    from suite.workload import Case
+
+    monkeypatch.setattr(w, "_sms", lambda: 132)
+    monkeypatch.setattr(w, "ops", lambda: type("Lib", (), {"gemm_wgmma": staticmethod(
+        lambda a, b, tile: (a.double() @ b.double()).to(a.dtype))}))
+    ran, asked = [], []
+    monkeypatch.setattr(w._TUNER, "run", lambda key, call, at=None: (ran.append(key), call(3))[1])
+    monkeypatch.setattr(w._TUNER, "config", lambda key, at=None: asked.append(key))
+    for m, n, k in ((1, 128, 24), (1, 40, 24), (16, 40, 24), (16, 128, 64), (24, 40, 8), (300, 392, 136)):
+        w.gemm_cuda_wgmma(torch.randn(m, k).bfloat16(), torch.randn(k, n).bfloat16())
+        w._config(Case.make("gemm", "bfloat16", M=m, N=n, K=k))
+        assert asked[-1] == ran[-1], (m, n, k)

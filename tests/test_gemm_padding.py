@@ -132,6 +132,8 @@ def test_onto_lines_copies_only_rows_off_lines():
     shifted = torch.randn(4 * 72 + 1).bfloat16()[1:].view(4, 72)   # base off an 8-byte word
     assert torch.equal(padding.onto_lines(shifted), shifted)
     assert padding.on_lines(a[:1])                  # one row: nothing to straddle
+    assert padding.stride_on_lines(1, 9, 2) and padding.stride_on_lines(5, 64, 2)
+    assert not padding.stride_on_lines(5, 72, 2)
 
 
 def test_wgmma_tunes_lined_copies_where_rows_are_off_lines(monkeypatch):

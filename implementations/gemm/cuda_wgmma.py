@@ -166,7 +166,8 @@ def _key(dtype: str, m: int, n: int, k: int, lined: bool) -> tuple:
 def _config(case: Case) -> str:
     m, (k, n) = case["M"], padding.padded_dims(case["K"], case["N"], 2)
     note = padding.padded_text(case["K"], case["N"], 2)
-    lined = bool(k % 64 or n % 64)
+    # as _run decides for contiguous rows: A's rows K apart, B's N apart
+    lined = not (padding.stride_on_lines(m, k, 2) and padding.stride_on_lines(k, n, 2))
     tuned = _TUNER.config(_key(case.dtype, m, n, k, lined), at=f"{m}x{n}x{k}")
     if tuned:
         return tuned + note

@@ -70,10 +70,15 @@ def padded_text(k: int, n: int, itemsize: int) -> str:
 LINE = 128  # bytes of an L2 line
 
 
+def stride_on_lines(rows: int, stride: int, itemsize: int) -> bool:
+    """Whether every one of ``rows`` rows ``stride`` elements apart starts on a
+    128-byte line (the base on one, as the caching allocator's are)."""
+    return rows <= 1 or (stride * itemsize) % LINE == 0
+
+
 def on_lines(t: torch.Tensor) -> bool:
-    """Whether every row of t starts on a 128-byte line (its base on one, as the
-    caching allocator's are): its row stride is a whole number of lines."""
-    return t.shape[0] <= 1 or (t.stride(0) * t.element_size()) % LINE == 0
+    """Whether every row of t starts on a 128-byte line: stride_on_lines of its rows."""
+    return stride_on_lines(t.shape[0], t.stride(0), t.element_size())
 
 
 def onto_lines(t: torch.Tensor) -> torch.Tensor:
