@@ -144,6 +144,16 @@ def _widths(size: int):
     return [n for n in WIDTHS if G.group_fits(n, size)]
 
 
+def _every_launch(size: int):
+    """(n, warps, m) over every width the group kernel takes at this element
+    size, every warp count, and row counts around one program's rows."""
+    for n in _widths(size):
+        for warps in G.WARPS:
+            per = 32 * warps * G.group_rows(n, size)  # rows a program
+            for m in (1, 2, per - 1, per, 3 * per + 5, 20011):
+                yield n, warps, m
+
+
 def _gpu_or_skip() -> None:
     if not G.available(torch.empty(1, device="cuda")):
         pytest.skip("the group kernel is for sm_90")
@@ -155,16 +165,13 @@ def test_gpu_softmax_every_width_and_warps(dtype):
     _gpu_or_skip()
     wl = discover().workloads["softmax"]
     size = torch.empty((), dtype=getattr(torch, dtype)).element_size()
-    for n in _widths(size):
-        for warps in G.WARPS:
-            per = 32 * warps * G.group_rows(n, size)  # rows a program
-            for m in (1, 2, per - 1, per, 3 * per + 5, 20011):
-                x = _hard_inputs(m, n, dtype)
-                y = verify.poison_(torch.empty_like(x))
-                G.launch(x, y, warps)
-                torch.cuda.synchronize()
-                res = verify.check(y, torch.softmax(x.double(), -1), wl.tolerance(Case.make("softmax", dtype, M=m, N=n)))
-                assert res.correct, f"{dtype} {m} x {n} {G.label(n, size, warps)} seed={SEED}: {res.message}"
+    for n, warps, m in _every_launch(size):
+        x = _hard_inputs(m, n, dtype)
+        y = verify.poison_(torch.empty_like(x))
+        G.launch(x, y, warps)
+        torch.cuda.synchronize()
+        res = verify.check(y, torch.softmax(x.double(), -1), wl.tolerance(Case.make("softmax", dtype, M=m, N=n)))
+        assert res.correct, f"{dtype} {m} x {n} {G.label(n, size, warps)} seed={SEED}: {res.message}"
 
 
 @pytest.mark.gpu
@@ -173,19 +180,16 @@ def test_gpu_rlg_every_width_and_warps(dtype):
     _gpu_or_skip()
     wl = discover().workloads["residual_layernorm_gelu"]
     size = torch.empty((), dtype=getattr(torch, dtype)).element_size()
-    for n in _widths(size):
-        for warps in G.WARPS:
-            per = 32 * warps * G.group_rows(n, size)
-            for m in (1, 2, per - 1, per, 3 * per + 5, 20011):
-                case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
-                inputs = wl.make_inputs(case, "cuda", SEED + m + n)
-                inputs["x"][0::2] += 8.0  # neighbouring rows apart: one mean for both would show
-                ref = wl.reference(case, inputs)
-                y = verify.poison_(torch.empty_like(inputs["x"]))
-                G.launch(inputs["x"], y, warps, inputs["r"], inputs["weight"], inputs["bias"], inputs["eps"])
-                torch.cuda.synchronize()
-                res = verify.check(y, ref, wl.tolerance(case))
-                assert res.correct, f"{case} {G.label(n, size, warps)} seed={SEED}: {res.message}"
+    for n, warps, m in _every_launch(size):
+        case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
+        inputs = wl.make_inputs(case, "cuda", SEED + m + n)
+        inputs["x"][0::2] += 8.0  # neighbouring rows apart: one mean for both would show
+        ref = wl.reference(case, inputs)
+        y = verify.poison_(torch.empty_like(inputs["x"]))
+        G.launch(inputs["x"], y, warps, inputs["r"], inputs["weight"], inputs["bias"], inputs["eps"])
+        torch.cuda.synchronize()
+        res = verify.check(y, ref, wl.tolerance(case))
+        assert res.correct, f"{case} {G.label(n, size, warps)} seed={SEED}: {res.message}"
 
 
 @pytest.mark.gpu
