@@ -33,8 +33,20 @@
 //   6, 7, 8: tiles 3, 4, 5 with a stream-K last wave (below)
 //   9: 128 x 192 x 64, 5 stages (40 KB each), wgmma m64n192k16, staged epilogue
 //  10: tile 9 with a stream-K last wave
+//  11, 12: tiles 3 and 9 on clusters of two CTAs that share B (below)
 // The widths between the powers of two are for the wave count: 1792 x 5304
 // is 294 tiles of 128 x 256 (2.2 waves on 132 SMs) but 392 of 128 x 192 (2.97).
+//
+// Clusters of two (tiles 11 and 12).  At full rate a 128 x 256 tile takes
+// ~48 KB a k-step from L2, ~60 GB/s an SM; rows that start off 128-byte lines
+// add a fifth 32-byte sector to each four.  A cluster runs two vertically
+// adjacent tiles, which read the same B: each CTA loads its own A and half of
+// every B box (32 of its 64 k-rows) and multicasts that half into both CTAs'
+// stage, so B crosses from L2 once for the pair.  A stage is refilled only
+// once the consumers of both CTAs released it: each consumer warp arrives on
+// the empty barrier of both.  The pair walks pairs of tile-rows; the second
+// tile of the last pair may lie past M (its A is not loaded, its C not
+// stored).  No stream-K: the grid is whole clusters, as many as fit at once.
 //
 // Stream-K last wave (tiles 6-8).  With T tiles on P SMs, T % P tiles would
 // form a last wave that leaves most SMs idle (266 tiles on 132 SMs: three
@@ -83,7 +95,7 @@ constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
 constexpr int GROUP_M = 8;               // tile-rows per rasterisation group
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = 232;       // 128*40 + 256*232 = 64512 <= 65536
-constexpr int NUM_TILES = 11;           // see the tile list above
+constexpr int NUM_TILES = 13;           // see the tile list above
 constexpr int EPI_BYTES = ksuite_gemm::STAGE_BYTES_PER_WARP;  // a warp's staging of C
 constexpr int SK_BARRIER = 1;           // named barrier of the 256 consumer threads
 
@@ -101,11 +113,12 @@ struct Config {
   static constexpr int SMEM_BYTES_STAGED = SMEM_BYTES + CONSUMER_WARPS * EPI_BYTES;
 };
 
-__device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int& tm, int& tn) {
-  const int per_group = GROUP_M * tiles_n;
+// Tile `tile` in groups of `group_m` tile-rows, column by column within a group.
+__device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int group_m, int& tm, int& tn) {
+  const int per_group = group_m * tiles_n;
   const int group = tile / per_group;
-  const int first_m = group * GROUP_M;
-  const int rows = min(tiles_m - first_m, GROUP_M);
+  const int first_m = group * group_m;
+  const int rows = min(tiles_m - first_m, group_m);
   const int in_group = tile - group * per_group;
   tm = first_m + in_group % rows;
   tn = in_group / rows;
@@ -125,18 +138,19 @@ __device__ __forceinline__ int64_t sk_begin(int cta, int64_t sk_total, int ctas)
   return sk_total * cta / ctas;
 }
 
-// This CTA's pieces of work, in order: its stream-K range of the first
-// sk_tiles tiles, then whole tiles, one a CTA.
+// The pieces of work of worker `me` of `workers` (a CTA, or a cluster of
+// them), in order: its stream-K range of the first sk_tiles tiles, then whole
+// tiles, one a worker.
 struct Units {
   int64_t it, hi;
-  int next_tile, num_tiles, k_tiles;
+  int next_tile, num_tiles, k_tiles, workers;
 
-  __device__ __forceinline__ Units(int num_tiles_, int sk_tiles, int k_tiles_)
-      : num_tiles(num_tiles_), k_tiles(k_tiles_) {
+  __device__ __forceinline__ Units(int num_tiles_, int sk_tiles, int k_tiles_, int me, int workers_)
+      : num_tiles(num_tiles_), k_tiles(k_tiles_), workers(workers_) {
     const int64_t sk_total = static_cast<int64_t>(sk_tiles) * k_tiles;
-    it = sk_begin(blockIdx.x, sk_total, gridDim.x);
-    hi = sk_begin(blockIdx.x + 1, sk_total, gridDim.x);
-    next_tile = sk_tiles + blockIdx.x;
+    it = sk_begin(me, sk_total, workers);
+    hi = sk_begin(me + 1, sk_total, workers);
+    next_tile = sk_tiles + me;
   }
 
   // The next piece: tile, and its k-steps [k_begin, k_end); false when done.
@@ -153,7 +167,7 @@ struct Units {
     tile = next_tile;
     k_begin = 0;
     k_end = k_tiles;
-    next_tile += gridDim.x;
+    next_tile += workers;
     return true;
   }
 };
@@ -162,13 +176,15 @@ __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync %0, %1;" :: "n"(SK_BARRIER), "n"(128 * CONSUMERS) : "memory");
 }
 
-template <int BN, bool BF16, bool STAGED>
+template <int BN, bool BF16, bool STAGED, int CLUSTER>
 __global__ void __launch_bounds__(THREADS, 1)
 gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                   void* __restrict__ c_ptr, int M, int N, int K, uint32_t b_lbo, uint32_t b_sbo,
                   int sk_tiles, float* __restrict__ sk_ws, int* __restrict__ sk_flags) {
   using Cfg = Config<BN>;
   constexpr int STAGES = Cfg::STAGES;
+  constexpr bool PAIR = CLUSTER == 2;
+  static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two CTAs");
 
   __shared__ __align__(8) uint64_t full_bar[STAGES];
   __shared__ __align__(8) uint64_t empty_bar[STAGES];
@@ -184,20 +200,35 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
 
   const int tiles_m = (M + BM - 1) / BM;
   const int tiles_n = (N + BN - 1) / BN;
-  const int num_tiles = tiles_m * tiles_n;
   const int k_tiles = (K + BK - 1) / BK;
   const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
+  // A pair's work units are pairs of tile-rows; its CTAs take the two tiles.
+  const uint32_t rank = PAIR ? cluster_ctarank() : 0;
+  const int unit_rows = PAIR ? (tiles_m + 1) / 2 : tiles_m;
+  const int num_units = unit_rows * tiles_n;
+  const int worker = PAIR ? blockIdx.x / 2 : blockIdx.x;
+  const int workers = PAIR ? gridDim.x / 2 : gridDim.x;
+  auto coords = [&](int unit, int& tm, int& tn) {
+    tile_coords(unit, unit_rows, tiles_n, GROUP_M / CLUSTER, tm, tn);
+    tm = tm * CLUSTER + static_cast<int>(rank);
+  };
 
   if (threadIdx.x == 0) {
     tma_prefetch_desc(&tma_a);
     tma_prefetch_desc(&tma_b);
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&full_bar[s], 1);                  // the producer's arrive.expect_tx
-      mbar_init(&empty_bar[s], CONSUMER_WARPS);    // one arrival per consumer warp
+      // one arrival per consumer warp (of both CTAs of a pair)
+      mbar_init(&empty_bar[s], CONSUMER_WARPS * CLUSTER);
     }
     mbar_init_fence();
   }
-  __syncthreads();
+  // A pair's barriers must be initialised before the other CTA multicasts or arrives.
+  if constexpr (PAIR) {
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
 
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
@@ -205,31 +236,42 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
     if (threadIdx.x == 0) {
       int stage = 0;
       uint32_t phase = 0;
-      Units units(num_tiles, sk_tiles, k_tiles);
+      Units units(num_units, sk_tiles, k_tiles, worker, workers);
       int tile, k_begin, k_end;
       while (units.next(tile, k_begin, k_end)) {
         int tm, tn;
-        tile_coords(tile, tiles_m, tiles_n, tm, tn);
+        coords(tile, tm, tn);
         const int m0 = tm * BM, n0 = tn * BN;
         // B boxes that start at or beyond column N are not loaded at all: the
         // columns they would hold only feed output columns >= N, which are
         // never stored, so stale shared memory there is harmless.  (Partly
-        // out-of-range boxes are loaded; TMA zero-fills their tail.)
+        // out-of-range boxes are loaded; TMA zero-fills their tail.)  Both
+        // CTAs of a pair have the same n0.
         const int chunks = min(BN / 64, (N - n0 + 63) / 64);
-        const uint32_t bytes = Cfg::A_BYTES + chunks * Cfg::B_CHUNK_BYTES;
+        const bool a_rows = tm < tiles_m;  // false only for a pair's tile past M
+        const uint32_t bytes = (a_rows ? Cfg::A_BYTES : 0) + chunks * Cfg::B_CHUNK_BYTES;
         for (int kt = k_begin; kt < k_end; ++kt) {
-          // Slot free?  (First pass: parity 1 of a fresh barrier is complete.)
+          // Slot free (in both CTAs of a pair)?  (First pass: parity 1 of a
+          // fresh barrier is complete.)
           mbar_wait(&empty_bar[stage], phase ^ 1);
           mbar_arrive_expect_tx(&full_bar[stage], bytes);
           const int k0 = kt * BK;
           // A box: 64 k (inner, 128 bytes) x 128 rows of A.
-          tma_load_2d(smem_a + stage * Cfg::A_BYTES, &tma_a, &full_bar[stage], k0, m0);
-          // B boxes: 64 n (inner, 128 bytes) x 64 k-rows each, one per 64 columns.
+          if (a_rows) tma_load_2d(smem_a + stage * Cfg::A_BYTES, &tma_a, &full_bar[stage], k0, m0);
+          // B boxes: 64 n (inner, 128 bytes) x 64 k-rows each, one per 64
+          // columns; in a pair each CTA loads k-rows [32 rank, 32 rank + 32) of
+          // every box into both CTAs (4 KB in: a multiple of the 1024-byte
+          // swizzle atom, so the halves land as the whole box would).
 #pragma unroll
           for (int j = 0; j < BN / 64; ++j) {
             if (j < chunks) {
-              tma_load_2d(smem_b + stage * Cfg::B_BYTES + j * Cfg::B_CHUNK_BYTES, &tma_b,
-                          &full_bar[stage], n0 + 64 * j, k0);
+              uint8_t* dst = smem_b + stage * Cfg::B_BYTES + j * Cfg::B_CHUNK_BYTES;
+              if constexpr (PAIR) {
+                tma_load_2d_multicast(dst + rank * (Cfg::B_CHUNK_BYTES / 2), &tma_b, &full_bar[stage],
+                                      n0 + 64 * j, k0 + static_cast<int>(rank) * (BK / 2), 0x3);
+              } else {
+                tma_load_2d(dst, &tma_b, &full_bar[stage], n0 + 64 * j, k0);
+              }
             }
           }
           if (++stage == STAGES) { stage = 0; phase ^= 1; }
@@ -277,11 +319,17 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
     auto slot = [&](int cta) {
       return reinterpret_cast<float4*>(sk_ws) + static_cast<size_t>(cta) * (CONSUMERS * 128) * (BN / 8);
     };
-    Units units(num_tiles, sk_tiles, k_tiles);
+    // Stage s is free once this warp's wgmmas that read it are complete: one
+    // arrival on its empty barrier (in a pair, on both CTAs' barriers).
+    auto release = [&](int s) {
+      if (lane == 0) mbar_arrive(&empty_bar[s]);
+      if (PAIR && lane == 1) mbar_arrive_cluster(&empty_bar[s], rank ^ 1u);
+    };
+    Units units(num_units, sk_tiles, k_tiles, worker, workers);
     int tile, k_begin, k_end;
     while (units.next(tile, k_begin, k_end)) {
       int tm, tn;
-      tile_coords(tile, tiles_m, tiles_n, tm, tn);
+      coords(tile, tm, tn);
       int prev_stage = 0;
       for (int kt = k_begin; kt < k_end; ++kt) {
         mbar_wait(&full_bar[stage], phase);
@@ -300,14 +348,14 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
         for (int i = 0; i < BN / 2; ++i) fence_operand(acc[i]);
         // The previous stage's group is complete once at most this one is pending.
         wgmma_wait<1>();
-        if (kt > k_begin && lane == 0) mbar_arrive(&empty_bar[prev_stage]);
+        if (kt > k_begin) release(prev_stage);
         prev_stage = stage;
         if (++stage == STAGES) { stage = 0; phase ^= 1; }
       }
       wgmma_wait<0>();
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) fence_operand(acc[i]);
-      if (k_end > k_begin && lane == 0) mbar_arrive(&empty_bar[prev_stage]);
+      if (k_end > k_begin) release(prev_stage);
 
       if (k_begin > 0) {
         // A piece after k = 0: the partial sum goes to this CTA's slot.
@@ -382,12 +430,18 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
       }
     }
   }
+  // No CTA of a pair may exit while the other can still multicast into its
+  // shared memory or arrive on its barriers.
+  if constexpr (PAIR) cluster_sync();
 }
 
 // ------------------------------------------------------------------ host side
 
-int tile_bn(int tile) { return tile >= 9 ? 192 : tile % 3 == 0 ? 256 : tile % 3 == 1 ? 128 : 64; }
+int tile_bn(int tile) {
+  return tile == 11 ? 256 : tile >= 9 ? 192 : tile % 3 == 0 ? 256 : tile % 3 == 1 ? 128 : 64;
+}
 bool tile_stream_k(int tile) { return (tile >= 6 && tile <= 8) || tile == 10; }
+bool tile_pair(int tile) { return tile >= 11; }
 
 // Fewest (waves x per-tile cost): a wave is one tile per SM (the grid is
 // persistent), and a 128 x BN tile costs about BN plus a per-tile overhead
@@ -428,15 +482,61 @@ void sk_plan(int64_t tiles, int64_t k_tiles, int sms, int& sk_tiles, int& grid) 
   grid = static_cast<int>(ctas);
 }
 
-template <int BN, bool BF16, bool STAGED>
+// A launch of clusters of two CTAs along x, on the current stream.
+cudaLaunchConfig_t pair_config(int grid, int smem_bytes, cudaLaunchAttribute& attr) {
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = 2;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(THREADS);
+  cfg.dynamicSmemBytes = smem_bytes;
+  cfg.stream = ksuite::current_stream();
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
+// Clusters of two of `kernel` resident at once (a GPC's SMs pair up only
+// within it, so this can be fewer than sms / 2); asked once per device.
+template <typename Kernel>
+int resident_pairs(Kernel kernel, int smem_bytes, int sms) {
+  static int known[64] = {};
+  const int dev = c10::cuda::current_device();
+  if (dev < 64 && known[dev] > 0) return known[dev];
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t probe = pair_config(2 * (sms / 2), smem_bytes, attr);
+  int n = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, kernel, &probe));
+  KSUITE_CHECK(n > 0, "gemm_wgmma: no cluster of two CTAs fits on this GPU");
+  if (dev < 64) known[dev] = n;
+  return n;
+}
+
+template <int BN, bool BF16, bool STAGED, int CLUSTER>
 void launch(const CUtensorMap& ma, const CUtensorMap& mb, at::Tensor& c, int M, int N, int K, int sms,
             bool swap_b_desc, bool stream_k) {
   using Cfg = Config<BN>;
-  auto kernel = gemm_wgmma_kernel<BN, BF16, STAGED>;
+  auto kernel = gemm_wgmma_kernel<BN, BF16, STAGED, CLUSTER>;
   constexpr int smem_bytes = STAGED ? Cfg::SMEM_BYTES_STAGED : Cfg::SMEM_BYTES;
   // Per device and instantiation; cheap to repeat, so simply done every call.
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
-  const int64_t tiles = static_cast<int64_t>((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+  const uint32_t lbo = Cfg::B_CHUNK_BYTES, sbo = 1024;
+  const int64_t tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+  if constexpr (CLUSTER == 2) {
+    // One pair a unit of two tile-rows' tiles, as many pairs as are resident
+    // at once.  No stream-K.
+    const int64_t units = (tiles_m + 1) / 2 * tiles_n;
+    const int grid = 2 * static_cast<int>(std::min<int64_t>(units, resident_pairs(kernel, smem_bytes, sms)));
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = pair_config(grid, smem_bytes, attr);
+    C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, ma, mb, c.data_ptr(), M, N, K, swap_b_desc ? sbo : lbo,
+                                      swap_b_desc ? lbo : sbo, 0, static_cast<float*>(nullptr),
+                                      static_cast<int*>(nullptr)));
+    return;
+  }
+  const int64_t tiles = tiles_m * tiles_n;
   int sk_tiles = 0, grid = static_cast<int>(std::min<int64_t>(tiles, sms));
   if (stream_k) sk_plan(tiles, (K + BK - 1) / BK, sms, sk_tiles, grid);
   at::Tensor ws;
@@ -445,11 +545,28 @@ void launch(const CUtensorMap& ma, const CUtensorMap& mb, at::Tensor& c, int M, 
     ws = at::empty({static_cast<int64_t>(grid) * BM * BN}, c.options().dtype(at::kFloat));
     flags = ksuite_gemm_split::counters(grid);
   }
-  const uint32_t lbo = Cfg::B_CHUNK_BYTES, sbo = 1024;
   kernel<<<grid, THREADS, smem_bytes, ksuite::current_stream()>>>(
       ma, mb, c.data_ptr(), M, N, K, swap_b_desc ? sbo : lbo, swap_b_desc ? lbo : sbo,
       sk_tiles, sk_tiles > 0 ? ws.data_ptr<float>() : nullptr, flags);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// One call's arguments, for the instantiation the tile picks.
+struct Operands {
+  const CUtensorMap& ma;
+  const CUtensorMap& mb;
+  at::Tensor& c;
+  int m, n, k, sms;
+  bool swap_b_desc, stream_k, bf16;
+};
+
+template <int BN, bool STAGED, int CLUSTER>
+void launch_as(const Operands& o) {
+  if (o.bf16) {
+    launch<BN, true, STAGED, CLUSTER>(o.ma, o.mb, o.c, o.m, o.n, o.k, o.sms, o.swap_b_desc, o.stream_k);
+  } else {
+    launch<BN, false, STAGED, CLUSTER>(o.ma, o.mb, o.c, o.m, o.n, o.k, o.sms, o.swap_b_desc, o.stream_k);
+  }
 }
 
 at::Tensor gemm_wgmma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
@@ -480,7 +597,8 @@ at::Tensor gemm_wgmma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
   const int sms = ksuite::sm_count();
   const int t = tile < 0 ? auto_tile(M, N, sms) : static_cast<int>(tile);
   const CUtensorMap ma = ksuite_hopper::make_map(a, M, K, BM, "gemm_wgmma", "a", lda);
-  const CUtensorMap mb = ksuite_hopper::make_map(b, K, N, BK, "gemm_wgmma", "b", ldb);
+  // A pair's CTAs each load half of a B box's k-rows.
+  const CUtensorMap mb = ksuite_hopper::make_map(b, K, N, tile_pair(t) ? BK / 2 : BK, "gemm_wgmma", "b", ldb);
   const bool bf16 = a.scalar_type() == at::kBFloat16;
   const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
   // Diagnostic only: KSUITE_WGMMA_SWAP_B_DESC=1 swaps the B descriptor's
@@ -489,16 +607,19 @@ at::Tensor gemm_wgmma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
   const char* swap_env = std::getenv("KSUITE_WGMMA_SWAP_B_DESC");
   const bool sw = swap_env != nullptr && swap_env[0] != '\0' && swap_env[0] != '0';
   const bool sk = tile_stream_k(t);
-  // The instantiation: 0-5 as tiles 0-5 (a stream-K tile runs its tile 3-5), 6 the 192-wide tile.
-  const int form = tile_bn(t) == 192 ? 6 : sk ? t - 3 : t;
-  switch (form) {
-    case 0: bf16 ? launch<256, true, false>(ma, mb, c, m, n, k, sms, sw, sk) : launch<256, false, false>(ma, mb, c, m, n, k, sms, sw, sk); break;
-    case 1: bf16 ? launch<128, true, false>(ma, mb, c, m, n, k, sms, sw, sk) : launch<128, false, false>(ma, mb, c, m, n, k, sms, sw, sk); break;
-    case 2: bf16 ? launch<64, true, false>(ma, mb, c, m, n, k, sms, sw, sk) : launch<64, false, false>(ma, mb, c, m, n, k, sms, sw, sk); break;
-    case 3: bf16 ? launch<256, true, true>(ma, mb, c, m, n, k, sms, sw, sk) : launch<256, false, true>(ma, mb, c, m, n, k, sms, sw, sk); break;
-    case 4: bf16 ? launch<128, true, true>(ma, mb, c, m, n, k, sms, sw, sk) : launch<128, false, true>(ma, mb, c, m, n, k, sms, sw, sk); break;
-    case 5: bf16 ? launch<64, true, true>(ma, mb, c, m, n, k, sms, sw, sk) : launch<64, false, true>(ma, mb, c, m, n, k, sms, sw, sk); break;
-    default: bf16 ? launch<192, true, true>(ma, mb, c, m, n, k, sms, sw, sk) : launch<192, false, true>(ma, mb, c, m, n, k, sms, sw, sk); break;
+  const Operands ops{ma, mb, c, m, n, k, sms, sw, sk, bf16};
+  // The instantiation: tiles 0-5 as themselves (a stream-K tile runs its tile
+  // 3-5), the 192-wide tiles, and the pairs.
+  switch (tile_pair(t) ? (tile_bn(t) == 256 ? 7 : 8) : tile_bn(t) == 192 ? 6 : sk ? t - 3 : t) {
+    case 0: launch_as<256, false, 1>(ops); break;
+    case 1: launch_as<128, false, 1>(ops); break;
+    case 2: launch_as<64, false, 1>(ops); break;
+    case 3: launch_as<256, true, 1>(ops); break;
+    case 4: launch_as<128, true, 1>(ops); break;
+    case 5: launch_as<64, true, 1>(ops); break;
+    case 6: launch_as<192, true, 1>(ops); break;
+    case 7: launch_as<256, true, 2>(ops); break;
+    default: launch_as<192, true, 2>(ops); break;
   }
   return c;
 }

@@ -48,6 +48,36 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
       "}\n" :: "r"(addr), "r"(parity) : "memory");
 }
 
+// One arrival on the barrier at the same shared-memory offset in CTA `cta`
+// of this cluster (this CTA's own included), with the default release at CTA
+// scope: it tells the other CTA's TMA producer that this CTA's wgmmas have
+// finished reading a stage, which their wait_group already guarantees.
+// Release at cluster scope would put a fence behind every arrival, on the
+// critical path of each stage.
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+      "}\n" :: "r"(smem_u32(bar)), "r"(cta) : "memory");
+}
+
+// ------------------------------------------------------------------ clusters
+
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+
+// Every thread of every CTA of the cluster: no CTA passes until all arrived.
+// Also a CTA barrier.  Not .aligned: threads of one warp may call it from
+// different places.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
 // ------------------------------------------------------------------ TMA
 
 __device__ __forceinline__ void tma_prefetch_desc(const void* tmap) {
@@ -63,6 +93,19 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const void* tmap, uint64_
       " [%0], [%1, {%3, %4}], [%2];\n"
       :: "r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(tmap)), "r"(smem_u32(bar)),
          "r"(c0), "r"(c1)
+      : "memory");
+}
+
+// tma_load_2d into the same shared-memory offset of every CTA of the cluster
+// in `ctas` (a bit a CTA rank); each destination's barrier at `bar`'s offset
+// gets the box's bytes.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const void* tmap, uint64_t* bar, int c0, int c1,
+                                                      uint16_t ctas) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4}], [%2], %5;\n"
+      :: "r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(tmap)), "r"(smem_u32(bar)),
+         "r"(c0), "r"(c1), "h"(ctas)
       : "memory");
 }
 
