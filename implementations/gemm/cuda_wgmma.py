@@ -16,8 +16,7 @@ the CTA that ran a cut tile from k = 0 adds the other pieces' fp32 partial sums
 (sk_plan mirrors the cut).  Tiles 11 and 12 are tiles 3 and 9 on clusters
 of two CTAs that run vertically adjacent tiles and share B: each loads half
 of every B box and TMA multicasts it into both, so B is read from L2 once a
-pair; tiles 13 and 14 are them on 2 x 2 clusters that share A as well.  The
-tile is timed at the first call of
+pair.  The tile is timed at the first call of
 each key (the shape in whole tiles: _key) and the fastest kept
 (implementations/_shared/cuda_variants).  float16
 and bfloat16 only.  TMA needs 16-byte rows: where K or N is not a multiple of 8
@@ -54,13 +53,10 @@ TILES[9] = (192, 5, "128x192x64, 5 stages, 2 consumer warpgroups of m64n192k16, 
 # The stream-K tiles, each the tile it cuts plus a stream-K last wave.
 STREAM_K = {6: 3, 7: 4, 8: 5, 10: 9}
 TILES.update({t: (TILES[w][0], TILES[w][1], TILES[w][2] + ", stream-K last wave") for t, w in STREAM_K.items()})
-# The tiles on clusters of CTAs that share B (2 x 1) or A and B (2 x 2) by
-# TMA multicast: tile -> (the tile it clusters, CTAs along M, along N).
-CLUSTERS = {11: (3, 2, 1), 12: (9, 2, 1), 13: (3, 2, 2), 14: (9, 2, 2)}
-TILES.update({t: (TILES[w][0], TILES[w][1],
-                  TILES[w][2] + (", clusters of 2 CTAs sharing B" if cn == 1 else
-                                 ", clusters of 2 x 2 CTAs sharing A and B") + " by TMA multicast")
-              for t, (w, cm, cn) in CLUSTERS.items()})
+# The tiles on clusters of two CTAs that share B (multicast), each the tile it pairs.
+PAIRS = {11: 3, 12: 9}
+TILES.update({t: (TILES[w][0], TILES[w][1], TILES[w][2] + ", clusters of 2 CTAs sharing B by TMA multicast")
+              for t, w in PAIRS.items()})
 TILES = dict(sorted(TILES.items()))
 SK_MIN_STEPS = 4  # as in gemm_wgmma.cu
 
@@ -135,7 +131,7 @@ def _supports(case: Case) -> str | None:
 # 4 can tie in the tuner's short bursts, but back to back for 4 s
 # (lab/gemm_clocks.py) they do the same FLOP a clock and 4 settles
 # 7-10% lower: 622 against 679 TFLOP/s in bf16, 594 against 655 in fp16.
-_PREFER = (3, 11, 13, 0, 9, 12, 14, 4, 1, 5, 2, 6, 10, 7, 8)
+_PREFER = (3, 11, 0, 9, 12, 4, 1, 5, 2, 6, 10, 7, 8)
 
 
 def _sms() -> int:

@@ -34,22 +34,19 @@
 //   9: 128 x 192 x 64, 5 stages (40 KB each), wgmma m64n192k16, staged epilogue
 //  10: tile 9 with a stream-K last wave
 //  11, 12: tiles 3 and 9 on clusters of two CTAs that share B (below)
-//  13, 14: tiles 3 and 9 on clusters of 2 x 2 CTAs that share A and B
 // The widths between the powers of two are for the wave count: 1792 x 5304
 // is 294 tiles of 128 x 256 (2.2 waves on 132 SMs) but 392 of 128 x 192 (2.97).
 //
-// Clusters (tiles 11-14).  At full rate a 128 x 256 tile takes ~48 KB a
-// k-step from L2, ~60 GB/s an SM; rows that start off 128-byte lines add a
-// fifth 32-byte sector to each four.  A cluster of CM x CN CTAs runs CM x CN
-// adjacent tiles.  Tiles one above the other read the same B: each of the two
-// loads half of every B box (32 of its 64 k-rows) and multicasts it into both
-// CTAs' stage, so B crosses from L2 once for them; tiles side by side share A
-// the same way (64 of its 128 rows each).  A stage is refilled only once the
-// consumers of every CTA its producer writes into released it: each consumer
-// warp arrives on the empty barriers of its own CTA and of the CTAs that share
-// an operand with it.  A cluster's tiles past M load no A, those past N no B,
-// and neither stores C.  No stream-K: the grid is whole clusters, as many as
-// are resident at once.
+// Clusters of two (tiles 11 and 12).  At full rate a 128 x 256 tile takes
+// ~48 KB a k-step from L2, ~60 GB/s an SM; rows that start off 128-byte lines
+// add a fifth 32-byte sector to each four.  A cluster runs two vertically
+// adjacent tiles, which read the same B: each CTA loads its own A and half of
+// every B box (32 of its 64 k-rows) and multicasts that half into both CTAs'
+// stage, so B crosses from L2 once for the pair.  A stage is refilled only
+// once the consumers of both CTAs released it: each consumer warp arrives on
+// the empty barrier of both.  The pair walks pairs of tile-rows; the second
+// tile of the last pair may lie past M (its A is not loaded, its C not
+// stored).  No stream-K: the grid is whole clusters, as many as fit at once.
 //
 // Stream-K last wave (tiles 6-8).  With T tiles on P SMs, T % P tiles would
 // form a last wave that leaves most SMs idle (266 tiles on 132 SMs: three
@@ -98,7 +95,7 @@ constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
 constexpr int GROUP_M = 8;               // tile-rows per rasterisation group
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = 232;       // 128*40 + 256*232 = 64512 <= 65536
-constexpr int NUM_TILES = 15;           // see the tile list above
+constexpr int NUM_TILES = 13;           // see the tile list above
 constexpr int EPI_BYTES = ksuite_gemm::STAGE_BYTES_PER_WARP;  // a warp's staging of C
 constexpr int SK_BARRIER = 1;           // named barrier of the 256 consumer threads
 
@@ -179,19 +176,15 @@ __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync %0, %1;" :: "n"(SK_BARRIER), "n"(128 * CONSUMERS) : "memory");
 }
 
-template <int BN, bool BF16, bool STAGED, int CM, int CN>
+template <int BN, bool BF16, bool STAGED, int CLUSTER>
 __global__ void __launch_bounds__(THREADS, 1)
 gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                   void* __restrict__ c_ptr, int M, int N, int K, uint32_t b_lbo, uint32_t b_sbo,
                   int sk_tiles, float* __restrict__ sk_ws, int* __restrict__ sk_flags) {
   using Cfg = Config<BN>;
   constexpr int STAGES = Cfg::STAGES;
-  static_assert((CM == 1 || CM == 2) && (CN == 1 || CN == 2), "clusters of 1 or 2 CTAs a side");
-  constexpr int CTAS = CM * CN;
-  constexpr bool CLUSTERED = CTAS > 1;
-  // CTAs that write into this CTA's stages: itself, the one beside it that
-  // shares A (CN = 2) and the one above or below that shares B (CM = 2).
-  constexpr int WRITERS = 1 + (CN - 1) + (CM - 1);
+  constexpr bool PAIR = CLUSTER == 2;
+  static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two CTAs");
 
   __shared__ __align__(8) uint64_t full_bar[STAGES];
   __shared__ __align__(8) uint64_t empty_bar[STAGES];
@@ -209,17 +202,15 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
   const int tiles_n = (N + BN - 1) / BN;
   const int k_tiles = (K + BK - 1) / BK;
   const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
-  // A cluster's work unit is CM x CN tiles; CTA rank r takes tile (r % CM, r / CM) of it.
-  const int rank = CLUSTERED ? static_cast<int>(cluster_ctarank()) : 0;
-  const int rm = rank % CM, rn = rank / CM;
-  const int unit_rows = (tiles_m + CM - 1) / CM, unit_cols = (tiles_n + CN - 1) / CN;
-  const int num_units = unit_rows * unit_cols;
-  const int worker = blockIdx.x / CTAS;
-  const int workers = gridDim.x / CTAS;
+  // A pair's work units are pairs of tile-rows; its CTAs take the two tiles.
+  const uint32_t rank = PAIR ? cluster_ctarank() : 0;
+  const int unit_rows = PAIR ? (tiles_m + 1) / 2 : tiles_m;
+  const int num_units = unit_rows * tiles_n;
+  const int worker = PAIR ? blockIdx.x / 2 : blockIdx.x;
+  const int workers = PAIR ? gridDim.x / 2 : gridDim.x;
   auto coords = [&](int unit, int& tm, int& tn) {
-    tile_coords(unit, unit_rows, unit_cols, GROUP_M / CM, tm, tn);
-    tm = tm * CM + rm;
-    tn = tn * CN + rn;
+    tile_coords(unit, unit_rows, tiles_n, GROUP_M / CLUSTER, tm, tn);
+    tm = tm * CLUSTER + static_cast<int>(rank);
   };
 
   if (threadIdx.x == 0) {
@@ -227,13 +218,13 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
     tma_prefetch_desc(&tma_b);
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&full_bar[s], 1);                  // the producer's arrive.expect_tx
-      // one arrival per consumer warp of every CTA that writes the stage
-      mbar_init(&empty_bar[s], CONSUMER_WARPS * WRITERS);
+      // one arrival per consumer warp (of both CTAs of a pair)
+      mbar_init(&empty_bar[s], CONSUMER_WARPS * CLUSTER);
     }
     mbar_init_fence();
   }
-  // A cluster's barriers must be initialised before another CTA multicasts or arrives.
-  if constexpr (CLUSTERED) {
+  // A pair's barriers must be initialised before the other CTA multicasts or arrives.
+  if constexpr (PAIR) {
     cluster_sync();
   } else {
     __syncthreads();
@@ -245,9 +236,6 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
     if (threadIdx.x == 0) {
       int stage = 0;
       uint32_t phase = 0;
-      // The CTAs an A half goes to (same rm) and those a B half goes to (same rn).
-      const uint16_t a_ctas = CN == 2 ? static_cast<uint16_t>((1u << rm) | (1u << (rm + CM))) : 0;
-      const uint16_t b_ctas = CM == 2 ? static_cast<uint16_t>(3u << (CM * rn)) : 0;
       Units units(num_units, sk_tiles, k_tiles, worker, workers);
       int tile, k_begin, k_end;
       while (units.next(tile, k_begin, k_end)) {
@@ -257,41 +245,30 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
         // B boxes that start at or beyond column N are not loaded at all: the
         // columns they would hold only feed output columns >= N, which are
         // never stored, so stale shared memory there is harmless.  (Partly
-        // out-of-range boxes are loaded; TMA zero-fills their tail.)  The
-        // CTAs that share B have the same n0; a cluster's tile past N loads
-        // no B, one past M no A (nor does the CTA that shares its A).
-        const int chunks = max(0, min(BN / 64, (N - n0 + 63) / 64));
-        const bool a_rows = tm < tiles_m;
+        // out-of-range boxes are loaded; TMA zero-fills their tail.)  Both
+        // CTAs of a pair have the same n0.
+        const int chunks = min(BN / 64, (N - n0 + 63) / 64);
+        const bool a_rows = tm < tiles_m;  // false only for a pair's tile past M
         const uint32_t bytes = (a_rows ? Cfg::A_BYTES : 0) + chunks * Cfg::B_CHUNK_BYTES;
         for (int kt = k_begin; kt < k_end; ++kt) {
-          // Slot free (in every CTA this one writes)?  (First pass: parity 1
-          // of a fresh barrier is complete.)
+          // Slot free (in both CTAs of a pair)?  (First pass: parity 1 of a
+          // fresh barrier is complete.)
           mbar_wait(&empty_bar[stage], phase ^ 1);
           mbar_arrive_expect_tx(&full_bar[stage], bytes);
           const int k0 = kt * BK;
-          // A box: 64 k (inner, 128 bytes) x 128 rows of A; where two CTAs
-          // share A each loads rows [64 rn, 64 rn + 64) into both (8 KB in).
-          uint8_t* dst_a = smem_a + stage * Cfg::A_BYTES;
-          if (a_rows) {
-            if constexpr (CN == 2) {
-              tma_load_2d_multicast(dst_a + rn * (Cfg::A_BYTES / 2), &tma_a, &full_bar[stage], k0,
-                                    m0 + rn * (BM / 2), a_ctas);
-            } else {
-              tma_load_2d(dst_a, &tma_a, &full_bar[stage], k0, m0);
-            }
-          }
+          // A box: 64 k (inner, 128 bytes) x 128 rows of A.
+          if (a_rows) tma_load_2d(smem_a + stage * Cfg::A_BYTES, &tma_a, &full_bar[stage], k0, m0);
           // B boxes: 64 n (inner, 128 bytes) x 64 k-rows each, one per 64
-          // columns; where two CTAs share B each loads k-rows [32 rm, 32 rm +
-          // 32) of every box into both (4 KB in).  The halves' offsets are
-          // multiples of the 1024-byte swizzle atom, so they land as the whole
-          // box would.
+          // columns; in a pair each CTA loads k-rows [32 rank, 32 rank + 32) of
+          // every box into both CTAs (4 KB in: a multiple of the 1024-byte
+          // swizzle atom, so the halves land as the whole box would).
 #pragma unroll
           for (int j = 0; j < BN / 64; ++j) {
             if (j < chunks) {
               uint8_t* dst = smem_b + stage * Cfg::B_BYTES + j * Cfg::B_CHUNK_BYTES;
-              if constexpr (CM == 2) {
-                tma_load_2d_multicast(dst + rm * (Cfg::B_CHUNK_BYTES / 2), &tma_b, &full_bar[stage],
-                                      n0 + 64 * j, k0 + rm * (BK / 2), b_ctas);
+              if constexpr (PAIR) {
+                tma_load_2d_multicast(dst + rank * (Cfg::B_CHUNK_BYTES / 2), &tma_b, &full_bar[stage],
+                                      n0 + 64 * j, k0 + static_cast<int>(rank) * (BK / 2), 0x3);
               } else {
                 tma_load_2d(dst, &tma_b, &full_bar[stage], n0 + 64 * j, k0);
               }
@@ -343,11 +320,10 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
       return reinterpret_cast<float4*>(sk_ws) + static_cast<size_t>(cta) * (CONSUMERS * 128) * (BN / 8);
     };
     // Stage s is free once this warp's wgmmas that read it are complete: one
-    // arrival on its empty barrier, and on those of the CTAs that write into it.
+    // arrival on its empty barrier (in a pair, on both CTAs' barriers).
     auto release = [&](int s) {
       if (lane == 0) mbar_arrive(&empty_bar[s]);
-      if (CN == 2 && lane == 1) mbar_arrive_cluster(&empty_bar[s], rank ^ CM);  // shares A
-      if (CM == 2 && lane == 2) mbar_arrive_cluster(&empty_bar[s], rank ^ 1);   // shares B
+      if (PAIR && lane == 1) mbar_arrive_cluster(&empty_bar[s], rank ^ 1u);
     };
     Units units(num_units, sk_tiles, k_tiles, worker, workers);
     int tile, k_begin, k_end;
@@ -454,21 +430,18 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_consta
       }
     }
   }
-  // No CTA of a cluster may exit while another can still multicast into its
+  // No CTA of a pair may exit while the other can still multicast into its
   // shared memory or arrive on its barriers.
-  if constexpr (CLUSTERED) cluster_sync();
+  if constexpr (PAIR) cluster_sync();
 }
 
 // ------------------------------------------------------------------ host side
 
 int tile_bn(int tile) {
-  if (tile >= 11) return tile % 2 == 1 ? 256 : 192;
-  return tile >= 9 ? 192 : tile % 3 == 0 ? 256 : tile % 3 == 1 ? 128 : 64;
+  return tile == 11 ? 256 : tile >= 9 ? 192 : tile % 3 == 0 ? 256 : tile % 3 == 1 ? 128 : 64;
 }
 bool tile_stream_k(int tile) { return (tile >= 6 && tile <= 8) || tile == 10; }
-// CTAs of a tile's cluster along M (sharing B) and along N (sharing A).
-int tile_cm(int tile) { return tile >= 11 ? 2 : 1; }
-int tile_cn(int tile) { return tile >= 13 ? 2 : 1; }
+bool tile_pair(int tile) { return tile >= 11; }
 
 // Fewest (waves x per-tile cost): a wave is one tile per SM (the grid is
 // persistent), and a 128 x BN tile costs about BN plus a per-tile overhead
@@ -509,10 +482,10 @@ void sk_plan(int64_t tiles, int64_t k_tiles, int sms, int& sk_tiles, int& grid) 
   grid = static_cast<int>(ctas);
 }
 
-// A launch of clusters of `ctas` CTAs along x, on the current stream.
-cudaLaunchConfig_t cluster_config(int ctas, int grid, int smem_bytes, cudaLaunchAttribute& attr) {
+// A launch of clusters of two CTAs along x, on the current stream.
+cudaLaunchConfig_t pair_config(int grid, int smem_bytes, cudaLaunchAttribute& attr) {
   attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = ctas;
+  attr.val.clusterDim.x = 2;
   attr.val.clusterDim.y = 1;
   attr.val.clusterDim.z = 1;
   cudaLaunchConfig_t cfg = {};
@@ -525,40 +498,39 @@ cudaLaunchConfig_t cluster_config(int ctas, int grid, int smem_bytes, cudaLaunch
   return cfg;
 }
 
-// Clusters of `ctas` of `kernel` resident at once (a cluster's CTAs share
-// one GPC, so this can be fewer than sms / ctas); asked once per device.
+// Clusters of two of `kernel` resident at once (a GPC's SMs pair up only
+// within it, so this can be fewer than sms / 2); asked once per device.
 template <typename Kernel>
-int resident_clusters(Kernel kernel, int ctas, int smem_bytes, int sms) {
+int resident_pairs(Kernel kernel, int smem_bytes, int sms) {
   static int known[64] = {};
   const int dev = c10::cuda::current_device();
   if (dev < 64 && known[dev] > 0) return known[dev];
   cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t probe = cluster_config(ctas, sms / ctas * ctas, smem_bytes, attr);
+  const cudaLaunchConfig_t probe = pair_config(2 * (sms / 2), smem_bytes, attr);
   int n = 0;
   C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, kernel, &probe));
-  KSUITE_CHECK(n > 0, "gemm_wgmma: no cluster of ", std::to_string(ctas), " CTAs fits on this GPU");
+  KSUITE_CHECK(n > 0, "gemm_wgmma: no cluster of two CTAs fits on this GPU");
   if (dev < 64) known[dev] = n;
   return n;
 }
 
-template <int BN, bool BF16, bool STAGED, int CM, int CN>
+template <int BN, bool BF16, bool STAGED, int CLUSTER>
 void launch(const CUtensorMap& ma, const CUtensorMap& mb, at::Tensor& c, int M, int N, int K, int sms,
             bool swap_b_desc, bool stream_k) {
   using Cfg = Config<BN>;
-  auto kernel = gemm_wgmma_kernel<BN, BF16, STAGED, CM, CN>;
+  auto kernel = gemm_wgmma_kernel<BN, BF16, STAGED, CLUSTER>;
   constexpr int smem_bytes = STAGED ? Cfg::SMEM_BYTES_STAGED : Cfg::SMEM_BYTES;
   // Per device and instantiation; cheap to repeat, so simply done every call.
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
   const uint32_t lbo = Cfg::B_CHUNK_BYTES, sbo = 1024;
   const int64_t tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-  if constexpr (CM * CN > 1) {
-    // A cluster a unit of CM x CN tiles, as many clusters as are resident at
-    // once.  No stream-K.
-    const int64_t units = (tiles_m + CM - 1) / CM * ((tiles_n + CN - 1) / CN);
-    const int clusters = resident_clusters(kernel, CM * CN, smem_bytes, sms);
-    const int grid = CM * CN * static_cast<int>(std::min<int64_t>(units, clusters));
+  if constexpr (CLUSTER == 2) {
+    // One pair a unit of two tile-rows' tiles, as many pairs as are resident
+    // at once.  No stream-K.
+    const int64_t units = (tiles_m + 1) / 2 * tiles_n;
+    const int grid = 2 * static_cast<int>(std::min<int64_t>(units, resident_pairs(kernel, smem_bytes, sms)));
     cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = cluster_config(CM * CN, grid, smem_bytes, attr);
+    const cudaLaunchConfig_t cfg = pair_config(grid, smem_bytes, attr);
     C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, ma, mb, c.data_ptr(), M, N, K, swap_b_desc ? sbo : lbo,
                                       swap_b_desc ? lbo : sbo, 0, static_cast<float*>(nullptr),
                                       static_cast<int*>(nullptr)));
@@ -588,12 +560,12 @@ struct Operands {
   bool swap_b_desc, stream_k, bf16;
 };
 
-template <int BN, bool STAGED, int CM = 1, int CN = 1>
+template <int BN, bool STAGED, int CLUSTER>
 void launch_as(const Operands& o) {
   if (o.bf16) {
-    launch<BN, true, STAGED, CM, CN>(o.ma, o.mb, o.c, o.m, o.n, o.k, o.sms, o.swap_b_desc, o.stream_k);
+    launch<BN, true, STAGED, CLUSTER>(o.ma, o.mb, o.c, o.m, o.n, o.k, o.sms, o.swap_b_desc, o.stream_k);
   } else {
-    launch<BN, false, STAGED, CM, CN>(o.ma, o.mb, o.c, o.m, o.n, o.k, o.sms, o.swap_b_desc, o.stream_k);
+    launch<BN, false, STAGED, CLUSTER>(o.ma, o.mb, o.c, o.m, o.n, o.k, o.sms, o.swap_b_desc, o.stream_k);
   }
 }
 
@@ -624,10 +596,9 @@ at::Tensor gemm_wgmma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
 
   const int sms = ksuite::sm_count();
   const int t = tile < 0 ? auto_tile(M, N, sms) : static_cast<int>(tile);
-  // CTAs that share an operand each load half of its box's rows.
-  const int cm = tile_cm(t), cn = tile_cn(t);
-  const CUtensorMap ma = ksuite_hopper::make_map(a, M, K, BM / cn, "gemm_wgmma", "a", lda);
-  const CUtensorMap mb = ksuite_hopper::make_map(b, K, N, BK / cm, "gemm_wgmma", "b", ldb);
+  const CUtensorMap ma = ksuite_hopper::make_map(a, M, K, BM, "gemm_wgmma", "a", lda);
+  // A pair's CTAs each load half of a B box's k-rows.
+  const CUtensorMap mb = ksuite_hopper::make_map(b, K, N, tile_pair(t) ? BK / 2 : BK, "gemm_wgmma", "b", ldb);
   const bool bf16 = a.scalar_type() == at::kBFloat16;
   const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
   // Diagnostic only: KSUITE_WGMMA_SWAP_B_DESC=1 swaps the B descriptor's
@@ -637,20 +608,18 @@ at::Tensor gemm_wgmma(const at::Tensor& a, const at::Tensor& b, int64_t tile) {
   const bool sw = swap_env != nullptr && swap_env[0] != '\0' && swap_env[0] != '0';
   const bool sk = tile_stream_k(t);
   const Operands ops{ma, mb, c, m, n, k, sms, sw, sk, bf16};
-  // The instantiation: tiles 0-5 and the clustered tiles as themselves, a
-  // stream-K tile as its tile 3-5, tiles 9 and 10 as one.
-  switch (t >= 11 ? t : tile_bn(t) == 192 ? 9 : sk ? t - 3 : t) {
-    case 0: launch_as<256, false>(ops); break;
-    case 1: launch_as<128, false>(ops); break;
-    case 2: launch_as<64, false>(ops); break;
-    case 3: launch_as<256, true>(ops); break;
-    case 4: launch_as<128, true>(ops); break;
-    case 5: launch_as<64, true>(ops); break;
-    case 9: launch_as<192, true>(ops); break;
-    case 11: launch_as<256, true, 2, 1>(ops); break;
-    case 12: launch_as<192, true, 2, 1>(ops); break;
-    case 13: launch_as<256, true, 2, 2>(ops); break;
-    default: launch_as<192, true, 2, 2>(ops); break;
+  // The instantiation: tiles 0-5 as themselves (a stream-K tile runs its tile
+  // 3-5), the 192-wide tiles, and the pairs.
+  switch (tile_pair(t) ? (tile_bn(t) == 256 ? 7 : 8) : tile_bn(t) == 192 ? 6 : sk ? t - 3 : t) {
+    case 0: launch_as<256, false, 1>(ops); break;
+    case 1: launch_as<128, false, 1>(ops); break;
+    case 2: launch_as<64, false, 1>(ops); break;
+    case 3: launch_as<256, true, 1>(ops); break;
+    case 4: launch_as<128, true, 1>(ops); break;
+    case 5: launch_as<64, true, 1>(ops); break;
+    case 6: launch_as<192, true, 1>(ops); break;
+    case 7: launch_as<256, true, 2>(ops); break;
+    default: launch_as<192, true, 2>(ops); break;
   }
   return c;
 }
