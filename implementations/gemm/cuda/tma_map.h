@@ -38,6 +38,9 @@ inline EncodeTiledFn encode_tiled(const char* op) {
 // A row-major rows x cols matrix as a 2-D tensor map with 64 x box_rows boxes
 // (64 16-bit elements = 128 bytes inner, the 128-byte swizzle's width); rows
 // row_stride elements apart (cols where it is left out; a multiple of 8).
+// L2 promotion to 128 bytes, a box row's own width: a row that starts off a
+// 128-byte line spans two lines, and promoting each access to 256 bytes then
+// pulls in lines no box row asked for.
 inline CUtensorMap make_map(const at::Tensor& t, int64_t rows, int64_t cols, uint32_t box_rows, const char* op,
                             const char* name, int64_t row_stride = -1) {
   CUtensorMap map;
@@ -49,7 +52,7 @@ inline CUtensorMap make_map(const at::Tensor& t, int64_t rows, int64_t cols, uin
                                                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   const CUresult res = encode_tiled(op)(&map, dtype, 2, const_cast<void*>(t.data_ptr()), dims, strides, box,
                                         elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                                        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   KSUITE_CHECK(res == CUDA_SUCCESS, op, ": cuTensorMapEncodeTiled failed for ", name, " (error ",
               static_cast<int>(res), ", shape ", std::to_string(rows), " x ", std::to_string(cols), ")");
   return map;
