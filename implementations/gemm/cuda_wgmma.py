@@ -22,11 +22,13 @@ each key (the shape in whole tiles: _key) and the fastest kept
 and bfloat16 only.  TMA needs 16-byte rows: where K or N is not a multiple of 8
 (or a base is not 16-byte aligned) A and B are copied into zero-padded rows
 first and C out of them after (implementations.gemm.padding), inside the call.
-Rows that are 16-byte but not 128-byte multiples feed the TMA boxes far
-slower (each 128-byte box row straddles two lines): where the GEMM is large
-enough for a copy to pay, the tuner also times every tile on a copy of A and
-B whose rows lie whole lines apart (variants 100 + tile; the op takes the row
-strides, so C needs no copy).
+Rows that are 16-byte but not 128-byte multiples feed the TMA boxes slower
+(each 128-byte box row straddles two lines; the maps promote L2 fills to
+128 bytes only, so a straddling row pulls in no lines beyond its own two,
+and the pairs read B once for two tiles).  Where the GEMM is large enough
+for a copy to pay, the tuner also times every tile on a copy of A and B
+whose rows lie whole lines apart (variants 100 + tile; the op takes the
+row strides, so C needs no copy).
 """
 from __future__ import annotations
 
