@@ -75,6 +75,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "ksuite/bulk.cuh"
 #include "ksuite/common.cuh"
 #include "operands.h"
 #include "split_counters.h"
@@ -482,38 +483,6 @@ void sk_plan(int64_t tiles, int64_t k_tiles, int sms, int& sk_tiles, int& grid) 
   grid = static_cast<int>(ctas);
 }
 
-// A launch of clusters of two CTAs along x, on the current stream.
-cudaLaunchConfig_t pair_config(int grid, int smem_bytes, cudaLaunchAttribute& attr) {
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = 2;
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(THREADS);
-  cfg.dynamicSmemBytes = smem_bytes;
-  cfg.stream = ksuite::current_stream();
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  return cfg;
-}
-
-// Clusters of two of `kernel` resident at once (a GPC's SMs pair up only
-// within it, so this can be fewer than sms / 2); asked once per device.
-template <typename Kernel>
-int resident_pairs(Kernel kernel, int smem_bytes, int sms) {
-  static int known[64] = {};
-  const int dev = c10::cuda::current_device();
-  if (dev < 64 && known[dev] > 0) return known[dev];
-  cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t probe = pair_config(2 * (sms / 2), smem_bytes, attr);
-  int n = 0;
-  C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, kernel, &probe));
-  KSUITE_CHECK(n > 0, "gemm_wgmma: no cluster of two CTAs fits on this GPU");
-  if (dev < 64) known[dev] = n;
-  return n;
-}
-
 template <int BN, bool BF16, bool STAGED, int CLUSTER>
 void launch(const CUtensorMap& ma, const CUtensorMap& mb, at::Tensor& c, int M, int N, int K, int sms,
             bool swap_b_desc, bool stream_k) {
@@ -526,14 +495,15 @@ void launch(const CUtensorMap& ma, const CUtensorMap& mb, at::Tensor& c, int M, 
   const int64_t tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
   if constexpr (CLUSTER == 2) {
     // One pair a unit of two tile-rows' tiles, as many pairs as are resident
-    // at once.  No stream-K.
+    // at once (a cluster's CTAs share a GPC, so that can be fewer than sms / 2).
+    // No stream-K.
+    const int pairs = ksuite::bulk::max_active_clusters(kernel, THREADS, smem_bytes, 2);
+    KSUITE_CHECK(pairs > 0, "gemm_wgmma: no cluster of two CTAs fits on this GPU");
     const int64_t units = (tiles_m + 1) / 2 * tiles_n;
-    const int grid = 2 * static_cast<int>(std::min<int64_t>(units, resident_pairs(kernel, smem_bytes, sms)));
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = pair_config(grid, smem_bytes, attr);
-    C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, ma, mb, c.data_ptr(), M, N, K, swap_b_desc ? sbo : lbo,
-                                      swap_b_desc ? lbo : sbo, 0, static_cast<float*>(nullptr),
-                                      static_cast<int*>(nullptr)));
+    const auto grid = static_cast<unsigned>(2 * std::min<int64_t>(units, pairs));
+    ksuite::launch_clustered(kernel, grid, THREADS, smem_bytes, 2, ksuite::current_stream(), ma, mb, c.data_ptr(), M,
+                             N, K, swap_b_desc ? sbo : lbo, swap_b_desc ? lbo : sbo, 0, static_cast<float*>(nullptr),
+                             static_cast<int*>(nullptr));
     return;
   }
   const int64_t tiles = tiles_m * tiles_n;
