@@ -336,20 +336,23 @@ __device__ __forceinline__ uint32_t a_pair(const T* A, int M, int K, int m, int 
   return lo | (hi << 16);
 }
 
-// Rows [kb, ke) of B's 64 columns from n0, through this warp's ring: the
-// warp takes the range's stages of 32 rows s = warp, warp + kMmaWarps, ...
-// and adds their products with A's rows into acc (16 x 64 fragments).
 template <typename T, int S, bool TALL>
-__device__ __forceinline__ void mma_stream(const T* __restrict__ A, const T* __restrict__ B, unsigned char* smem,
-                                           int M, int N, int K, int n0, int kb, int ke, float (&acc)[8][4]) {
+__global__ void __launch_bounds__(kMmaThreads, 2)
+skinny_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, float* __restrict__ W,
+                  int* __restrict__ counters, int M, int N, int K, int kchunk) {
+  extern __shared__ __align__(128) unsigned char smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int stages = (ke - kb + kStageRows - 1) / kStageRows;          // the range's
+  const int n0 = blockIdx.x * kMmaCols;
+  const int splits = gridDim.y;
+  const int kb = blockIdx.y * kchunk;
+  const int ke = static_cast<int>(min(static_cast<int64_t>(K), static_cast<int64_t>(kb) + kchunk));
+  const int stages = (ke - kb + kStageRows - 1) / kStageRows;          // the split's
   const int mine = stages > warp ? (stages - warp + kMmaWarps - 1) / kMmaWarps : 0;  // this warp's
   const uint32_t ring = ksuite::ptx::smem_addr(smem) + warp * S * kSlotBytes;
   const bool pairs = K % 2 == 0 && (reinterpret_cast<uintptr_t>(A) & 3) == 0;
 
-  // Stage j of this warp (the range's stage warp + j * kMmaWarps) into slot j % S:
+  // Stage j of this warp (split stage warp + j * kMmaWarps) into slot j % S:
   // 32 rows x 8 chunks, 8 chunks a lane; rows past ke and columns past N
   // (whole chunks: N % 8 == 0) are zero-filled.  The stage's A fragments
   // (two k16 steps) go to registers ar[j % S] at the same time, so that
@@ -380,6 +383,7 @@ __device__ __forceinline__ void mma_stream(const T* __restrict__ A, const T* __r
     ksuite::ptx::cp_async_commit();  // empty groups keep the wait count uniform
   };
 
+  float acc[8][4];
 #pragma unroll
   for (int j = 0; j < 8; ++j)
 #pragma unroll
@@ -414,16 +418,10 @@ __device__ __forceinline__ void mma_stream(const T* __restrict__ A, const T* __r
     }
   }
   ksuite::ptx::cp_async_wait<0>();
+  __syncthreads();  // every ring drained and read: the space becomes the reduction buffer
 
-}
-
-// After mma_stream and a barrier (every ring drained and read): each warp's
-// 16 x 64 sums (fragment rows g and g + 8, columns 8j + 2t, +1) into the
-// rings' space, [warp][16][64] floats; a barrier follows.
-template <bool TALL>
-__device__ __forceinline__ void mma_park(float* red, const float (&acc)[8][4]) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int g = lane >> 2, t = lane & 3;
+  // Each warp's 16 x 64 sums (fragment rows g and g + 8, columns 8j + 2t, +1).
+  float* red = reinterpret_cast<float*>(smem);
   float* mine_red = red + warp * 16 * kMmaCols;
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
@@ -433,33 +431,11 @@ __device__ __forceinline__ void mma_park(float* red, const float (&acc)[8][4]) {
       *reinterpret_cast<float2*>(mine_red + (g + 8) * kMmaCols + col) = make_float2(acc[j][2], acc[j][3]);
   }
   __syncthreads();
-}
-
-// Element e of the parked sums added over the warps in warp order.
-__device__ __forceinline__ float mma_warp_sum(const float* red, int e) {
-  float s = 0.f;
-#pragma unroll
-  for (int w = 0; w < kMmaWarps; ++w) s += red[w * 16 * kMmaCols + e];
-  return s;
-}
-
-template <typename T, int S, bool TALL>
-__global__ void __launch_bounds__(kMmaThreads, 2)
-skinny_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, float* __restrict__ W,
-                  int* __restrict__ counters, int M, int N, int K, int kchunk) {
-  extern __shared__ __align__(128) unsigned char smem[];
-  const int n0 = blockIdx.x * kMmaCols;
-  const int splits = gridDim.y;
-  const int kb = blockIdx.y * kchunk;
-  const int ke = static_cast<int>(min(static_cast<int64_t>(K), static_cast<int64_t>(kb) + kchunk));
-  float acc[8][4];
-  mma_stream<T, S, TALL>(A, B, smem, M, N, K, n0, kb, ke, acc);
-  __syncthreads();  // every ring drained and read: the space becomes the reduction buffer
-  float* red = reinterpret_cast<float*>(smem);
-  mma_park<TALL>(red, acc);
   float* part = splits > 1 ? W + (static_cast<int64_t>(blockIdx.x) * splits + blockIdx.y) * M * kMmaCols : nullptr;
   for (int e = threadIdx.x; e < M * kMmaCols; e += kMmaThreads) {
-    const float s = mma_warp_sum(red, e);
+    float s = 0.f;
+#pragma unroll
+    for (int w = 0; w < kMmaWarps; ++w) s += red[w * 16 * kMmaCols + e];
     const int m = e / kMmaCols, n = n0 + e % kMmaCols;
     if (splits > 1) {
       part[e] = s;
@@ -468,88 +444,6 @@ skinny_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restric
     }
   }
   if (splits > 1) finish_splits<T, kMmaCols>(W, counters, C, M, N, n0);
-}
-
-// The stream-K form of the tensor-core kernel.  The work is U units, a unit
-// one stage (32 rows of K) of one 64-column block of C, column block c's
-// units c*T .. c*T + T - 1 (T = ceil(K / 32)); block b of the P takes units
-// [U*b/P, U*(b+1)/P), so every block streams the same rows of B to within
-// one stage, whatever the column blocks and P.  A block's range crosses
-// column blocks: each piece is streamed and summed on its own (mma_stream);
-// a piece that is a whole column block writes C, any other is a partial,
-// at W's slot [b][0] when it is the block's first piece and [b][1] when it
-// is its last, and counts at its column block's counter; the contributor
-// that brings the count to the column block's number of pieces adds them in
-// block order and writes C (finish_splits' protocol).
-__host__ __device__ __forceinline__ int64_t sk_first_unit(int64_t units, int64_t blocks, int64_t b) {
-  return units * b / blocks;
-}
-// The block whose range holds unit x.
-__host__ __device__ __forceinline__ int64_t sk_block_of(int64_t units, int64_t blocks, int64_t x) {
-  return ((x + 1) * blocks + units - 1) / units - 1;
-}
-
-template <typename T, int S, bool TALL>
-__global__ void __launch_bounds__(kMmaThreads, 2)
-skinny_mma_sk_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, float* __restrict__ W,
-                     int* __restrict__ counters, int M, int N, int K, int64_t units) {
-  extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ int last;
-  const int64_t blocks = gridDim.x, b = blockIdx.x;
-  const int T_ = (K + kStageRows - 1) / kStageRows;
-  const int64_t u0 = sk_first_unit(units, blocks, b), u1 = sk_first_unit(units, blocks, b + 1);
-  float* red = reinterpret_cast<float*>(smem);
-  for (int64_t u = u0; u < u1;) {
-    const int c = static_cast<int>(u / T_);
-    const int t0 = static_cast<int>(u - static_cast<int64_t>(c) * T_);
-    const int t1 = static_cast<int>(min(static_cast<int64_t>(T_), t0 + (u1 - u)));
-    const int n0 = c * kMmaCols;
-    float acc[8][4];
-    mma_stream<T, S, TALL>(A, B, smem, M, N, K, n0, t0 * kStageRows, min(K, t1 * kStageRows), acc);
-    __syncthreads();  // every ring drained and read
-    mma_park<TALL>(red, acc);
-    const int64_t cu = static_cast<int64_t>(c) * T_;
-    const int64_t bf = sk_block_of(units, blocks, cu), bl = sk_block_of(units, blocks, cu + T_ - 1);
-    if (bf == bl) {
-      for (int e = threadIdx.x; e < M * kMmaCols; e += kMmaThreads) {
-        const int m = e / kMmaCols, n = n0 + e % kMmaCols;
-        if (n < N) C[static_cast<int64_t>(m) * N + n] = ksuite::from_float<T>(mma_warp_sum(red, e));
-      }
-    } else {
-      const int slot = u == u0 ? 0 : 1;
-      float* part = W + (b * 2 + slot) * M * kMmaCols;
-      for (int e = threadIdx.x; e < M * kMmaCols; e += kMmaThreads) part[e] = mma_warp_sum(red, e);
-      __threadfence();
-      __syncthreads();
-      if (threadIdx.x == 0) last = ksuite_gemm_split::arrive(&counters[c]) == static_cast<int>(bl - bf);
-      __syncthreads();
-      if (last) {
-        __threadfence();  // every thread's reads below after thread 0's acquire
-        constexpr int kQuads = kMmaCols / 4;
-        const int quads = M * kQuads;
-        for (int e = threadIdx.x; e < quads; e += kMmaThreads) {
-          float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-          for (int64_t z = bf; z <= bl; ++z) {
-            const int zslot = sk_first_unit(units, blocks, z) >= cu ? 0 : 1;
-            const float4 v = __ldcg(reinterpret_cast<const float4*>(W + (z * 2 + zslot) * M * kMmaCols) + e);
-            s.x += v.x;
-            s.y += v.y;
-            s.z += v.z;
-            s.w += v.w;
-          }
-          const int m = e / kQuads, n = n0 + (e % kQuads) * 4;
-          T* out = C + static_cast<int64_t>(m) * N + n;
-          if (n < N) out[0] = ksuite::from_float<T>(s.x);
-          if (n + 1 < N) out[1] = ksuite::from_float<T>(s.y);
-          if (n + 2 < N) out[2] = ksuite::from_float<T>(s.z);
-          if (n + 3 < N) out[3] = ksuite::from_float<T>(s.w);
-        }
-        if (threadIdx.x == 0) counters[c] = 0;
-      }
-    }
-    __syncthreads();  // the parked sums read and `last` consumed before the rings refill
-    u += t1 - t0;
-  }
 }
 
 // The split of K for the tensor-core form: as split_rows, over 64-column
@@ -580,29 +474,8 @@ void launch_mma(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-template <typename T, bool TALL>
-void launch_mma_sk(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
-  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
-  constexpr int S = kMmaSlots;
-  constexpr size_t smem = mma_smem_bytes<S>();
-  auto kernel = skinny_mma_sk_kernel<T, S, TALL>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  const int64_t per_sm = std::max(ksuite::resident_blocks<skinny_mma_sk_kernel<T, S, TALL>, kMmaThreads, smem>(), 1);
-  const int64_t col_blocks = (N + kMmaCols - 1) / kMmaCols;
-  const int64_t units = col_blocks * ((K + kStageRows - 1) / kStageRows);
-  // one wave, each block at least one stage for every warp
-  const int64_t blocks = std::max<int64_t>(1, std::min(per_sm * ksuite::sm_count(), units / kMmaWarps));
-  at::Tensor buf = at::empty({blocks, 2, M, kMmaCols}, a.options().dtype(at::kFloat));
-  int* counters = ksuite_gemm_split::counters(col_blocks);
-  kernel<<<static_cast<unsigned>(blocks), kMmaThreads, smem, ksuite::current_stream()>>>(
-      reinterpret_cast<const T*>(a.data_ptr()), reinterpret_cast<const T*>(b.data_ptr()),
-      reinterpret_cast<T*>(c.data_ptr()), buf.data_ptr<float>(), counters, int(M), int(N), int(K), units);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-}
-
 template <typename T>
-void launch_mma_rows(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, bool stream_k) {
-  if (stream_k) return a.size(0) <= 8 ? launch_mma_sk<T, false>(a, b, c) : launch_mma_sk<T, true>(a, b, c);
+void launch_mma_rows(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
   if (a.size(0) <= 8) return launch_mma<T, false>(a, b, c);
   return launch_mma<T, true>(a, b, c);
 }
@@ -613,7 +486,7 @@ void launch_mma_rows(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, bo
 template <typename T>
 void launch(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, int64_t variant) {
   const bool vec = b.size(1) % 8 == 0 && ksuite::aligned16(b.data_ptr());
-  if (vec && variant != 1) return launch_mma_rows<T>(a, b, c, variant == 2);
+  if (vec && variant != 1) return launch_mma_rows<T>(a, b, c);
   if (vec) {
     launch_vec<T, true>(a, b, c);
   } else {
