@@ -69,8 +69,18 @@ def _gemm_jobs():
         def element_size(self):
             return self.size
 
-    ints = ["M", "N", "K", "stride_am", "stride_bk", "stride_cm", "SMS", "M_KEY", "N_KEY", "K_KEY", "DP_TILES", "SPLIT_K"]
+    ints = ["M", "N", "K", "stride_am", "stride_bk", "stride_cm", "SMS", "M_KEY", "N_KEY", "K_KEY", "WHOLE_K",
+            "DP_TILES", "SPLIT_K"]
     sizes = ["M", "N", "K", "stride_am", "stride_bk", "stride_cm"]
+
+    def tiled(m_key, n_key, shape, size, prec):
+        """T.prune's candidates for a problem of ``shape`` (M, N, K) less the K-whole twins
+        (WHOLE_K is a plain argument: the twin is the same kernel), and their constants."""
+        m, n, k = shape
+        named = {"M_KEY": m_key, "N_KEY": n_key, "M": m, "N": n, "K": k, "SMS": 132, "a_ptr": _Operand(size)}
+        for cfg in T.prune(None, named, PRECISION=prec):
+            if not cfg.kwargs["WHOLE_K"]:
+                yield cfg, {k: v for k, v in cfg.kwargs.items() if k != "WHOLE_K"}
 
     def signature(ptr):
         return dict({p: ptr for p in ("a_ptr", "b_ptr", "c_ptr")}, ws_ptr="*fp32", lock_ptr="*i32",
@@ -79,21 +89,21 @@ def _gemm_jobs():
     for label, ptr, size, prec, m in (("bf16", "*bf16", 2, "tf32", 4096), ("bf16", "*bf16", 2, "tf32", 64),
                                       ("bf16", "*bf16", 2, "tf32", 8), ("fp32-ieee", "*fp32", 4, "ieee", 4096),
                                       ("fp32-ieee", "*fp32", 4, "ieee", 8)):
-        for cfg in T.prune(None, {"M_KEY": m, "N_KEY": m, "a_ptr": _Operand(size)}, PRECISION=prec):
-            const = dict(cfg.kwargs, PRECISION=prec, UPCAST=False, VEC_K=16, VEC_N=16, EVEN_M=True, EVEN_N=True,
+        for cfg, kw in tiled(m, m, (m, m, m), size, prec):
+            const = dict(kw, PRECISION=prec, UPCAST=False, VEC_K=16, VEC_N=16, EVEN_M=True, EVEN_N=True,
                          EVEN_K=True, stride_ak=1, stride_bn=1, stride_cn=1)
             yield (f"gemm-tiled-{label}", cfg, T._gemm_kernel.fn, signature(ptr), const,
                    ["a_ptr", "b_ptr", "c_ptr", "ws_ptr"] + sizes)
     # M=4000, N=3000, K=5000: sizes Triton sees as unaligned (not multiples of 16);
     # the launcher's VEC_K = VEC_N = 8 must keep A's and B's loads 16 bytes wide
-    for cfg in T.prune(None, {"M_KEY": 4096, "N_KEY": 3072, "a_ptr": _Operand(2)}, PRECISION="tf32"):
-        const = dict(cfg.kwargs, PRECISION="tf32", UPCAST=False, VEC_K=8, VEC_N=8, EVEN_M=False, EVEN_N=False,
+    for cfg, kw in tiled(4096, 3072, (4000, 3000, 5000), 2, "tf32"):
+        const = dict(kw, PRECISION="tf32", UPCAST=False, VEC_K=8, VEC_N=8, EVEN_M=False, EVEN_N=False,
                      EVEN_K=False, stride_ak=1, stride_bn=1, stride_cn=1)
         yield "gemm-tiled-bf16-ragged", cfg, T._gemm_kernel.fn, signature("*bf16"), const, ["a_ptr", "b_ptr", "c_ptr"]
     # decode with an odd K (M=3, N=1288, K=3449): A's rows are unaligned, B's and
     # C's are not (VEC_N = 8), so B's loads, all of the traffic, stay 16 bytes wide
-    for cfg in T.prune(None, {"M_KEY": 3, "N_KEY": 1536, "a_ptr": _Operand(2)}, PRECISION="tf32"):
-        const = dict(cfg.kwargs, PRECISION="tf32", UPCAST=False, VEC_K=1, VEC_N=8, EVEN_M=False, EVEN_N=False,
+    for cfg, kw in tiled(3, 1536, (3, 1288, 3449), 2, "tf32"):
+        const = dict(kw, PRECISION="tf32", UPCAST=False, VEC_K=1, VEC_N=8, EVEN_M=False, EVEN_N=False,
                      EVEN_K=False, stride_ak=1, stride_bn=1, stride_cn=1)
         yield "gemm-tiled-bf16-decode", cfg, T._gemm_kernel.fn, signature("*bf16"), const, ["a_ptr", "b_ptr", "c_ptr"]
     for cfg in P.LARGE + P.SKINNY:

@@ -117,6 +117,28 @@ def test_split_plans():
     assert launched(1699, 2328, (dp, s), 128, 128) == 264 + 2 * s
 
 
+def test_split_races_its_whole_k_twin():
+    """Each candidate whose plan splits this shape is timed beside the same
+    config with K whole, and only those; the twin's plan runs every tile whole."""
+    from implementations.gemm._triton_tiled import _plan_of, bucket, candidates, prune, split_plan
+
+    for m, n, k in ((512, 512, 512), (4096, 4096, 4096), (3, 1288, 3449), (1699, 2328, 1152)):
+        a = torch.empty(1, dtype=torch.bfloat16)
+        named = dict(a_ptr=a, M=m, N=n, K=k, SMS=132, M_KEY=bucket(m), N_KEY=bucket(n))
+        base = candidates(bucket(m), bucket(n), 2, "tf32")
+        raced = prune(None, named, PRECISION="tf32")
+        splits = [c for c in base if split_plan(m, n, k, c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"],
+                                                  c.kwargs["BLOCK_K"], 132)[1] > 1]
+        assert len(raced) == len(base) + len(splits), (m, n, k)
+        twins = [c for c in raced if c.kwargs["WHOLE_K"]]
+        assert [(t.kwargs["BLOCK_M"], t.kwargs["BLOCK_N"], t.num_stages, t.num_warps) for t in twins] == \
+            [(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_stages, c.num_warps) for c in splits]
+        for t in twins:
+            tiles = -(-m // t.kwargs["BLOCK_M"]) * -(-n // t.kwargs["BLOCK_N"])
+            assert _plan_of(dict(t.kwargs, M=m, N=n, K=k, SMS=132)) == (tiles, 1)
+    assert splits  # the last shape (266 tiles of 128 x 128) splits under some candidate
+
+
 def test_gemm_tail_split_and_padding_in_interpreter(poisoned, monkeypatch):
     """Whole tiles beside split ones in one launch (6 tiles on 4 pretend SMs), then
     the padded path (odd K and N) with the size rule lifted."""
