@@ -453,25 +453,27 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, key: list[str], metric: str 
 def default_pair(frame: pd.DataFrame, column: str, options: list[str], key: list[str],
                  limit: int = 12) -> tuple[int, int]:
     """(candidate, base) positions in ``options`` (newest first) for Compare's first view:
-    the newest option that shares an ok case (timed under the same l2) with an older
-    one, against the newest such.
+    the newest of the first ``limit`` options that shares an ok case (timed under the
+    same l2) with an older one, against the newest such, however many options back.
 
     Runs of different presets, or the two commits of a resumed run, may share no
-    case at all; (0, 1) when no pair among the first ``limit`` options does.
+    case at all; (0, 1) when none of the first ``limit`` options shares one.
     """
-    head = options[:limit]
     # only the columns needed: a row mask over every column of 400k rows costs ~0.5 s
     cols = list(dict.fromkeys(key + [column, "status", "ms_median"]
                               + (["l2"] if "l2" in frame.columns else [])))
-    good = ok(frame.loc[frame[column].isin(head).to_numpy(), cols])
+    good = ok(frame[cols])
     # a case shared under another l2 is not compared (compare), so it does not pair runs
     good = good.assign(_l2=store.l2_column(good))
     # each case as one 64-bit hash: sets of tuples of 400k rows cost seconds
     hashed = pd.util.hash_pandas_object(good[key + ["_l2"]], index=False).to_numpy()
     cases = {opt: set(hashed[idx].tolist()) for opt, idx in good.groupby(column, sort=False).indices.items()}
-    for i, cand in enumerate(head):
-        for j in range(i + 1, len(head)):
-            if not cases.get(cand, set()).isdisjoint(cases.get(head[j], ())):
+    for i, cand in enumerate(options[:limit]):
+        mine = cases.get(cand)
+        if not mine:
+            continue
+        for j in range(i + 1, len(options)):
+            if not mine.isdisjoint(cases.get(options[j], ())):
                 return i, j
     return 0, 1
 

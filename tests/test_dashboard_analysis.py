@@ -245,6 +245,10 @@ def test_default_pair_skips_options_with_no_case_in_common():
     # "n" shares case y with "b" and "a", but timed with another l2: b against a first
     l2s = pd.concat([df, frame(case("eager", "y", 1, 1.0, run_id="n", l2="cold-clean"))])
     assert analysis.default_pair(l2s, "run_id", ["n", "c", "b", "a"], store.ROW_KEY) == (2, 3)
+    # the newest run's partner is found behind more unrelated runs than the limit
+    far = pd.concat([df] + [frame(case("eager", f"u{i}", 1, 1.0, run_id=f"u{i}")) for i in range(3)]
+                    + [frame(case("eager", "x", 1, 1.0, run_id="new"))])
+    assert analysis.default_pair(far, "run_id", ["new", "u0", "u1", "u2", "c"], store.ROW_KEY, limit=2) == (0, 4)
 
 
 def test_richest_case_counts_commits_with_ok_rows():
