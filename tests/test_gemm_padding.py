@@ -157,3 +157,17 @@ def test_wgmma_tunes_lined_copies_where_rows_are_off_lines(monkeypatch):
     assert not w._runs(w.LINED + 3, w._key("bfloat16", 16, 40, 24, True))
     assert w._runs(3, w._key("bfloat16", 16, 40, 24, True))
 
+
+def test_wgmma_key_tells_rows_apart_below_one_tile():
+    """One row of tiles, but M = 1 and M = 128 tune apart (their best tiles differ);
+    sizes inside a half-octave below one tile, and all sizes past it, tune together."""
+    from implementations.gemm import cuda_wgmma as w
+
+    def key(m):
+        return w._key("bfloat16", m, 8192, 8192, False)
+
+    assert key(1) != key(128) and key(1) != key(16) and key(16) != key(64)
+    assert key(100) == key(128) and key(13) == key(16)
+    assert key(129) == key(256) and key(200) != key(300)
+    assert [key(m)[1] for m in (1, 128, 129, 300)] == [1, 1, 2, 3]  # tiles of 128 rows as before
+

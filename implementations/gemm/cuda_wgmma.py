@@ -35,6 +35,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from implementations._shared import cuda_ext
+from implementations._shared.autotune import bucket
 from implementations._shared.cuda_variants import VariantTuner
 from implementations.gemm import padding
 from suite.backends import needs_hopper
@@ -147,7 +148,7 @@ def _runs(tile: int, key: tuple) -> bool:
     cuts (else it is its tile 3-5 or 9); a tile on lined copies only where a row
     stride is off 128-byte lines and the GEMM is large enough for the copy
     to pay."""
-    _, m, n, k, lined = key
+    _, m, _, n, k, lined = key
     m, n, k = m * BM, n * 64, k * 64  # the key's largest shape: the same tiles and k-steps
     if tile >= LINED:
         if not (lined and padding.pays(m, n, k)):
@@ -166,10 +167,13 @@ _TUNER = VariantTuner(tuple(TILES), {t: d for t, (_, _, d) in TILES.items()}, ru
 def _key(dtype: str, m: int, n: int, k: int, lined: bool) -> tuple:
     """The tuning key: the shape in 128 rows, 64 columns and 64 k (every
     tile's count, every stream-K cut and the k-steps are the same across it:
-    128 x 192 tiles are ceil(ceil(n / 64) / 3) wide), and whether lined copies
-    are an option (some row stride is off 128-byte lines).  A sweep of shapes
-    that differ inside one tile tunes once."""
-    return (dtype, -(-m // BM), -(-n // 64), -(-k // 64), lined)
+    128 x 192 tiles are ceil(ceil(n / 64) / 3) wide), M below one tile to a
+    half-octave (bucket), and whether lined copies are an option (some row
+    stride is off 128-byte lines).  A sweep of shapes that differ inside one
+    tile tunes once; but how many of one tile's rows are real changes which
+    tile wins: tile 6 at 1 x 8192 x 8192 (51 us, tile 5 70), tile 5 at
+    128 x 8192 x 8192 (40 us, tile 6 52; lab/findings/gemm_stream_k_wgmma-179b5c8.txt)."""
+    return (dtype, -(-m // BM), min(bucket(m), BM), -(-n // 64), -(-k // 64), lined)
 
 
 def _config(case: Case) -> str:
