@@ -207,6 +207,8 @@ at::Tensor run(const at::Tensor& a, const at::Tensor& b, at::Tensor counters, in
   TORCH_CHECK(a.is_contiguous() && b.is_contiguous() && a.size(0) <= 16 && a.size(1) % 8 == 0 &&
                   b.size(1) % 8 == 0,
               "skinny_tma: contiguous, M <= 16, K and N multiples of 8");
+  TORCH_CHECK(reinterpret_cast<uintptr_t>(a.data_ptr()) % 16 == 0 && reinterpret_cast<uintptr_t>(b.data_ptr()) % 16 == 0,
+              "skinny_tma: A and B 16-byte aligned (tensor maps)");
   at::Tensor c = at::empty({a.size(0), b.size(1)}, a.options());
   const bool bf = a.scalar_type() == at::kBFloat16;
   if (stages == 6) {
