@@ -1,7 +1,26 @@
 """What the one-off probes under lab/ share: how many programs an SM holds, the suite's
 timer, the spread of paired rounds, a residual_layernorm_gelu case beside the shipped kernel,
-the copy rate, and the table."""
+the copy rate, the table, and the build of a probe's own CUDA source."""
 from __future__ import annotations
+
+
+def build_extension(name: str, source):
+    """``source`` (a .cu beside its probe, with a pybind11 module) built for this GPU with
+    the suite's flags, ksuite's headers and the GEMM's (hopper.cuh, tma_map.h) on the path."""
+    from pathlib import Path
+
+    from torch.utils.cpp_extension import load
+
+    from implementations._shared import cuda_ext
+    from suite import cuda_build
+
+    root = Path(__file__).resolve().parents[1]
+    cuda_flags, cxx_flags = cuda_build.build_flags(hopper=True)
+    build = cuda_build.cache_root() / name
+    build.mkdir(parents=True, exist_ok=True)
+    return load(name=f"ksuite_{name}", sources=[str(source)], extra_cuda_cflags=cuda_flags, extra_cflags=cxx_flags,
+                extra_include_paths=[str(cuda_ext.INCLUDE_DIR), str(root / "implementations/gemm/cuda")],
+                build_directory=str(build), verbose=False)
 
 
 def fit(kernel, warps: int) -> int:

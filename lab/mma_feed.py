@@ -26,7 +26,6 @@ import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 STAGE_BYTES = 48 * 1024
 STAGES = 4
 FLOPS_PER_STAGE_PER_CTA = 2 * 128 * 256 * 64  # one 64-deep k-tile of a 128 x 256 tile
@@ -35,18 +34,9 @@ STEPS = {3: "mma, one A and B fragment for all", 0: "mma on register fragments",
 
 
 def _build():
-    from torch.utils.cpp_extension import load
+    from lab._probe import build_extension
 
-    from implementations._shared import cuda_ext
-    from suite import cuda_build
-
-    cuda_flags, cxx_flags = cuda_build.build_flags(hopper=True)
-    build = cuda_build.cache_root() / "mma_feed"
-    build.mkdir(parents=True, exist_ok=True)
-    return load(name="ksuite_mma_feed", sources=[str(Path(__file__).with_suffix(".cu"))],
-                extra_cuda_cflags=cuda_flags, extra_cflags=cxx_flags,
-                extra_include_paths=[str(cuda_ext.INCLUDE_DIR), str(ROOT / "implementations/gemm/cuda")],
-                build_directory=str(build), verbose=False)
+    return build_extension("mma_feed", Path(__file__).with_suffix(".cu"))
 
 
 def _ms(fn, samples: int = 20) -> float:

@@ -51,6 +51,44 @@ def time_us(fn) -> float:
     return measure([fn], "cuda", "events", min_samples=10, max_samples=200, budget_ms=60.0).median * 1e3
 
 
+def race(m: int, n: int, k: int, forms: dict, dtype_name: str, g, rounds: int) -> tuple[float, dict]:
+    """cuBLAS's median (us) at m x n x k and cuBLAS / form for each of ``forms``
+    (name -> fn(a, b)), on fresh random inputs from ``g``; each form's result is
+    checked against the float64 product first (SystemExit where it is wrong), then
+    all are timed in ``rounds`` alternating rounds."""
+    dtype = getattr(torch, dtype_name)
+    wl = discover().workloads["gemm"]
+    a = torch.randn(m, k, generator=g, device="cuda").to(dtype)
+    b = torch.randn(k, n, generator=g, device="cuda").to(dtype)
+    ref = a.double() @ b.double()
+    case = Case.make("gemm", dtype_name, M=m, N=n, K=k)
+    calls = {"cuBLAS": lambda: torch.matmul(a, b)}
+    for name, fn in forms.items():
+        verify.poison_allocator("cuda", m * n * 2, dtype)
+        out = fn(a, b)
+        torch.cuda.synchronize()
+        res = verify.check_case(wl, case, out, ref)
+        if not res.correct:
+            raise SystemExit(f"{m}x{n}x{k}: {name} is wrong: {res.message}")
+        calls[name] = lambda fn=fn: fn(a, b)
+    torch.matmul(a, b)  # cuBLAS's warm-up (heuristics, workspace)
+    times: dict = {name: [] for name in calls}
+    for r in range(rounds):
+        for name in (list(calls) if r % 2 == 0 else list(calls)[::-1]):
+            times[name].append(time_us(calls[name]))
+    t = statistics.median(times["cuBLAS"])
+    return t, {name: t / statistics.median(times[name]) for name in forms}
+
+
+def summary(name: str, ratios: dict, floor: float) -> str:
+    """One line over a form's cuBLAS / form ratios: its worst shape, the geometric mean, the shapes below floor."""
+    worst = min(ratios, key=ratios.get)
+    gm = math.exp(statistics.mean(math.log(r) for r in ratios.values()))
+    low = [f"{'x'.join(map(str, s))} ({r:.3f})" for s, r in ratios.items() if r < floor]
+    return (f"{name}: {len(ratios)} shapes, worst {'x'.join(map(str, worst))} at {ratios[worst]:.3f}, "
+            f"geometric mean {gm:.3f}; below {floor}: {', '.join(low) if low else 'none'}")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=2024)
@@ -69,8 +107,6 @@ def main(argv: list[str] | None = None) -> None:
 
     skinny_v = ops().gemm_skinny_v
     variants = [int(v) for v in args.variants.split(",")]
-    dtype = getattr(torch, args.dtype)
-    wl = discover().workloads["gemm"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     extra = [tuple(int(v) for v in s.split("x")) for s in args.extra.split(",") if s]
     todo = shapes(args.seed, args.count) + extra
@@ -79,44 +115,20 @@ def main(argv: list[str] | None = None) -> None:
     ratios: dict[int, dict] = {v: {} for v in variants}
     g = torch.Generator(device="cuda").manual_seed(args.seed)
     for m, n, k in todo:
-        a = torch.randn(m, k, generator=g, device="cuda").to(dtype)
-        b = torch.randn(k, n, generator=g, device="cuda").to(dtype)
-        ref = a.double() @ b.double()
-        case = Case.make("gemm", args.dtype, M=m, N=n, K=k)
-        calls = {"cuBLAS": lambda: torch.matmul(a, b)}
-        for v in variants:
-            if v == 0 and n % 8:
-                continue  # the FMA form again: the tensor-core form needs 16-byte rows of B
-            verify.poison_allocator("cuda", m * n * 2, dtype)
-            out = skinny_v(a, b, v)
-            torch.cuda.synchronize()
-            res = verify.check_case(wl, case, out, ref)
-            if not res.correct:
-                raise SystemExit(f"{m}x{n}x{k}: gemm_skinny_v({v}) is wrong: {res.message}")
-            calls[v] = lambda v=v: skinny_v(a, b, v)
-        torch.matmul(a, b)  # cuBLAS's warm-up (heuristics, workspace)
-        times: dict = {name: [] for name in calls}
-        for r in range(args.rounds):
-            for name in (list(calls) if r % 2 == 0 else list(calls)[::-1]):
-                times[name].append(time_us(calls[name]))
-        t = statistics.median(times["cuBLAS"])
+        # the tensor-core form needs 16-byte rows of B: where N % 8 != 0 variant 0 is the FMA form again
+        forms = {v: (lambda a, b, v=v: skinny_v(a, b, v)) for v in variants if not (v == 0 and n % 8)}
+        t, got = race(m, n, k, forms, args.dtype, g, args.rounds)
         cells = []
         for v in variants:
-            if v in times:
-                ratios[v][(m, n, k)] = t / statistics.median(times[v])
-                cells.append(f"{ratios[v][(m, n, k)]:>7.3f}")
+            if v in got:
+                ratios[v][(m, n, k)] = got[v]
+                cells.append(f"{got[v]:>7.3f}")
             else:
                 cells.append(f"{'-':>7}")
         print(f"{f'{m} x {n} x {k}':>20} {t:>9.2f} " + " ".join(cells), flush=True)
     for v in variants:
-        if not ratios[v]:
-            continue
-        worst = min(ratios[v], key=ratios[v].get)
-        gm = math.exp(statistics.mean(math.log(r) for r in ratios[v].values()))
-        low = [f"{'x'.join(map(str, s))} ({r:.3f})" for s, r in ratios[v].items() if r < args.floor]
-        print(f"v{v}: {len(ratios[v])} shapes, worst {'x'.join(map(str, worst))} at {ratios[v][worst]:.3f}, "
-              f"geometric mean {gm:.3f}; below {args.floor}: {', '.join(low) if low else 'none'}")
-
+        if ratios[v]:
+            print(summary(f"v{v}", ratios[v], args.floor))
 
 if __name__ == "__main__":
     main()
