@@ -17,7 +17,8 @@ the CTA that ran a cut tile from k = 0 adds the other pieces' fp32 partial sums
 of two CTAs that run vertically adjacent tiles and share B: each loads half
 of every B box and TMA multicasts it into both, so B is read from L2 once a
 pair.  The tile is timed at the first call of
-each key (the shape in whole tiles: _key) and the fastest kept
+each key (the shape in whole tiles, and M to a half-octave below one
+tile: _key) and the fastest kept
 (implementations/_shared/cuda_variants).  float16
 and bfloat16 only.  TMA needs 16-byte rows: where K or N is not a multiple of 8
 (or a base is not 16-byte aligned) A and B are copied into zero-padded rows
