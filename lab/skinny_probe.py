@@ -130,5 +130,6 @@ def main(argv: list[str] | None = None) -> None:
         if ratios[v]:
             print(summary(f"v{v}", ratios[v], args.floor))
 
+
 if __name__ == "__main__":
     main()

@@ -254,10 +254,9 @@ def candidates(m: int, n: int, itemsize: int, precision: str) -> list:
 def prune(configs, named_args, **kwargs):
     """Only the configs meant for this problem's bucket, at most four, each
     also with K whole where split_plan would split this shape's last wave:
-    split_plan's model of a split's cost is not trusted (at 512^3 it saved
-    37% of the steps on paper and cost 43% more time on the H200), so the
-    split races its own K-whole twin and a wrong split loses to a timing.
-    The twin compiles to the same kernel (WHOLE_K is not specialized)."""
+    split_plan's cost model can favour a split that runs slower (gemm NOTES),
+    so the split races its own K-whole twin and a wrong split loses to a
+    timing.  The twin compiles to the same kernel (WHOLE_K is not specialized)."""
     base = candidates(named_args["M_KEY"], named_args["N_KEY"], named_args["a_ptr"].element_size(),
                       kwargs["PRECISION"])
     m, n, k, sms = named_args["M"], named_args["N"], named_args["K"], named_args["SMS"]

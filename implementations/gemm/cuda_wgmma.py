@@ -171,9 +171,8 @@ def _key(dtype: str, m: int, n: int, k: int, lined: bool) -> tuple:
     128 x 192 tiles are ceil(ceil(n / 64) / 3) wide), M below one tile to a
     half-octave (bucket), and whether lined copies are an option (some row
     stride is off 128-byte lines).  A sweep of shapes that differ inside one
-    tile tunes once; but how many of one tile's rows are real changes which
-    tile wins: tile 6 at 1 x 8192 x 8192 (51 us, tile 5 70), tile 5 at
-    128 x 8192 x 8192 (40 us, tile 6 52; lab/findings/gemm_stream_k_wgmma-179b5c8.txt)."""
+    tile tunes once; below one tile, how many of its rows are real changes
+    which tile wins (lab/findings/gemm_stream_k_wgmma-179b5c8.txt)."""
     return (dtype, -(-m // BM), min(bucket(m), BM), -(-n // 64), -(-k // 64), lined)
 
 
