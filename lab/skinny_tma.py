@@ -1,4 +1,4 @@
-"""A TMA-fed skinny GEMM (lab/skinny_tma.cu) against gemm_skinny and cuBLAS, on a GPU (sm_90).
+"""The two skinny forms the `cuda` GEMM races on Hopper, against cuBLAS, on a GPU (sm_90).
 
 ``python3 -m lab.skinny_tma [--seed S] [--count N] [--dtype bfloat16] [--floor 0.85]``
 
@@ -6,16 +6,14 @@ The shapes are lab.skinny_probe's (a seeded random set with M from 1 to 16,
 plus its decode and fuzz shapes), kept where K and N are multiples of 8 (the
 tensor maps need 16-byte rows).  Each form's result is checked against the
 float64 product with the gemm workload's tolerance before anything is timed;
-then cuBLAS, gemm_skinny as registered (its tensor-core form) and the TMA
-kernel at 10 and 6 stages of 20 KB are timed by the suite's events timer in
-alternating rounds.  The table gives cuBLAS's median in us and cuBLAS / form
-(above 1: ours is faster), then per form the worst ratio, the geometric mean
-and the shapes below --floor.
+then cuBLAS, gemm_skinny's tensor-core form and gemm_skinny_tma are timed by
+the suite's events timer in alternating rounds.  The table gives cuBLAS's
+median in us and cuBLAS / form (above 1: ours is faster), then per form the
+worst ratio, the geometric mean and the shapes below --floor.
 """
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import torch
 
@@ -36,15 +34,10 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("skinny_tma needs a Hopper GPU (sm_90: TMA)")
 
     from implementations.gemm.cuda import ops
-    from lab._probe import build_extension
 
-    ext = build_extension("skinny_tma", Path(__file__).with_suffix(".cu"))
-    skinny_v = ops().gemm_skinny_v
+    lib = ops()
     todo = [s for s in shapes(args.seed, args.count) + list(EXTRA) if s[1] % 8 == 0 and s[2] % 8 == 0]
-    counters = torch.zeros(4096, dtype=torch.int32, device="cuda")
-    forms = {"skinny": lambda a, b: skinny_v(a, b, 0),
-             "tma10": lambda a, b: ext.run(a, b, counters, 10, 0),
-             "tma6": lambda a, b: ext.run(a, b, counters, 6, 0)}
+    forms = {"skinny": lambda a, b: lib.gemm_skinny_v(a, b, 0), "tma": lib.gemm_skinny_tma}
     print(f"{torch.cuda.get_device_name(0)}, {args.dtype}, seed {args.seed}")
     print(f"{'M x N x K':>20} {'cuBLAS us':>9} " + " ".join(f"{f:>7}" for f in forms))
     ratios: dict[str, dict] = {f: {} for f in forms}

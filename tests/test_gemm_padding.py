@@ -62,7 +62,8 @@ def fake_cuda_gemm(monkeypatch):
             return (a.double() @ b.double()).to(a.dtype)
         return run
 
-    lib = type("Lib", (), {n: staticmethod(op(n)) for n in ("gemm_mma", "gemm_mma_ws", "gemm_skinny")})
+    lib = type("Lib", (), {n: staticmethod(op(n))
+                           for n in ("gemm_mma", "gemm_mma_ws", "gemm_skinny", "gemm_skinny_tma")})
     monkeypatch.setattr(cg, "ops", lambda: lib)
     monkeypatch.setattr(cg._TUNER, "run", lambda key, call, at=None: call(2))
     return calls
@@ -171,3 +172,28 @@ def test_wgmma_key_tells_rows_apart_below_one_tile():
     assert key(129) == key(256) and key(200) != key(300)
     assert [key(m)[1] for m in (1, 128, 129, 300)] == [1, 1, 2, 3]  # tiles of 128 rows as before
 
+
+
+def test_cuda_gemm_races_the_skinny_forms_on_hopper(fake_cuda_gemm, monkeypatch):
+    """At most 16 rows on Hopper: 16-byte rows go to the skinny race (keyed by
+    M, N, K to a half-octave), other rows to gemm_skinny alone."""
+    from implementations.gemm import cuda as cg
+
+    calls = fake_cuda_gemm
+    keys = []
+
+    def race(key, call, at=None):
+        keys.append(key)
+        return call(1)
+
+    monkeypatch.setattr(cg, "_hopper", lambda: True)
+    monkeypatch.setattr(cg._SKINNY_TUNER, "run", race)
+    cg.gemm_cuda(*_inputs(5, 1536, 808))
+    assert calls[-1] == ("gemm_skinny_tma", 5, 808, 1536)
+    cg.gemm_cuda(*_inputs(6, 1600, 1000))
+    assert keys == [("skinny", "bfloat16", 6, 1536, 1024), ("skinny", "bfloat16", 6, 2048, 1024)]
+    cg.gemm_cuda(*_inputs(5, 1538, 808))                     # N off 8: no TMA
+    assert calls[-1] == ("gemm_skinny", 5, 808, 1538)
+    monkeypatch.setattr(cg, "_hopper", lambda: False)
+    cg.gemm_cuda(*_inputs(5, 1536, 808))
+    assert calls[-1] == ("gemm_skinny", 5, 808, 1536)

@@ -102,3 +102,34 @@ def test_skinny_mma_plan_covers_k_in_one_wave(m, n, k):
     assert rows % 32 == 0 and rows * splits >= k > rows * (splits - 1)
     assert splits == 1 or -(-n // 64) * splits <= 132 * SKINNY_MMA_PER_SM
     assert splits == 1 or splits * splits * m <= k
+
+
+@pytest.mark.parametrize("m,n,k,sms,want", [
+    # 72 column blocks of 64 on 132 SMs: no SM left for a second split
+    (16, 4608, 3584, 132, (3584, 1)),
+    # 24 column blocks: 5 splits would fit, 808 // 256 = 3: 270 rows -> 384, so 3 splits (384, 384, 40)
+    (5, 1536, 808, 132, (384, 3)),
+    # 55 column blocks: 2 splits of 2612 rows -> 2688 (21 stages), the second 2536
+    (12, 3496, 5224, 132, (2688, 2)),
+    # 4 column blocks: 33 would fit, 3000 // 256 = 11 and 11^2 * 16 <= 3000: 273 rows -> 384, 8 splits
+    (16, 256, 3000, 132, (384, 8)),
+    # K shorter than two stages: one split, rows rounded up to a stage
+    (3, 512, 200, 132, (256, 1)),
+    # more column blocks than SMs: one split
+    (1, 8192, 8192, 132, (8192, 1)),
+])
+def test_skinny_tma_plan_figures(m, n, k, sms, want):
+    from implementations.gemm.cuda import skinny_tma_plan
+
+    assert skinny_tma_plan(m, n, k, sms) == want
+
+
+@pytest.mark.parametrize("m", (1, 5, 16))
+@pytest.mark.parametrize("n", (8, 64, 1536, 4096, 128256))
+@pytest.mark.parametrize("k", (8, 128, 264, 4096, 14336))
+def test_skinny_tma_plan_one_cta_an_sm(m, n, k):
+    from implementations.gemm.cuda import skinny_tma_plan
+
+    rows, splits = skinny_tma_plan(m, n, k, 132)
+    assert rows % 128 == 0 and rows * splits >= k > rows * (splits - 1)
+    assert splits == 1 or (-(-n // 64) * splits <= 132 and rows >= 256 and splits * splits * m <= k)

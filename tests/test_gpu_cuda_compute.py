@@ -169,6 +169,12 @@ def _skinny_mma_splits(m, n, k):
     return skinny_mma_plan(m, n, k, torch.cuda.get_device_properties(0).multi_processor_count)[1]
 
 
+def _skinny_tma_splits(m, n, k):
+    from implementations.gemm.cuda import skinny_tma_plan
+
+    return skinny_tma_plan(m, n, k, torch.cuda.get_device_properties(0).multi_processor_count)[1]
+
+
 def _skinny_inputs(m, n, k, dtype, seed, shift=(0, 0)):
     """Fresh random a (m x k) and b (k x n); shift[i] > 0 starts that operand
     shift[i] elements into its storage (a 2-byte offset: no 16-byte loads)."""
@@ -196,6 +202,9 @@ def _check_skinny(fn, m, n, k, dtype, seed, shift=(0, 0)):
     mma_splits = _skinny_mma_splits(m, n, k)
     if mma_splits > 1:  # [column blocks, splits, m, 64] (the tensor-core form)
         verify.poison_allocator("cuda", -(-n // 64) * mma_splits * m * 64 * 4)
+    tma_splits = _skinny_tma_splits(m, n, k)
+    if tma_splits > 1:  # [column blocks, splits, m, 64] (gemm_skinny_tma)
+        verify.poison_allocator("cuda", -(-n // 64) * tma_splits * m * 64 * 4)
     out = fn(a, b)
     torch.cuda.synchronize()
     assert out.dtype == dtype and out.shape == (m, n)
@@ -221,6 +230,47 @@ def test_gemm_skinny_fma_form_of_16_byte_rows(m, n, k, dtype):
     from implementations.gemm.cuda import ops
 
     _check_skinny(lambda a, b: ops().gemm_skinny_v(a, b, 1), m, n, k, dtype, SEED + m * 5 + n + k)
+
+
+# gemm_skinny_tma (Hopper; K and N multiples of 8): the 16-byte shapes above,
+# then ones that split K into several stages' worth (16 x 256 x 3000: 8
+# splits, the last short), a split's last stage cut short by K (808, 200,
+# 136), fewer columns than one CTA's 64, and more column blocks than SMs.
+SKINNY_TMA_SHAPES = sorted(
+    {s for s in SKINNY_SHAPES if s[1] % 8 == 0 and s[2] % 8 == 0}
+    | {(16, 4608, 3584), (13, 5120, 4752), (12, 3496, 5224), (5, 1536, 808), (16, 256, 3000),
+       (3, 512, 200), (1, 8, 8), (16, 72, 136), (7, 984, 2712), (2, 11008, 4096), (9, 2288, 10408)})
+
+
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+@pytest.mark.parametrize("m,n,k", SKINNY_TMA_SHAPES)
+def test_gemm_skinny_tma(m, n, k, dtype):
+    from implementations.gemm.cuda import _hopper, ops
+
+    if not _hopper():
+        pytest.skip("gemm_skinny_tma needs a Hopper GPU (TMA)")
+    _check_skinny(ops().gemm_skinny_tma, m, n, k, dtype, SEED + m * 11 + n + k)
+
+
+def test_gemm_skinny_tma_splits_in_a_row_and_deterministic():
+    """Split calls back to back over grids of different column-block counts
+    (each must find its counters at zero), the same inputs giving the same
+    bits, K = 0 zeros and an empty M; K or N off 8 is refused."""
+    from implementations.gemm.cuda import _hopper, ops
+
+    if not _hopper():
+        pytest.skip("gemm_skinny_tma needs a Hopper GPU (TMA)")
+    lib = ops()
+    for i, (m, n, k) in enumerate([(16, 256, 3000), (5, 1536, 808), (16, 256, 3000), (12, 3496, 5224)]):
+        assert _skinny_tma_splits(m, n, k) > 1
+        a, b, first = _check_skinny(lib.gemm_skinny_tma, m, n, k, torch.bfloat16, SEED + 400 + i)
+        assert torch.equal(lib.gemm_skinny_tma(a, b), first)
+    a, b = _skinny_inputs(4, 16, 0, torch.float16, SEED)
+    verify.poison_allocator("cuda", 4 * 16 * 2, torch.float16)
+    assert torch.equal(lib.gemm_skinny_tma(a, b), torch.zeros(4, 16, device="cuda", dtype=torch.float16))
+    assert lib.gemm_skinny_tma(*_skinny_inputs(0, 16, 8, torch.float16, SEED)).shape == (0, 16)
+    with pytest.raises(RuntimeError, match="multiples of 8"):
+        lib.gemm_skinny_tma(*_skinny_inputs(4, 12, 7, torch.float16, SEED))
 
 
 @pytest.mark.parametrize("dtype", ("float16", "bfloat16"))

@@ -30,11 +30,14 @@ owns 8 columns of C with M x 8 fp32 accumulators on the FMA units and
 2-byte loads of B.  Both split K over the grid so that it fills one wave of
 the SMs (the occupancy API) whatever N is, and in the same launch the last
 split of each column block to finish adds the splits' fp32 partials in
-split order (deterministic).
+split order (deterministic).  On Hopper, where K and N are multiples of 8,
+the tuner races that tensor-core form against gemm_skinny_tma.cu (one CTA an
+SM whose four mma warps share one deep TMA-fed ring, so each SM keeps more of
+B in flight), per key of M, N and K to a half-octave.
 ``cuda:naive`` is gemm_naive.cu: one thread per element of C, no tiling, all
 three dtypes; the pair shows what tiling and tensor cores buy.  Built by
 implementations._shared.cuda_ext on first use; called as torch.ops.kernel_suite.gemm_mma /
-gemm_mma_ws / gemm_skinny / gemm_naive.
+gemm_mma_ws / gemm_skinny / gemm_skinny_tma / gemm_naive.
 """
 from __future__ import annotations
 
@@ -42,6 +45,7 @@ import functools
 from pathlib import Path
 
 from implementations._shared import cuda_ext
+from implementations._shared.autotune import bucket
 from implementations._shared.cuda_variants import VariantTuner
 from implementations.gemm import padding
 from suite.backends import dtype_in
@@ -49,7 +53,7 @@ from suite.workload import Case, register
 
 _HERE = Path(__file__).parent
 SOURCES = [_HERE / "gemm_mma.cu", _HERE / "gemm_naive.cu", _HERE / "gemm_skinny.cu"]
-WS_SOURCES = [_HERE / "gemm_ws.cu"]  # sm_90a: its own extension
+WS_SOURCES = [_HERE / "gemm_ws.cu", _HERE / "gemm_skinny_tma.cu"]  # sm_90a: its own extension
 
 
 def _fakes() -> None:
@@ -69,11 +73,13 @@ def _fakes() -> None:
 def _ws_fakes() -> None:
     import torch
 
-    @torch.library.register_fake("kernel_suite::gemm_mma_ws")
-    def _(a, b, tile=0):
+    def out_like(a, b):
         torch._check(a.dim() == 2 and b.dim() == 2, lambda: "a and b must be matrices")
         torch._check(a.shape[1] == b.shape[0], lambda: "inner dimensions differ")
         return a.new_empty((a.shape[0], b.shape[1]))
+
+    torch.library.register_fake("kernel_suite::gemm_mma_ws")(lambda a, b, tile=0: out_like(a, b))
+    torch.library.register_fake("kernel_suite::gemm_skinny_tma")(out_like)
 
 
 @functools.cache
@@ -231,11 +237,53 @@ def _sms() -> int:
     return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
 
 
+SKINNY_TMA_COLS = 64    # gemm_skinny_tma: columns of C a CTA (one CTA an SM)
+SKINNY_TMA_STAGE = 128  # rows of B a stage; a split is a multiple of it, at least two
+
+
+def skinny_tma_plan(m: int, n: int, k: int, sms: int) -> tuple[int, int]:
+    """(K rows per split, splits) of gemm_skinny_tma (mirrors skinny_tma_rows in
+    gemm_skinny_tma.cu): splits only over the SMs that the ceil(n / 64) column
+    blocks leave idle, at most k // 256, with splits^2 * m <= k; rows a multiple of 128."""
+    splits = max(1, min(sms // -(-n // SKINNY_TMA_COLS), k // (2 * SKINNY_TMA_STAGE)))
+    while splits > 1 and splits * splits * m > k:
+        splits -= 1
+    rows = -(-(-(-k // splits)) // SKINNY_TMA_STAGE) * SKINNY_TMA_STAGE
+    return rows, -(-k // rows)
+
+
+# At most 16 rows of A, on Hopper, with 16-byte rows (K, N multiples of 8): the
+# two skinny forms race per key; elsewhere gemm_skinny runs alone.
+SKINNY_FORMS = {0: "gemm_skinny's tensor-core form: mma.sync m16n8k16, 64 columns a block, "
+                   "B through a 3-slot cp.async ring a warp, two blocks an SM",
+                1: "gemm_skinny_tma: mma.sync m16n8k16, 64 columns a CTA, B and A by TMA through "
+                   "a 6-stage ring of 20 KB that 4 warps share, one CTA an SM"}
+_SKINNY_TUNER = VariantTuner(tuple(SKINNY_FORMS), SKINNY_FORMS)
+
+
+def _skinny_key(dtype: str, m: int, n: int, k: int) -> tuple:
+    """The skinny race's key: M, N and K each to a half-octave (bucket)."""
+    return ("skinny", dtype, bucket(m), bucket(n), bucket(k))
+
+
+def _skinny_races(m: int, n: int, k: int) -> bool:
+    return m <= SKINNY_ROWS and n % 8 == 0 and k % 8 == 0 and _hopper()
+
+
 def _skinny_config(case: Case) -> str:
     import torch
 
     m, n, k = case["M"], case["N"], case["K"]
     sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    if _skinny_races(m, n, k):
+        key = _skinny_key(case.dtype, m, n, k)
+        tuned = _SKINNY_TUNER.config(key, at=f"{m}x{n}x{k}")
+        if tuned and _SKINNY_TUNER.best[key] == 1:
+            rows, splits = skinny_tma_plan(m, n, k, sms)
+            return f"skinny: {tuned}, {splits} K splits of {rows} rows"
+        if tuned:
+            rows, splits = skinny_mma_plan(m, n, k, sms)
+            return f"skinny: {tuned}, {splits} K splits of {rows} rows"
     if n % 8 == 0:
         rows, splits = skinny_mma_plan(m, n, k, sms)
         return (f"skinny: mma.sync m16n8k16 ({m} of 16 rows), 64 columns a block x {splits} K splits "
@@ -315,6 +363,9 @@ def _config(case: Case) -> str:
 def gemm_cuda(a, b):
     (m, k), n = a.shape, b.shape[-1]
     if m <= SKINNY_ROWS:
+        if _skinny_races(m, n, k) and all(t.is_contiguous() and t.data_ptr() % 16 == 0 for t in (a, b)):
+            key = _skinny_key(str(a.dtype).removeprefix("torch."), m, n, k)
+            return _SKINNY_TUNER.run(key, lambda form: skinny_form(a, b, form), at=f"{m}x{n}x{k}")
         return ops().gemm_skinny(a, b)
     if padding.rows_aligned(a) and padding.rows_aligned(b):
         return _tuned(a, b)
@@ -327,6 +378,12 @@ def _tuned(a, b):
     (m, k), n = a.shape, b.shape[-1]
     key = _key(str(a.dtype).removeprefix("torch."), m, n, k)
     return _TUNER.run(key, lambda tile: gemm_tile(a, b, tile), at=f"{m}x{n}x{k}")
+
+
+def skinny_form(a, b, form: int):
+    """C = a @ b for at most 16 rows of a with one form of SKINNY_FORMS (1: Hopper only)."""
+    lib = ops()
+    return lib.gemm_skinny_tma(a, b) if form == 1 else lib.gemm_skinny(a, b)
 
 
 def gemm_tile(a, b, tile: int):
