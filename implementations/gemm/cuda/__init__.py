@@ -358,8 +358,9 @@ def _config(case: Case) -> str:
           description="CUDA: mma.sync tensor cores, ldmatrix from padded shared memory, "
                       "multi-stage cp.async pipeline, register double-buffered fragments; on Hopper also "
                       "TMA-fed warp-specialised tiles; tile autotuned; K split over the SMs where the "
-                      "tiles leave most idle; at most 16 rows of A: a split-K FMA kernel streaming B "
-                      "in 16-byte packs")
+                      "tiles leave most idle; at most 16 rows of A: split-K kernels streaming B (A's rows "
+                      "the mma operand where B's rows are 16-byte packs, else FMA), on Hopper raced "
+                      "against a TMA-fed one")
 def gemm_cuda(a, b):
     (m, k), n = a.shape, b.shape[-1]
     if m <= SKINNY_ROWS:
