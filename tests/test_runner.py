@@ -257,6 +257,17 @@ def test_written_files_are_readable_by_others(tmp_path):
     assert path.stat().st_mode & 0o777 == 0o644
 
 
+def test_written_files_are_zstd_and_read_back_the_same(tmp_path):
+    import pyarrow.parquet as pq
+
+    df = store.to_frame([{"workload": "gemm", "impl": "x", "status": "ok", "schema_version": 1,
+                          "ms_median": 0.25, "samples_ms": [0.25, 0.26, 0.24]}])
+    path = store.write_atomic(df, tmp_path / "a.parquet")
+    meta = pq.ParquetFile(path).metadata
+    assert {meta.row_group(0).column(i).compression for i in range(meta.num_columns)} == {"ZSTD"}
+    pd.testing.assert_frame_equal(pd.read_parquet(path), df)
+
+
 def test_default_path_layout():
     p = store.default_path("results", "NVIDIA H200", "2026-11-29T10:15:00Z", "abcdef0123")
     assert p.as_posix() == "results/h200/20261129T101500Z-abcdef0.parquet"
