@@ -119,15 +119,22 @@ def normalize(df: pd.DataFrame) -> pd.DataFrame:
     return df[COLUMNS + extra]
 
 
+def _codec() -> str:
+    """zstd, a tenth smaller than pyarrow's default snappy on these rows (the
+    raw timing samples are most of a file); snappy where this pyarrow was
+    built without zstd."""
+    import pyarrow as pa
+
+    return "zstd" if pa.Codec.is_available("zstd") else "snappy"
+
+
 def write_atomic(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
-        # zstd: a tenth smaller than pyarrow's default snappy on these rows
-        # (the raw timing samples are most of a file), read back everywhere
-        df.to_parquet(tmp, index=False, compression="zstd")
+        df.to_parquet(tmp, index=False, compression=_codec())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; a results file is for sharing
         os.replace(tmp, path)
     except BaseException:
