@@ -6,9 +6,10 @@ two reads a write (c = a + b), each the best of its forms, counting bytes
 read plus bytes written.  A row's memory roof is the bandwidth of its own
 workload's read:write mix (suite.roofline.mix_gbps); the copy figure is kept
 beside it.  The matrix rate is a large torch.matmul on random data per dtype
-and math mode (float32 in true FP32, and ``tf32`` separately).  All are
-medians of timed repetitions after warm-up, so they are statistics of the
-same kind as the kernels' own.  A datasheet table sits beside them for
+and math mode (float32 in true FP32, and ``tf32`` separately; ``tf32x3``,
+three TF32 products, gets a third of the TF32 rate).  All are medians of
+timed repetitions after warm-up, so they are statistics of the same kind as
+the kernels' own.  A datasheet table sits beside them for
 reference only: it is never used inside a formula.
 """
 from __future__ import annotations
@@ -70,7 +71,12 @@ class Ceilings:
         float16 matmul can be slower than their float32 one).
         """
         fp32 = self.matmul_tflops.get("float32", 0.0)
-        return {k: max(v, fp32) for k, v in self.matmul_tflops.items()}
+        roofs = {k: max(v, fp32) for k, v in self.matmul_tflops.items()}
+        if "tf32" in self.matmul_tflops:
+            # float32 as three TF32 products (tf32x3) does three TF32 matmuls' work:
+            # a third of the measured TF32 rate, derived, not measured on its own
+            roofs["tf32x3"] = max(self.matmul_tflops["tf32"] / 3, fp32)
+        return roofs
 
 
 def datasheet(gpu_name: str) -> dict:

@@ -88,7 +88,8 @@ def _gemm_jobs():
 
     for label, ptr, size, prec, m in (("bf16", "*bf16", 2, "tf32", 4096), ("bf16", "*bf16", 2, "tf32", 64),
                                       ("bf16", "*bf16", 2, "tf32", 8), ("fp32-ieee", "*fp32", 4, "ieee", 4096),
-                                      ("fp32-ieee", "*fp32", 4, "ieee", 8)):
+                                      ("fp32-ieee", "*fp32", 4, "ieee", 8), ("fp32-tf32x3", "*fp32", 4, "tf32x3", 4096),
+                                      ("fp32-tf32x3", "*fp32", 4, "tf32x3", 64), ("fp32-tf32x3", "*fp32", 4, "tf32x3", 8)):
         for cfg, kw in tiled(m, m, (m, m, m), size, prec):
             const = dict(kw, PRECISION=prec, UPCAST=False, VEC_K=16, VEC_N=16, EVEN_M=True, EVEN_N=True,
                          EVEN_K=True, stride_ak=1, stride_bn=1, stride_cn=1)

@@ -1,7 +1,7 @@
 """Triton gemm and attention on the GPU: correctness at every preset shape, edges, speed.
 
 Every case of the cpu and quick presets for `triton`, `triton:tf32`,
-`triton:persistent` (gemm) and `triton` (attention), plus edge shapes (tiles
+`triton:tf32x3`, `triton:persistent` (gemm) and `triton` (attention), plus edge shapes (tiles
 ragged in M, N and K, one-row problems, strided and misaligned operands,
 sequences shorter than one block), with fresh random inputs (the seed is
 printed on failure), the caching allocator poisoned with NaN first so an
@@ -22,7 +22,8 @@ from tests.helpers import preset_params
 
 pytestmark = pytest.mark.gpu
 SEED = random.randrange(1 << 30)
-IMPLS = (("gemm", "triton"), ("gemm", "triton:tf32"), ("gemm", "triton:persistent"), ("attention", "triton"))
+IMPLS = (("gemm", "triton"), ("gemm", "triton:tf32"), ("gemm", "triton:tf32x3"), ("gemm", "triton:persistent"),
+         ("attention", "triton"))
 
 
 def _check(wl_name: str, impl_name: str, case: Case, transform=None) -> None:

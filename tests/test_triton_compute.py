@@ -67,6 +67,11 @@ def test_gemm_tf32_cpu_preset(case, poisoned):
     _run("gemm", "triton:tf32", case)
 
 
+@pytest.mark.parametrize("case", _cases("gemm", ("float32",)))
+def test_gemm_tf32x3_cpu_preset(case, poisoned):
+    _run("gemm", "triton:tf32x3", case)
+
+
 # Multiples of 8 (TMA's 16-byte rows) but ragged against the 32-wide interpreter
 # tiles, one row, and more tiles than programs so each program loops.
 PERSISTENT_SHAPES = [dict(M=37, N=72, K=104), dict(M=1, N=64, K=40), dict(M=100, N=136, K=64),
@@ -158,17 +163,20 @@ def test_gemm_tail_split_and_padding_in_interpreter(poisoned, monkeypatch):
 
 def test_gemm_supports():
     reg = discover()
-    tiled, tf32, pers = (reg.get("gemm", n) for n in ("triton", "triton:tf32", "triton:persistent"))
+    tiled, tf32, tf32x3, pers = (reg.get("gemm", n) for n in ("triton", "triton:tf32", "triton:tf32x3",
+                                                             "triton:persistent"))
     wl = reg.workloads["gemm"]
     for case in wl.cases("full") + wl.cases("quick") + wl.cases("cpu"):
         assert tiled.supports(case) is None
         assert (tf32.supports(case) is None) == (case.dtype == "float32")
+        assert (tf32x3.supports(case) is None) == (case.dtype == "float32")
     assert "float32" in pers.supports(Case.make("gemm", "float32", M=64, N=64, K=64))
     assert "16-byte" in pers.supports(Case.make("gemm", "bfloat16", M=3001, N=2047, K=1531))
     assert "16-byte" in pers.supports(Case.make("gemm", "float16", M=64, N=100, K=64))
     assert pers.supports(Case.make("gemm", "bfloat16", M=1, N=8192, K=8192)) is None
     assert pers.check_available("cpu")  # says why: it needs a Hopper GPU
     assert tf32.math == "tf32" and tf32.tolerance == {"float32": 2e-3}
+    assert tf32x3.math == "tf32x3" and tf32x3.tolerance is None
 
 
 @pytest.mark.parametrize("case", _cases("attention", ("float16", "bfloat16")))
@@ -235,7 +243,7 @@ def test_gpu_configs_compile_for_sm90():
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads(proc.stdout)
     kernels = {r["kernel"] for r in rows}
-    assert {"gemm-tiled-bf16", "gemm-tiled-fp32-ieee", "gemm-persistent-bf16",
+    assert {"gemm-tiled-bf16", "gemm-tiled-fp32-ieee", "gemm-tiled-fp32-tf32x3", "gemm-persistent-bf16",
             "attention-d64-causal", "attention-d128-causal",
             "attention-gluon-d64", "attention-gluon-d128-causal"} <= kernels
     for r in rows:

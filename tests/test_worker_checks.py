@@ -19,7 +19,7 @@ BANDWIDTHS = {0.0: 80.0, 0.5: 100.0, 2.0 / 3.0: 110.0, 1.0: 120.0}
 
 def _opts(timers=("wall",)):
     return worker.Options(device="cpu", timers=timers, preset="cpu", seed=1, peaks_gbps=100.0,
-                          peaks_tflops={"float32": 1.0, "tf32": 2.0, "float16": 1.0, "bfloat16": 1.0},
+                          peaks_tflops={"float32": 1.0, "tf32": 2.0, "tf32x3": 1.5, "float16": 1.0, "bfloat16": 1.0},
                           bandwidths=BANDWIDTHS, roofline=True)
 
 
@@ -89,6 +89,23 @@ def test_tf32_rows_get_the_tf32_roof(monkeypatch):
     monkeypatch.setattr(worker, "measure", _fake_measure("n/a")[0])
     (row,) = _run(REG.get("gemm", "triton:tf32"), Case.make("gemm", "float32", M=37, N=129, K=71))
     assert row["status"] == "ok" and row["math"] == "tf32" and row["peak_tflops"] == 2.0
+
+
+def test_tf32x3_rows_get_their_roof_and_float32s_check(monkeypatch):
+    monkeypatch.setattr(worker, "measure", _fake_measure("n/a")[0])
+    impl = REG.get("gemm", "triton:tf32x3")
+    (row,) = _run(impl, Case.make("gemm", "float32", M=37, N=129, K=71))
+    assert row["status"] == "ok" and row["math"] == "tf32x3" and row["peak_tflops"] == 1.5
+    assert impl.tolerance is None  # the workload's float32 tolerance, no TF32 allowance
+
+
+def test_the_tf32x3_roof_is_a_third_of_tf32s():
+    from suite.ceilings import Ceilings
+
+    ceil = Ceilings("cuda", "x", "f", 1.0, {"float32": 50.0, "tf32": 420.0, "bfloat16": 800.0}, 1.0, 1.0, 1.0,
+                    "t", 0.0)
+    assert ceil.roofs() == {"float32": 50.0, "tf32": 420.0, "bfloat16": 800.0, "tf32x3": 140.0}
+    assert "tf32x3" not in Ceilings("cpu", "x", "f", 1.0, {"float32": 1.0}, 1.0, 1.0, 1.0, "t", 0.0).roofs()
 
 
 @pytest.mark.parametrize("l2,over,status", [("cold-clean", 1.05, "suspect"), ("cold-rotate", 1.03, "suspect"),

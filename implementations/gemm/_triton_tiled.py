@@ -186,6 +186,13 @@ SKINNY_M = 128
 # (ptxas, sm_90), so it gets smaller per-thread tiles.
 FMA = [_cfg(128, 128, 32, 3, 8), _cfg(64, 128, 32, 3, 4), _cfg(128, 64, 32, 3, 4), _cfg(64, 64, 32, 4, 4)]
 FMA_TINY = [_cfg(16, 64, 64, 4, 4, 1), _cfg(16, 128, 32, 4, 4, 1)]
+# float32 as three TF32 products a step (tf32x3: each operand split into a TF32
+# head and a TF32 tail, head x head + head x tail + tail x head) holds both
+# halves of A's and B's fragments: the 128 x 256 and 256 x 128 tiles spill
+# (ptxas, sm_90), 128 x 128 over 8 warps does not.  Below 128 rows the TF32
+# SKINNY tiles hold; of TINY's, the BLOCK_K = 128 one spills.
+TF32X3 = [_cfg(128, 128, 32, 4, 8), _cfg(128, 128, 32, 3, 8), _cfg(64, 128, 32, 4, 4), _cfg(128, 64, 32, 4, 4)]
+TF32X3_TINY = [_cfg(16, 128, 64, 4, 4, 1), _cfg(16, 64, 64, 4, 4, 1)]
 
 SPLIT_MAX = 16
 
@@ -245,6 +252,10 @@ def candidates(m: int, n: int, itemsize: int, precision: str) -> list:
     if itemsize == 4:
         if precision == "ieee":
             return FMA_TINY if m <= TINY_M else FMA
+        if precision == "tf32x3" and m <= TINY_M:
+            return TF32X3_TINY
+        if precision == "tf32x3" and m > SKINNY_M:
+            return TF32X3
         # TF32 tiles cost twice the shared memory per stage of 16-bit ones
         return [_cfg(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"] // 2,
                      c.num_stages, c.num_warps, c.kwargs["GROUP_M"]) for c in tensor_core_configs(m, n)]
@@ -269,11 +280,11 @@ def prune(configs, named_args, **kwargs):
     return out
 
 
-# PRECISION is in the key: exact and TF32 float32 pick from different lists;
+# PRECISION is in the key: exact, TF32 and 3xTF32 float32 pick from different lists;
 # VEC_K and VEC_N too, as a shape whose rows are not 16-byte aligned loads
 # another way.  The split of K is not: split_plan plans it per shape at launch,
 # and each config that splits races its K-whole twin (prune).
-_ALL = LARGE + MID + TINY + SKINNY + FMA + FMA_TINY
+_ALL = LARGE + MID + TINY + SKINNY + FMA + FMA_TINY + TF32X3 + TF32X3_TINY
 _autotuned = autotune(configs=_ALL + [_whole_k(c) for c in _ALL],
                       key=["M_KEY", "N_KEY", "K_KEY", "PRECISION", "VEC_K", "VEC_N"],
                       prune_configs_by={"early_config_prune": prune},
@@ -357,7 +368,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = N
     if padded is not None:
         return padded
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
-    # tf32/ieee only matter for float32; 16-bit inputs take the default path
+    # ieee/tf32/tf32x3 only matter for float32; 16-bit inputs take the default path
     prec = precision if a.dtype == torch.float32 else "tf32"
     vec_k, vec_n = vector_widths(a, b, c)
     interp = interpreting()

@@ -1,4 +1,4 @@
-"""Triton matmuls: a tiled autotuned kernel (exact float32, or TF32 when named so)
+"""Triton matmuls: a tiled autotuned kernel (exact float32, or TF32 / 3xTF32 when named so)
 and a persistent TMA kernel for Hopper.  Kernels live in _triton_tiled.py and
 _triton_persistent.py; this module registers them and remembers the config
 each shape was tuned to, for the results' `config` column.
@@ -55,6 +55,19 @@ def gemm_triton_tf32(a, b):
 
     c, description = matmul(a, b, precision="tf32")
     _remember("triton:tf32", a, b, description)
+    return c
+
+
+@register("gemm", "triton:tf32x3", available=needs_triton, supports=_only_float32,
+          config=_config_of("triton:tf32x3"), math="tf32x3",
+          description="tiled Triton matmul, float32 on TF32 tensor cores as three products "
+                      "(each operand a TF32 head plus a TF32 tail, tail x tail dropped); "
+                      "checked at float32's tolerance")
+def gemm_triton_tf32x3(a, b):
+    from implementations.gemm._triton_tiled import matmul
+
+    c, description = matmul(a, b, precision="tf32x3")
+    _remember("triton:tf32x3", a, b, description)
     return c
 
 
