@@ -228,6 +228,18 @@ def test_gemm_mma_instantiations_fit_without_spills(compiled):
 GUARDED_SPLIT_SPILL = 8
 
 
+@needs_nvcc
+def test_gemm_tf32x3_kernels_fit_without_spills(compiled):
+    """Both copies of the 3xTF32 GEMM (16-byte and 4-byte chunks) hold their
+    64 accumulators and both halves of every fragment under one 256-thread
+    CTA an SM's 255 registers without spilling."""
+    err, _, log = compiled[ROOT / "implementations/gemm/cuda/gemm_tf32x3.cu"]
+    assert err is None, err
+    kernels = {n: f for n, f in ptxas_kernels(log).items() if "gemm_tf32x3_kernel" in n}
+    assert len(kernels) == 2, sorted(kernels)
+    assert all(0 < f["regs"] <= 255 and f["spill_st"] == 0 and f["spill_ld"] == 0 for f in kernels.values()), kernels
+
+
 # ---- ptxas's figures of the memory-bound ops' kernels ----------------------
 
 # Known spills (mangled-name fragment -> bytes stored and loaded, at most): two

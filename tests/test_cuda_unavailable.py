@@ -12,8 +12,8 @@ from suite.workload import discover
 
 # every workload has a CUDA backend; the test covers whatever is registered
 EXPECTED = {("gelu", "cuda"), ("gelu", "cuda:scalar"), ("residual_layernorm_gelu", "cuda"),
-            ("softmax", "cuda"), ("gemm", "cuda"), ("gemm", "cuda:naive"), ("gemm", "cuda:wgmma"),
-            ("attention", "cuda")}
+            ("softmax", "cuda"), ("gemm", "cuda"), ("gemm", "cuda:naive"), ("gemm", "cuda:tf32x3"),
+            ("gemm", "cuda:wgmma"), ("attention", "cuda")}
 
 
 def test_cpu_device_is_unavailable():

@@ -19,7 +19,7 @@ from tests.helpers import preset_params
 
 pytestmark = pytest.mark.gpu
 SEED = random.randrange(1 << 30)
-IMPLS = (("gemm", "cuda"), ("gemm", "cuda:naive"), ("attention", "cuda"))
+IMPLS = (("gemm", "cuda"), ("gemm", "cuda:tf32x3"), ("gemm", "cuda:naive"), ("attention", "cuda"))
 
 
 def _check(wl_name: str, impl_name: str, case: Case, transform=None) -> None:
@@ -60,6 +60,34 @@ def test_preset(wl_name, impl_name, case):
 ])
 def test_gemm_edges(m, n, k, dtype):
     _check("gemm", "cuda", Case.make("gemm", dtype, M=m, N=n, K=k))
+
+
+# gemm_tf32x3: one fragment, one tile, tiles ragged in M, N and K (16-byte
+# chunks), K or N off a multiple of 4 (4-byte chunks), odd N (single stores),
+# K shorter than one k-tile and one of many k-tiles with a ragged last one.
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (16, 8, 8), (128, 128, 32), (300, 260, 100), (129, 136, 4100),
+                                   (77, 1001, 999), (1000, 333, 64), (2048, 2052, 2045), (4097, 1023, 515)])
+def test_gemm_tf32x3_edges(m, n, k):
+    _check("gemm", "cuda:tf32x3", Case.make("gemm", "float32", M=m, N=n, K=k))
+
+
+def test_gemm_tf32x3_unaligned_views_and_empty():
+    """Operands that start 4 bytes into their storage take the 4-byte copies;
+    K = 0 gives zeros, an empty M an empty result."""
+    from implementations.gemm.cuda import ops
+
+    wl = discover().workloads["gemm"]
+    case = Case.make("gemm", "float32", M=200, N=264, K=132)
+    g = torch.Generator(device="cuda").manual_seed(SEED)
+    a = torch.randn(200 * 132 + 1, generator=g, device="cuda")[1:].view(200, 132)
+    b = torch.randn(132 * 264 + 1, generator=g, device="cuda")[1:].view(132, 264)
+    verify.poison_allocator("cuda", 200 * 264 * 4)
+    out = ops().gemm_tf32x3(a, b)
+    res = verify.check_case(wl, case, out, a.double() @ b.double())
+    assert res.correct, f"seed={SEED}: {res.message}"
+    zeros = ops().gemm_tf32x3(torch.randn(4, 0, device="cuda"), torch.randn(0, 9, device="cuda"))
+    assert torch.equal(zeros, torch.zeros(4, 9, device="cuda"))
+    assert ops().gemm_tf32x3(torch.randn(0, 5, device="cuda"), torch.randn(5, 9, device="cuda")).shape == (0, 9)
 
 
 def _check_gemm_op(op: str, tile: int, m: int, n: int, k: int, dtype: torch.dtype, seed: int) -> None:

@@ -34,10 +34,13 @@ split order (deterministic).  On Hopper, where K and N are multiples of 8,
 the tuner races that tensor-core form against gemm_skinny_tma.cu (one CTA an
 SM whose four mma warps share one deep TMA-fed ring, so each SM keeps more of
 B in flight), per key of M, N and K to a half-octave.
+``cuda:tf32x3`` is gemm_tf32x3.cu: float32 on the tensor cores as three TF32
+products a step (mma.sync m16n8k8), each operand split into a TF32 head and
+tail, held to float32's tolerance.
 ``cuda:naive`` is gemm_naive.cu: one thread per element of C, no tiling, all
 three dtypes; the pair shows what tiling and tensor cores buy.  Built by
 implementations._shared.cuda_ext on first use; called as torch.ops.kernel_suite.gemm_mma /
-gemm_mma_ws / gemm_skinny / gemm_skinny_tma / gemm_naive.
+gemm_mma_ws / gemm_skinny / gemm_skinny_tma / gemm_tf32x3 / gemm_naive.
 """
 from __future__ import annotations
 
@@ -52,7 +55,7 @@ from suite.backends import dtype_in
 from suite.workload import Case, register
 
 _HERE = Path(__file__).parent
-SOURCES = [_HERE / "gemm_mma.cu", _HERE / "gemm_naive.cu", _HERE / "gemm_skinny.cu"]
+SOURCES = [_HERE / "gemm_mma.cu", _HERE / "gemm_naive.cu", _HERE / "gemm_skinny.cu", _HERE / "gemm_tf32x3.cu"]
 WS_SOURCES = [_HERE / "gemm_ws.cu", _HERE / "gemm_skinny_tma.cu"]  # sm_90a: its own extension
 
 
@@ -66,6 +69,7 @@ def _fakes() -> None:
 
     torch.library.register_fake("kernel_suite::gemm_mma")(lambda a, b, tile=-1, splits=0: out_like(a, b))
     torch.library.register_fake("kernel_suite::gemm_naive")(out_like)
+    torch.library.register_fake("kernel_suite::gemm_tf32x3")(out_like)
     torch.library.register_fake("kernel_suite::gemm_skinny")(out_like)
     torch.library.register_fake("kernel_suite::gemm_skinny_v")(lambda a, b, variant: out_like(a, b))
 
@@ -396,6 +400,30 @@ def gemm_tile(a, b, tile: int):
     if tile >= WS_FIRST:
         return lib.gemm_mma_ws(a, b, tile - WS_FIRST)
     return lib.gemm_mma(a, b, tile)
+
+
+def _only_float32(case: Case) -> str | None:
+    if case.dtype != "float32":
+        return f"3xTF32 splits float32 inputs only, not {case.dtype}"
+    return None
+
+
+TF32X3_TILE = ("128x128x32 tiles, 8 warps of 64x32, 3 stages of cp.async ({chunk}), "
+               "each operand a TF32 head and tail, 3 mma.sync m16n8k8 a product")
+
+
+def _tf32x3_config(case: Case) -> str:
+    vec = case["K"] % 4 == 0 and case["N"] % 4 == 0
+    return TF32X3_TILE.format(chunk="16-byte chunks" if vec else "4-byte chunks: K or N not a multiple of 4")
+
+
+@register("gemm", "cuda:tf32x3", available=cuda_ext.cuda_available, supports=_only_float32,
+          config=_tf32x3_config, math="tf32x3",
+          description="CUDA: float32 on TF32 tensor cores as three products (each operand a TF32 head "
+                      "plus a TF32 tail, tail x tail dropped), mma.sync from padded shared memory; "
+                      "checked at float32's tolerance")
+def gemm_cuda_tf32x3(a, b):
+    return ops().gemm_tf32x3(a, b)
 
 
 @register("gemm", "cuda:naive", available=cuda_ext.cuda_available,

@@ -1,0 +1,267 @@
+// C = A @ B in float32 on the tensor cores as three TF32 products (3xTF32):
+// each float32 operand x is split into a TF32 head h = rna_tf32(x) and a TF32
+// tail l = rna_tf32(x - h), and a * b is summed as a_l b_h + a_h b_l + a_h b_h
+// (a_l b_l, below 2^-22 of the product, is dropped), so ~22 of the 24
+// significand bits take part and the result is held to float32's own
+// tolerance.  An infinite operand, or one within 2^-11 of float32's largest
+// (its head rounds to infinity), gives NaN where float32 would give inf.  Row-major A (M x K), B (K x N), C (M x N), any shape; sm_80+
+// (mma.sync m16n8k8 .tf32).
+//
+// Napkin math (H200): three TF32 matmuls' work a product, so the roof is a
+// third of the TF32 rate (~140 of ~420 TFLOP/s) against ~51 for cuBLAS's
+// float32 SGEMM on the CUDA cores.
+//
+// Per CTA a 128 x 128 tile of C, 8 warps as 2 x 4, each 64 x 32 of C as
+// 4 x 4 m16n8 fp32 fragments (64 registers a thread):
+//  - K is walked 32 at a time through a 3-deep ring of shared-memory tiles
+//    filled by cp.async (16-byte chunks where K and N are multiples of 4 and
+//    the bases 16-byte aligned, else 4-byte ones), zero-filled past M, N and
+//    K, so the math checks no bounds; wait_group 1 and one barrier a step.
+//  - A's rows are padded to 36 floats and B's to 136: the fragment loads
+//    (A[g][t], B[t][g] for g = lane / 4, t = lane % 4) hit 32 distinct banks.
+//  - Each k8 slice loads a warp's 4 A and 4 B fragments as scalars, splits
+//    each element into head and tail (two cvt.rna.tf32 and a subtraction),
+//    then issues 48 mma.
+//  - One CTA an SM (140-178 registers): under two an SM's 128 the 16-byte
+//    form spills.
+//  - CTAs run in groups of 8 row tiles down each column band, so the CTAs
+//    resident at once share their A rows and B columns in L2.
+//  - C is stored from the fragments, two floats a store where N is even.
+
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <cstdint>
+
+#include "ksuite/common.cuh"
+#include "ksuite/mma_ptx.cuh"
+#include "operands.h"
+
+namespace ksuite_gemm_tf32x3 {
+
+constexpr int BM = 128, BN = 128, BK = 32, STAGES = 3;
+constexpr int WARPS_M = 2, WARPS_N = 4, THREADS = 32 * WARPS_M * WARPS_N;
+constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // 64 x 32 of C a warp
+constexpr int MT = WM / 16, NT = WN / 8;             // 4 x 4 m16n8 fragments
+constexpr int A_LD = BK + 4, B_LD = BN + 8;           // padded row strides, in floats
+constexpr int A_STAGE = BM * A_LD, B_STAGE = BK * B_LD;
+constexpr size_t SMEM_BYTES = size_t(STAGES) * (A_STAGE + B_STAGE) * sizeof(float);
+constexpr int GROUP_M = 8;
+
+__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, bool valid) {
+  const int n = valid ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(n));
+}
+
+// x as a TF32 head (round to nearest, ties away) and the TF32 rounding of what is left.
+__device__ __forceinline__ void split_tf32(float x, uint32_t& head, uint32_t& tail) {
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(head) : "f"(x));
+  const float rest = x - __uint_as_float(head);
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(tail) : "f"(rest));
+}
+
+// d += a (16 x 8, row) * b (8 x 8, col), TF32 in, fp32 accumulate.
+__device__ __forceinline__ void mma_1688(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// One k-tile of A (BM x BK) and B (BK x BN) into stage buffers sa, sb: VEC
+// copies 16-byte chunks (K % 4 == 0 and N % 4 == 0, aligned bases: a chunk is
+// wholly inside or wholly past an edge), else single floats.
+template <bool VEC>
+__device__ __forceinline__ void load_tile(float* sa, float* sb, const float* __restrict__ A,
+                                          const float* __restrict__ B, int M, int N, int K, int m0, int n0,
+                                          int k0) {
+  if constexpr (VEC) {
+#pragma unroll
+    for (int i = 0; i < BM * BK / 4 / THREADS; ++i) {
+      const int c = threadIdx.x + i * THREADS;
+      const int r = c / (BK / 4), col = (c % (BK / 4)) * 4;
+      const bool ok = m0 + r < M && k0 + col < K;
+      const float* src = ok ? A + static_cast<int64_t>(m0 + r) * K + k0 + col : A;
+      ksuite::ptx::cp_async_16(ksuite::ptx::smem_addr(sa + r * A_LD + col), src, ok);
+    }
+#pragma unroll
+    for (int i = 0; i < BK * BN / 4 / THREADS; ++i) {
+      const int c = threadIdx.x + i * THREADS;
+      const int r = c / (BN / 4), col = (c % (BN / 4)) * 4;
+      const bool ok = k0 + r < K && n0 + col < N;
+      const float* src = ok ? B + static_cast<int64_t>(k0 + r) * N + n0 + col : B;
+      ksuite::ptx::cp_async_16(ksuite::ptx::smem_addr(sb + r * B_LD + col), src, ok);
+    }
+  } else {
+#pragma unroll 4
+    for (int i = 0; i < BM * BK / THREADS; ++i) {
+      const int e = threadIdx.x + i * THREADS;
+      const int r = e / BK, col = e % BK;
+      const bool ok = m0 + r < M && k0 + col < K;
+      const float* src = ok ? A + static_cast<int64_t>(m0 + r) * K + k0 + col : A;
+      cp_async_4(ksuite::ptx::smem_addr(sa + r * A_LD + col), src, ok);
+    }
+#pragma unroll 4
+    for (int i = 0; i < BK * BN / THREADS; ++i) {
+      const int e = threadIdx.x + i * THREADS;
+      const int r = e / BN, col = e % BN;
+      const bool ok = k0 + r < K && n0 + col < N;
+      const float* src = ok ? B + static_cast<int64_t>(k0 + r) * N + n0 + col : B;
+      cp_async_4(ksuite::ptx::smem_addr(sb + r * B_LD + col), src, ok);
+    }
+  }
+}
+
+template <bool VEC>
+__global__ void __launch_bounds__(THREADS, 1)
+gemm_tf32x3_kernel(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N,
+                   int K) {
+  extern __shared__ __align__(16) float smem[];
+  float* sa = smem;                      // [STAGES][BM][A_LD]
+  float* sb = smem + STAGES * A_STAGE;   // [STAGES][BK][B_LD]
+
+  // grouped order: GROUP_M row tiles walk down each column band together
+  // (X - 1) / B + 1: X + B - 1 would overflow an int within B of 2^31 (X > 0 here)
+  const int tiles_m = (M - 1) / BM + 1, tiles_n = (N - 1) / BN + 1;
+  const int pid = blockIdx.x;
+  const int per_group = GROUP_M * tiles_n;
+  const int first_m = (pid / per_group) * GROUP_M;
+  const int group_rows = min(tiles_m - first_m, GROUP_M);
+  const int tm = first_m + (pid % per_group) % group_rows;
+  const int tn = (pid % per_group) / group_rows;
+  const int m0 = tm * BM, n0 = tn * BN;
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+  const int g = lane >> 2, t = lane & 3;
+
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.f;
+
+  const int ktiles = (K - 1) / BK + 1;
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < ktiles) load_tile<VEC>(sa + s * A_STAGE, sb + s * B_STAGE, A, B, M, N, K, m0, n0, s * BK);
+    ksuite::ptx::cp_async_commit();
+  }
+
+  for (int kt = 0; kt < ktiles; ++kt) {
+    ksuite::ptx::cp_async_wait<STAGES - 2>();
+    __syncthreads();  // k-tile kt landed for every thread; every warp is done with kt - 1's stage
+    const int next = kt + STAGES - 1;
+    if (next < ktiles) {
+      const int s = next % STAGES;
+      load_tile<VEC>(sa + s * A_STAGE, sb + s * B_STAGE, A, B, M, N, K, m0, n0, next * BK);
+    }
+    ksuite::ptx::cp_async_commit();
+
+    const float* ta = sa + (kt % STAGES) * A_STAGE + (wm + g) * A_LD + t;
+    const float* tb = sb + (kt % STAGES) * B_STAGE + t * B_LD + wn + g;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 8) {
+      uint32_t ah[MT][4], al[MT][4], bh[NT][2], bl[NT][2];
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        // a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4) of the 16 x 8 slice
+        const float* p = ta + i * 16 * A_LD + kk;
+        split_tf32(p[0], ah[i][0], al[i][0]);
+        split_tf32(p[8 * A_LD], ah[i][1], al[i][1]);
+        split_tf32(p[4], ah[i][2], al[i][2]);
+        split_tf32(p[8 * A_LD + 4], ah[i][3], al[i][3]);
+      }
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        // b0 (k = t, n = g), b1 (k = t + 4, n = g) of the 8 x 8 slice
+        const float* p = tb + kk * B_LD + j * 8;
+        split_tf32(p[0], bh[j][0], bl[j][0]);
+        split_tf32(p[4 * B_LD], bh[j][1], bl[j][1]);
+      }
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          mma_1688(acc[i][j], al[i], bh[j]);
+          mma_1688(acc[i][j], ah[i], bl[j]);
+          mma_1688(acc[i][j], ah[i], bh[j]);
+        }
+    }
+  }
+  ksuite::ptx::cp_async_wait<0>();  // no copy may still target shared memory at exit
+
+  // c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1) of each m16n8 fragment
+  const bool pairs = (N % 2 == 0) && (reinterpret_cast<uintptr_t>(C) % 8 == 0);
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int col = n0 + wn + j * 8 + 2 * t;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = m0 + wm + i * 16 + g + 8 * h;
+        if (row >= M) continue;
+        float* c = C + static_cast<int64_t>(row) * N + col;
+        const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
+        if (pairs && col + 1 < N) {
+          *reinterpret_cast<float2*>(c) = make_float2(v0, v1);
+        } else {
+          if (col < N) c[0] = v0;
+          if (col + 1 < N) c[1] = v1;
+        }
+      }
+    }
+}
+
+template <bool VEC>
+void launch(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
+  const int M = static_cast<int>(a.size(0)), K = static_cast<int>(a.size(1));
+  const int N = static_cast<int>(b.size(1));
+  auto kernel = gemm_tf32x3_kernel<VEC>;
+  // More than 48 KiB of dynamic shared memory is opted into per kernel.
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(SMEM_BYTES)));
+  const int64_t tiles = ((static_cast<int64_t>(M) + BM - 1) / BM) * ((static_cast<int64_t>(N) + BN - 1) / BN);
+  kernel<<<static_cast<unsigned>(tiles), THREADS, SMEM_BYTES, ksuite::current_stream()>>>(
+      a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>(), M, N, K);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+at::Tensor gemm_tf32x3(const at::Tensor& a, const at::Tensor& b) {
+  ksuite_gemm_operands::check(a, b, "gemm_tf32x3");
+  KSUITE_CHECK(a.scalar_type() == at::kFloat, "gemm_tf32x3: only float32 is supported, got ", a.scalar_type());
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  const c10::cuda::CUDAGuard guard(a.device());
+  KSUITE_CHECK(ksuite::compute_major() >= 8, "gemm_tf32x3: needs TF32 tensor cores (sm_80 or newer), this GPU is sm_",
+               ksuite::compute_major(), "x");
+  if (M == 0 || N == 0) return at::empty({M, N}, a.options());
+  if (K == 0) return at::zeros({M, N}, a.options());
+  KSUITE_CHECK(((M + BM - 1) / BM) * ((N + BN - 1) / BN) < (1LL << 31), "gemm_tf32x3: too many tiles for one grid");
+  KSUITE_CHECK(ksuite::max_smem_optin() >= static_cast<int>(SMEM_BYTES), "gemm_tf32x3: needs ", SMEM_BYTES,
+               " bytes of shared memory a block, this GPU offers ", ksuite::max_smem_optin());
+  at::Tensor c = at::empty({M, N}, a.options());
+  const bool vec = K % 4 == 0 && N % 4 == 0 && ksuite::aligned16(a.data_ptr()) && ksuite::aligned16(b.data_ptr());
+  if (vec) {
+    launch<true>(a, b, c);
+  } else {
+    launch<false>(a, b, c);
+  }
+  return c;
+}
+
+}  // namespace ksuite_gemm_tf32x3
+
+TORCH_LIBRARY_FRAGMENT(kernel_suite, m) {
+  m.def("gemm_tf32x3(Tensor a, Tensor b) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(kernel_suite, CUDA, m) {
+  m.impl("gemm_tf32x3", &ksuite_gemm_tf32x3::gemm_tf32x3);
+}
