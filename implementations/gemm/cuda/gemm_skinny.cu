@@ -53,6 +53,7 @@
 #include "ksuite/mma_ptx.cuh"
 #include "operands.h"
 #include "split_counters.h"
+#include "split_finish.cuh"
 #include "split_k.cuh"
 
 namespace ksuite_gemm_skinny {
@@ -68,48 +69,6 @@ constexpr int kMaxRows = 16;
 // thread) one.
 template <int MB>
 constexpr int kMinBlocks = MB <= 2 ? 4 : MB <= 8 ? 2 : 1;
-
-// The end of a split block, after its threads stored the split's fp32
-// partial (M x COLS, at W's tile [column block][split][M][COLS]): every
-// thread's stores fenced, one count for the block (release: the partial is
-// visible before the count); the block that brings the count to gridDim.y
-// (acquire: it sees every partial) adds the partials in split order, 4
-// columns a thread at a time read from L2 (.cg: never a stale L1 line),
-// writes C and sets the counter back to zero for the next call (kernel
-// order on the stream).  Whichever block finishes last, the sum is the same.
-template <typename T, int COLS>
-__device__ void finish_splits(const float* __restrict__ W, int* __restrict__ counters, T* __restrict__ C,
-                              int M, int N, int n0) {
-  __shared__ int last;
-  const int splits = gridDim.y;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = ksuite_gemm_split::arrive(&counters[blockIdx.x]) == splits - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();  // every thread's reads below after thread 0's acquire
-  constexpr int kQuads = COLS / 4;
-  const float4* tile = reinterpret_cast<const float4*>(W + static_cast<int64_t>(blockIdx.x) * splits * M * COLS);
-  const int quads = M * kQuads;  // float4s in one partial
-  for (int e = threadIdx.x; e < quads; e += blockDim.x) {
-    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 8
-    for (int z = 0; z < splits; ++z) {
-      const float4 v = __ldcg(tile + static_cast<int64_t>(z) * quads + e);
-      s.x += v.x;
-      s.y += v.y;
-      s.z += v.z;
-      s.w += v.w;
-    }
-    const int m = e / kQuads, n = n0 + (e % kQuads) * 4;
-    T* c = C + static_cast<int64_t>(m) * N + n;
-    if (n < N) c[0] = ksuite::from_float<T>(s.x);
-    if (n + 1 < N) c[1] = ksuite::from_float<T>(s.y);
-    if (n + 2 < N) c[2] = ksuite::from_float<T>(s.z);
-    if (n + 3 < N) c[3] = ksuite::from_float<T>(s.w);
-  }
-  if (threadIdx.x == 0) counters[blockIdx.x] = 0;
-}
 
 template <typename T, int MB, bool VEC>
 __global__ void __launch_bounds__(kThreads, kMinBlocks<MB>)
@@ -213,7 +172,7 @@ skinny_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ 
       }
     }
   }
-  if (splits > 1) finish_splits<T, kCols>(W, counters, C, M, N, n0);
+  if (splits > 1) ksuite_gemm_split::finish_splits<T, kCols>(W, counters, C, M, N, n0);
 }
 
 // Both forms' split-K scratch: fp32 partials [col_blocks][splits][M][cols]
@@ -344,7 +303,6 @@ skinny_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restric
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int n0 = blockIdx.x * kMmaCols;
-  const int splits = gridDim.y;
   const int kb = blockIdx.y * kchunk;
   const int ke = static_cast<int>(min(static_cast<int64_t>(K), static_cast<int64_t>(kb) + kchunk));
   const int stages = (ke - kb + kStageRows - 1) / kStageRows;          // the split's
@@ -431,19 +389,7 @@ skinny_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restric
       *reinterpret_cast<float2*>(mine_red + (g + 8) * kMmaCols + col) = make_float2(acc[j][2], acc[j][3]);
   }
   __syncthreads();
-  float* part = splits > 1 ? W + (static_cast<int64_t>(blockIdx.x) * splits + blockIdx.y) * M * kMmaCols : nullptr;
-  for (int e = threadIdx.x; e < M * kMmaCols; e += kMmaThreads) {
-    float s = 0.f;
-#pragma unroll
-    for (int w = 0; w < kMmaWarps; ++w) s += red[w * 16 * kMmaCols + e];
-    const int m = e / kMmaCols, n = n0 + e % kMmaCols;
-    if (splits > 1) {
-      part[e] = s;
-    } else if (n < N) {
-      C[static_cast<int64_t>(m) * N + n] = ksuite::from_float<T>(s);
-    }
-  }
-  if (splits > 1) finish_splits<T, kMmaCols>(W, counters, C, M, N, n0);
+  ksuite_gemm_split::store_sums<T, kMmaCols, kMmaWarps, kMmaThreads>(red, W, counters, C, M, N, n0);
 }
 
 // The split of K for the tensor-core form: as split_rows, over 64-column

@@ -9,7 +9,7 @@
 // CTA shares one deep ring, so each SM keeps ~100 KB of B in flight:
 //  - a CTA owns 64 columns of C and one split of K; K is split only over the
 //    SMs the column blocks leave idle (col_blocks * splits <= SMs, one CTA an
-//    SM: skinny_tma_splits);
+//    SM: skinny_tma_rows);
 //  - one producer lane loads stage after stage by TMA into a ring of kStages
 //    stages of 20 KB: B's 128 rows x 64 columns (16 KB) and A's 16 rows x
 //    128 k (two 64-wide boxes), both in the 128-byte swizzle; rows past M
@@ -19,8 +19,9 @@
 //    sums, then one arrival on the stage's empty barrier;
 //  - the four warps' sums meet in shared memory (the ring's space) and are
 //    added in warp order; with S splits each CTA writes an fp32 partial and
-//    the last of a column block (split_k.cuh's counter) adds them in split
-//    order and writes C.  Every sum has a fixed order: deterministic.
+//    the last of a column block (split_finish.cuh, as gemm_skinny.cu) adds
+//    them in split order and writes C.  Every sum has a fixed order:
+//    deterministic.
 // The counters are split_counters.h's (this extension's own buffer), so
 // calls on one device must not overlap on two streams.
 #include <ATen/core/Tensor.h>
@@ -38,7 +39,7 @@
 #include "ksuite/mma_ptx.cuh"
 #include "operands.h"
 #include "split_counters.h"
-#include "split_k.cuh"
+#include "split_finish.cuh"
 #include "tma_map.h"
 
 namespace ksuite_gemm_skinny_tma {
@@ -68,12 +69,10 @@ skinny_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_consta
                   int kchunk) {
   __shared__ __align__(8) uint64_t full[kStages];
   __shared__ __align__(8) uint64_t empty[kStages];
-  __shared__ int last;
   extern __shared__ uint8_t raw[];
   uint8_t* ring = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int n0 = blockIdx.x * kCols;
-  const int splits = gridDim.y;
   const int kb = blockIdx.y * kchunk;
   const int ke = min(K, kb + kchunk);
   const int stages = (ke - kb + kRows - 1) / kRows;
@@ -152,33 +151,7 @@ skinny_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_consta
     }
   }
   __syncthreads();
-  float* part = W + (static_cast<int64_t>(blockIdx.x) * splits + blockIdx.y) * M * kCols;
-  for (int e = threadIdx.x; e < M * kCols; e += kThreads) {
-    float v = 0.f;
-#pragma unroll
-    for (int w = 0; w < kConsumers; ++w) v += red[w * 16 * kCols + e];
-    const int m = e / kCols, n = n0 + e % kCols;
-    if (splits > 1) {
-      part[e] = v;
-    } else if (n < N) {
-      C[static_cast<int64_t>(m) * N + n] = ksuite::from_float<T>(v);
-    }
-  }
-  if (splits == 1) return;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = ksuite_gemm_split::arrive(&counters[blockIdx.x]) == splits - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();  // every thread's reads below after thread 0's acquire
-  const float* tile = W + static_cast<int64_t>(blockIdx.x) * splits * M * kCols;
-  for (int e = threadIdx.x; e < M * kCols; e += kThreads) {
-    float v = 0.f;
-    for (int z = 0; z < splits; ++z) v += __ldcg(tile + static_cast<int64_t>(z) * M * kCols + e);
-    const int m = e / kCols, n = n0 + e % kCols;
-    if (n < N) C[static_cast<int64_t>(m) * N + n] = ksuite::from_float<T>(v);
-  }
-  if (threadIdx.x == 0) counters[blockIdx.x] = 0;
+  ksuite_gemm_split::store_sums<T, kCols, kConsumers, kThreads>(red, W, counters, C, M, N, n0);
 }
 
 // Splits of K: one CTA an SM, so K is split only over the SMs that the
