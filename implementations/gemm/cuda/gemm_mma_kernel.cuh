@@ -43,6 +43,7 @@
 #include <cstdint>
 
 #include "ksuite/mma_ptx.cuh"
+#include "raster.cuh"
 #include "split_k.cuh"
 #include "warp_tile.cuh"
 
@@ -128,14 +129,8 @@ gemm_mma_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict_
   const uint32_t sA0 = smem_addr(smem_raw);
   const uint32_t sB0 = sA0 + STAGES * A_STAGE_B;
 
-  // Grouped raster: GROUP_M row tiles walk down a column band before moving right.
-  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-  const int pid = blockIdx.x;
-  const int per_group = GROUP_M * tiles_n;
-  const int first_m = (pid / per_group) * GROUP_M;
-  const int group_rows = min(tiles_m - first_m, GROUP_M);
-  const int tm = first_m + (pid % per_group) % group_rows;
-  const int tn = (pid % per_group) / group_rows;
+  int tm, tn;
+  grouped_tile(blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN, GROUP_M, tm, tn);
   const int m0 = tm * BM, n0 = tn * BN;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;

@@ -40,6 +40,7 @@
 #include "ksuite/common.cuh"
 #include "ksuite/mma_ptx.cuh"
 #include "operands.h"
+#include "raster.cuh"
 
 namespace ksuite_gemm_tf32x3 {
 
@@ -125,15 +126,9 @@ gemm_tf32x3_kernel(const float* __restrict__ A, const float* __restrict__ B, flo
   float* sa = smem;                      // [STAGES][BM][A_LD]
   float* sb = smem + STAGES * A_STAGE;   // [STAGES][BK][B_LD]
 
-  // grouped order: GROUP_M row tiles walk down each column band together
   // (X - 1) / B + 1: X + B - 1 would overflow an int within B of 2^31 (X > 0 here)
-  const int tiles_m = (M - 1) / BM + 1, tiles_n = (N - 1) / BN + 1;
-  const int pid = blockIdx.x;
-  const int per_group = GROUP_M * tiles_n;
-  const int first_m = (pid / per_group) * GROUP_M;
-  const int group_rows = min(tiles_m - first_m, GROUP_M);
-  const int tm = first_m + (pid % per_group) % group_rows;
-  const int tn = (pid % per_group) / group_rows;
+  int tm, tn;
+  ksuite_gemm::grouped_tile(blockIdx.x, (M - 1) / BM + 1, (N - 1) / BN + 1, GROUP_M, tm, tn);
   const int m0 = tm * BM, n0 = tn * BN;
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
