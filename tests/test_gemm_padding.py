@@ -194,6 +194,16 @@ def test_cuda_gemm_races_the_skinny_forms_on_hopper(fake_cuda_gemm, monkeypatch)
     assert keys == [("skinny", "bfloat16", 6, 1536, 1024), ("skinny", "bfloat16", 6, 2048, 1024)]
     cg.gemm_cuda(*_inputs(5, 1538, 808))                     # N off 8: no TMA
     assert calls[-1] == ("gemm_skinny", 5, 808, 1538)
+    a, b = _inputs(5, 1536, 808)
+    cg.gemm_cuda(a.float(), b.float())                       # float32: the FMA form, no race
+    assert calls[-1] == ("gemm_skinny", 5, 808, 1536) and len(keys) == 2
     monkeypatch.setattr(cg, "_hopper", lambda: False)
     cg.gemm_cuda(*_inputs(5, 1536, 808))
     assert calls[-1] == ("gemm_skinny", 5, 808, 1536)
+
+
+def test_cuda_gemm_takes_float32_at_skinny_shapes_only():
+    impl = discover().get("gemm", "cuda")
+    assert impl.supports(Case.make("gemm", "float32", M=16, N=4096, K=4096)) is None
+    assert "cuda:tf32x3" in impl.supports(Case.make("gemm", "float32", M=17, N=64, K=64))
+    assert impl.supports(Case.make("gemm", "bfloat16", M=17, N=64, K=64)) is None

@@ -241,7 +241,7 @@ def _check_skinny(fn, m, n, k, dtype, seed, shift=(0, 0)):
     return a, b, out
 
 
-@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16, torch.float32))
 @pytest.mark.parametrize("m,n,k", SKINNY_SHAPES)
 def test_gemm_skinny(m, n, k, dtype):
     from implementations.gemm.cuda import ops
@@ -301,7 +301,7 @@ def test_gemm_skinny_tma_splits_in_a_row_and_deterministic():
         lib.gemm_skinny_tma(*_skinny_inputs(4, 12, 7, torch.float16, SEED))
 
 
-@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16", "float32"))
 @pytest.mark.parametrize("m,n,k", [(1, 8, 7), (3, 1288, 3449), (8, 7577, 281), (13, 5120, 4751),
                                    (16, 2379, 1427), (16, 4096, 5888)])
 def test_gemm_cuda_routes_skinny(m, n, k, dtype):

@@ -1,4 +1,4 @@
-"""Hand-written CUDA GEMM: ``cuda`` (tensor cores) and ``cuda:naive`` (the baseline).
+"""Hand-written CUDA GEMM: ``cuda`` (tensor cores), ``cuda:tf32x3`` and ``cuda:naive`` (the baseline).
 
 ``cuda`` is gemm_mma.cu (kernel in gemm_mma_kernel.cuh): mma.sync m16n8k16
 fed by ldmatrix from padded (bank conflict free) shared memory, filled by a
@@ -33,7 +33,10 @@ split of each column block to finish adds the splits' fp32 partials in
 split order (deterministic).  On Hopper, where K and N are multiples of 8,
 the tuner races that tensor-core form against gemm_skinny_tma.cu (one CTA an
 SM whose four mma warps share one deep TMA-fed ring, so each SM keeps more of
-B in flight), per key of M, N and K to a half-octave.
+B in flight), per key of M, N and K to a half-octave.  float32 at most 16
+rows runs the FMA form one element a load (exact float32: the products are
+bandwidth-bound there, so the CUDA cores keep up); larger float32 GEMMs
+are cuda:tf32x3's.
 ``cuda:tf32x3`` is gemm_tf32x3.cu: float32 on the tensor cores as three TF32
 products a step (mma.sync m16n8k8), each operand split into a TF32 head and
 tail, held to float32's tolerance.
@@ -270,8 +273,8 @@ def _skinny_key(dtype: str, m: int, n: int, k: int) -> tuple:
     return ("skinny", dtype, bucket(m), bucket(n), bucket(k))
 
 
-def _skinny_races(m: int, n: int, k: int) -> bool:
-    return m <= SKINNY_ROWS and n % 8 == 0 and k % 8 == 0 and _hopper()
+def _skinny_races(m: int, n: int, k: int, dtype: str) -> bool:
+    return m <= SKINNY_ROWS and n % 8 == 0 and k % 8 == 0 and dtype != "float32" and _hopper()
 
 
 def _skinny_config(case: Case) -> str:
@@ -279,7 +282,7 @@ def _skinny_config(case: Case) -> str:
 
     m, n, k = case["M"], case["N"], case["K"]
     sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    if _skinny_races(m, n, k):
+    if _skinny_races(m, n, k, case.dtype):
         key = _skinny_key(case.dtype, m, n, k)
         tuned = _SKINNY_TUNER.config(key, at=f"{m}x{n}x{k}")
         if tuned and _SKINNY_TUNER.best[key] == 1:
@@ -288,14 +291,15 @@ def _skinny_config(case: Case) -> str:
         if tuned:
             rows, splits = skinny_mma_plan(m, n, k, sms)
             return f"skinny: {tuned}, {splits} K splits of {rows} rows"
-    if n % 8 == 0:
+    if n % 8 == 0 and case.dtype != "float32":
         rows, splits = skinny_mma_plan(m, n, k, sms)
         return (f"skinny: mma.sync m16n8k16 ({m} of 16 rows), 64 columns a block x {splits} K splits "
                 f"of {rows} rows, B through a 3-slot cp.async ring a warp")
     rows, splits = skinny_plan(m, n, k, sms, skinny_blocks_per_sm(m))
     bound = 1 << max(0, m - 1).bit_length()
+    loads = "4-byte loads of B (float32, exact)" if case.dtype == "float32" else "2-byte loads of B"
     return (f"skinny: FMA, {bound}x8 fp32 accumulators a thread, 256 columns x {splits} K splits "
-            f"of {rows} rows, 2-byte loads of B")
+            f"of {rows} rows, {loads}")
 
 
 def _tile(m: int, n: int, k: int) -> str:
@@ -357,19 +361,27 @@ def _config(case: Case) -> str:
     return _tile(m, n, k) + note
 
 
+def _supports(case: Case) -> str | None:
+    if case.dtype == "float32" and case["M"] > SKINNY_ROWS:
+        return (f"float32 only at M <= {SKINNY_ROWS} (gemm_skinny's FMA form): the tiled kernels are "
+                f"mma.sync on 16-bit inputs (cuda:tf32x3 takes float32 at any M)")
+    return dtype_in("float32", "float16", "bfloat16")(case)
+
+
 @register("gemm", "cuda", available=cuda_ext.cuda_available,
-          supports=dtype_in("float16", "bfloat16"), config=_config,
+          supports=_supports, config=_config,
           description="CUDA: mma.sync tensor cores, ldmatrix from padded shared memory, "
                       "multi-stage cp.async pipeline, register double-buffered fragments; on Hopper also "
                       "TMA-fed warp-specialised tiles; tile autotuned; K split over the SMs where the "
                       "tiles leave most idle; at most 16 rows of A: split-K kernels streaming B (A's rows "
                       "the mma operand where B's rows are 16-byte packs, else FMA), on Hopper raced "
-                      "against a TMA-fed one")
+                      "against a TMA-fed one; float32 at most 16 rows only (FMA, exact)")
 def gemm_cuda(a, b):
     (m, k), n = a.shape, b.shape[-1]
     if m <= SKINNY_ROWS:
-        if _skinny_races(m, n, k) and all(t.is_contiguous() and t.data_ptr() % 16 == 0 for t in (a, b)):
-            key = _skinny_key(str(a.dtype).removeprefix("torch."), m, n, k)
+        dtype = str(a.dtype).removeprefix("torch.")
+        if _skinny_races(m, n, k, dtype) and all(t.is_contiguous() and t.data_ptr() % 16 == 0 for t in (a, b)):
+            key = _skinny_key(dtype, m, n, k)
             return _SKINNY_TUNER.run(key, lambda form: skinny_form(a, b, form), at=f"{m}x{n}x{k}")
         return ops().gemm_skinny(a, b)
     if padding.rows_aligned(a) and padding.rows_aligned(b):

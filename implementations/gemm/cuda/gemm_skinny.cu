@@ -1,5 +1,6 @@
 // C = A @ B for skinny A (M <= 16 rows): row-major A (M x K), B (K x N),
-// C (M x N), float16 or bfloat16 with fp32 accumulation.
+// C (M x N), float16 or bfloat16 with fp32 accumulation, or float32 (the FMA
+// form, one element a load: exact float32).
 //
 // With so few rows the product is a stream over B (K*N elements, each used M
 // times): a tensor-core tile of 128 rows would be almost all padding, and one
@@ -48,6 +49,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "ksuite/common.cuh"
 #include "ksuite/mma_ptx.cuh"
@@ -431,18 +433,24 @@ void launch_mma_rows(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
 // the two).
 template <typename T>
 void launch(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, int64_t variant) {
-  const bool vec = b.size(1) % 8 == 0 && ksuite::aligned16(b.data_ptr());
-  if (vec && variant != 1) return launch_mma_rows<T>(a, b, c);
-  if (vec) {
-    launch_vec<T, true>(a, b, c);
+  if constexpr (std::is_same_v<T, float>) {
+    // float32: the FMA form one element a load (exact float32, as cuBLAS's);
+    // its 16-byte packs and the tensor-core form hold 16-bit elements
+    launch_vec<float, false>(a, b, c);
   } else {
-    launch_vec<T, false>(a, b, c);
+    const bool vec = b.size(1) % 8 == 0 && ksuite::aligned16(b.data_ptr());
+    if (vec && variant != 1) return launch_mma_rows<T>(a, b, c);
+    if (vec) {
+      launch_vec<T, true>(a, b, c);
+    } else {
+      launch_vec<T, false>(a, b, c);
+    }
   }
 }
 at::Tensor gemm_skinny_v(const at::Tensor& a, const at::Tensor& b, int64_t variant) {
   ksuite_gemm_operands::check(a, b, "gemm_skinny");
-  KSUITE_CHECK(a.scalar_type() == at::kHalf || a.scalar_type() == at::kBFloat16,
-               "gemm_skinny: only float16 and bfloat16 are supported, got ", a.scalar_type());
+  KSUITE_CHECK(a.scalar_type() == at::kHalf || a.scalar_type() == at::kBFloat16 || a.scalar_type() == at::kFloat,
+               "gemm_skinny: only float16, bfloat16 and float32 are supported, got ", a.scalar_type());
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
   KSUITE_CHECK(M <= kMaxRows, "gemm_skinny: a may have at most ", kMaxRows, " rows, got ", M);
   // k + 64 (a block's next group of rows) must not overflow an int
@@ -454,8 +462,10 @@ at::Tensor gemm_skinny_v(const at::Tensor& a, const at::Tensor& b, int64_t varia
   at::Tensor c = at::empty({M, N}, a.options());
   if (a.scalar_type() == at::kHalf) {
     launch<c10::Half>(a, b, c, variant);
-  } else {
+  } else if (a.scalar_type() == at::kBFloat16) {
     launch<c10::BFloat16>(a, b, c, variant);
+  } else {
+    launch<float>(a, b, c, variant);
   }
   return c;
 }
