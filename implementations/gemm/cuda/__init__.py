@@ -4,8 +4,9 @@
 fed by ldmatrix from padded (bank conflict free) shared memory, filled by a
 3- or 4-stage cp.async pipeline, 64x64 of C per warp, fragments double
 buffered in registers, one barrier per k-tile, C stored through shared memory
-in 16-byte rows; float16 and bfloat16 only, since mma.sync has no float32
-inputs (tf32 would be a different computation).  On Hopper four more tiles
+in 16-byte rows; float16 and bfloat16, since mma.sync has no float32
+inputs (float32 goes to gemm_skinny's FMA form at M <= 16, else to
+cuda:tf32x3).  On Hopper four more tiles
 (10 to 13) run the same mma.sync math warp-specialised (gemm_ws.cu, kernel in
 gemm_ws_kernel.cuh): a producer warpgroup issues TMA loads into swizzled
 stages, 8 mma warps wait only on mbarriers, the grid is persistent; 12 and
