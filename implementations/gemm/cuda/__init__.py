@@ -256,7 +256,8 @@ def skinny_tma_plan(m: int, n: int, k: int, sms: int) -> tuple[int, int]:
     splits = max(1, min(sms // -(-n // SKINNY_TMA_COLS), k // (2 * SKINNY_TMA_STAGE)))
     while splits > 1 and splits * splits * m > k:
         splits -= 1
-    rows = -(-(-(-k // splits)) // SKINNY_TMA_STAGE) * SKINNY_TMA_STAGE
+    per_split = -(-k // splits)
+    rows = -(-per_split // SKINNY_TMA_STAGE) * SKINNY_TMA_STAGE
     return rows, -(-k // rows)
 
 
