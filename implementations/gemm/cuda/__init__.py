@@ -287,11 +287,9 @@ def _skinny_config(case: Case) -> str:
     if _skinny_races(m, n, k, case.dtype):
         key = _skinny_key(case.dtype, m, n, k)
         tuned = _SKINNY_TUNER.config(key, at=f"{m}x{n}x{k}")
-        if tuned and _SKINNY_TUNER.best[key] == 1:
-            rows, splits = skinny_tma_plan(m, n, k, sms)
-            return f"skinny: {tuned}, {splits} K splits of {rows} rows"
         if tuned:
-            rows, splits = skinny_mma_plan(m, n, k, sms)
+            plan = skinny_tma_plan if _SKINNY_TUNER.best[key] == 1 else skinny_mma_plan
+            rows, splits = plan(m, n, k, sms)
             return f"skinny: {tuned}, {splits} K splits of {rows} rows"
     if n % 8 == 0 and case.dtype != "float32":
         rows, splits = skinny_mma_plan(m, n, k, sms)
@@ -416,12 +414,6 @@ def gemm_tile(a, b, tile: int):
     return lib.gemm_mma(a, b, tile)
 
 
-def _only_float32(case: Case) -> str | None:
-    if case.dtype != "float32":
-        return f"3xTF32 splits float32 inputs only, not {case.dtype}"
-    return None
-
-
 TF32X3_TILE = ("128x128x32 tiles, 8 warps of 64x32, 3 stages of cp.async ({chunk}), "
                "each operand a TF32 head and tail, 3 mma.sync m16n8k8 a product")
 
@@ -431,7 +423,7 @@ def _tf32x3_config(case: Case) -> str:
     return TF32X3_TILE.format(chunk="16-byte chunks" if vec else "4-byte chunks: K or N not a multiple of 4")
 
 
-@register("gemm", "cuda:tf32x3", available=cuda_ext.cuda_available, supports=_only_float32,
+@register("gemm", "cuda:tf32x3", available=cuda_ext.cuda_available, supports=dtype_in("float32"),
           config=_tf32x3_config, math="tf32x3",
           description="CUDA: float32 on TF32 tensor cores as three products (each operand a TF32 head "
                       "plus a TF32 tail, tail x tail dropped), mma.sync from padded shared memory; "

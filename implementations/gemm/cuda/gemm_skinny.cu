@@ -177,21 +177,6 @@ skinny_kernel(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ 
   if (splits > 1) ksuite_gemm_split::finish_splits<T, kCols>(W, counters, C, M, N, n0);
 }
 
-// Both forms' split-K scratch: fp32 partials [col_blocks][splits][M][cols]
-// and the arrival counters, only where K is split (null pointers otherwise).
-struct SplitWorkspace {
-  at::Tensor buf;
-  float* partials = nullptr;
-  int* counters = nullptr;
-
-  SplitWorkspace(const at::Tensor& a, int64_t col_blocks, int64_t splits, int64_t M, int64_t cols) {
-    if (splits <= 1) return;
-    buf = at::empty({col_blocks, splits, M, cols}, a.options().dtype(at::kFloat));
-    partials = buf.data_ptr<float>();
-    counters = ksuite_gemm_split::counters(col_blocks);
-  }
-};
-
 // The K split, for a grid of one wave (sms * per_sm blocks, per_sm the blocks
 // an SM holds) over the ceil(N / 256) column blocks:
 //  - splits = that wave / column blocks (rounded down, so no second wave);
@@ -228,7 +213,7 @@ void launch_rows(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
   const int64_t splits = (K + kchunk - 1) / kchunk;
   const int64_t col_blocks = (N + kCols - 1) / kCols;
   const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(splits));
-  const SplitWorkspace ws(a, col_blocks, splits, M, kCols);
+  const ksuite_gemm_split::SplitWorkspace ws(a, col_blocks, splits, M, kCols);
   skinny_kernel<T, MB, VEC><<<grid, kThreads, 0, ksuite::current_stream()>>>(
       reinterpret_cast<const T*>(a.data_ptr()), reinterpret_cast<const T*>(b.data_ptr()),
       reinterpret_cast<T*>(c.data_ptr()), ws.partials, ws.counters, int(M), int(N), int(K), int(kchunk));
@@ -414,7 +399,7 @@ void launch_mma(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
   const int64_t kchunk = mma_split_rows(M, N, K, ksuite::sm_count(), per_sm);
   const int64_t splits = (K + kchunk - 1) / kchunk;
   const int64_t col_blocks = (N + kMmaCols - 1) / kMmaCols;
-  const SplitWorkspace ws(a, col_blocks, splits, M, kMmaCols);
+  const ksuite_gemm_split::SplitWorkspace ws(a, col_blocks, splits, M, kMmaCols);
   const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(splits));
   kernel<<<grid, kMmaThreads, smem, ksuite::current_stream()>>>(
       reinterpret_cast<const T*>(a.data_ptr()), reinterpret_cast<const T*>(b.data_ptr()),

@@ -174,19 +174,12 @@ void launch(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
   const int64_t col_blocks = (N + kCols - 1) / kCols;
   const int64_t rows = skinny_tma_rows(M, N, K, ksuite::sm_count());
   const int64_t splits = (K + rows - 1) / rows;
-  at::Tensor ws;
-  float* partials = nullptr;
-  int* counters = nullptr;
-  if (splits > 1) {
-    ws = at::empty({col_blocks, splits, M, kCols}, a.options().dtype(at::kFloat));
-    partials = ws.data_ptr<float>();
-    counters = ksuite_gemm_split::counters(col_blocks);
-  }
+  const ksuite_gemm_split::SplitWorkspace ws(a, col_blocks, splits, M, kCols);
   auto kernel = skinny_tma_kernel<T>;
   // More than 48 KiB of dynamic shared memory is opted into per kernel.
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes)));
   kernel<<<dim3(unsigned(col_blocks), unsigned(splits)), kThreads, kSmemBytes, ksuite::current_stream()>>>(
-      map_a, map_b, reinterpret_cast<T*>(c.data_ptr()), partials, counters, int(M), int(N), int(K), int(rows));
+      map_a, map_b, reinterpret_cast<T*>(c.data_ptr()), ws.partials, ws.counters, int(M), int(N), int(K), int(rows));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

@@ -74,48 +74,35 @@ __device__ __forceinline__ void mma_1688(float (&d)[4], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// One k-tile of A (BM x BK) and B (BK x BN) into stage buffers sa, sb: VEC
-// copies 16-byte chunks (K % 4 == 0 and N % 4 == 0, aligned bases: a chunk is
-// wholly inside or wholly past an edge), else single floats.
+// ROWS x COLS floats of a row-major matrix (`rows` x `cols`, contiguous) from
+// (r0, c0) into shared memory rows LD floats apart, zero past its edges: VEC
+// copies 16-byte chunks (cols % 4 == 0 and an aligned base: a chunk is wholly
+// inside or wholly past the edge), else single floats.
+template <bool VEC, int ROWS, int COLS, int LD>
+__device__ __forceinline__ void copy_tile(float* dst, const float* __restrict__ src, int rows, int cols, int r0,
+                                          int c0) {
+  constexpr int W = VEC ? 4 : 1;  // floats a copy
+#pragma unroll 4
+  for (int i = 0; i < ROWS * COLS / W / THREADS; ++i) {
+    const int e = threadIdx.x + i * THREADS;
+    const int r = e / (COLS / W), col = (e % (COLS / W)) * W;
+    const bool ok = r0 + r < rows && c0 + col < cols;
+    const float* p = ok ? src + static_cast<int64_t>(r0 + r) * cols + c0 + col : src;
+    if constexpr (VEC) {
+      ksuite::ptx::cp_async_16(ksuite::ptx::smem_addr(dst + r * LD + col), p, ok);
+    } else {
+      cp_async_4(ksuite::ptx::smem_addr(dst + r * LD + col), p, ok);
+    }
+  }
+}
+
+// One k-tile of A (BM x BK) and B (BK x BN) into stage buffers sa, sb.
 template <bool VEC>
 __device__ __forceinline__ void load_tile(float* sa, float* sb, const float* __restrict__ A,
                                           const float* __restrict__ B, int M, int N, int K, int m0, int n0,
                                           int k0) {
-  if constexpr (VEC) {
-#pragma unroll
-    for (int i = 0; i < BM * BK / 4 / THREADS; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int r = c / (BK / 4), col = (c % (BK / 4)) * 4;
-      const bool ok = m0 + r < M && k0 + col < K;
-      const float* src = ok ? A + static_cast<int64_t>(m0 + r) * K + k0 + col : A;
-      ksuite::ptx::cp_async_16(ksuite::ptx::smem_addr(sa + r * A_LD + col), src, ok);
-    }
-#pragma unroll
-    for (int i = 0; i < BK * BN / 4 / THREADS; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int r = c / (BN / 4), col = (c % (BN / 4)) * 4;
-      const bool ok = k0 + r < K && n0 + col < N;
-      const float* src = ok ? B + static_cast<int64_t>(k0 + r) * N + n0 + col : B;
-      ksuite::ptx::cp_async_16(ksuite::ptx::smem_addr(sb + r * B_LD + col), src, ok);
-    }
-  } else {
-#pragma unroll 4
-    for (int i = 0; i < BM * BK / THREADS; ++i) {
-      const int e = threadIdx.x + i * THREADS;
-      const int r = e / BK, col = e % BK;
-      const bool ok = m0 + r < M && k0 + col < K;
-      const float* src = ok ? A + static_cast<int64_t>(m0 + r) * K + k0 + col : A;
-      cp_async_4(ksuite::ptx::smem_addr(sa + r * A_LD + col), src, ok);
-    }
-#pragma unroll 4
-    for (int i = 0; i < BK * BN / THREADS; ++i) {
-      const int e = threadIdx.x + i * THREADS;
-      const int r = e / BN, col = e % BN;
-      const bool ok = k0 + r < K && n0 + col < N;
-      const float* src = ok ? B + static_cast<int64_t>(k0 + r) * N + n0 + col : B;
-      cp_async_4(ksuite::ptx::smem_addr(sb + r * B_LD + col), src, ok);
-    }
-  }
+  copy_tile<VEC, BM, BK, A_LD>(sa, A, M, K, m0, k0);
+  copy_tile<VEC, BK, BN, B_LD>(sb, B, K, N, k0, n0);
 }
 
 template <bool VEC>
@@ -136,12 +123,7 @@ gemm_tf32x3_kernel(const float* __restrict__ A, const float* __restrict__ B, flo
   const int g = lane >> 2, t = lane & 3;
 
   float acc[MT][NT][4];
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.f;
+  ksuite::ptx::zero_acc(acc);
 
   const int ktiles = (K - 1) / BK + 1;
 #pragma unroll

@@ -1,9 +1,10 @@
 // The arrival counters of the split-K GEMMs of this folder (split_k.cuh has
 // the protocol): one zeroed int buffer per device, which every launch leaves
-// at zero.
+// at zero; and a launch's fp32 partials beside them (SplitWorkspace).
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAFunctions.h>
 
@@ -31,5 +32,20 @@ inline int* counters(int64_t blocks) {
   }
   return buf.data_ptr<int>();
 }
+
+// A split-K launch's scratch: fp32 partials [col_blocks][splits][M][cols] and
+// the arrival counters, only where K is split (null pointers otherwise).
+struct SplitWorkspace {
+  at::Tensor buf;
+  float* partials = nullptr;
+  int* counters = nullptr;
+
+  SplitWorkspace(const at::Tensor& a, int64_t col_blocks, int64_t splits, int64_t M, int64_t cols) {
+    if (splits <= 1) return;
+    buf = at::empty({col_blocks, splits, M, cols}, a.options().dtype(at::kFloat));
+    partials = buf.data_ptr<float>();
+    counters = ksuite_gemm_split::counters(col_blocks);
+  }
+};
 
 }  // namespace ksuite_gemm_split
