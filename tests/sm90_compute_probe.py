@@ -120,12 +120,13 @@ def _gemm_jobs():
 def _attention_jobs():
     from implementations.attention import _triton_flash as A
 
-    for d, configs in A.CONFIGS.items():
-        for cfg in configs:
-            sig = {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "O": "*bf16", "S": "i32", "qk_scale": "fp32",
-                   "S_KEY": "i32"}
-            const = dict(cfg.kwargs, HEAD_DIM=d, CAUSAL=True, UPCAST=False)
-            yield f"attention-d{d}-causal", cfg, A._attn_fwd, sig, const, ["Q", "K", "V", "O"]
+    for label, ptr, split, table in (("", "*bf16", False, A.CONFIGS), ("tf32x3-", "*fp32", True, A.TF32X3)):
+        for d, configs in table.items():
+            for cfg in configs:
+                sig = {"Q": ptr, "K": ptr, "V": ptr, "O": ptr, "S": "i32", "qk_scale": "fp32", "S_KEY": "i32",
+                       "TAIL": "i32"}
+                const = dict(cfg.kwargs, HEAD_DIM=d, CAUSAL=True, UPCAST=False, SPLIT=split)
+                yield f"attention-{label}d{d}-causal", cfg, A._attn_fwd, sig, const, ["Q", "K", "V", "O"]
 
 
 def _compile_gluon(fn, sig, const, warps):

@@ -1,7 +1,7 @@
 """Triton gemm and attention on the GPU: correctness at every preset shape, edges, speed.
 
 Every case of the cpu and quick presets for `triton`, `triton:tf32`,
-`triton:tf32x3`, `triton:persistent` (gemm) and `triton` (attention), plus edge shapes (tiles
+`triton:tf32x3`, `triton:persistent` (gemm), `triton` and `triton:tf32x3` (attention), plus edge shapes (tiles
 ragged in M, N and K, one-row problems, strided and misaligned operands,
 sequences shorter than one block), with fresh random inputs (the seed is
 printed on failure), the caching allocator poisoned with NaN first so an
@@ -23,7 +23,7 @@ from tests.helpers import preset_params
 pytestmark = pytest.mark.gpu
 SEED = random.randrange(1 << 30)
 IMPLS = (("gemm", "triton"), ("gemm", "triton:tf32"), ("gemm", "triton:tf32x3"), ("gemm", "triton:persistent"),
-         ("attention", "triton"))
+         ("attention", "triton"), ("attention", "triton:tf32x3"))
 
 
 def _check(wl_name: str, impl_name: str, case: Case, transform=None) -> None:
@@ -77,36 +77,43 @@ def test_gemm_strided_and_misaligned_operands(impl_name):
     _check("gemm", impl_name, Case.make("gemm", "bfloat16", M=513, N=1024, K=264), reshape)
 
 
-@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+@pytest.mark.parametrize("impl_name,dtype", (("triton", "float16"), ("triton", "bfloat16"),
+                                             ("triton:tf32x3", "float32")))
 @pytest.mark.parametrize("s,d,causal", [
     (1, 64, 1), (17, 128, 0), (127, 64, 1), (129, 128, 1), (4097, 64, 0), (4097, 128, 1), (2048, 128, 0),
 ])
-def test_attention_edges(s, d, causal, dtype):
-    _check("attention", "triton", Case.make("attention", dtype, B=2, H=3, S=s, D=d, causal=causal))
+def test_attention_edges(s, d, causal, impl_name, dtype):
+    _check("attention", impl_name, Case.make("attention", dtype, B=2, H=3, S=s, D=d, causal=causal))
 
 
+@pytest.mark.parametrize("split", (False, True), ids=("bf16", "tf32x3"))
 @pytest.mark.parametrize("d", (64, 128))
 @pytest.mark.parametrize("b,h,s,causal", [(2, 3, 1000, 1), (1, 2, 4096, 0), (3, 2, 333, 0), (2, 2, 129, 1)])
-def test_attention_every_config(b, h, s, causal, d):
-    """Each autotuning config of the attention kernel, launched directly into a poisoned
-    output (the autotuner checks only its winner): ragged S, causal and not."""
+def test_attention_every_config(b, h, s, causal, d, split):
+    """Each autotuning config of the attention kernel (bfloat16, and float32 split into
+    TF32 heads and tails), launched directly into a poisoned output (the autotuner
+    checks only its winner): ragged S, causal and not."""
     import triton
 
     from implementations.attention import _triton_flash as A
 
     reg = discover()
     wl = reg.workloads["attention"]
-    case = Case.make("attention", "bfloat16", B=b, H=h, S=s, D=d, causal=causal)
+    name = "triton:tf32x3" if split else "triton"
+    case = Case.make("attention", "float32" if split else "bfloat16", B=b, H=h, S=s, D=d, causal=causal)
     inputs = wl.make_inputs(case, "cuda", SEED)
     q, k, v = inputs["q"], inputs["k"], inputs["v"]
     ref = wl.reference(case, inputs)
-    for cfg in A.CONFIGS[d]:
-        o = verify.poison_(torch.empty_like(q))
+    if split:
+        q, k, v = (A.split_tf32(t) for t in (q, k, v))
+    for cfg in (A.TF32X3 if split else A.CONFIGS)[d]:
+        o = verify.poison_(torch.empty_like(inputs["q"]))
         A._attn_fwd[(triton.cdiv(s, cfg.kwargs["BLOCK_M"]), b * h)](
-            q, k, v, o, s, 1.4426950408889634 / d ** 0.5, A.bucket(s), HEAD_DIM=d, CAUSAL=bool(causal),
-            UPCAST=False, num_warps=cfg.num_warps, num_stages=cfg.num_stages, **cfg.kwargs)
+            q, k, v, o, s, 1.4426950408889634 / d ** 0.5, A.bucket(s), o.numel(), HEAD_DIM=d,
+            CAUSAL=bool(causal), UPCAST=False, SPLIT=split, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+            **cfg.kwargs)
         torch.cuda.synchronize()
-        res = verify.check_case(wl, case, o, ref, reg.get("attention", "triton"))
+        res = verify.check_case(wl, case, o, ref, reg.get("attention", name))
         assert res.correct, f"{case} {cfg} seed={SEED}: {res.message}"
 
 

@@ -184,9 +184,49 @@ def test_attention_cpu_preset(case, poisoned):
     _run("attention", "triton", case)
 
 
-def test_attention_long_ragged_causal(poisoned):
+@pytest.mark.parametrize("case", _cases("attention", ("float32",)))
+def test_attention_tf32x3_cpu_preset(case, poisoned):
+    _run("attention", "triton:tf32x3", case)
+
+
+@pytest.mark.parametrize("impl_name,dtype", (("triton", "float16"), ("triton:tf32x3", "float32")))
+def test_attention_long_ragged_causal(impl_name, dtype, poisoned):
     """Several off-diagonal blocks, two diagonal sub-blocks and a ragged tail in one row of programs."""
-    _run("attention", "triton", Case.make("attention", "float16", B=1, H=1, S=203, D=64, causal=1))
+    _run("attention", impl_name, Case.make("attention", dtype, B=1, H=1, S=203, D=64, causal=1))
+
+
+def test_split_tf32_heads_and_tails():
+    """Each head keeps float32's sign, exponent and top 10 mantissa bits (what a TF32
+    MMA reads), head + tail is x exactly, and a tail is below 2^-10 of its x; so the
+    three TF32 products, with the tails cut to TF32 as the tensor cores cut them,
+    hold attention to well inside float32's 1e-4 (a single TF32 product does not)."""
+    from implementations.attention._triton_flash import split_tf32
+
+    torch.manual_seed(1)
+    x = torch.randn(3, 5, 7) * torch.logspace(-20, 20, 7)
+    halves = split_tf32(x)
+    head, tail = halves[0], halves[1]
+    assert halves.shape == (2, 3, 5, 7)
+    assert not (head.view(torch.int32) & 0x1FFF).any()
+    assert torch.equal(head + tail, x)
+    assert (tail.abs() <= x.abs() * 2.0**-10).all()
+
+    def tf32(t):  # the tensor cores read a float32 operand's top 10 mantissa bits
+        return (t.view(torch.int32) & -8192).view(torch.float32).double()
+
+    def attend(q, k, v, three):
+        def mm(a, b):
+            (ah, at), (bh, bt) = split_tf32(a), split_tf32(b)
+            if not three:
+                return tf32(a) @ tf32(b)
+            return tf32(at) @ tf32(bh) + tf32(ah) @ tf32(bt) + tf32(ah) @ tf32(bh)
+        p = torch.softmax(mm(q, k.transpose(-1, -2).contiguous()) / 8.0, -1)
+        return mm(p.float(), v)
+
+    q, k, v = (torch.randn(2, 96, 64) for _ in range(3))
+    ref = torch.softmax(q.double() @ k.double().transpose(-1, -2) / 8.0, -1) @ v.double()
+    err = [((attend(q, k, v, three) - ref).norm() / ref.norm()).item() for three in (True, False)]
+    assert err[0] < 1e-5 < 1e-4 < err[1], err
 
 
 def test_attention_race_takes_the_fastest_and_names_every_time(monkeypatch):
@@ -223,9 +263,13 @@ def test_attention_race_takes_the_fastest_and_names_every_time(monkeypatch):
 
 
 def test_attention_supports():
-    impl = discover().get("attention", "triton")
+    impl, tf32x3 = discover().get("attention", "triton"), discover().get("attention", "triton:tf32x3")
     shape = dict(B=1, H=2, S=77, D=64, causal=0)
-    assert "float32" in impl.supports(Case.make("attention", "float32", **shape))
+    assert "triton:tf32x3 takes float32" in impl.supports(Case.make("attention", "float32", **shape))
+    assert tf32x3.supports(Case.make("attention", "float32", **shape)) is None
+    assert "float32 only" in tf32x3.supports(Case.make("attention", "bfloat16", **shape))
+    assert "head dim 96" in tf32x3.supports(Case.make("attention", "float32", **dict(shape, D=96)))
+    assert tf32x3.math == "tf32x3"
     assert "head dim 96" in impl.supports(Case.make("attention", "bfloat16", **dict(shape, D=96)))
     for case in discover().workloads["attention"].cases("full", ("float16", "bfloat16")):
         assert impl.supports(case) is None
@@ -244,7 +288,8 @@ def test_gpu_configs_compile_for_sm90():
     rows = json.loads(proc.stdout)
     kernels = {r["kernel"] for r in rows}
     assert {"gemm-tiled-bf16", "gemm-tiled-fp32-ieee", "gemm-tiled-fp32-tf32x3", "gemm-persistent-bf16",
-            "attention-d64-causal", "attention-d128-causal",
+            "attention-d64-causal", "attention-d128-causal", "attention-tf32x3-d64-causal",
+            "attention-tf32x3-d128-causal",
             "attention-gluon-d64", "attention-gluon-d128-causal"} <= kernels
     for r in rows:
         where = f"{r['kernel']} {r['config']} warps={r['warps']} stages={r['stages']}"

@@ -1,5 +1,6 @@
 """Triton FlashAttention-2-style forward (kernels in _triton_flash.py and, for sm_90,
-_gluon_flash.py, which races the first per tuning key).
+_gluon_flash.py, which races the first per tuning key): ``triton`` for float16
+and bfloat16, ``triton:tf32x3`` for float32 as three TF32 products.
 
 Registers the implementation, says which cases it cannot run, and remembers
 the config each case was tuned to, for the results' `config` column.
@@ -20,10 +21,20 @@ def _key(b, h, s, d, causal, dtype: str) -> tuple:
 def _supports(case: Case) -> str | None:
     if case.dtype not in ("float16", "bfloat16"):
         return (f"{case.dtype} not supported: the kernel feeds float16/bfloat16 tiles "
-                f"to the tensor cores (float32 would need TF32 and twice the shared memory)")
+                f"to the tensor cores (triton:tf32x3 takes float32)")
+    return _head_dim(case)
+
+
+def _head_dim(case: Case) -> str | None:
     if case["D"] not in _HEAD_DIMS:
         return f"head dim {case['D']} not supported (only {', '.join(map(str, _HEAD_DIMS))})"
     return None
+
+
+def _supports_tf32x3(case: Case) -> str | None:
+    if case.dtype != "float32":
+        return f"{case.dtype} not supported: float32 only (triton takes float16 and bfloat16)"
+    return _head_dim(case)
 
 
 def _config(case: Case) -> str | None:
@@ -38,6 +49,21 @@ def attention_triton(q, k, v, causal):
     from implementations.attention._triton_flash import attention
 
     out, description = attention(q, k, v, causal)
+    return _remember(q, causal, out, description)
+
+
+@register("attention", "triton:tf32x3", available=needs_triton, supports=_supports_tf32x3, config=_config,
+          math="tf32x3",
+          description="the triton kernel on float32: Q, K and V split into TF32 heads and tails in one "
+                      "pass first, each product three TF32 MMAs (head x head + head x tail + tail x head)")
+def attention_triton_tf32x3(q, k, v, causal):
+    from implementations.attention._triton_flash import attention_tf32x3
+
+    out, description = attention_tf32x3(q, k, v, causal)
+    return _remember(q, causal, out, description)
+
+
+def _remember(q, causal, out, description: str):
     b, h, s, d = q.shape
     _CHOSEN[_key(b, h, s, d, causal, str(q.dtype).removeprefix("torch."))] = description
     return out
