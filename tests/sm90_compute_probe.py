@@ -120,13 +120,27 @@ def _gemm_jobs():
 def _attention_jobs():
     from implementations.attention import _triton_flash as A
 
-    for label, ptr, split, table in (("", "*bf16", False, A.CONFIGS), ("tf32x3-", "*fp32", True, A.TF32X3)):
-        for d, configs in table.items():
-            for cfg in configs:
-                sig = {"Q": ptr, "K": ptr, "V": ptr, "O": ptr, "S": "i32", "qk_scale": "fp32", "S_KEY": "i32",
-                       "TAIL": "i32"}
-                const = dict(cfg.kwargs, HEAD_DIM=d, CAUSAL=True, UPCAST=False, SPLIT=split)
-                yield f"attention-{label}d{d}-causal", cfg, A._attn_fwd, sig, const, ["Q", "K", "V", "O"]
+    for d, configs in A.CONFIGS.items():
+        for cfg in configs:
+            sig = {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "O": "*bf16", "S": "i32", "qk_scale": "fp32",
+                   "S_KEY": "i32"}
+            const = dict(cfg.kwargs, HEAD_DIM=d, CAUSAL=True, UPCAST=False)
+            yield f"attention-d{d}-causal", cfg, A._attn_fwd, sig, const, ["Q", "K", "V", "O"]
+    yield from tf32x3_attention_jobs(causal=True)
+
+
+def tf32x3_attention_jobs(causal: bool, configs=None):
+    """The float32 (tf32x3) attention kernel per config: its tensor descriptors' types."""
+    from implementations.attention import _triton_tf32x3 as F
+
+    for d, cfgs in (configs or F.CONFIGS).items():
+        for cfg in cfgs:
+            bm, bn = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"]
+            sig = {"q_desc": f"tensordesc<fp32[{bm}, {d}]>", "k_desc": f"tensordesc<fp32[{bn}, {d}]>",
+                   "v_desc": f"tensordesc<fp32[{d}, {bn}]>", "O": "*fp32", "S": "i32", "BH": "i32",
+                   "qk_scale": "fp32", "S_KEY": "i32"}
+            const = dict(cfg.kwargs, HEAD_DIM=d, CAUSAL=causal)
+            yield f"attention-tf32x3-d{d}" + ("-causal" if causal else ""), cfg, F._attn_fwd, sig, const, ["O"]
 
 
 def _compile_gluon(fn, sig, const, warps):

@@ -86,34 +86,58 @@ def test_attention_edges(s, d, causal, impl_name, dtype):
     _check("attention", impl_name, Case.make("attention", dtype, B=2, H=3, S=s, D=d, causal=causal))
 
 
-@pytest.mark.parametrize("split", (False, True), ids=("bf16", "tf32x3"))
 @pytest.mark.parametrize("d", (64, 128))
 @pytest.mark.parametrize("b,h,s,causal", [(2, 3, 1000, 1), (1, 2, 4096, 0), (3, 2, 333, 0), (2, 2, 129, 1)])
-def test_attention_every_config(b, h, s, causal, d, split):
-    """Each autotuning config of the attention kernel (bfloat16, and float32 split into
-    TF32 heads and tails), launched directly into a poisoned output (the autotuner
-    checks only its winner): ragged S, causal and not."""
+def test_attention_every_config(b, h, s, causal, d):
+    """Each autotuning config of the attention kernel, launched directly into a poisoned
+    output (the autotuner checks only its winner): ragged S, causal and not."""
     import triton
 
     from implementations.attention import _triton_flash as A
 
     reg = discover()
     wl = reg.workloads["attention"]
-    name = "triton:tf32x3" if split else "triton"
-    case = Case.make("attention", "float32" if split else "bfloat16", B=b, H=h, S=s, D=d, causal=causal)
+    case = Case.make("attention", "bfloat16", B=b, H=h, S=s, D=d, causal=causal)
     inputs = wl.make_inputs(case, "cuda", SEED)
     q, k, v = inputs["q"], inputs["k"], inputs["v"]
     ref = wl.reference(case, inputs)
-    if split:
-        q, k, v = (A.split_tf32(t) for t in (q, k, v))
-    for cfg in (A.TF32X3 if split else A.CONFIGS)[d]:
-        o = verify.poison_(torch.empty_like(inputs["q"]))
+    for cfg in A.CONFIGS[d]:
+        o = verify.poison_(torch.empty_like(q))
         A._attn_fwd[(triton.cdiv(s, cfg.kwargs["BLOCK_M"]), b * h)](
-            q, k, v, o, s, 1.4426950408889634 / d ** 0.5, A.bucket(s), o.numel(), HEAD_DIM=d,
-            CAUSAL=bool(causal), UPCAST=False, SPLIT=split, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-            **cfg.kwargs)
+            q, k, v, o, s, 1.4426950408889634 / d ** 0.5, A.bucket(s), HEAD_DIM=d, CAUSAL=bool(causal),
+            UPCAST=False, num_warps=cfg.num_warps, num_stages=cfg.num_stages, **cfg.kwargs)
         torch.cuda.synchronize()
-        res = verify.check_case(wl, case, o, ref, reg.get("attention", name))
+        res = verify.check_case(wl, case, o, ref, reg.get("attention", "triton"))
+        assert res.correct, f"{case} {cfg} seed={SEED}: {res.message}"
+
+
+@pytest.mark.parametrize("d", (64, 128))
+@pytest.mark.parametrize("b,h,s,causal", [(2, 3, 1000, 1), (1, 2, 4096, 0), (3, 2, 333, 0), (2, 2, 129, 1),
+                                          (1, 1, 5, 0)])
+def test_attention_tf32x3_every_config(b, h, s, causal, d):
+    """Each config of the float32 kernel into a poisoned output: K's rows past S are
+    the next head's (or TMA's zeros), V's keys past S are the split's zeros."""
+    import triton
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from implementations.attention import _triton_tf32x3 as F
+
+    reg = discover()
+    wl = reg.workloads["attention"]
+    case = Case.make("attention", "float32", B=b, H=h, S=s, D=d, causal=causal)
+    inputs = wl.make_inputs(case, "cuda", SEED)
+    ref = wl.reference(case, inputs)
+    qs, ks, vs = F.split(inputs["q"]), F.split(inputs["k"]), F.split_transposed(inputs["v"])
+    for cfg in F.CONFIGS[d]:
+        bm, bn = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"]
+        descs = (TensorDescriptor.from_tensor(qs, [bm, d]), TensorDescriptor.from_tensor(ks, [bn, d]),
+                 TensorDescriptor.from_tensor(vs, [d, bn]))
+        o = verify.poison_(torch.empty_like(inputs["q"]))
+        F._attn_fwd[(triton.cdiv(s, bm), b * h)](*descs, o, s, b * h, 1.4426950408889634 / d ** 0.5, F.bucket(s),
+                                                  HEAD_DIM=d, CAUSAL=bool(causal), num_warps=cfg.num_warps,
+                                                  num_stages=cfg.num_stages, **cfg.kwargs)
+        torch.cuda.synchronize()
+        res = verify.check_case(wl, case, o, ref, reg.get("attention", "triton:tf32x3"))
         assert res.correct, f"{case} {cfg} seed={SEED}: {res.message}"
 
 

@@ -197,35 +197,44 @@ def test_attention_long_ragged_causal(impl_name, dtype, poisoned):
 
 def test_split_tf32_heads_and_tails():
     """Each head keeps float32's sign, exponent and top 10 mantissa bits (what a TF32
-    MMA reads), head + tail is x exactly, and a tail is below 2^-10 of its x; so the
-    three TF32 products, with the tails cut to TF32 as the tensor cores cut them,
-    hold attention to well inside float32's 1e-4 (a single TF32 product does not)."""
-    from implementations.attention._triton_flash import split_tf32
+    MMA reads), head + tail is x exactly, and a tail is below 2^-10 of its x; V's
+    split is the same, transposed, with zero keys up to a multiple of 4.  Three TF32
+    products with the tails cut to TF32 as the tensor cores cut them hold attention
+    well inside float32's 1e-4 (a single TF32 product does not)."""
+    from implementations.attention._triton_tf32x3 import split, split_transposed
 
     torch.manual_seed(1)
-    x = torch.randn(3, 5, 7) * torch.logspace(-20, 20, 7)
-    halves = split_tf32(x)
-    head, tail = halves[0], halves[1]
-    assert halves.shape == (2, 3, 5, 7)
+    b, h, s, d = 2, 3, 7, 64
+    x = torch.randn(b, h, s, d) * torch.logspace(-20, 20, d)
+    halves = split(x)
+    assert halves.shape == (2 * b * h * s, d)
+    head, tail = halves[: b * h * s].view_as(x), halves[b * h * s:].view_as(x)
     assert not (head.view(torch.int32) & 0x1FFF).any()
     assert torch.equal(head + tail, x)
     assert (tail.abs() <= x.abs() * 2.0**-10).all()
+    vt = split_transposed(x)
+    assert vt.shape == (2 * b * h * d, 8)
+    assert torch.equal(vt[: b * h * d, :s].view(b, h, d, s), head.transpose(-1, -2))
+    assert torch.equal(vt[b * h * d:, :s].view(b, h, d, s), tail.transpose(-1, -2))
+    assert not vt[:, s:].any()
 
     def tf32(t):  # the tensor cores read a float32 operand's top 10 mantissa bits
         return (t.view(torch.int32) & -8192).view(torch.float32).double()
 
-    def attend(q, k, v, three):
-        def mm(a, b):
-            (ah, at), (bh, bt) = split_tf32(a), split_tf32(b)
-            if not three:
-                return tf32(a) @ tf32(b)
-            return tf32(at) @ tf32(bh) + tf32(ah) @ tf32(bt) + tf32(ah) @ tf32(bh)
-        p = torch.softmax(mm(q, k.transpose(-1, -2).contiguous()) / 8.0, -1)
-        return mm(p.float(), v)
+    def mm(a, c, three):
+        n = a.numel()
+        (ah, at), (ch, ct) = split(a).view(2, *a.shape), split(c.contiguous()).view(2, *c.shape)
+        assert ah.numel() == n
+        if not three:
+            return tf32(a) @ tf32(c)
+        return tf32(at) @ tf32(ch) + tf32(ah) @ tf32(ct) + tf32(ah) @ tf32(ch)
 
-    q, k, v = (torch.randn(2, 96, 64) for _ in range(3))
+    q, k, v = (torch.randn(1, 2, 96, 64) for _ in range(3))
     ref = torch.softmax(q.double() @ k.double().transpose(-1, -2) / 8.0, -1) @ v.double()
-    err = [((attend(q, k, v, three) - ref).norm() / ref.norm()).item() for three in (True, False)]
+    err = []
+    for three in (True, False):
+        p = torch.softmax(mm(q, k.transpose(-1, -2), three) / 8.0, -1).float()
+        err.append(((mm(p, v, three) - ref).norm() / ref.norm()).item())
     assert err[0] < 1e-5 < 1e-4 < err[1], err
 
 
@@ -297,7 +306,8 @@ def test_gpu_configs_compile_for_sm90():
         assert r["spill"] == 0, f"{where}: spills {r['spill']} bytes"
         tensor_cores = "fp32-ieee" not in r["kernel"] and r["config"]["BLOCK_M"] >= 64
         assert r["wgmma"] == tensor_cores, f"{where}: wgmma={r['wgmma']}"
-        assert r["tma"] == ("persistent" in r["kernel"] or "gluon" in r["kernel"]), f"{where}: tma={r['tma']}"
+        tma = any(name in r["kernel"] for name in ("persistent", "gluon", "attention-tf32x3"))
+        assert r["tma"] == tma, f"{where}: tma={r['tma']}"
     # the Gluon attention waits for QK^T with P V still in flight (one group left), every config
     gluon = [r for r in rows if "gluon" in r["kernel"]]
     assert gluon and all(1 in r["wgmma_waits"] for r in gluon), [(r["kernel"], r["wgmma_waits"]) for r in gluon]

@@ -27,87 +27,63 @@ from implementations._shared.autotune import autotune, bucket
 
 
 @triton.jit
-def _split_tf32(x):
-    """x as a TF32 head (its top 10 mantissa bits) and the float32 tail x - head (exact)."""
-    head = (x.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)
-    return head, x - head
-
-
-@triton.jit
-def _load_tile(base, tail, offs, ok, MASKED: tl.constexpr, SPLIT: tl.constexpr):
-    """A K or V tile, and (SPLIT) its TF32 tail stored ``tail`` elements after it."""
+def online_softmax(qk, acc, l_i, m_i, offs_m, offs_n, S, qk_scale, MASKED: tl.constexpr, CAUSAL: tl.constexpr):
+    """One key block's step of the online softmax: the block's unnormalised
+    probabilities p (keys at offs_n, masked past S and, CAUSAL, above the
+    diagonal), O and the running sum rescaled to the new running max, and that max."""
     if MASKED:
-        x = tl.load(base + offs, mask=ok, other=0.0)
+        keep = offs_n[None, :] < S
+        if CAUSAL:
+            keep = keep & (offs_m[:, None] >= offs_n[None, :])
+        # a large finite negative, not -inf: a row whose block is all
+        # masked then gives exp2(0) * 0-weight after rescaling, never NaN
+        qk = tl.where(keep, qk * qk_scale, -1.0e6)
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        qk = qk - m_new[:, None]
     else:
-        x = tl.load(base + offs)
-    x_tail = x
-    if SPLIT:
-        if MASKED:
-            x_tail = tl.load(base + tail + offs, mask=ok, other=0.0)
-        else:
-            x_tail = tl.load(base + tail + offs)
-    return x, x_tail
+        m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        qk = qk * qk_scale - m_new[:, None]
+    p = tl.math.exp2(qk)
+    alpha = tl.math.exp2(m_i - m_new)
+    return p, acc * alpha[:, None], l_i * alpha + tl.sum(p, 1), m_new
 
 
 @triton.jit
-def _stream_kv(acc, l_i, m_i, q, q_tail, k_base, v_base, tail, offs_m, S, lo, hi, qk_scale,
+def _stream_kv(acc, l_i, m_i, q, k_base, v_base, offs_m, S, lo, hi, qk_scale,
                BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
-               MASKED: tl.constexpr, CAUSAL: tl.constexpr, UPCAST: tl.constexpr, SPLIT: tl.constexpr):
-    """Fold key/value blocks [lo, hi) into the running (acc, l, m) of one query block.
-
-    SPLIT (float32 inputs): q, K and V come as TF32 heads with their tails
-    (q_tail; K's and V's ``tail`` elements on), and each product is three TF32
-    MMAs, head x head + head x tail + tail x head, the small terms first."""
+               MASKED: tl.constexpr, CAUSAL: tl.constexpr, UPCAST: tl.constexpr):
+    """Fold key/value blocks [lo, hi) into the running (acc, l, m) of one query block."""
     offs_d = tl.arange(0, HEAD_DIM)
     for start_n in range(lo, hi, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         offs_n = start_n + tl.arange(0, BLOCK_N)
         kv_offs = offs_n[:, None] * HEAD_DIM + offs_d[None, :]
-        k, k_tail = _load_tile(k_base, tail, kv_offs, offs_n[:, None] < S, MASKED, SPLIT)
+        if MASKED:
+            k = tl.load(k_base + kv_offs, mask=offs_n[:, None] < S, other=0.0)
+        else:
+            k = tl.load(k_base + kv_offs)
         if UPCAST:  # the interpreter's bfloat16 dot is wrong; float32 products are exact
             qk = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)))
-        elif SPLIT:
-            qk = tl.dot(q_tail, tl.trans(k), input_precision="tf32")
-            qk = tl.dot(q, tl.trans(k_tail), qk, input_precision="tf32")
-            qk = tl.dot(q, tl.trans(k), qk, input_precision="tf32")
         else:
             qk = tl.dot(q, tl.trans(k))
+        p, acc, l_i, m_new = online_softmax(qk, acc, l_i, m_i, offs_m, offs_n, S, qk_scale, MASKED, CAUSAL)
         if MASKED:
-            keep = offs_n[None, :] < S
-            if CAUSAL:
-                keep = keep & (offs_m[:, None] >= offs_n[None, :])
-            # a large finite negative, not -inf: a row whose block is all
-            # masked then gives exp2(0) * 0-weight after rescaling, never NaN
-            qk = tl.where(keep, qk * qk_scale, -1.0e6)
-            m_new = tl.maximum(m_i, tl.max(qk, 1))
-            qk = qk - m_new[:, None]
+            v = tl.load(v_base + kv_offs, mask=offs_n[:, None] < S, other=0.0)
         else:
-            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-            qk = qk * qk_scale - m_new[:, None]
-        p = tl.math.exp2(qk)
-        alpha = tl.math.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        v, v_tail = _load_tile(v_base, tail, kv_offs, offs_n[:, None] < S, MASKED, SPLIT)
+            v = tl.load(v_base + kv_offs)
+        p = p.to(v.dtype)
         if UPCAST:
             acc = tl.dot(p.to(tl.float32), v.to(tl.float32), acc)
-        elif SPLIT:
-            p, p_tail = _split_tf32(p)
-            acc = tl.dot(p_tail, v, acc, input_precision="tf32")
-            acc = tl.dot(p, v_tail, acc, input_precision="tf32")
-            acc = tl.dot(p, v, acc, input_precision="tf32")
         else:
-            acc = tl.dot(p.to(v.dtype), v, acc)
+            acc = tl.dot(p, v, acc)
         m_i = m_new
     return acc, l_i, m_i
 
 
 @triton.jit
-def _attn_fwd(Q, K, V, O, S, qk_scale, S_KEY, TAIL,  # S_KEY: the autotuner's key only
+def _attn_fwd(Q, K, V, O, S, qk_scale, S_KEY,  # S_KEY: the autotuner's key only
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
-              CAUSAL: tl.constexpr, UPCAST: tl.constexpr, SPLIT: tl.constexpr):
-    # SPLIT: Q, K and V are float32 split into TF32 heads, each tail TAIL
-    # elements after its head (split_tf32); O is float32
+              CAUSAL: tl.constexpr, UPCAST: tl.constexpr):
     if CAUSAL:
         # the last query blocks see the most keys: start them first so the
         # short ones fill the tail of the grid
@@ -123,9 +99,6 @@ def _attn_fwd(Q, K, V, O, S, qk_scale, S_KEY, TAIL,  # S_KEY: the autotuner's ke
     q_offs = offs_m[:, None] * HEAD_DIM + offs_d[None, :]
     row_ok = offs_m[:, None] < S
     q = tl.load(q_base + q_offs, mask=row_ok, other=0.0)
-    q_tail = q
-    if SPLIT:  # loaded, not split here: a split in registers would keep both halves there
-        q_tail = tl.load(q_base + TAIL + q_offs, mask=row_ok, other=0.0)
 
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
@@ -134,22 +107,19 @@ def _attn_fwd(Q, K, V, O, S, qk_scale, S_KEY, TAIL,  # S_KEY: the autotuner's ke
         # keys below this block's first row are visible to all its rows (and
         # all < S): no masks; BLOCK_M is a multiple of BLOCK_N so `diag` is aligned
         diag = start_m * BLOCK_M
-        acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, q_tail, k_base, v_base, TAIL, offs_m, S, 0, diag, qk_scale,
-                                   BLOCK_N, HEAD_DIM, False, False, UPCAST, SPLIT)
-        acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, q_tail, k_base, v_base, TAIL, offs_m, S, diag,
+        acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, k_base, v_base, offs_m, S, 0, diag, qk_scale,
+                                   BLOCK_N, HEAD_DIM, False, False, UPCAST)
+        acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, k_base, v_base, offs_m, S, diag,
                                    tl.minimum(diag + BLOCK_M, S), qk_scale,
-                                   BLOCK_N, HEAD_DIM, True, True, UPCAST, SPLIT)
+                                   BLOCK_N, HEAD_DIM, True, True, UPCAST)
     else:
         full = (S // BLOCK_N) * BLOCK_N
-        acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, q_tail, k_base, v_base, TAIL, offs_m, S, 0, full, qk_scale,
-                                   BLOCK_N, HEAD_DIM, False, False, UPCAST, SPLIT)
-        acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, q_tail, k_base, v_base, TAIL, offs_m, S, full, S, qk_scale,
-                                   BLOCK_N, HEAD_DIM, True, False, UPCAST, SPLIT)
+        acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, k_base, v_base, offs_m, S, 0, full, qk_scale,
+                                   BLOCK_N, HEAD_DIM, False, False, UPCAST)
+        acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, k_base, v_base, offs_m, S, full, S, qk_scale,
+                                   BLOCK_N, HEAD_DIM, True, False, UPCAST)
     out = acc / l_i[:, None]
     tl.store(o_base + q_offs, out.to(O.dtype.element_ty), mask=row_ok)
-
-
-HEAD_DIMS = (64, 128)
 
 
 def _cfg(bm, bn, warps, stages):
@@ -165,31 +135,24 @@ CONFIGS = {
     128: [_cfg(128, 64, 8, 3), _cfg(128, 64, 8, 4), _cfg(128, 128, 8, 2),
           _cfg(64, 64, 4, 3), _cfg(64, 32, 4, 3)],
 }
-# float32 as TF32 heads and tails (SPLIT): Q's two halves sit in shared memory
-# and each stage holds four K/V tiles (heads and tails) of 4-byte elements, so
-# at D = 128 only BLOCK_N = 16 fits two or three stages; wider key blocks, one
-# stage or a split in registers spill (ptxas, sm_90).
-TF32X3 = {
-    64: [_cfg(64, 32, 4, 2), _cfg(64, 32, 4, 3), _cfg(64, 64, 4, 2), _cfg(128, 32, 8, 2), _cfg(128, 32, 8, 3)],
-    128: [_cfg(64, 16, 4, 2), _cfg(64, 16, 4, 3), _cfg(128, 16, 8, 2), _cfg(128, 16, 8, 3)],
-}
 
 
-def _prune(configs, named_args, **kwargs):
-    return (TF32X3 if kwargs["SPLIT"] else CONFIGS)[kwargs["HEAD_DIM"]]
+def tuned(kernel, configs: dict):
+    """``kernel`` autotuned over ``configs[HEAD_DIM]``, keyed on S's half-octave
+    bucket (implementations._shared.autotune.bucket: every S in it reuses one
+    tuning, the kernel masks the ragged last blocks), HEAD_DIM and CAUSAL."""
+    return autotune(configs=[c for cs in configs.values() for c in cs], key=["S_KEY", "HEAD_DIM", "CAUSAL"],
+                    prune_configs_by={"early_config_prune": lambda cfgs, named, **kw: configs[kw["HEAD_DIM"]]},
+                    # the winner per key is kept in Triton's cache directory (keyed by the
+                    # kernel source, the configs and the GPU architecture), so a second run
+                    # on this machine compiles the chosen config but does not autotune again
+                    cache_results=True)(kernel)
 
 
-# keyed on S's half-octave bucket (implementations._shared.autotune.bucket):
-# every S in it reuses one tuning, the kernel masks the ragged last blocks
-_autotuned = autotune(configs=[c for d in HEAD_DIMS for c in CONFIGS[d] + TF32X3[d]],
-                      key=["S_KEY", "HEAD_DIM", "CAUSAL", "SPLIT"],
-                      prune_configs_by={"early_config_prune": _prune},
-                      # the winner per key is kept in Triton's cache directory (keyed by the
-                      # kernel source, the configs and the GPU architecture), so a second run
-                      # on this machine compiles the chosen config but does not autotune again
-                      cache_results=True)(_attn_fwd)
+_autotuned = tuned(_attn_fwd, CONFIGS)
 
 INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 16}
+HEAD_DIMS = (64, 128)
 
 
 def describe(kwargs, num_warps=None, num_stages=None) -> str:
@@ -199,29 +162,29 @@ def describe(kwargs, num_warps=None, num_stages=None) -> str:
     return text
 
 
-def _check(q, k, v, dtypes) -> None:
-    if q.shape != k.shape or q.shape != v.shape or q.ndim != 4:
-        raise ValueError(f"q, k, v must share one (B, H, S, D) shape: {q.shape} {k.shape} {v.shape}")
-    if q.shape[-1] not in HEAD_DIMS:
-        raise ValueError(f"head dim {q.shape[-1]} not supported (only {HEAD_DIMS})")
-    if q.dtype not in dtypes or k.dtype != q.dtype or v.dtype != q.dtype:
-        raise ValueError(f"{' or '.join(str(d).removeprefix('torch.') for d in dtypes)} only, "
-                         f"not {q.dtype}/{k.dtype}/{v.dtype}")
-
-
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> tuple[torch.Tensor, str]:
-    """softmax(q k^T / sqrt(D)) v for (B, H, S, D) float16 or bfloat16 tensors;
-    returns O and the config used (float32: attention_tf32x3).
+    """softmax(q k^T / sqrt(D)) v for (B, H, S, D) tensors; returns O and the config used.
 
     On sm_90 the Gluon kernel (_gluon_flash.py) races this one: per key (S's
     bucket, D, causal, dtype) the autotuned Triton config and each Gluon config
     are timed at its first shape, in passes in order and in reverse by turns
     (autotune.race), and the fastest serves every shape of that key."""
-    _check(q, k, v, (torch.float16, torch.bfloat16))
+    if q.shape != k.shape or q.shape != v.shape or q.ndim != 4:
+        raise ValueError(f"q, k, v must share one (B, H, S, D) shape: {q.shape} {k.shape} {v.shape}")
+    B, H, S, D = q.shape
+    if D not in HEAD_DIMS:
+        raise ValueError(f"head dim {D} not supported (only {HEAD_DIMS})")
+    if q.dtype not in (torch.float16, torch.bfloat16) or k.dtype != q.dtype or v.dtype != q.dtype:
+        raise ValueError(f"float16 or bfloat16 only (float32: _triton_tf32x3), not {q.dtype}/{k.dtype}/{v.dtype}")
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     if interpreting():
-        return _interpreted(q, k, v, causal, split=False)
-    key = (bucket(q.shape[2]), q.shape[3], bool(causal), q.dtype)
+        o = torch.empty_like(q)
+        cfg = INTERPRETER_CONFIG
+        grid = (triton.cdiv(S, cfg["BLOCK_M"]), B * H)
+        _attn_fwd[grid](q, k, v, o, S, _scale(D), bucket(S), HEAD_DIM=D, CAUSAL=bool(causal),
+                        UPCAST=q.dtype == torch.bfloat16, **cfg)
+        return o, describe(cfg) + " (interpreter)"
+    key = (bucket(S), D, bool(causal), q.dtype)
     if key not in _WINNER:
         _WINNER[key], _RACED[key] = _race(q, k, v, causal)
     choice = _WINNER[key]
@@ -235,80 +198,39 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -
     return o, text + _RACED[key]
 
 
-def attention_tf32x3(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> tuple[torch.Tensor, str]:
-    """As :func:`attention` for float32 (B, H, S, D) tensors, each product as three
-    TF32 MMAs (head x head + head x tail + tail x head: about float32's accuracy
-    at the tensor cores' rate).  One pass first writes each of Q, K and V as its
-    TF32 heads followed by their tails (split_tf32): 8 bytes an element read
-    where float32 reads 4, so that no kernel holds both halves in registers."""
-    _check(q, k, v, (torch.float32,))
-    q, k, v = (split_tf32(t.contiguous()) for t in (q, k, v))
-    if interpreting():
-        return _interpreted(q, k, v, causal, split=True)
-    return _triton(q, k, v, causal, split=True)
-
-
-SPLIT_BLOCK = 4096
-
-
-@triton.jit
-def _split_kernel(X, OUT, N, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    ok = offs < N
-    head, tail = _split_tf32(tl.load(X + offs, mask=ok))
-    tl.store(OUT + offs, head, mask=ok)
-    tl.store(OUT + N + offs, tail, mask=ok)
-
-
-def split_tf32(x: torch.Tensor) -> torch.Tensor:
-    """Contiguous float32 ``x`` as a tensor of shape (2, *x.shape): its TF32 heads
-    (the top 10 mantissa bits), then the tails x - head, exact in float32."""
-    out = torch.empty((2, *x.shape), dtype=torch.float32, device=x.device)
-    n = x.numel()
-    _split_kernel[(triton.cdiv(n, SPLIT_BLOCK),)](x, out, n, BLOCK=SPLIT_BLOCK)
-    return out
-
-
-def _interpreted(q, k, v, causal, split: bool) -> tuple[torch.Tensor, str]:
-    B, H, S, D = q.shape[-4:]
-    o = torch.empty(q.shape[-4:], dtype=q.dtype, device=q.device)
-    cfg = INTERPRETER_CONFIG
-    grid = (triton.cdiv(S, cfg["BLOCK_M"]), B * H)
-    _attn_fwd[grid](q, k, v, o, S, _scale(D), bucket(S), o.numel(), HEAD_DIM=D, CAUSAL=bool(causal),
-                    UPCAST=q.dtype == torch.bfloat16, SPLIT=split, **cfg)
-    return o, describe(cfg) + " (interpreter)"
-
-
 def _scale(d: int) -> float:
     return math.log2(math.e) / math.sqrt(d)
 
 
-def _triton(q, k, v, causal, split: bool = False) -> tuple[torch.Tensor, str]:
+def _triton(q, k, v, causal) -> tuple[torch.Tensor, str]:
     """The autotuned Triton kernel (tuned at its key's first call): O and its config,
-    with the autotuner's timings of every candidate where this call tuned.
-    ``split``: q, k and v are split_tf32's (2, B, H, S, D) halves."""
-    B, H, S, D = q.shape[-4:]
-    o = torch.empty(q.shape[-4:], dtype=q.dtype, device=q.device)
+    with the autotuner's timings of every candidate where this call tuned."""
+    B, H, S, D = q.shape
+    o = torch.empty_like(q)
 
     def grid(meta):
         return (triton.cdiv(S, meta["BLOCK_M"]), B * H)
 
-    _autotuned[grid](q, k, v, o, S, _scale(D), bucket(S), o.numel(), HEAD_DIM=D, CAUSAL=bool(causal),
-                     UPCAST=False, SPLIT=split)
-    best = _autotuned.best_config
+    _autotuned[grid](q, k, v, o, S, _scale(D), bucket(S), HEAD_DIM=D, CAUSAL=bool(causal), UPCAST=False)
     key = (bucket(S), D, bool(causal), q.dtype)
-    if key not in _TRIED:
-        # the autotuner's medians of every candidate, from the launch that tuned this key
-        # (S's bucket): the shape they were timed at is named with them
-        # (cleared once read: a key whose winner comes from the disk cache times nothing and
-        # must not show the previous key's timings)
-        timings = getattr(_autotuned, "configs_timings", None) or {}
-        _autotuned.configs_timings = None
-        _TRIED[key] = "; tried " + ", ".join(
+    return o, tried(_autotuned, key, _TRIED, f"B={B} H={H} S={S}")
+
+
+def tried(tuner, key, cache: dict, shape: str) -> str:
+    """The winner of ``tuner`` (autotuned per ``key``) and, where its launch tuned
+    ``key``, every candidate's median, fastest first, and the shape they were timed
+    at (kept in ``cache``: a later shape of the key names the same timings)."""
+    best = tuner.best_config
+    if key not in cache:
+        # cleared once read: a key whose winner comes from the disk cache times
+        # nothing and must not show the previous key's timings
+        timings = getattr(tuner, "configs_timings", None) or {}
+        tuner.configs_timings = None
+        cache[key] = "; tried " + ", ".join(
             f"{c.kwargs['BLOCK_M']}x{c.kwargs['BLOCK_N']},w{c.num_warps},s{c.num_stages}:{_median(t) * 1000:.0f}us"
-            for c, t in sorted(timings.items(), key=lambda kv: _median(kv[1]))) + f" (at B={B} H={H} S={S})" \
+            for c, t in sorted(timings.items(), key=lambda kv: _median(kv[1]))) + f" (at {shape})" \
             if len(timings) > 1 else ""
-    return o, describe(best.kwargs, best.num_warps, best.num_stages) + _TRIED[key]
+    return describe(best.kwargs, best.num_warps, best.num_stages) + cache[key]
 
 
 def _race(q, k, v, causal) -> tuple[tuple[int, ...] | None, str]:

@@ -1,6 +1,6 @@
 """Triton FlashAttention-2-style forward (kernels in _triton_flash.py and, for sm_90,
 _gluon_flash.py, which races the first per tuning key): ``triton`` for float16
-and bfloat16, ``triton:tf32x3`` for float32 as three TF32 products.
+and bfloat16; ``triton:tf32x3`` (_triton_tf32x3.py) for float32 as three TF32 products.
 
 Registers the implementation, says which cases it cannot run, and remembers
 the config each case was tuned to, for the results' `config` column.
@@ -54,12 +54,13 @@ def attention_triton(q, k, v, causal):
 
 @register("attention", "triton:tf32x3", available=needs_triton, supports=_supports_tf32x3, config=_config,
           math="tf32x3",
-          description="the triton kernel on float32: Q, K and V split into TF32 heads and tails in one "
-                      "pass first, each product three TF32 MMAs (head x head + head x tail + tail x head)")
+          description="FlashAttention-2-style forward on float32: Q, K and V split into TF32 heads and "
+                      "tails in one pass first, read by TMA, each product three TF32 MMAs "
+                      "(head x head + head x tail + tail x head)")
 def attention_triton_tf32x3(q, k, v, causal):
-    from implementations.attention._triton_flash import attention_tf32x3
+    from implementations.attention._triton_tf32x3 import attention
 
-    out, description = attention_tf32x3(q, k, v, causal)
+    out, description = attention(q, k, v, causal)
     return _remember(q, causal, out, description)
 
 

@@ -1,0 +1,204 @@
+"""float32 attention in Triton as three TF32 products (``triton:tf32x3``).
+
+Each float32 operand x is a TF32 head h (x's top 10 mantissa bits, what a
+TF32 MMA reads) plus a tail t = x - h, exact in float32 and below 2^-10 of x;
+x y ~ h_x h_y + h_x t_y + t_x h_y drops only t_x t_y (2^-20 of the product)
+and the tensor cores' cut of each tail to TF32 (2^-21): about float32's own
+accuracy at three times TF32's work.
+
+A kernel that splits its operands in registers holds both halves of Q there
+(and of K and V on their way to shared memory): at D = 128 every tile spills
+(ptxas, sm_90; NOTES.md).  So one pass first writes Q and K as their heads
+followed by their tails, and V transposed (keys along the rows, for the P V
+product, whose TF32 operand B must be K-major in shared memory), and the
+kernel reads each tile by TMA (tensor descriptors: no per-thread addresses),
+Q's two halves once into shared memory and K's and V's per key block into a
+ring of stages.  P is split in registers.  The FA2 structure and the online
+softmax are the float16/bfloat16 kernel's (_triton_flash.py).
+
+Napkin math (H200, D = 128, 64 x 32 tiles): per key block 3 x 2 x 64 x 32 x
+128 x 2 FLOP of TF32 MMA against 64 KB of K and V heads and tails from L2;
+the split pass reads 12 and writes 24 bytes per (q, k, v) element, about 2%
+of the time at S = 4096.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from implementations._shared.autotune import bucket
+from implementations.attention._triton_flash import HEAD_DIMS, _scale, describe, online_softmax, tried, tuned
+from suite.backends import interpreting
+
+
+@triton.jit
+def split_tf32(x):
+    """x as its TF32 head (sign, exponent, top 10 mantissa bits) and the tail x - head."""
+    head = (x.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)
+    return head, x - head
+
+
+@triton.jit
+def _split_rows(X, OUT, N, BLOCK: tl.constexpr):
+    """OUT[:N] = heads of the N elements of X, OUT[N:] = their tails."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < N
+    head, tail = split_tf32(tl.load(X + offs, mask=ok))
+    tl.store(OUT + offs, head, mask=ok)
+    tl.store(OUT + N + offs, tail, mask=ok)
+
+
+@triton.jit
+def _split_transposed(V, OUT, S, S_PAD, BH, D: tl.constexpr, BLOCK_S: tl.constexpr):
+    """V (BH, S, D) as OUT (2, BH, D, S_PAD): heads then tails, keys along the
+    rows, zeros in the columns S..S_PAD-1."""
+    bh = tl.program_id(1).to(tl.int64)
+    offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, D)
+    v = tl.load(V + (bh * S + offs_s[:, None]) * D + offs_d[None, :], mask=offs_s[:, None] < S, other=0.0)
+    head, tail = split_tf32(tl.trans(v))
+    dst = (bh * D + offs_d[:, None]) * S_PAD + offs_s[None, :]
+    ok = offs_s[None, :] < S_PAD
+    tl.store(OUT + dst, head, mask=ok)
+    tl.store(OUT + BH * D * S_PAD + dst, tail, mask=ok)
+
+
+@triton.jit
+def _stream_kv(acc, l_i, m_i, q, q_tail, k_desc, v_desc, k_row, k_tails, v_row, v_tails, offs_m, S, lo, hi,
+               qk_scale, BLOCK_N: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr):
+    """Fold key blocks [lo, hi) into the running (acc, l, m) of one query block;
+    each product three TF32 MMAs, the small terms first.  Rows of K past S are
+    the next head's (or TMA's zeros past the end), masked off by the softmax."""
+    for start_n in range(lo, hi, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        k = k_desc.load([k_row + start_n, 0])
+        k_tail = k_desc.load([k_tails + k_row + start_n, 0])
+        qk = tl.dot(q_tail, k.T, input_precision="tf32")
+        qk = tl.dot(q, k_tail.T, qk, input_precision="tf32")
+        qk = tl.dot(q, k.T, qk, input_precision="tf32")
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        p, acc, l_i, m_new = online_softmax(qk, acc, l_i, m_i, offs_m, offs_n, S, qk_scale, MASKED, CAUSAL)
+        vt = v_desc.load([v_row, start_n])
+        vt_tail = v_desc.load([v_tails + v_row, start_n])
+        p, p_tail = split_tf32(p)
+        acc = tl.dot(p_tail, vt.T, acc, input_precision="tf32")
+        acc = tl.dot(p, vt_tail.T, acc, input_precision="tf32")
+        acc = tl.dot(p, vt.T, acc, input_precision="tf32")
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _attn_fwd(q_desc, k_desc, v_desc, O, S, BH, qk_scale, S_KEY,  # S_KEY: the autotuner's key only
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr):
+    if CAUSAL:  # the longest query blocks first, as in _triton_flash
+        start_m = tl.num_programs(0) - 1 - tl.program_id(0)
+    else:
+        start_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    # Q and K: (2 BH S, D), heads then tails; V: (2 BH D, S_PAD), the same
+    k_row = bh * S
+    q = q_desc.load([k_row + start_m * BLOCK_M, 0])
+    q_tail = q_desc.load([BH * S + k_row + start_m * BLOCK_M, 0])
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    k_tails, v_row, v_tails = BH * S, bh * HEAD_DIM, BH * HEAD_DIM
+    if CAUSAL:
+        diag = start_m * BLOCK_M
+        acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, q_tail, k_desc, v_desc, k_row, k_tails, v_row, v_tails,
+                                   offs_m, S, 0, diag, qk_scale, BLOCK_N, False, False)
+        acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, q_tail, k_desc, v_desc, k_row, k_tails, v_row, v_tails,
+                                   offs_m, S, diag, tl.minimum(diag + BLOCK_M, S), qk_scale, BLOCK_N, True, True)
+    else:
+        full = (S // BLOCK_N) * BLOCK_N
+        acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, q_tail, k_desc, v_desc, k_row, k_tails, v_row, v_tails,
+                                   offs_m, S, 0, full, qk_scale, BLOCK_N, False, False)
+        acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, q_tail, k_desc, v_desc, k_row, k_tails, v_row, v_tails,
+                                   offs_m, S, full, S, qk_scale, BLOCK_N, True, False)
+    out = acc / l_i[:, None]
+    offs_d = tl.arange(0, HEAD_DIM)
+    # a pointer store, not TMA's: rows past S are the next head's
+    tl.store(O + (bh.to(tl.int64) * S + offs_m[:, None]) * HEAD_DIM + offs_d[None, :], out,
+             mask=offs_m[:, None] < S)
+
+
+def _cfg(bm, bn, warps, stages):
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=warps, num_stages=stages, pre_hook=_set_boxes)
+
+
+def _set_boxes(nargs):
+    """The TMA boxes of a config: BLOCK_M rows of Q, BLOCK_N of K, BLOCK_N keys of V's rows."""
+    bm, bn, d = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["HEAD_DIM"]
+    nargs["q_desc"].block_shape = [bm, d]
+    nargs["k_desc"].block_shape = [bn, d]
+    nargs["v_desc"].block_shape = [d, bn]
+
+
+# Shared memory holds Q's two halves and, per stage, K's and V's (4 bytes an
+# element): at D = 128 a 64 x 32 tile on two stages takes 192 KB, and 64-key
+# blocks fit only unpipelined (one stage).  Every config fits in 255 registers
+# without spills (ptxas, sm_90; lab/attention_occupancy --tf32x3); the
+# one-stage 64 x 32 (D = 128) and 64 x 64 (D = 64) hold two and three CTAs an
+# SM, which overlap each other's loads instead.
+CONFIGS = {
+    64: [_cfg(64, 32, 4, 2), _cfg(64, 64, 4, 2), _cfg(128, 32, 8, 2), _cfg(128, 64, 8, 2), _cfg(64, 64, 4, 1)],
+    128: [_cfg(64, 32, 4, 2), _cfg(64, 16, 4, 3), _cfg(128, 16, 8, 2), _cfg(64, 32, 4, 1), _cfg(64, 64, 4, 1)],
+}
+
+
+_autotuned = tuned(_attn_fwd, CONFIGS)
+
+INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 16}
+SPLIT_BLOCK = 4096
+SPLIT_ROWS = 32  # keys a program of _split_transposed
+
+
+def split(x: torch.Tensor) -> torch.Tensor:
+    """Contiguous float32 (B, H, S, D) ``x`` as (2 B H S, D): its TF32 heads, then their tails."""
+    out = torch.empty((2 * x.numel() // x.shape[-1], x.shape[-1]), dtype=torch.float32, device=x.device)
+    _split_rows[(triton.cdiv(x.numel(), SPLIT_BLOCK),)](x, out, x.numel(), BLOCK=SPLIT_BLOCK)
+    return out
+
+
+def split_transposed(v: torch.Tensor) -> torch.Tensor:
+    """Contiguous float32 (B, H, S, D) ``v`` as (2 B H D, S_PAD): per (b, h, d) a row of
+    S keys and zeros up to S_PAD (a multiple of 4: TMA's 16-byte rows), heads then tails."""
+    b, h, s, d = v.shape
+    s_pad = -(-s // 4) * 4
+    out = torch.empty((2 * b * h * d, s_pad), dtype=torch.float32, device=v.device)
+    _split_transposed[(triton.cdiv(s_pad, SPLIT_ROWS), b * h)](v, out, s, s_pad, b * h, D=d, BLOCK_S=SPLIT_ROWS)
+    return out
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> tuple[torch.Tensor, str]:
+    """softmax(q k^T / sqrt(D)) v for float32 (B, H, S, D) tensors, each product as
+    three TF32 MMAs; returns O and the config used (tuned per S's bucket, D and causal)."""
+    if q.shape != k.shape or q.shape != v.shape or q.ndim != 4:
+        raise ValueError(f"q, k, v must share one (B, H, S, D) shape: {q.shape} {k.shape} {v.shape}")
+    B, H, S, D = q.shape
+    if D not in HEAD_DIMS:
+        raise ValueError(f"head dim {D} not supported (only {HEAD_DIMS})")
+    if q.dtype != torch.float32 or k.dtype != q.dtype or v.dtype != q.dtype:
+        raise ValueError(f"float32 only, not {q.dtype}/{k.dtype}/{v.dtype}")
+    qs, ks, vs = split(q.contiguous()), split(k.contiguous()), split_transposed(v.contiguous())
+    o = torch.empty((B, H, S, D), dtype=torch.float32, device=q.device)
+    args = (o, S, B * H, _scale(D), bucket(S))
+    if interpreting():
+        bm, bn = INTERPRETER_CONFIG["BLOCK_M"], INTERPRETER_CONFIG["BLOCK_N"]
+        descs = (TensorDescriptor.from_tensor(qs, [bm, D]), TensorDescriptor.from_tensor(ks, [bn, D]),
+                 TensorDescriptor.from_tensor(vs, [D, bn]))
+        _attn_fwd[(triton.cdiv(S, bm), B * H)](*descs, *args, HEAD_DIM=D, CAUSAL=bool(causal), **INTERPRETER_CONFIG)
+        return o, describe(INTERPRETER_CONFIG) + " (interpreter)"
+    # placeholder boxes; each config's pre_hook sets its own before the launch
+    descs = (TensorDescriptor.from_tensor(qs, [64, D]), TensorDescriptor.from_tensor(ks, [64, D]),
+             TensorDescriptor.from_tensor(vs, [D, 16]))
+    _autotuned[lambda meta: (triton.cdiv(S, meta["BLOCK_M"]), B * H)](*descs, *args, HEAD_DIM=D,
+                                                                       CAUSAL=bool(causal))
+    return o, tried(_autotuned, (bucket(S), D, bool(causal)), _TRIED, f"B={B} H={H} S={S}")
+
+
+_TRIED: dict[tuple, str] = {}
