@@ -51,9 +51,9 @@ def _split_rows(X, OUT, N, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _split_transposed(V, OUT, S, S_PAD, BH, D: tl.constexpr, BLOCK_S: tl.constexpr):
-    """V (BH, S, D) as OUT (2, BH, D, S_PAD): heads then tails, keys along the
-    rows, zeros in the columns S..S_PAD-1."""
+def _split_transposed(V, OUT, S, S_PAD, TAIL, D: tl.constexpr, BLOCK_S: tl.constexpr):
+    """V (BH, S, D) as OUT (2, BH, D, S_PAD): heads then tails (TAIL = BH D S_PAD
+    elements on), keys along the rows, zeros in the columns S..S_PAD-1."""
     bh = tl.program_id(1).to(tl.int64)
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, D)
@@ -62,7 +62,7 @@ def _split_transposed(V, OUT, S, S_PAD, BH, D: tl.constexpr, BLOCK_S: tl.constex
     dst = (bh * D + offs_d[:, None]) * S_PAD + offs_s[None, :]
     ok = offs_s[None, :] < S_PAD
     tl.store(OUT + dst, head, mask=ok)
-    tl.store(OUT + BH * D * S_PAD + dst, tail, mask=ok)
+    tl.store(OUT + TAIL + dst, tail, mask=ok)
 
 
 @triton.jit
@@ -170,7 +170,8 @@ def split_transposed(v: torch.Tensor) -> torch.Tensor:
     b, h, s, d = v.shape
     s_pad = -(-s // 4) * 4
     out = torch.empty((2 * b * h * d, s_pad), dtype=torch.float32, device=v.device)
-    _split_transposed[(triton.cdiv(s_pad, SPLIT_ROWS), b * h)](v, out, s, s_pad, b * h, D=d, BLOCK_S=SPLIT_ROWS)
+    _split_transposed[(triton.cdiv(s_pad, SPLIT_ROWS), b * h)](v, out, s, s_pad, b * h * d * s_pad, D=d,
+                                                               BLOCK_S=SPLIT_ROWS)
     return out
 
 
