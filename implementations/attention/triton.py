@@ -48,8 +48,7 @@ def _config(case: Case) -> str | None:
 def attention_triton(q, k, v, causal):
     from implementations.attention._triton_flash import attention
 
-    out, description = attention(q, k, v, causal)
-    return _remember(q, causal, out, description)
+    return _remember(q, causal, *attention(q, k, v, causal))
 
 
 @register("attention", "triton:tf32x3", available=needs_triton, supports=_supports_tf32x3, config=_config,
@@ -60,11 +59,11 @@ def attention_triton(q, k, v, causal):
 def attention_triton_tf32x3(q, k, v, causal):
     from implementations.attention._triton_tf32x3 import attention
 
-    out, description = attention(q, k, v, causal)
-    return _remember(q, causal, out, description)
+    return _remember(q, causal, *attention(q, k, v, causal))
 
 
 def _remember(q, causal, out, description: str):
+    """``out``, after noting the config that computed it for the results' `config` column."""
     b, h, s, d = q.shape
     _CHOSEN[_key(b, h, s, d, causal, str(q.dtype).removeprefix("torch."))] = description
     return out
