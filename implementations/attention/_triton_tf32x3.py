@@ -143,10 +143,12 @@ def _set_boxes(nargs):
 # blocks fit only unpipelined (one stage).  Every config fits in 255 registers
 # without spills (ptxas, sm_90; lab/attention_occupancy --tf32x3); the
 # one-stage 64 x 32 (D = 128) and 64 x 64 (D = 64) hold two and three CTAs an
-# SM, which overlap each other's loads instead.
+# SM, which overlap each other's loads instead; 64 x 32 on 8 warps (216
+# registers) splits O's columns over two warpgroups.
 CONFIGS = {
     64: [_cfg(64, 32, 4, 2), _cfg(64, 64, 4, 2), _cfg(128, 32, 8, 2), _cfg(128, 64, 8, 2), _cfg(64, 64, 4, 1)],
-    128: [_cfg(64, 32, 4, 2), _cfg(64, 16, 4, 3), _cfg(128, 16, 8, 2), _cfg(64, 32, 4, 1), _cfg(64, 64, 4, 1)],
+    128: [_cfg(64, 32, 4, 2), _cfg(64, 32, 8, 2), _cfg(64, 16, 4, 3), _cfg(128, 16, 8, 2), _cfg(64, 32, 4, 1),
+          _cfg(64, 64, 4, 1)],
 }
 
 
