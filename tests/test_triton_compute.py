@@ -195,6 +195,56 @@ def test_attention_long_ragged_causal(impl_name, dtype, poisoned):
     _run("attention", impl_name, Case.make("attention", dtype, B=1, H=1, S=203, D=64, causal=1))
 
 
+def _every_tile(d: int, dtype: str, impl_name: str, configs, launch) -> None:
+    """Each GPU config's BLOCK_M x BLOCK_N, run by the interpreter (which ignores
+    warps and stages) at a ragged S, causal and not: the diagonal blocks and the
+    masked last block of every tile.  ``launch(inputs, o, causal, bm, bn)``."""
+    reg = discover()
+    wl = reg.workloads["attention"]
+    for causal in (0, 1):
+        case = Case.make("attention", dtype, B=1, H=2, S=150, D=d, causal=causal)
+        inputs = wl.make_inputs(case, "cpu", seed=d + causal)
+        ref = wl.reference(case, inputs)
+        for bm, bn in {(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) for c in configs}:
+            o = torch.empty_like(inputs["q"])
+            launch(inputs, o, bool(causal), bm, bn)
+            res = verify.check_case(wl, case, o, ref, reg.get("attention", impl_name))
+            assert res.correct, f"{case} {bm}x{bn}: {res.message}"
+
+
+@pytest.mark.parametrize("d", (64, 128))
+def test_attention_every_gpu_tile(d, poisoned):
+    """The bfloat16 kernel's tiles (upcast before tl.dot, as the interpreter needs)."""
+    import triton
+
+    from implementations.attention import _triton_flash as A
+
+    def launch(inputs, o, causal, bm, bn):
+        A._attn_fwd[(triton.cdiv(150, bm), 2)](inputs["q"], inputs["k"], inputs["v"], o, 150,
+                                               1.4426950408889634 / d ** 0.5, A.bucket(150), HEAD_DIM=d,
+                                               CAUSAL=causal, UPCAST=True, BLOCK_M=bm, BLOCK_N=bn)
+
+    _every_tile(d, "bfloat16", "triton", A.CONFIGS[d], launch)
+
+
+@pytest.mark.parametrize("d", (64, 128))
+def test_attention_tf32x3_every_gpu_tile(d, poisoned):
+    """The float32 kernel's tiles, with TMA boxes of each tile's size."""
+    import triton
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from implementations.attention import _triton_tf32x3 as F
+
+    def launch(inputs, o, causal, bm, bn):
+        qs, ks, vs = F.split(inputs["q"]), F.split(inputs["k"]), F.split_transposed(inputs["v"])
+        descs = (TensorDescriptor.from_tensor(qs, [bm, d]), TensorDescriptor.from_tensor(ks, [bn, d]),
+                 TensorDescriptor.from_tensor(vs, [d, bn]))
+        F._attn_fwd[(triton.cdiv(150, bm), 2)](*descs, o, 150, 2, 1.4426950408889634 / d ** 0.5, F.bucket(150),
+                                               HEAD_DIM=d, CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn)
+
+    _every_tile(d, "float32", "triton:tf32x3", F.CONFIGS[d], launch)
+
+
 def test_split_tf32_heads_and_tails():
     """Each head keeps float32's sign, exponent and top 10 mantissa bits (what a TF32
     MMA reads), head + tail is x exactly, and a tail is below 2^-10 of its x; V's
