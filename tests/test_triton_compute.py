@@ -106,6 +106,33 @@ def test_gemm_split_k_in_interpreter(dims, dtype, poisoned):
     assert f"split_k={split}" in discover().get("gemm", "triton").config(Case.make("gemm", dtype, **dims))
 
 
+def _gemm_tiles():
+    from implementations.gemm import _triton_tiled as T
+
+    tiles = {tuple(c.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")) for c in T._ALL}
+    return [pytest.param(t, id="x".join(map(str, t))) for t in sorted(tiles)]
+
+
+@pytest.mark.parametrize("tile", _gemm_tiles())
+def test_gemm_every_gpu_tile(tile, poisoned, monkeypatch):
+    """Each GPU candidate's BLOCK_M x BLOCK_N x BLOCK_K (and GROUP_M), run by the
+    interpreter (which ignores warps and stages) in float32 and bfloat16, with K
+    whole and with the last wave's K split over the pretend SMs: ragged M, N and
+    K, a K of several steps, and unaligned rows (K odd)."""
+    from implementations.gemm import _triton_tiled as T
+
+    bm, bn, bk, group = tile
+    for whole_k in (1, 0):
+        monkeypatch.setattr(T, "INTERPRETER_CONFIG", dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group,
+                                                          WHOLE_K=whole_k))
+        # 2 and 6 tiles over 4 pretend SMs: all tail, and a ragged last wave
+        for dtype, dims in (("float32", dict(M=bm + 3, N=bn - 5, K=16 * bk + 7)),
+                            ("bfloat16", dict(M=2 * bm - 1, N=2 * bn + 8, K=16 * bk + 5))):
+            case = Case.make("gemm", dtype, **dims)
+            _run("gemm", "triton", case)
+            assert ("split_k=" in discover().get("gemm", "triton").config(case)) == (not whole_k)
+
+
 def test_split_plans():
     from implementations.gemm._triton_tiled import launched, split_plan
 

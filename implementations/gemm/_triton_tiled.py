@@ -376,7 +376,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = N
         sms = INTERPRETER_SMS if interp else torch.cuda.get_device_properties(a.device).multi_processor_count
     configs = [INTERPRETER_CONFIG] if interp else [
         dict(cfg.kwargs) for cfg in candidates(bucket(M), bucket(N), a.element_size(), prec)]
-    plans = [(cfg, split_plan(M, N, K, cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], sms)) for cfg in configs]
+    plans = [(cfg, _plan_of(dict(cfg, M=M, N=N, K=K, SMS=sms))) for cfg in configs]
 
     def split_tiles(cfg, plan):
         return -(-M // cfg["BLOCK_M"]) * -(-N // cfg["BLOCK_N"]) - plan[0]
