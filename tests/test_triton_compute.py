@@ -72,6 +72,12 @@ def test_gemm_tf32x3_cpu_preset(case, poisoned):
     _run("gemm", "triton:tf32x3", case)
 
 
+def _persistent_configs():
+    from implementations.gemm import _triton_persistent as P
+
+    return P.LARGE + P.MID + P.SKINNY
+
+
 # Multiples of 8 (TMA's 16-byte rows) but ragged against the 32-wide interpreter
 # tiles, one row, and more tiles than programs so each program loops.
 PERSISTENT_SHAPES = [dict(M=37, N=72, K=104), dict(M=1, N=64, K=40), dict(M=100, N=136, K=64),
@@ -84,6 +90,23 @@ PERSISTENT_SHAPES = [dict(M=37, N=72, K=104), dict(M=1, N=64, K=40), dict(M=100,
 @pytest.mark.parametrize("dims", PERSISTENT_SHAPES, ids=lambda d: "x".join(map(str, d.values())))
 def test_gemm_persistent_in_interpreter(dims, dtype, poisoned):
     _run("gemm", "triton:persistent", Case.make("gemm", dtype, **dims))
+
+
+@pytest.mark.parametrize("tile", sorted({tuple(c.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"))
+                                          for c in _persistent_configs()}), ids=lambda t: "x".join(map(str, t)))
+def test_gemm_persistent_every_gpu_tile(tile, poisoned, monkeypatch):
+    """Each GPU candidate's tile of the persistent TMA kernel, by the interpreter:
+    ragged M, N and K (16-byte rows), several tiles a program, and one tile's K
+    split over the pretend SMs."""
+    from implementations.gemm import _triton_persistent as P
+
+    bm, bn, bk, group = tile
+    monkeypatch.setattr(P, "INTERPRETER_CONFIG", dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group))
+    for split, dims in ((False, dict(M=2 * bm - 3, N=3 * bn + 8, K=8 * bk + 8)),
+                        (True, dict(M=bm - 5, N=bn - 8, K=24 * bk + 40))):  # one tile, 3 SMs
+        case = Case.make("gemm", "bfloat16", **dims)
+        _run("gemm", "triton:persistent", case)
+        assert ("split_k=" in discover().get("gemm", "triton:persistent").config(case)) == split
 
 
 # Fewer tiles than the interpreter's pretend SMs and a long K: split K.  Odd K
