@@ -115,6 +115,19 @@ def round_times(calls: dict, rounds: int) -> dict[str, list[float]]:
     return times
 
 
+def attention_rounds(wl, case, calls: dict, torch_names, rounds: int) -> tuple[dict[str, float], float]:
+    """``calls`` of an attention case timed by round_times; prints each one's
+    median, TFLOP/s and ratio to the best of ``torch_names``, fastest first, and
+    returns (median us by name, the best torch median)."""
+    med = {k: sorted(v)[len(v) // 2] for k, v in round_times(calls, rounds).items()}
+    best_torch = min(med[k] for k in torch_names if k in med)
+    tf = wl.flops(case) / 1e12
+    print(f"B{case['B']} H{case['H']} S{case['S']} D{case['D']} causal={case['causal']}:", flush=True)
+    for k, t in sorted(med.items(), key=lambda kv: kv[1]):
+        print(f"  {k:16s} {t:9.1f} us {tf / t * 1e6:6.1f} TFLOP/s  x best torch {best_torch / t:.3f}")
+    return med, best_torch
+
+
 def paired_rounds(calls: dict, rounds: int, gb: float, title: str, peer: str = "torch") -> None:
     """``calls`` timed by round_times; prints each one's time, GB/s for ``gb`` GB
     moved, and time as a ratio to ``peer``'s within the same round: median and

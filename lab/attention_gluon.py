@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from implementations.attention import _gluon_flash as G
     from implementations.attention import _triton_flash as A
-    from lab._probe import check_poisoned, registered_calls, round_times
+    from lab._probe import attention_rounds, check_poisoned, registered_calls
     from suite.workload import Case, discover
 
     wl = discover().workloads["attention"]
@@ -59,13 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             check_poisoned(name, fn, ref, wl.tolerance(case), q.dtype)
             calls[name] = fn
         del ref
-        times = round_times(calls, 6)
-        med = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
-        best_torch = min(med[k] for k in TORCH if k in med)
-        tf = wl.flops(case) / 1e12
-        print(f"B{b} H{h} S{s} D{d} causal={causal}:", flush=True)
-        for k, t in sorted(med.items(), key=lambda kv: kv[1]):
-            print(f"  {k:16s} {t:9.1f} us {tf / t * 1e6:6.0f} TFLOP/s  x best torch {best_torch / t:.3f}")
+        med, best_torch = attention_rounds(wl, case, calls, TORCH, 6)
         gl_best = min(v for k, v in med.items() if k.startswith("gluon"))
         summary.append((f"B{b} H{h} S{s} D{d} c{causal}", best_torch / med["triton FA2"], best_torch / gl_best,
                         best_torch / med["triton"]))

@@ -27,7 +27,7 @@ GPU_PROBES = {
     "softmax_pipe_probe": None, "softmax_short_rows": None, "power_settle": ["--trials", "1"],
     "gemm_persistent_tiles": None, "softmax_two_pass": None, "gemm_split_tail": None, "skinny_probe": [], "gemm_mma_split": None,
     "softmax_tiny_flat": None, "softmax_tiny_gluon": None, "warp_rows_probe": None, "attention_gluon": [], "rlg_ring": [], "size_ceilings": [], "gemm_pingpong": [],
-    "gemm_row_align": [], "skinny_tma": [],
+    "gemm_row_align": [], "skinny_tma": [], "attention_tf32x3": [],
 }
 
 

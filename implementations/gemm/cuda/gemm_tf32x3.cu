@@ -58,22 +58,6 @@ __device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, bool v
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(n));
 }
 
-// x as a TF32 head (round to nearest, ties away) and the TF32 rounding of what is left.
-__device__ __forceinline__ void split_tf32(float x, uint32_t& head, uint32_t& tail) {
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(head) : "f"(x));
-  const float rest = x - __uint_as_float(head);
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(tail) : "f"(rest));
-}
-
-// d += a (16 x 8, row) * b (8 x 8, col), TF32 in, fp32 accumulate.
-__device__ __forceinline__ void mma_1688(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 // ROWS x COLS floats of a row-major matrix (`rows` x `cols`, contiguous) from
 // (r0, c0) into shared memory rows LD floats apart, zero past its edges: VEC
 // copies 16-byte chunks (cols % 4 == 0 and an aligned base: a chunk is wholly
@@ -151,25 +135,25 @@ gemm_tf32x3_kernel(const float* __restrict__ A, const float* __restrict__ B, flo
       for (int i = 0; i < MT; ++i) {
         // a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4) of the 16 x 8 slice
         const float* p = ta + i * 16 * A_LD + kk;
-        split_tf32(p[0], ah[i][0], al[i][0]);
-        split_tf32(p[8 * A_LD], ah[i][1], al[i][1]);
-        split_tf32(p[4], ah[i][2], al[i][2]);
-        split_tf32(p[8 * A_LD + 4], ah[i][3], al[i][3]);
+        ksuite::ptx::split_tf32(p[0], ah[i][0], al[i][0]);
+        ksuite::ptx::split_tf32(p[8 * A_LD], ah[i][1], al[i][1]);
+        ksuite::ptx::split_tf32(p[4], ah[i][2], al[i][2]);
+        ksuite::ptx::split_tf32(p[8 * A_LD + 4], ah[i][3], al[i][3]);
       }
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
         // b0 (k = t, n = g), b1 (k = t + 4, n = g) of the 8 x 8 slice
         const float* p = tb + kk * B_LD + j * 8;
-        split_tf32(p[0], bh[j][0], bl[j][0]);
-        split_tf32(p[4 * B_LD], bh[j][1], bl[j][1]);
+        ksuite::ptx::split_tf32(p[0], bh[j][0], bl[j][0]);
+        ksuite::ptx::split_tf32(p[4 * B_LD], bh[j][1], bl[j][1]);
       }
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
-          mma_1688(acc[i][j], al[i], bh[j]);
-          mma_1688(acc[i][j], ah[i], bl[j]);
-          mma_1688(acc[i][j], ah[i], bh[j]);
+          ksuite::ptx::mma_1688_tf32(acc[i][j], al[i], bh[j]);
+          ksuite::ptx::mma_1688_tf32(acc[i][j], ah[i], bl[j]);
+          ksuite::ptx::mma_1688_tf32(acc[i][j], ah[i], bh[j]);
         }
     }
   }

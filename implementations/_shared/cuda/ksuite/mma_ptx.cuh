@@ -1,7 +1,8 @@
 // Thin wrappers over the sm_80+ PTX that the tensor-core kernels (gemm and
 // attention) use: cp.async (global -> shared without a register round trip,
 // zero-filled when out of range), ldmatrix (shared -> the exact register
-// layout mma expects), and mma.sync m16n8k16 with fp32 accumulators.
+// layout mma expects), mma.sync m16n8k16 with fp32 accumulators, and the
+// m16n8k8 TF32 form with the head/tail split of float32 operands (3xTF32).
 // Shared from here so the build hash (which covers implementations/_shared/cuda) sees it.
 #pragma once
 
@@ -110,6 +111,23 @@ __device__ __forceinline__ float ex2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
+}
+
+// x as a TF32 head (round to nearest, ties away) and the TF32 rounding of what
+// is left: head + tail carries ~22 of x's 24 significand bits.
+__device__ __forceinline__ void split_tf32(float x, uint32_t& head, uint32_t& tail) {
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(head) : "f"(x));
+  const float rest = x - __uint_as_float(head);
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(tail) : "f"(rest));
+}
+
+// d += a (16 x 8, row) * b (8 x 8, col), TF32 in, fp32 accumulate.
+__device__ __forceinline__ void mma_1688_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 }  // namespace ksuite::ptx
