@@ -53,10 +53,10 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             if split:
                 cfg = triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=st)
-                (_, _, fn, fsig, const, divisible), = tf32x3_attention_jobs(causal, {d: [cfg]})
+                (_, _, fn, fsig, const, divisible), = tf32x3_attention_jobs(causal, {d: [cfg]}, (d,))
                 r = _compile(fn, fsig, const, divisible, w, st)
             else:
-                const = dict(BLOCK_M=bm, BLOCK_N=bn, HEAD_DIM=d, CAUSAL=causal, UPCAST=False)
+                const = dict(BLOCK_M=bm, BLOCK_N=bn, HEAD_DIM=d, DIM=d, CAUSAL=causal, UPCAST=False)
                 r = _compile(A._attn_fwd, sig, const, ["Q", "K", "V", "O"], w, st)
             by_regs = 65536 // (-(-r["regs"] // 8) * 8 * 32 * w)
             by_smem = 232448 // max(r["shared"], 1)
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     for d, causal in ((128, False), (128, True), (64, False)):
         for c in A.CONFIGS[d]:
             bm, bn, w, st = c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages
-            const = dict(BLOCK_M=bm, BLOCK_N=bn, HEAD_DIM=d, CAUSAL=causal, UPCAST=False)
+            const = dict(BLOCK_M=bm, BLOCK_N=bn, HEAD_DIM=d, DIM=d, CAUSAL=causal, UPCAST=False)
             r = _compile(A._attn_fwd, sig, const, ["Q", "K", "V", "O"], w, st)
             print(f"{d:3} {int(causal):6} {bm:7} {bn:7} {w:5} {st:6} {r['wgmma_commits']:13}  {r['wgmma_waits']}")
     from lab._attention_next_qk import attn_next_qk_first

@@ -119,28 +119,34 @@ def _gemm_jobs():
 
 def _attention_jobs():
     from implementations.attention import _triton_flash as A
+    from implementations.attention.head_dims import padded_head_dim
 
-    for d, configs in A.CONFIGS.items():
-        for cfg in configs:
+    # each head dim's tiles, and D = 96 (Phi-3's) on D = 128's, its columns past 96 masked
+    for dim in (64, 128, 96):
+        for cfg in A.CONFIGS[padded_head_dim(dim)]:
             sig = {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "O": "*bf16", "S": "i32", "qk_scale": "fp32",
                    "S_KEY": "i32"}
-            const = dict(cfg.kwargs, HEAD_DIM=d, CAUSAL=True, UPCAST=False)
-            yield f"attention-d{d}-causal", cfg, A._attn_fwd, sig, const, ["Q", "K", "V", "O"]
+            const = dict(cfg.kwargs, HEAD_DIM=padded_head_dim(dim), DIM=dim, CAUSAL=True, UPCAST=False)
+            yield f"attention-d{dim}-causal", cfg, A._attn_fwd, sig, const, ["Q", "K", "V", "O"]
     yield from tf32x3_attention_jobs(causal=True)
+    yield from tf32x3_attention_jobs(causal=True, dims=(96,))
 
 
-def tf32x3_attention_jobs(causal: bool, configs=None):
-    """The float32 (tf32x3) attention kernel per config: its tensor descriptors' types."""
+def tf32x3_attention_jobs(causal: bool, configs=None, dims=(64, 128)):
+    """The float32 (tf32x3) attention kernel per config (``configs``: padded head dim
+    -> configs, default its own) at each of ``dims``: its tensor descriptors' types."""
     from implementations.attention import _triton_tf32x3 as F
+    from implementations.attention.head_dims import padded_head_dim
 
-    for d, cfgs in (configs or F.CONFIGS).items():
-        for cfg in cfgs:
+    for dim in dims:
+        d = padded_head_dim(dim)
+        for cfg in (configs or F.CONFIGS)[d]:
             bm, bn = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"]
             sig = {"q_desc": f"tensordesc<fp32[{bm}, {d}]>", "k_desc": f"tensordesc<fp32[{bn}, {d}]>",
                    "v_desc": f"tensordesc<fp32[{d}, {bn}]>", "O": "*fp32", "S": "i32", "BH": "i32",
                    "qk_scale": "fp32", "S_KEY": "i32"}
-            const = dict(cfg.kwargs, HEAD_DIM=d, CAUSAL=causal)
-            yield f"attention-tf32x3-d{d}" + ("-causal" if causal else ""), cfg, F._attn_fwd, sig, const, ["O"]
+            const = dict(cfg.kwargs, HEAD_DIM=d, DIM=dim, CAUSAL=causal)
+            yield f"attention-tf32x3-d{dim}" + ("-causal" if causal else ""), cfg, F._attn_fwd, sig, const, ["O"]
 
 
 def _compile_gluon(fn, sig, const, warps):

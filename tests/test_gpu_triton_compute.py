@@ -16,6 +16,7 @@ import random
 import pytest
 import torch
 
+from implementations.attention.head_dims import padded_head_dim
 from suite import verify
 from suite.workload import Case, discover
 from tests.helpers import preset_params
@@ -81,12 +82,13 @@ def test_gemm_strided_and_misaligned_operands(impl_name):
                                              ("triton:tf32x3", "float32")))
 @pytest.mark.parametrize("s,d,causal", [
     (1, 64, 1), (17, 128, 0), (127, 64, 1), (129, 128, 1), (4097, 64, 0), (4097, 128, 1), (2048, 128, 0),
+    (1000, 96, 1), (333, 96, 0), (77, 40, 1),  # head dims off the tiles: 96 (Phi-3) and 40
 ])
 def test_attention_edges(s, d, causal, impl_name, dtype):
     _check("attention", impl_name, Case.make("attention", dtype, B=2, H=3, S=s, D=d, causal=causal))
 
 
-@pytest.mark.parametrize("d", (64, 128))
+@pytest.mark.parametrize("d", (64, 96, 128))
 @pytest.mark.parametrize("b,h,s,causal", [(2, 3, 1000, 1), (1, 2, 4096, 0), (3, 2, 333, 0), (2, 2, 129, 1)])
 def test_attention_every_config(b, h, s, causal, d):
     """Each autotuning config of the attention kernel, launched directly into a poisoned
@@ -101,17 +103,17 @@ def test_attention_every_config(b, h, s, causal, d):
     inputs = wl.make_inputs(case, "cuda", SEED)
     q, k, v = inputs["q"], inputs["k"], inputs["v"]
     ref = wl.reference(case, inputs)
-    for cfg in A.CONFIGS[d]:
+    for cfg in A.CONFIGS[padded_head_dim(d)]:
         o = verify.poison_(torch.empty_like(q))
         A._attn_fwd[(triton.cdiv(s, cfg.kwargs["BLOCK_M"]), b * h)](
-            q, k, v, o, s, 1.4426950408889634 / d ** 0.5, A.bucket(s), HEAD_DIM=d, CAUSAL=bool(causal),
-            UPCAST=False, num_warps=cfg.num_warps, num_stages=cfg.num_stages, **cfg.kwargs)
+            q, k, v, o, s, 1.4426950408889634 / d ** 0.5, A.bucket(s), HEAD_DIM=padded_head_dim(d), DIM=d,
+            CAUSAL=bool(causal), UPCAST=False, num_warps=cfg.num_warps, num_stages=cfg.num_stages, **cfg.kwargs)
         torch.cuda.synchronize()
         res = verify.check_case(wl, case, o, ref, reg.get("attention", "triton"))
         assert res.correct, f"{case} {cfg} seed={SEED}: {res.message}"
 
 
-@pytest.mark.parametrize("d", (64, 128))
+@pytest.mark.parametrize("d", (64, 96, 128))
 @pytest.mark.parametrize("b,h,s,causal", [(2, 3, 1000, 1), (1, 2, 4096, 0), (3, 2, 333, 0), (2, 2, 129, 1),
                                           (1, 1, 5, 0)])
 def test_attention_tf32x3_every_config(b, h, s, causal, d):
@@ -128,13 +130,14 @@ def test_attention_tf32x3_every_config(b, h, s, causal, d):
     inputs = wl.make_inputs(case, "cuda", SEED)
     ref = wl.reference(case, inputs)
     qs, ks, vs = F.split(inputs["q"]), F.split(inputs["k"]), F.split_transposed(inputs["v"])
-    for cfg in F.CONFIGS[d]:
+    dp = padded_head_dim(d)
+    for cfg in F.CONFIGS[dp]:
         bm, bn = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"]
-        descs = (TensorDescriptor.from_tensor(qs, [bm, d]), TensorDescriptor.from_tensor(ks, [bn, d]),
-                 TensorDescriptor.from_tensor(vs, [d, bn]))
+        descs = (TensorDescriptor.from_tensor(qs, [bm, dp]), TensorDescriptor.from_tensor(ks, [bn, dp]),
+                 TensorDescriptor.from_tensor(vs, [dp, bn]))
         o = verify.poison_(torch.empty_like(inputs["q"]))
         F._attn_fwd[(triton.cdiv(s, bm), b * h)](*descs, o, s, b * h, 1.4426950408889634 / d ** 0.5, F.bucket(s),
-                                                  HEAD_DIM=d, CAUSAL=bool(causal), num_warps=cfg.num_warps,
+                                                  HEAD_DIM=dp, DIM=d, CAUSAL=bool(causal), num_warps=cfg.num_warps,
                                                   num_stages=cfg.num_stages, **cfg.kwargs)
         torch.cuda.synchronize()
         res = verify.check_case(wl, case, o, ref, reg.get("attention", "triton:tf32x3"))

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from implementations.attention.head_dims import padded_head_dim
 from suite import verify
 from suite.workload import Case, discover
 
@@ -239,6 +240,15 @@ def test_attention_tf32x3_cpu_preset(case, poisoned):
     _run("attention", "triton:tf32x3", case)
 
 
+@pytest.mark.parametrize("d", (8, 40, 96))
+@pytest.mark.parametrize("impl_name,dtype", (("triton", "bfloat16"), ("triton:tf32x3", "float32")))
+def test_attention_head_dims_off_the_tiles(d, impl_name, dtype, poisoned):
+    """Head dims below or between the tiles' 64 and 128 (Phi-3's 96): the columns
+    past D load as zeros (by mask, or TMA's fill) and are not stored."""
+    for causal in (0, 1):
+        _run("attention", impl_name, Case.make("attention", dtype, B=2, H=3, S=45, D=d, causal=causal))
+
+
 @pytest.mark.parametrize("impl_name,dtype", (("triton", "float16"), ("triton:tf32x3", "float32")))
 def test_attention_long_ragged_causal(impl_name, dtype, poisoned):
     """Several off-diagonal blocks, two diagonal sub-blocks and a ragged tail in one row of programs."""
@@ -262,7 +272,7 @@ def _every_tile(d: int, dtype: str, impl_name: str, configs, launch) -> None:
             assert res.correct, f"{case} {bm}x{bn}: {res.message}"
 
 
-@pytest.mark.parametrize("d", (64, 128))
+@pytest.mark.parametrize("d", (64, 96, 128))
 def test_attention_every_gpu_tile(d, poisoned):
     """The bfloat16 kernel's tiles (upcast before tl.dot, as the interpreter needs)."""
     import triton
@@ -271,13 +281,14 @@ def test_attention_every_gpu_tile(d, poisoned):
 
     def launch(inputs, o, causal, bm, bn):
         A._attn_fwd[(triton.cdiv(150, bm), 2)](inputs["q"], inputs["k"], inputs["v"], o, 150,
-                                               1.4426950408889634 / d ** 0.5, A.bucket(150), HEAD_DIM=d,
-                                               CAUSAL=causal, UPCAST=True, BLOCK_M=bm, BLOCK_N=bn)
+                                               1.4426950408889634 / d ** 0.5, A.bucket(150),
+                                               HEAD_DIM=padded_head_dim(d), DIM=d, CAUSAL=causal, UPCAST=True,
+                                               BLOCK_M=bm, BLOCK_N=bn)
 
-    _every_tile(d, "bfloat16", "triton", A.CONFIGS[d], launch)
+    _every_tile(d, "bfloat16", "triton", A.CONFIGS[padded_head_dim(d)], launch)
 
 
-@pytest.mark.parametrize("d", (64, 128))
+@pytest.mark.parametrize("d", (64, 96, 128))
 def test_attention_tf32x3_every_gpu_tile(d, poisoned):
     """The float32 kernel's tiles, with TMA boxes of each tile's size."""
     import triton
@@ -287,12 +298,13 @@ def test_attention_tf32x3_every_gpu_tile(d, poisoned):
 
     def launch(inputs, o, causal, bm, bn):
         qs, ks, vs = F.split(inputs["q"]), F.split(inputs["k"]), F.split_transposed(inputs["v"])
-        descs = (TensorDescriptor.from_tensor(qs, [bm, d]), TensorDescriptor.from_tensor(ks, [bn, d]),
-                 TensorDescriptor.from_tensor(vs, [d, bn]))
+        dp = padded_head_dim(d)
+        descs = (TensorDescriptor.from_tensor(qs, [bm, dp]), TensorDescriptor.from_tensor(ks, [bn, dp]),
+                 TensorDescriptor.from_tensor(vs, [dp, bn]))
         F._attn_fwd[(triton.cdiv(150, bm), 2)](*descs, o, 150, 2, 1.4426950408889634 / d ** 0.5, F.bucket(150),
-                                               HEAD_DIM=d, CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn)
+                                               HEAD_DIM=dp, DIM=d, CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn)
 
-    _every_tile(d, "float32", "triton:tf32x3", F.CONFIGS[d], launch)
+    _every_tile(d, "float32", "triton:tf32x3", F.CONFIGS[padded_head_dim(d)], launch)
 
 
 def test_split_tf32_heads_and_tails():
@@ -377,9 +389,11 @@ def test_attention_supports():
     assert "triton:tf32x3 takes float32" in impl.supports(Case.make("attention", "float32", **shape))
     assert tf32x3.supports(Case.make("attention", "float32", **shape)) is None
     assert "float32 only" in tf32x3.supports(Case.make("attention", "bfloat16", **shape))
-    assert "head dim 96" in tf32x3.supports(Case.make("attention", "float32", **dict(shape, D=96)))
     assert tf32x3.math == "tf32x3"
-    assert "head dim 96" in impl.supports(Case.make("attention", "bfloat16", **dict(shape, D=96)))
+    for d, ok in ((8, True), (96, True), (120, True), (100, False), (4, False), (136, False), (256, False)):
+        for which, dtype in ((impl, "bfloat16"), (tf32x3, "float32")):
+            why = which.supports(Case.make("attention", dtype, **dict(shape, D=d)))
+            assert (why is None) == ok and (ok or f"head dim {d} not supported" in why), (d, why)
     for case in discover().workloads["attention"].cases("full", ("float16", "bfloat16")):
         assert impl.supports(case) is None
 
@@ -397,8 +411,8 @@ def test_gpu_configs_compile_for_sm90():
     rows = json.loads(proc.stdout)
     kernels = {r["kernel"] for r in rows}
     assert {"gemm-tiled-bf16", "gemm-tiled-fp32-ieee", "gemm-tiled-fp32-tf32x3", "gemm-persistent-bf16",
-            "attention-d64-causal", "attention-d128-causal", "attention-tf32x3-d64-causal",
-            "attention-tf32x3-d128-causal",
+            "attention-d64-causal", "attention-d128-causal", "attention-d96-causal", "attention-tf32x3-d64-causal",
+            "attention-tf32x3-d128-causal", "attention-tf32x3-d96-causal",
             "attention-gluon-d64", "attention-gluon-d128-causal"} <= kernels
     for r in rows:
         where = f"{r['kernel']} {r['config']} warps={r['warps']} stages={r['stages']}"

@@ -24,6 +24,7 @@ import triton.language as tl
 
 from suite.backends import interpreting
 from implementations._shared.autotune import autotune, bucket
+from implementations.attention.head_dims import head_dim_problem, padded_head_dim
 
 
 @triton.jit
@@ -49,28 +50,38 @@ def online_softmax(qk, acc, l_i, m_i, offs_m, offs_n, S, qk_scale, MASKED: tl.co
 
 
 @triton.jit
+def _load_rows(base, offs, offs_n, offs_d, S, MASKED: tl.constexpr, DIM: tl.constexpr, HEAD_DIM: tl.constexpr):
+    """A tile of rows offs_n (zeros past S where MASKED) and columns offs_d
+    (zeros past DIM where the head dim is padded to HEAD_DIM)."""
+    if MASKED:
+        ok = offs_n[:, None] < S
+        if DIM != HEAD_DIM:
+            ok = ok & (offs_d[None, :] < DIM)
+        x = tl.load(base + offs, mask=ok, other=0.0)
+    elif DIM != HEAD_DIM:
+        x = tl.load(base + offs, mask=offs_d[None, :] < DIM, other=0.0)
+    else:
+        x = tl.load(base + offs)
+    return x
+
+
+@triton.jit
 def _stream_kv(acc, l_i, m_i, q, k_base, v_base, offs_m, S, lo, hi, qk_scale,
-               BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+               BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, DIM: tl.constexpr,
                MASKED: tl.constexpr, CAUSAL: tl.constexpr, UPCAST: tl.constexpr):
     """Fold key/value blocks [lo, hi) into the running (acc, l, m) of one query block."""
     offs_d = tl.arange(0, HEAD_DIM)
     for start_n in range(lo, hi, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        kv_offs = offs_n[:, None] * HEAD_DIM + offs_d[None, :]
-        if MASKED:
-            k = tl.load(k_base + kv_offs, mask=offs_n[:, None] < S, other=0.0)
-        else:
-            k = tl.load(k_base + kv_offs)
+        kv_offs = offs_n[:, None] * DIM + offs_d[None, :]
+        k = _load_rows(k_base, kv_offs, offs_n, offs_d, S, MASKED, DIM, HEAD_DIM)
         if UPCAST:  # the interpreter's bfloat16 dot is wrong; float32 products are exact
             qk = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)))
         else:
             qk = tl.dot(q, tl.trans(k))
         p, acc, l_i, m_new = online_softmax(qk, acc, l_i, m_i, offs_m, offs_n, S, qk_scale, MASKED, CAUSAL)
-        if MASKED:
-            v = tl.load(v_base + kv_offs, mask=offs_n[:, None] < S, other=0.0)
-        else:
-            v = tl.load(v_base + kv_offs)
+        v = _load_rows(v_base, kv_offs, offs_n, offs_d, S, MASKED, DIM, HEAD_DIM)
         p = p.to(v.dtype)
         if UPCAST:
             acc = tl.dot(p.to(tl.float32), v.to(tl.float32), acc)
@@ -82,22 +93,26 @@ def _stream_kv(acc, l_i, m_i, q, k_base, v_base, offs_m, S, lo, hi, qk_scale,
 
 @triton.jit
 def _attn_fwd(Q, K, V, O, S, qk_scale, S_KEY,  # S_KEY: the autotuner's key only
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, DIM: tl.constexpr,
               CAUSAL: tl.constexpr, UPCAST: tl.constexpr):
+    # DIM: the head dim; HEAD_DIM: the tiles' (DIM, or the power of two above it,
+    # the padding columns loaded as zeros and not stored)
     if CAUSAL:
         # the last query blocks see the most keys: start them first so the
         # short ones fill the tail of the grid
         start_m = tl.num_programs(0) - 1 - tl.program_id(0)
     else:
         start_m = tl.program_id(0)
-    # (B, H, S, D) contiguous: each head is S * HEAD_DIM elements; int64 for big B*H*S
-    head = tl.program_id(1).to(tl.int64) * S * HEAD_DIM
+    # (B, H, S, D) contiguous: each head is S * DIM elements; int64 for big B*H*S
+    head = tl.program_id(1).to(tl.int64) * S * DIM
     q_base, k_base, v_base, o_base = Q + head, K + head, V + head, O + head
 
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
-    q_offs = offs_m[:, None] * HEAD_DIM + offs_d[None, :]
+    q_offs = offs_m[:, None] * DIM + offs_d[None, :]
     row_ok = offs_m[:, None] < S
+    if DIM != HEAD_DIM:
+        row_ok = row_ok & (offs_d[None, :] < DIM)
     q = tl.load(q_base + q_offs, mask=row_ok, other=0.0)
 
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
@@ -108,16 +123,16 @@ def _attn_fwd(Q, K, V, O, S, qk_scale, S_KEY,  # S_KEY: the autotuner's key only
         # all < S): no masks; BLOCK_M is a multiple of BLOCK_N so `diag` is aligned
         diag = start_m * BLOCK_M
         acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, k_base, v_base, offs_m, S, 0, diag, qk_scale,
-                                   BLOCK_N, HEAD_DIM, False, False, UPCAST)
+                                   BLOCK_N, HEAD_DIM, DIM, False, False, UPCAST)
         acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, k_base, v_base, offs_m, S, diag,
                                    tl.minimum(diag + BLOCK_M, S), qk_scale,
-                                   BLOCK_N, HEAD_DIM, True, True, UPCAST)
+                                   BLOCK_N, HEAD_DIM, DIM, True, True, UPCAST)
     else:
         full = (S // BLOCK_N) * BLOCK_N
         acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, k_base, v_base, offs_m, S, 0, full, qk_scale,
-                                   BLOCK_N, HEAD_DIM, False, False, UPCAST)
+                                   BLOCK_N, HEAD_DIM, DIM, False, False, UPCAST)
         acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, k_base, v_base, offs_m, S, full, S, qk_scale,
-                                   BLOCK_N, HEAD_DIM, True, False, UPCAST)
+                                   BLOCK_N, HEAD_DIM, DIM, True, False, UPCAST)
     out = acc / l_i[:, None]
     tl.store(o_base + q_offs, out.to(O.dtype.element_ty), mask=row_ok)
 
@@ -138,10 +153,10 @@ CONFIGS = {
 
 
 def tuned(kernel, configs: dict):
-    """``kernel`` autotuned over ``configs[HEAD_DIM]``, keyed on S's half-octave
-    bucket (implementations._shared.autotune.bucket: every S in it reuses one
-    tuning, the kernel masks the ragged last blocks), HEAD_DIM and CAUSAL."""
-    return autotune(configs=[c for cs in configs.values() for c in cs], key=["S_KEY", "HEAD_DIM", "CAUSAL"],
+    """``kernel`` autotuned over ``configs[HEAD_DIM]`` (the padded head dim), keyed on
+    S's half-octave bucket (implementations._shared.autotune.bucket: every S in it
+    reuses one tuning, the kernel masks the ragged last blocks), DIM and CAUSAL."""
+    return autotune(configs=[c for cs in configs.values() for c in cs], key=["S_KEY", "DIM", "CAUSAL"],
                     prune_configs_by={"early_config_prune": lambda cfgs, named, **kw: configs[kw["HEAD_DIM"]]},
                     # the winner per key is kept in Triton's cache directory (keyed by the
                     # kernel source, the configs and the GPU architecture), so a second run
@@ -152,7 +167,6 @@ def tuned(kernel, configs: dict):
 _autotuned = tuned(_attn_fwd, CONFIGS)
 
 INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 16}
-HEAD_DIMS = (64, 128)
 
 
 def describe(kwargs, num_warps=None, num_stages=None) -> str:
@@ -172,8 +186,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -
     if q.shape != k.shape or q.shape != v.shape or q.ndim != 4:
         raise ValueError(f"q, k, v must share one (B, H, S, D) shape: {q.shape} {k.shape} {v.shape}")
     B, H, S, D = q.shape
-    if D not in HEAD_DIMS:
-        raise ValueError(f"head dim {D} not supported (only {HEAD_DIMS})")
+    if head_dim_problem(D):
+        raise ValueError(head_dim_problem(D))
     if q.dtype not in (torch.float16, torch.bfloat16) or k.dtype != q.dtype or v.dtype != q.dtype:
         raise ValueError(f"float16 or bfloat16 only (float32: _triton_tf32x3), not {q.dtype}/{k.dtype}/{v.dtype}")
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
@@ -181,8 +195,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -
         o = torch.empty_like(q)
         cfg = INTERPRETER_CONFIG
         grid = (triton.cdiv(S, cfg["BLOCK_M"]), B * H)
-        _attn_fwd[grid](q, k, v, o, S, _scale(D), bucket(S), HEAD_DIM=D, CAUSAL=bool(causal),
-                        UPCAST=q.dtype == torch.bfloat16, **cfg)
+        _attn_fwd[grid](q, k, v, o, S, _scale(D), bucket(S), HEAD_DIM=padded_head_dim(D), DIM=D,
+                        CAUSAL=bool(causal), UPCAST=q.dtype == torch.bfloat16, **cfg)
         return o, describe(cfg) + " (interpreter)"
     key = (bucket(S), D, bool(causal), q.dtype)
     if key not in _WINNER:
@@ -211,7 +225,8 @@ def _triton(q, k, v, causal) -> tuple[torch.Tensor, str]:
     def grid(meta):
         return (triton.cdiv(S, meta["BLOCK_M"]), B * H)
 
-    _autotuned[grid](q, k, v, o, S, _scale(D), bucket(S), HEAD_DIM=D, CAUSAL=bool(causal), UPCAST=False)
+    _autotuned[grid](q, k, v, o, S, _scale(D), bucket(S), HEAD_DIM=padded_head_dim(D), DIM=D, CAUSAL=bool(causal),
+                     UPCAST=False)
     key = (bucket(S), D, bool(causal), q.dtype)
     return o, tried(_autotuned, key, _TRIED, f"B={B} H={H} S={S}")
 

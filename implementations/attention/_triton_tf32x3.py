@@ -29,7 +29,8 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from implementations._shared.autotune import bucket
-from implementations.attention._triton_flash import HEAD_DIMS, _scale, describe, online_softmax, tried, tuned
+from implementations.attention._triton_flash import _scale, describe, online_softmax, tried, tuned
+from implementations.attention.head_dims import head_dim_problem, padded_head_dim
 from suite.backends import interpreting
 
 
@@ -51,16 +52,18 @@ def _split_rows(X, OUT, N, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _split_transposed(V, OUT, S, S_PAD, TAIL, D: tl.constexpr, BLOCK_S: tl.constexpr):
+def _split_transposed(V, OUT, S, S_PAD, TAIL, D: tl.constexpr, DP: tl.constexpr, BLOCK_S: tl.constexpr):
     """V (BH, S, D) as OUT (2, BH, D, S_PAD): heads then tails (TAIL = BH D S_PAD
-    elements on), keys along the rows, zeros in the columns S..S_PAD-1."""
+    elements on), keys along the rows, zeros in the columns S..S_PAD-1.  DP: D's
+    power of two, the tile's width."""
     bh = tl.program_id(1).to(tl.int64)
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    offs_d = tl.arange(0, D)
-    v = tl.load(V + (bh * S + offs_s[:, None]) * D + offs_d[None, :], mask=offs_s[:, None] < S, other=0.0)
+    offs_d = tl.arange(0, DP)
+    v = tl.load(V + (bh * S + offs_s[:, None]) * D + offs_d[None, :],
+                mask=(offs_s[:, None] < S) & (offs_d[None, :] < D), other=0.0)
     head, tail = split_tf32(tl.trans(v))
     dst = (bh * D + offs_d[:, None]) * S_PAD + offs_s[None, :]
-    ok = offs_s[None, :] < S_PAD
+    ok = (offs_s[None, :] < S_PAD) & (offs_d[:, None] < D)
     tl.store(OUT + dst, head, mask=ok)
     tl.store(OUT + TAIL + dst, tail, mask=ok)
 
@@ -92,7 +95,11 @@ def _stream_kv(acc, l_i, m_i, q, q_tail, k_desc, v_desc, k_row, k_tails, v_row, 
 
 @triton.jit
 def _attn_fwd(q_desc, k_desc, v_desc, O, S, BH, qk_scale, S_KEY,  # S_KEY: the autotuner's key only
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr):
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, DIM: tl.constexpr,
+              CAUSAL: tl.constexpr):
+    # DIM: the head dim; HEAD_DIM: the tiles' (its power of two): TMA fills Q's and
+    # K's columns past DIM with zeros, V's rows past DIM are the next head's (or
+    # zeros) and give O columns that are not stored
     if CAUSAL:  # the longest query blocks first, as in _triton_flash
         start_m = tl.num_programs(0) - 1 - tl.program_id(0)
     else:
@@ -106,7 +113,7 @@ def _attn_fwd(q_desc, k_desc, v_desc, O, S, BH, qk_scale, S_KEY,  # S_KEY: the a
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    k_tails, v_row, v_tails = BH * S, bh * HEAD_DIM, BH * HEAD_DIM
+    k_tails, v_row, v_tails = BH * S, bh * DIM, BH * DIM
     if CAUSAL:
         diag = start_m * BLOCK_M
         acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, q_tail, k_desc, v_desc, k_row, k_tails, v_row, v_tails,
@@ -122,8 +129,8 @@ def _attn_fwd(q_desc, k_desc, v_desc, O, S, BH, qk_scale, S_KEY,  # S_KEY: the a
     out = acc / l_i[:, None]
     offs_d = tl.arange(0, HEAD_DIM)
     # a pointer store, not TMA's: rows past S are the next head's
-    tl.store(O + (bh.to(tl.int64) * S + offs_m[:, None]) * HEAD_DIM + offs_d[None, :], out,
-             mask=offs_m[:, None] < S)
+    tl.store(O + (bh.to(tl.int64) * S + offs_m[:, None]) * DIM + offs_d[None, :], out,
+             mask=(offs_m[:, None] < S) & (offs_d[None, :] < DIM))
 
 
 def _cfg(bm, bn, warps, stages):
@@ -173,7 +180,7 @@ def split_transposed(v: torch.Tensor) -> torch.Tensor:
     s_pad = -(-s // 4) * 4
     out = torch.empty((2 * b * h * d, s_pad), dtype=torch.float32, device=v.device)
     _split_transposed[(triton.cdiv(s_pad, SPLIT_ROWS), b * h)](v, out, s, s_pad, b * h * d * s_pad, D=d,
-                                                               BLOCK_S=SPLIT_ROWS)
+                                                               DP=padded_head_dim(d), BLOCK_S=SPLIT_ROWS)
     return out
 
 
@@ -183,23 +190,25 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -
     if q.shape != k.shape or q.shape != v.shape or q.ndim != 4:
         raise ValueError(f"q, k, v must share one (B, H, S, D) shape: {q.shape} {k.shape} {v.shape}")
     B, H, S, D = q.shape
-    if D not in HEAD_DIMS:
-        raise ValueError(f"head dim {D} not supported (only {HEAD_DIMS})")
+    if head_dim_problem(D):
+        raise ValueError(head_dim_problem(D))
     if q.dtype != torch.float32 or k.dtype != q.dtype or v.dtype != q.dtype:
         raise ValueError(f"float32 only, not {q.dtype}/{k.dtype}/{v.dtype}")
     qs, ks, vs = split(q.contiguous()), split(k.contiguous()), split_transposed(v.contiguous())
     o = torch.empty((B, H, S, D), dtype=torch.float32, device=q.device)
     args = (o, S, B * H, _scale(D), bucket(S))
+    dp = padded_head_dim(D)
     if interpreting():
         bm, bn = INTERPRETER_CONFIG["BLOCK_M"], INTERPRETER_CONFIG["BLOCK_N"]
-        descs = (TensorDescriptor.from_tensor(qs, [bm, D]), TensorDescriptor.from_tensor(ks, [bn, D]),
-                 TensorDescriptor.from_tensor(vs, [D, bn]))
-        _attn_fwd[(triton.cdiv(S, bm), B * H)](*descs, *args, HEAD_DIM=D, CAUSAL=bool(causal), **INTERPRETER_CONFIG)
+        descs = (TensorDescriptor.from_tensor(qs, [bm, dp]), TensorDescriptor.from_tensor(ks, [bn, dp]),
+                 TensorDescriptor.from_tensor(vs, [dp, bn]))
+        _attn_fwd[(triton.cdiv(S, bm), B * H)](*descs, *args, HEAD_DIM=dp, DIM=D, CAUSAL=bool(causal),
+                                               **INTERPRETER_CONFIG)
         return o, describe(INTERPRETER_CONFIG) + " (interpreter)"
     # placeholder boxes; each config's pre_hook sets its own before the launch
-    descs = (TensorDescriptor.from_tensor(qs, [64, D]), TensorDescriptor.from_tensor(ks, [64, D]),
-             TensorDescriptor.from_tensor(vs, [D, 16]))
-    _autotuned[lambda meta: (triton.cdiv(S, meta["BLOCK_M"]), B * H)](*descs, *args, HEAD_DIM=D,
+    descs = (TensorDescriptor.from_tensor(qs, [64, dp]), TensorDescriptor.from_tensor(ks, [64, dp]),
+             TensorDescriptor.from_tensor(vs, [dp, 16]))
+    _autotuned[lambda meta: (triton.cdiv(S, meta["BLOCK_M"]), B * H)](*descs, *args, HEAD_DIM=dp, DIM=D,
                                                                        CAUSAL=bool(causal))
     return o, tried(_autotuned, (bucket(S), D, bool(causal)), _TRIED, f"B={B} H={H} S={S}")
 

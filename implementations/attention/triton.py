@@ -7,10 +7,10 @@ the config each case was tuned to, for the results' `config` column.
 """
 from __future__ import annotations
 
+from implementations.attention.head_dims import head_dim_problem
 from suite.backends import needs_triton
 from suite.workload import Case, register
 
-_HEAD_DIMS = (64, 128)
 _CHOSEN: dict[tuple, str] = {}
 
 
@@ -26,9 +26,7 @@ def _supports(case: Case) -> str | None:
 
 
 def _head_dim(case: Case) -> str | None:
-    if case["D"] not in _HEAD_DIMS:
-        return f"head dim {case['D']} not supported (only {', '.join(map(str, _HEAD_DIMS))})"
-    return None
+    return head_dim_problem(case["D"])
 
 
 def _supports_tf32x3(case: Case) -> str | None:
