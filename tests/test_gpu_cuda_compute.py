@@ -549,7 +549,7 @@ def test_gemm_mma_split_small_and_empty():
 
 
 @pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
-@pytest.mark.parametrize("d", (64, 128))
+@pytest.mark.parametrize("d", (64, 96, 128))
 @pytest.mark.parametrize("s", (1, 17, 63, 64, 65, 127, 129, 255, 257))
 @pytest.mark.parametrize("causal", (0, 1))
 def test_attention_short_and_ragged(s, d, causal, dtype):
@@ -612,7 +612,7 @@ def test_attention_every_variant_growing_logits(variant, d, s, causal, dtype):
 _VARIANT_BOUNDARY = """
 import pytest, torch
 from implementations.attention.cuda import ops, VARIANTS
-for d in (64, 128):
+for d in (64, 96, 128):
     q = torch.randn(1, 1, 16, d, device="cuda", dtype=torch.bfloat16)
     with pytest.raises(RuntimeError, match="variant must be"):
         ops().attention_flash(q, q, q, False, len(VARIANTS[d]))
@@ -657,7 +657,7 @@ with pytest.raises(RuntimeError, match="float16 and bfloat16"):
     gemm_ops().gemm_skinny(a[:4], a)
 with pytest.raises(RuntimeError, match="inner dimensions"):
     gemm_ops().gemm_skinny(a[:4].bfloat16(), torch.randn(32, 64, device="cuda").bfloat16())
-q = torch.randn(1, 1, 16, 96, device="cuda", dtype=torch.bfloat16)
+q = torch.randn(1, 1, 16, 80, device="cuda", dtype=torch.bfloat16)
 with pytest.raises(RuntimeError, match="head dim"):
     attention_ops().attention_flash(q, q, q, False)
 q = torch.randn(1, 1, 64, 16, device="cuda", dtype=torch.bfloat16).transpose(-1, -2)
@@ -706,7 +706,7 @@ def test_opcheck_gemm_mma_split(dtype, shape, tile, splits):
     torch.library.opcheck(ops().gemm_mma.default, (a, b, tile, splits))
 
 
-@pytest.mark.parametrize("d,variant", [(64, -1), (64, 1), (128, 4)])
+@pytest.mark.parametrize("d,variant", [(64, -1), (64, 1), (96, 3), (128, 4)])
 @pytest.mark.parametrize("causal", (False, True))
 def test_opcheck_attention(causal, variant, d):
     from implementations.attention.cuda import ops

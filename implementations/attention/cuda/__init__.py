@@ -8,7 +8,9 @@ fp32 with exp2, P goes from the S accumulators to the A operand in registers;
 causal skips the tiles above the diagonal and masks only the ones crossing
 it.  D = 128 has three more tilings (4-6) in a second kernel that rescales O
 only when a row's max grows by more than 2^8, and (4, 6) runs P V one tile
-behind Q K^T so that a warp's own softmax overlaps its tensor-core work.  float16 and bfloat16, head dims 64 and 128.  The op
+behind Q K^T so that a warp's own softmax overlaps its tensor-core work.
+D = 96 (Phi-3-mini's) has D = 128's first four tilings.  float16 and
+bfloat16, head dims 64, 96 and 128.  The op
 torch.ops.kernel_suite.attention_flash(q, k, v, causal, variant=-1) takes a
 tiling index (VARIANTS below), -1 for the automatic one; the environment
 variable KSUITE_ATTN_VARIANT, read at each call, overrides the automatic
@@ -25,7 +27,8 @@ from suite.workload import Case, register
 
 _HERE = Path(__file__).parent
 SOURCES = [_HERE / "flash_attention.cu"] + [
-    _HERE / f"flash_attention_{dt}_{part}.cu" for dt in ("bf16", "fp16") for part in ("d64", "d128", "d128_pipe")]
+    _HERE / f"flash_attention_{dt}_{part}.cu"
+    for dt in ("bf16", "fp16") for part in ("d64", "d96", "d128", "d128_pipe")]
 
 # (query rows per CTA, warps, rows per warp, keys per K/V tile, Q home, CTAs per SM,
 # K/V stages, lazy rescale, P V one tile behind Q K^T); the same table as in
@@ -38,13 +41,17 @@ VARIANTS = {
           (128, 4, 32, 32, "smem", 2, 3, True, True),
           (128, 4, 32, 64, "smem", 2, 2, True, False),
           (128, 8, 16, 64, "registers", 1, 3, True, True)],
+    96: [(128, 4, 32, 64, "smem", 2),
+         (256, 8, 32, 64, "smem", 1),
+         (128, 8, 16, 64, "registers", 1),
+         (128, 4, 32, 32, "smem", 2)],
     64: [(128, 4, 32, 64, "registers", 2),
          (128, 4, 32, 128, "registers", 2),
          (256, 8, 32, 64, "registers", 1),
          (128, 8, 16, 64, "registers", 2)],
 }
 # The automatic choice (auto_variant in flash_attention.cu): D -> index.
-AUTO = {128: 0, 64: 0}
+AUTO = {128: 0, 96: 0, 64: 0}
 
 
 def _fakes() -> None:
@@ -85,8 +92,8 @@ def describe(d: int, variant: int) -> str:
 def _supports(case: Case) -> str | None:
     if case.dtype not in ("float16", "bfloat16"):
         return f"{case.dtype} not supported (mma.sync tensor cores take float16 or bfloat16)"
-    if case["D"] not in (64, 128):
-        return f"head dim D={case['D']} not supported (only 64 and 128 are instantiated)"
+    if case["D"] not in VARIANTS:
+        return f"head dim D={case['D']} not supported (only 64, 96 and 128 are instantiated)"
     if case["B"] * case["H"] > 65535:
         return f"B*H={case['B'] * case['H']} exceeds the grid's y limit (65535)"
     return None

@@ -1,10 +1,10 @@
 // O = softmax(Q K^T / sqrt(D)) V, forward only: the op attention_flash.
 // The kernel, its tilings and the reasons for them are in
-// flash_attention.cuh; the four dtype x head-dim groups are compiled in
-// flash_attention_{bf16,fp16}_d{64,128}.cu and (D = 128, tilings 4-6)
+// flash_attention.cuh; the six dtype x head-dim groups are compiled in
+// flash_attention_{bf16,fp16}_d{64,96,128}.cu and (D = 128, tilings 4-6)
 // flash_attention_{bf16,fp16}_d128_pipe.cu.  `variant` picks a tiling
-// (0..3 at D = 64, 0..6 at D = 128, see the table in the header), -1 the
-// automatic one below.
+// (0..3 at D = 64 and 96, 0..6 at D = 128, see the table in the header), -1
+// the automatic one below.
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
@@ -19,7 +19,7 @@ namespace ksuite_attn {
 
 // The automatic tiling per head dim; __init__.py (AUTO) mirrors it for the
 // config column.  Both are two m16 tiles per warp, 4 warps, 2 CTAs per SM.
-constexpr int AUTO_D64 = 0, AUTO_D128 = 0;
+constexpr int AUTO_D64 = 0, AUTO_D96 = 0, AUTO_D128 = 0;
 
 at::Tensor attention_flash(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            bool causal, int64_t variant) {
@@ -38,8 +38,8 @@ at::Tensor attention_flash(const at::Tensor& q, const at::Tensor& k, const at::T
   KSUITE_CHECK(k.sizes() == q.sizes() && v.sizes() == q.sizes(),
               "attention_flash: q, k and v must have one shape (self-attention), got ", ksuite::shape_str(q),
               ", ", ksuite::shape_str(k), ", ", ksuite::shape_str(v));
-  KSUITE_CHECK(q.size(3) == 64 || q.size(3) == 128,
-              "attention_flash: head dim D must be 64 or 128, got ", q.size(3));
+  KSUITE_CHECK(q.size(3) == 64 || q.size(3) == 96 || q.size(3) == 128,
+              "attention_flash: head dim D must be 64, 96 or 128, got ", q.size(3));
   KSUITE_CHECK(q.is_contiguous() && k.is_contiguous() && v.is_contiguous(),
               "attention_flash: q, k and v must be contiguous (B, H, S, D)");
   KSUITE_CHECK(ksuite::aligned16(q.data_ptr()) && ksuite::aligned16(k.data_ptr()) &&
@@ -50,19 +50,22 @@ at::Tensor attention_flash(const at::Tensor& q, const at::Tensor& k, const at::T
   KSUITE_CHECK(S * q.size(3) < (1LL << 31), "attention_flash: S*D must fit in 32-bit ints");
 
   const int64_t d = q.size(3);
-  const int n_variants = d == 64 ? N_VARIANTS_D64 : N_VARIANTS_D128;
+  const int n_variants = d == 64 ? N_VARIANTS_D64 : d == 96 ? N_VARIANTS_D96 : N_VARIANTS_D128;
   KSUITE_CHECK(variant >= -1 && variant < n_variants, "attention_flash: variant must be -1 (automatic) or 0..",
               n_variants - 1, " at D=", d, ", got ", variant);
   const c10::cuda::CUDAGuard guard(q.device());
   at::Tensor o = at::empty_like(q);
   if (B == 0 || H == 0 || S == 0) return o;
-  const int var = static_cast<int>(variant < 0 ? (d == 64 ? AUTO_D64 : AUTO_D128) : variant);
+  const int automatic = d == 64 ? AUTO_D64 : d == 96 ? AUTO_D96 : AUTO_D128;
+  const int var = static_cast<int>(variant < 0 ? automatic : variant);
   const bool half = q.scalar_type() == at::kHalf;
   const Args args{q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), B, H, S, causal,
                   ksuite::current_stream()};
   cudaError_t err;
   if (d == 64) {
     err = (half ? run_fp16_d64 : run_bf16_d64)(args, var);
+  } else if (d == 96) {
+    err = (half ? run_fp16_d96 : run_bf16_d96)(args, var);
   } else if (var < 4) {
     err = (half ? run_fp16_d128 : run_bf16_d128)(args, var);
   } else {

@@ -61,25 +61,37 @@ struct Cfg {
 
 // ROWS x D elements of src (row stride D, already at the tile's first row)
 // into dst (row stride D + 8).  Rows at or past `rows` are zero-filled, so
-// they add nothing to P V and are masked out of S.  Each thread copies the
-// same column of rows r0, r0 + THREADS / CHUNKS, ...: one pointer and one
-// shared address per tile, the rest immediate offsets.
+// they add nothing to P V and are masked out of S.  Where the threads divide
+// a row's 16-byte chunks, each thread copies the same column of rows r0,
+// r0 + THREADS / CHUNKS, ...: one pointer and one shared address per tile,
+// the rest immediate offsets.
 template <int ROWS, int D, int THREADS, typename T>
 __device__ __forceinline__ void load_tile(uint32_t dst, const T* src, int rows, int tid) {
   constexpr int CHUNKS = D / 8;  // 16-byte copies per row
   constexpr int STEP = THREADS / CHUNKS;
-  static_assert(THREADS % CHUNKS == 0 && ROWS % STEP == 0, "whole copies per thread");
-  const int r0 = tid / CHUNKS, col = (tid % CHUNKS) * 8;
-  const T* p = src + r0 * D + col;
-  dst += (r0 * (D + 8) + col) * 2;
-  if (rows >= ROWS) {
+  if constexpr (THREADS % CHUNKS == 0 && ROWS % STEP == 0) {
+    const int r0 = tid / CHUNKS, col = (tid % CHUNKS) * 8;
+    const T* p = src + r0 * D + col;
+    dst += (r0 * (D + 8) + col) * 2;
+    if (rows >= ROWS) {
 #pragma unroll
-    for (int i = 0; i < ROWS / STEP; ++i) cp_async_16(dst + i * STEP * (D + 8) * 2, p + i * STEP * D, true);
+      for (int i = 0; i < ROWS / STEP; ++i) cp_async_16(dst + i * STEP * (D + 8) * 2, p + i * STEP * D, true);
+    } else {
+#pragma unroll
+      for (int i = 0; i < ROWS / STEP; ++i) {
+        const bool ok = r0 + i * STEP < rows;
+        cp_async_16(dst + i * STEP * (D + 8) * 2, ok ? p + i * STEP * D : src, ok);
+      }
+    }
   } else {
+    // rows that do not split evenly over the threads (D = 96: 12 chunks):
+    // chunk by chunk, each thread every THREADS-th
+    static_assert(ROWS * CHUNKS % THREADS == 0, "whole copies per thread");
 #pragma unroll
-    for (int i = 0; i < ROWS / STEP; ++i) {
-      const bool ok = r0 + i * STEP < rows;
-      cp_async_16(dst + i * STEP * (D + 8) * 2, ok ? p + i * STEP * D : src, ok);
+    for (int i = 0; i < ROWS * CHUNKS / THREADS; ++i) {
+      const int c = tid + i * THREADS, r = c / CHUNKS, col = (c % CHUNKS) * 8;
+      const bool ok = r < rows;
+      cp_async_16(dst + (r * (D + 8) + col) * 2, ok ? src + r * D + col : src, ok);
     }
   }
 }
@@ -635,6 +647,8 @@ cudaError_t launch_cfg(const Args& a) {
 //               the tiling of 0 (K/V double buffered) with the lazy rescale alone
 //            6: BM 128, 8 warps x 16 rows, BN 64, Q in registers,      1 CTA/SM,
 //               P V one tile behind Q K^T, K/V 3 stages deep
+//   D = 96:  0-3 as D = 128's (Phi-3-mini's head dim; rows of 208 bytes keep
+//            ldmatrix conflict-free, 12 chunks a row copied chunk by chunk)
 //   D = 64:  0: BM 128, 4 warps x 32 rows, BN 64,  Q in registers, 2 CTAs/SM
 //            1: BM 128, 4 warps x 32 rows, BN 128, Q in registers, 2 CTAs/SM
 //            2: BM 256, 8 warps x 32 rows, BN 64,  Q in registers, 1 CTA/SM
@@ -646,6 +660,10 @@ using D128V3 = Cfg<128, 2, 4, 32, false, 2>;
 using D128V4 = Cfg<128, 2, 4, 32, false, 2, true, true, 3>;
 using D128V5 = Cfg<128, 2, 4, 64, false, 2, false, true, 2>;
 using D128V6 = Cfg<128, 1, 8, 64, true, 1, true, true, 3>;
+using D96V0 = Cfg<96, 2, 4, 64, false, 2>;
+using D96V1 = Cfg<96, 2, 8, 64, false, 1>;
+using D96V2 = Cfg<96, 1, 8, 64, true, 1>;
+using D96V3 = Cfg<96, 2, 4, 32, false, 2>;
 using D64V0 = Cfg<64, 2, 4, 64, true, 2>;
 using D64V1 = Cfg<64, 2, 4, 128, true, 2>;
 using D64V2 = Cfg<64, 2, 8, 64, true, 1>;

@@ -11,7 +11,7 @@
 namespace ksuite_attn {
 
 // Tilings per head dim (the table in flash_attention.cuh); `variant` indexes them.
-constexpr int N_VARIANTS_D64 = 4, N_VARIANTS_D128 = 7;
+constexpr int N_VARIANTS_D64 = 4, N_VARIANTS_D96 = 4, N_VARIANTS_D128 = 7;
 
 // What a tiling's launcher gets: raw (B, H, S, D) pointers, already checked by
 // flash_attention.cu, and the stream to launch on.
@@ -28,9 +28,11 @@ struct Args {
 // translation unit each so that the build compiles them in parallel.
 #define KSUITE_ATTN_DECLARE(NAME) cudaError_t NAME(const Args& a, int variant);
 KSUITE_ATTN_DECLARE(run_bf16_d64)
+KSUITE_ATTN_DECLARE(run_bf16_d96)
 KSUITE_ATTN_DECLARE(run_bf16_d128)
 KSUITE_ATTN_DECLARE(run_bf16_d128_pipe)
 KSUITE_ATTN_DECLARE(run_fp16_d64)
+KSUITE_ATTN_DECLARE(run_fp16_d96)
 KSUITE_ATTN_DECLARE(run_fp16_d128)
 KSUITE_ATTN_DECLARE(run_fp16_d128_pipe)
 #undef KSUITE_ATTN_DECLARE

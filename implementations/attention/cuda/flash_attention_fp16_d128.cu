@@ -1,5 +1,5 @@
 // The fp16, D = 128 tilings of the attention forward (flash_attention.cuh),
-// in a translation unit of their own so that the build compiles the four
+// in a translation unit of their own so that the build compiles the
 // dtype x head-dim groups in parallel.
 #include "flash_attention.cuh"
 
