@@ -29,7 +29,8 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from implementations._shared.autotune import bucket
-from implementations.attention._triton_flash import _scale, describe, online_softmax, tried, tuned
+from implementations.attention._triton_flash import (INTERPRETER_CONFIG, _scale, describe, online_softmax,
+                                                     tried, tuned)
 from implementations.attention.head_dims import head_dim_problem, padded_head_dim
 from suite.backends import interpreting
 
@@ -161,7 +162,6 @@ CONFIGS = {
 
 _autotuned = tuned(_attn_fwd, CONFIGS)
 
-INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 16}
 SPLIT_BLOCK = 4096
 SPLIT_ROWS = 32  # keys a program of _split_transposed
 

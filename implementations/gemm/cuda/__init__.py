@@ -280,10 +280,8 @@ def _skinny_races(m: int, n: int, k: int, dtype: str) -> bool:
 
 
 def _skinny_config(case: Case) -> str:
-    import torch
-
     m, n, k = case["M"], case["N"], case["K"]
-    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    sms = _sms()
     if _skinny_races(m, n, k, case.dtype):
         key = _skinny_key(case.dtype, m, n, k)
         tuned = _SKINNY_TUNER.config(key, at=f"{m}x{n}x{k}")
