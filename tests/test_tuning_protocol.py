@@ -180,3 +180,25 @@ def test_the_triton_autotuner_races_its_candidates_on_a_drifting_card(monkeypatc
     assert len(calls) == 2 * 13
     tuner.run(None, 5, grid=(1,), warmup=False)  # a key seen before: no timing
     assert len(calls) == 2 * 13 and launched == [64, 64, 64]
+
+
+def test_precompile_gives_each_config_its_pre_hook_first(monkeypatch):
+    """A config whose pre_hook sets tensor descriptors' boxes (the TMA
+    kernels) is compiled with its own boxes, not with the launcher's
+    placeholders: the hook sees the arguments by name, the launch's meta and
+    the config's values, and runs before that config's compile launch."""
+    import triton
+
+    from implementations._shared import autotune
+
+    desc = SimpleNamespace(block_shape=[64, 64])
+
+    def set_box(nargs):
+        nargs["desc"].block_shape = [nargs["BLOCK"], nargs["WIDTH"]]
+
+    configs = [triton.Config({"BLOCK": b}, pre_hook=set_box) for b in (16, 32)] + [triton.Config({"BLOCK": 8})]
+    seen = []
+    fn = SimpleNamespace(run=lambda *args, **kw: seen.append((kw["BLOCK"], list(args[0].block_shape))))
+    autotune.precompile(fn, (desc, 7), {"WIDTH": 128, "grid": None, "warmup": True}, configs,
+                        {"desc": desc, "n": 7})
+    assert seen == [(16, [16, 128]), (32, [32, 128]), (8, [32, 128])]

@@ -114,7 +114,7 @@ class _ParallelAutotuner(Autotuner):
         if pending is not None:
             self._means = None
             if len(pending) > 1 and not interpreting():
-                precompile(self.fn, args, meta, pending)
+                precompile(self.fn, args, meta, pending, dict(zip(self.arg_names, args)))
                 self._means = race_configs(lambda c: Autotuner._bench(self, *args, config=c, **meta), pending)
         if self._means is not None and config in self._means:
             return self._means[config]
@@ -137,10 +137,16 @@ def race_configs(bench, configs: list) -> dict:
     return {c: ([sum(q) / len(q) for q in zip(*seen[c])] if c in means else seen[c][0]) for c in seen}
 
 
-def precompile(fn, args: tuple, meta: dict, configs: list) -> None:
+def precompile(fn, args: tuple, meta: dict, configs: list, nargs: dict | None = None) -> None:
     """Compile ``fn`` for each config (as its launch with ``args`` and ``meta``
     would) in a thread pool; a config that fails to compile is left for the
-    autotuner, which times it as infinitely slow and reports nothing."""
+    autotuner, which times it as infinitely slow and reports nothing.
+
+    A config's pre_hook runs first, with ``nargs`` (the arguments by name),
+    ``meta`` and the config's own values, as before its timed launches: a
+    hook that sets tensor descriptors' block shapes changes the kernel that
+    gets compiled (the key is read before the compile is handed to the pool).
+    """
     from triton.runtime._async_compile import AsyncCompileMode
 
     meta = {k: v for k, v in meta.items() if k not in ("grid", "warmup")}
@@ -149,6 +155,8 @@ def precompile(fn, args: tuple, meta: dict, configs: list) -> None:
         with AsyncCompileMode(pool, ignore_errors=True):
             for config in configs:
                 try:
+                    if config.pre_hook is not None:
+                        config.pre_hook({**(nargs or {}), **meta, **config.all_kwargs()})
                     fn.run(*args, grid=(1,), warmup=True, **meta, **config.all_kwargs())
                 except Exception:  # noqa: BLE001 - the autotuner meets it again and skips it
                     pass
