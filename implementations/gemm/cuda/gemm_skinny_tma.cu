@@ -74,7 +74,7 @@ skinny_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_consta
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int n0 = blockIdx.x * kCols;
   const int kb = blockIdx.y * kchunk;
-  const int ke = min(K, kb + kchunk);
+  const int ke = static_cast<int>(min(int64_t(K), int64_t(kb) + kchunk));  // kb + kchunk can pass 2^31
   const int stages = (ke - kb + kRows - 1) / kRows;
 
   if (threadIdx.x == 0) {

@@ -30,7 +30,7 @@ def _time_ms(fn, iters: int) -> float:
 def main(argv=None) -> int:
     import torch
 
-    from implementations.gemm.cuda import TILES, _TUNER, gemm_tile, ops
+    from implementations.gemm.cuda import TILES, _TUNER, _key, gemm_tile, ops
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
@@ -47,8 +47,9 @@ def main(argv=None) -> int:
             ref_ms = _time_ms(lambda: torch.matmul(a, b), args.iters)
             print(f"{n}^3 {name}: cuBLAS {flops / ref_ms / 1e9:7.1f} TFLOP/s")
             want = torch.matmul(a.float(), b.float())
+            key = _key(name, n, n, n)
             for tile, desc in TILES.items():
-                if not _TUNER.runs(tile, None):
+                if not _TUNER.runs(tile, key):
                     continue
                 ms = _time_ms(lambda: gemm_tile(a, b, tile), args.iters)
                 err = (gemm_tile(a, b, tile).float() - want).norm() / want.norm()
