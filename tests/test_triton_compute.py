@@ -396,6 +396,12 @@ def test_attention_supports():
             assert (why is None) == ok and (ok or f"head dim {d} not supported" in why), (d, why)
     for case in discover().workloads["attention"].cases("full", ("float16", "bfloat16")):
         assert impl.supports(case) is None
+    # a launch's second grid axis holds B x H: 65535 heads, for every backend's kernel
+    cuda = discover().get("attention", "cuda")
+    for which, dtype in ((impl, "bfloat16"), (tf32x3, "float32"), (cuda, "bfloat16")):
+        assert which.supports(Case.make("attention", dtype, **dict(shape, B=32767, H=2, S=16))) is None
+        why = which.supports(Case.make("attention", dtype, **dict(shape, B=32768, H=2, S=16)))
+        assert "B*H=65536 exceeds the grid's y limit (65535)" == why, why
 
 
 def test_gpu_configs_compile_for_sm90():

@@ -1,5 +1,5 @@
-"""The head dims the Triton attention kernels take, and the tile width each runs at
-(no Triton import: the registrations' ``supports`` read it too)."""
+"""The head dims the Triton attention kernels take, the tile width each runs at, and
+the heads a launch takes (no Triton import: the registrations' ``supports`` read it too)."""
 from __future__ import annotations
 
 
@@ -14,3 +14,13 @@ def padded_head_dim(d: int) -> int:
     """The head dim of the tiles (and of the config tables) for head dim ``d``: 64 up
     to 64, else 128; the columns past ``d`` are loaded as zeros and not stored."""
     return 64 if d <= 64 else 128
+
+
+MAX_HEADS = 65535  # a launch's second grid axis: one (batch, head) a row of programs
+
+
+def heads_problem(b: int, h: int) -> str | None:
+    """None where B x H heads fit one launch's second grid axis, else the reason."""
+    if b * h > MAX_HEADS:
+        return f"B*H={b * h} exceeds the grid's y limit ({MAX_HEADS})"
+    return None

@@ -7,7 +7,7 @@ the config each case was tuned to, for the results' `config` column.
 """
 from __future__ import annotations
 
-from implementations.attention.head_dims import head_dim_problem
+from implementations.attention.head_dims import head_dim_problem, heads_problem
 from suite.backends import needs_triton
 from suite.workload import Case, register
 
@@ -22,17 +22,17 @@ def _supports(case: Case) -> str | None:
     if case.dtype not in ("float16", "bfloat16"):
         return (f"{case.dtype} not supported: the kernel feeds float16/bfloat16 tiles "
                 f"to the tensor cores (triton:tf32x3 takes float32)")
-    return _head_dim(case)
+    return _shape_problem(case)
 
 
-def _head_dim(case: Case) -> str | None:
-    return head_dim_problem(case["D"])
+def _shape_problem(case: Case) -> str | None:
+    return head_dim_problem(case["D"]) or heads_problem(case["B"], case["H"])
 
 
 def _supports_tf32x3(case: Case) -> str | None:
     if case.dtype != "float32":
         return f"{case.dtype} not supported: float32 only (triton takes float16 and bfloat16)"
-    return _head_dim(case)
+    return _shape_problem(case)
 
 
 def _config(case: Case) -> str | None:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from implementations._shared import cuda_ext
 from implementations._shared.cuda_variants import VariantTuner
+from implementations.attention.head_dims import heads_problem
 from suite.workload import Case, register
 
 _HERE = Path(__file__).parent
@@ -94,9 +95,7 @@ def _supports(case: Case) -> str | None:
         return f"{case.dtype} not supported (mma.sync tensor cores take float16 or bfloat16)"
     if case["D"] not in VARIANTS:
         return f"head dim D={case['D']} not supported (only 64, 96 and 128 are instantiated)"
-    if case["B"] * case["H"] > 65535:
-        return f"B*H={case['B'] * case['H']} exceeds the grid's y limit (65535)"
-    return None
+    return heads_problem(case["B"], case["H"])
 
 
 # Without KSUITE_ATTN_VARIANT the tiling is timed at the first call of each
