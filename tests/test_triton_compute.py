@@ -130,6 +130,22 @@ def test_gemm_split_k_in_interpreter(dims, dtype, poisoned):
     assert f"split_k={split}" in discover().get("gemm", "triton").config(Case.make("gemm", dtype, **dims))
 
 
+def test_gemm_strided_views_past_32_bit_offsets(monkeypatch):
+    """The kernel's offsets are 32-bit: a view whose furthest element lies 2^31
+    or more past its first (fewer elements in it) is copied first."""
+    from implementations.gemm import _triton_tiled as T
+
+    x = torch.randn(40, 65)
+    assert T._span(x[:, :10]) == 39 * 65 + 10
+    assert T._span(x.t()) == x.numel() and T._span(x[:0]) == 0
+    seen = []
+    monkeypatch.setattr(T, "_padded", lambda a, b, *rest: (seen.append((a, b)), (None, ""))[1])
+    monkeypatch.setattr(T, "_span", lambda t: 2**31 if t.shape == (40, 10) else 1)
+    T.matmul(x[:, :10], torch.randn(10, 3), "ieee", sms=4)
+    (a, b), = seen
+    assert a.is_contiguous() and torch.equal(a, x[:, :10]) and b.shape == (10, 3)
+
+
 def _gemm_tiles():
     from implementations.gemm import _triton_tiled as T
 

@@ -353,6 +353,13 @@ def _padded(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None):
     return padding.unpad(c2, N), description + padding.padded_text(K, N, a.element_size())
 
 
+def _span(t: torch.Tensor) -> int:
+    """Elements from a tensor's first to its furthest, plus one (0 for an empty one)."""
+    if t.numel() == 0:
+        return 0
+    return 1 + sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride()))
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = None) -> tuple[torch.Tensor, str]:
     """C = A @ B in A's dtype; returns C and a description of the config used.
     ``sms``: the SM count split_plan plans for (default: the device's)."""
@@ -364,6 +371,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = N
     N = b.shape[1]
     if max(M * K, K * N, M * N) >= 2**31:
         raise ValueError("operands of 2^31 elements or more: the kernel's offsets are 32-bit")
+    # a strided view can reach past 2^31 elements from its start with fewer in it
+    a, b = (t if _span(t) < 2**31 else t.contiguous() for t in (a, b))
     padded = _padded(a, b, precision, sms)
     if padded is not None:
         return padded
