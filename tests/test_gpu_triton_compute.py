@@ -83,6 +83,7 @@ def test_gemm_strided_and_misaligned_operands(impl_name):
 @pytest.mark.parametrize("s,d,causal", [
     (1, 64, 1), (17, 128, 0), (127, 64, 1), (129, 128, 1), (4097, 64, 0), (4097, 128, 1), (2048, 128, 0),
     (1000, 96, 1), (333, 96, 0), (77, 40, 1),  # head dims off the tiles: 96 (Phi-3) and 40
+    (150, 8, 1), (65, 24, 0),  # boxes whose second 32-column half lies wholly past D (TMA's zeros)
 ])
 def test_attention_edges(s, d, causal, impl_name, dtype):
     _check("attention", impl_name, Case.make("attention", dtype, B=2, H=3, S=s, D=d, causal=causal))
