@@ -159,6 +159,26 @@ def test_softmax_split_chunk_of_minus_inf(sub, poisoned):
     assert verify.check(y, torch.softmax(x.double(), -1), 1e-5).correct
 
 
+@pytest.mark.parametrize("dtype", ("float32", "bfloat16"))
+@pytest.mark.parametrize("long_rows,granules", (("online", False), ("split2", True), ("split2", False)))
+def test_softmax_masked_rows_on_the_long_row_paths(long_rows, granules, dtype, poisoned):
+    """Rows masked with -inf (a padded or causal tail: lanes that meet -inf chunk
+    after chunk, chunks of nothing else), some of them far below 0 (row max
+    under -88, where 2^-max overflows float32): zeros there, not NaN."""
+    from implementations.softmax import triton as sm
+
+    n = 1003  # odd: unaligned rows, for the granule form
+    x = torch.randn(4, n).to(getattr(torch, dtype))
+    x[0, 200:] = float("-inf")
+    x[1] -= 100.0
+    x[1, 130:900] = float("-inf")
+    x[2, :600] = float("-inf")
+    x[2] -= 120.0
+    y = sm.softmax_triton(x, max_fused=1, block=128, long_rows=long_rows, granules=granules)
+    res = verify.check(y, torch.softmax(x.double(), -1), 1e-5 if dtype == "float32" else 1.6e-2)
+    assert res.correct, res.message
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_every_short_row_candidate(dtype, poisoned):
     """Each autotuning candidate of the rows kernels (packed rows, one row on 1 to 8 warps, no

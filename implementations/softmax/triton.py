@@ -266,7 +266,7 @@ def _softmax_online(x_ptr, y_ptr, N, M_BUCKET, BLOCK: tl.constexpr):
         mask = start + cols < N
         z = tl.load(xr + start + cols, mask=mask, other=float("-inf"),
                     eviction_policy="evict_last").to(tl.float32) * LOG2E
-        d = z - m
+        d = tl.where(z == m, 0.0, z - m)  # -inf twice in a lane: 0, not NaN (its m stays -inf)
         e = tl.exp2(-tl.abs(d))
         s = tl.where(d > 0, s * e + 1.0, s + e)
         m = tl.maximum(m, z)
@@ -388,7 +388,7 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
             out = _pair_pack(exp2(lo * LOG2E - cy), exp2(hi * LOG2E - cy), BF16)
             tl.store((y_ptr + base).to(tl.pointer_type(tl.int32)) + pc, out, mask=pmask)
         elif GRANULES:
-            scale = exp2(safe - m_row) * inv
+            scale = exp2(m - m_row) * inv  # m, not safe: a chunk of -inf gives 0, not 0 x 2^(-m_row)
             tl.store(y_ptr + body + cols, (e * scale).to(out_ty), mask=mask)
             tl.store(y_ptr + eoffs, (ee * scale).to(out_ty), mask=emask)
         elif SUB == BLOCK:
