@@ -388,7 +388,8 @@ def _softmax_split(x_ptr, y_ptr, stats_ptr, count_ptr, N, M_BUCKET, BLOCK: tl.co
             out = _pair_pack(exp2(lo * LOG2E - cy), exp2(hi * LOG2E - cy), BF16)
             tl.store((y_ptr + base).to(tl.pointer_type(tl.int32)) + pc, out, mask=pmask)
         elif GRANULES:
-            scale = exp2(m - m_row) * inv  # m, not safe: a chunk of -inf gives 0, not 0 x 2^(-m_row)
+            # <= 0 whenever m is finite; capped, a chunk of -inf (safe = 0) is not scaled by 2^-m_row = inf
+            scale = exp2(tl.minimum(safe - m_row, 0.0)) * inv
             tl.store(y_ptr + body + cols, (e * scale).to(out_ty), mask=mask)
             tl.store(y_ptr + eoffs, (ee * scale).to(out_ty), mask=emask)
         elif SUB == BLOCK:
