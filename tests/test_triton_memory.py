@@ -743,6 +743,12 @@ def test_rlg_races_whole_wide_rows_against_split():
     text = chosen.config_for(4096, 32768, "bfloat16", 2)
     assert text.startswith("kernel=parts; head to head parts 228us, split 287us; lost: kernel=split BLOCK=4096")
     assert chosen.config_for(4096, 32768, "float16", 2).startswith("kernel=split")  # not raced yet
+    # the same key offered forms without the kept one (another residual dtype, fewer SMs): raced anew
+    del ran[:]
+    fewer = {"split": lambda: ran.append("split"), "team": lambda: ran.append("team")}
+    chosen.run_or_race(32768, "bfloat16", 2, 4096, fewer, lambda fn: (fn(), {"split": 0.3, "team": 0.2}[ran[-1]])[1])
+    assert ran == ["split", "team", "split", "team"]
+    assert chosen.config_for(4096, 32768, "bfloat16", 2).startswith("kernel=team; head to head split 300us")
 
 
 def test_tiny_rows_are_sized_by_their_real_bytes():

@@ -227,9 +227,12 @@ class Raced(Chosen):
     def run_or_race(self, n: int, dtype: str, dtype_bytes: int, bucket: int, runs: dict[str, Callable[[], None]],
                     timer: Callable[[Callable[[], None]], float]) -> None:
         """The first call of a key runs (so tunes) every kernel of ``runs``,
-        times each as called here and keeps the fastest; later calls run only it."""
+        times each as called here and keeps the fastest; later calls run only it.
+        A call whose ``runs`` lacks the kept kernel (the forms offered also hang
+        on the operands and the device: another residual dtype, fewer SMs) races
+        its own anew."""
         raced = self.raced.get((n, dtype, bucket))
-        if raced is not None:
+        if raced is not None and raced[0] in runs:
             runs[raced[0]]()
             return
         for run in runs.values():
