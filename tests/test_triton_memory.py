@@ -159,6 +159,8 @@ def test_softmax_split_chunk_of_minus_inf(sub, poisoned):
     assert verify.check(y, torch.softmax(x.double(), -1), 1e-5).correct
 
 
+# the online kernel's output walk exponentiates the masked-off lanes' 0 - m_row too (never stored)
+@pytest.mark.filterwarnings("ignore:overflow encountered in exp2:RuntimeWarning")
 @pytest.mark.parametrize("dtype", ("float32", "bfloat16"))
 @pytest.mark.parametrize("long_rows,granules", (("online", False), ("split2", True), ("split2", False)))
 def test_softmax_masked_rows_on_the_long_row_paths(long_rows, granules, dtype, poisoned):
