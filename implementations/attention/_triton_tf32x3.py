@@ -88,9 +88,9 @@ def _stream_kv(acc, l_i, m_i, q, q_tail, k_desc, v_desc, k_row, k_tails, v_row, 
         vt_tail = v_desc.load([v_tails + v_row, start_n])
         p, p_tail = split_tf32(p)
         # A block's P V in its own accumulator, added to O's in float32: the tensor
-        # cores round their accumulation toward zero, which over S keys of O's
-        # running sum (3 S / 8 MMA steps) drifts one way by ~3e-5 of |O| at S = 4096;
-        # a block's 12 steps, and blocks' partials of either sign, do not.
+        # cores round their accumulation toward zero, so O's running sum taken
+        # through every key's MMA steps drifts one way as S grows (and O is a sum
+        # that cancels); a block's few steps, and partials of either sign, do not.
         pv = tl.dot(p_tail, vt.T, input_precision="tf32")
         pv = tl.dot(p, vt_tail.T, pv, input_precision="tf32")
         acc += tl.dot(p, vt.T, pv, input_precision="tf32")
