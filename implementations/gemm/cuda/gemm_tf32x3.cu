@@ -128,6 +128,8 @@ gemm_tf32x3_kernel(const float* __restrict__ A, const float* __restrict__ B, flo
 
     const float* ta = sa + (kt % STAGES) * A_STAGE + (wm + g) * A_LD + t;
     const float* tb = sb + (kt % STAGES) * B_STAGE + t * B_LD + wn + g;
+    float part[MT][NT][4];  // this k-tile's products, added to acc in float32 below
+    ksuite::ptx::zero_acc(part);
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 8) {
       uint32_t ah[MT][4], al[MT][4], bh[NT][2], bl[NT][2];
@@ -151,11 +153,17 @@ gemm_tf32x3_kernel(const float* __restrict__ A, const float* __restrict__ B, flo
       for (int i = 0; i < MT; ++i)
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
-          ksuite::ptx::mma_1688_tf32(acc[i][j], al[i], bh[j]);
-          ksuite::ptx::mma_1688_tf32(acc[i][j], ah[i], bl[j]);
-          ksuite::ptx::mma_1688_tf32(acc[i][j], ah[i], bh[j]);
+          ksuite::ptx::mma_1688_tf32(part[i][j], al[i], bh[j]);
+          ksuite::ptx::mma_1688_tf32(part[i][j], ah[i], bl[j]);
+          ksuite::ptx::mma_1688_tf32(part[i][j], ah[i], bh[j]);
         }
     }
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc[i][j][r] += part[i][j][r];
   }
   ksuite::ptx::cp_async_wait<0>();  // no copy may still target shared memory at exit
 
