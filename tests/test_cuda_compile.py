@@ -230,14 +230,18 @@ GUARDED_SPLIT_SPILL = 8
 
 @needs_nvcc
 def test_gemm_tf32x3_kernels_fit_without_spills(compiled):
-    """Both copies of the 3xTF32 GEMM (16-byte and 4-byte chunks) hold their
-    64 accumulators and both halves of every fragment under one 256-thread
-    CTA an SM's 255 registers without spilling."""
-    err, _, log = compiled[ROOT / "implementations/gemm/cuda/gemm_tf32x3.cu"]
-    assert err is None, err
-    kernels = {n: f for n, f in ptxas_kernels(log).items() if "gemm_tf32x3_kernel" in n}
-    assert len(kernels) == 2, sorted(kernels)
-    assert all(0 < f["regs"] <= 255 and f["spill_st"] == 0 and f["spill_ld"] == 0 for f in kernels.values()), kernels
+    """Both copies of the mma.sync 3xTF32 GEMM (16-byte and 4-byte chunks) and
+    the four of the wgmma one (also one or two warpgroups) hold their 64
+    accumulators and 64 per-k-tile partials under one CTA an SM's 255
+    registers without spilling."""
+    for source, name, count in (("gemm_tf32x3.cu", "gemm_tf32x3_kernel", 2),
+                                ("gemm_tf32x3_wgmma.cu", "gemm_tf32x3_wgmma_kernel", 4)):
+        err, _, log = compiled[ROOT / "implementations/gemm/cuda" / source]
+        assert err is None, err
+        kernels = {n: f for n, f in ptxas_kernels(log).items() if name in n}
+        assert len(kernels) == count, sorted(kernels)
+        assert all(0 < f["regs"] <= 255 and f["spill_st"] == 0 and f["spill_ld"] == 0
+                   for f in kernels.values()), kernels
 
 
 # ---- ptxas's figures of the memory-bound ops' kernels ----------------------

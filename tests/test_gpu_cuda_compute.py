@@ -34,7 +34,7 @@ def _check(wl_name: str, impl_name: str, case: Case, transform=None) -> None:
     verify.poison_allocator("cuda", ref.numel() * torch.empty((), dtype=torch_dtype(case)).element_size())
     out = impl.fn(**inputs)
     torch.cuda.synchronize()
-    res = verify.check(out, ref, wl.tolerance(case))
+    res = verify.check_case(wl, case, out, ref, impl, inputs)  # the suite's own verdict, elementwise included
     assert out.dtype == torch_dtype(case)
     assert res.correct, f"{impl_name} {case} seed={SEED} config={impl.config(case)}: {res.message}"
 
@@ -62,32 +62,51 @@ def test_gemm_edges(m, n, k, dtype):
     _check("gemm", "cuda", Case.make("gemm", dtype, M=m, N=n, K=k))
 
 
-# gemm_tf32x3: one fragment, one tile, tiles ragged in M, N and K (16-byte
-# chunks), K or N off a multiple of 4 (4-byte chunks), odd N (single stores),
-# K shorter than one k-tile and one of many k-tiles with a ragged last one.
+# cuda:tf32x3 (on Hopper gemm_tf32x3_wgmma at the tile height it picks): one
+# fragment, one tile, tiles ragged in M, N and K (16-byte chunks), K or N off a
+# multiple of 4 (4-byte chunks), odd N (single stores), K shorter than one
+# k-tile and one of many k-tiles with a ragged last one, and long K, where
+# accumulating on the tensor cores alone drifts past the elementwise bound.
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (16, 8, 8), (128, 128, 32), (300, 260, 100), (129, 136, 4100),
-                                   (77, 1001, 999), (1000, 333, 64), (2048, 2052, 2045), (4097, 1023, 515)])
+                                   (77, 1001, 999), (1000, 333, 64), (2048, 2052, 2045), (4097, 1023, 515),
+                                   (27, 256, 5959), (1733, 136, 2912), (333, 717, 3697), (7757, 2032, 7389)])
 def test_gemm_tf32x3_edges(m, n, k):
     _check("gemm", "cuda:tf32x3", Case.make("gemm", "float32", M=m, N=n, K=k))
 
 
-def test_gemm_tf32x3_unaligned_views_and_empty():
-    """Operands that start 4 bytes into their storage take the 4-byte copies;
-    K = 0 gives zeros, an empty M an empty result."""
-    from implementations.gemm.cuda import ops
+def _tf32x3_kernels():
+    """(name, op) of both 3xTF32 kernels, called directly: mma.sync everywhere, wgmma at both tile heights on Hopper."""
+    from implementations.gemm.cuda import _hopper, ops
 
+    lib = ops()
+    kernels = [("mma.sync", lib.gemm_tf32x3)]
+    if _hopper():
+        kernels += [(f"wgmma {rows}", lambda a, b, rows=rows: lib.gemm_tf32x3_wgmma(a, b, rows)) for rows in (64, 128)]
+    return kernels
+
+
+@pytest.mark.parametrize("m,n,k", [(200, 264, 132), (1, 129, 33), (130, 5, 7000), (517, 300, 4099)])
+def test_gemm_tf32x3_kernels_on_unaligned_views(m, n, k):
+    """Every 3xTF32 kernel, on operands that start 4 bytes into their storage
+    (the 4-byte copies) and on aligned ones, against float64 elementwise."""
     wl = discover().workloads["gemm"]
-    case = Case.make("gemm", "float32", M=200, N=264, K=132)
+    case = Case.make("gemm", "float32", M=m, N=n, K=k)
     g = torch.Generator(device="cuda").manual_seed(SEED)
-    a = torch.randn(200 * 132 + 1, generator=g, device="cuda")[1:].view(200, 132)
-    b = torch.randn(132 * 264 + 1, generator=g, device="cuda")[1:].view(132, 264)
-    verify.poison_allocator("cuda", 200 * 264 * 4)
-    out = ops().gemm_tf32x3(a, b)
-    res = verify.check_case(wl, case, out, a.double() @ b.double())
-    assert res.correct, f"seed={SEED}: {res.message}"
-    zeros = ops().gemm_tf32x3(torch.randn(4, 0, device="cuda"), torch.randn(0, 9, device="cuda"))
-    assert torch.equal(zeros, torch.zeros(4, 9, device="cuda"))
-    assert ops().gemm_tf32x3(torch.randn(0, 5, device="cuda"), torch.randn(5, 9, device="cuda")).shape == (0, 9)
+    views = torch.randn(m * k + 1, generator=g, device="cuda")[1:].view(m, k), \
+        torch.randn(k * n + 1, generator=g, device="cuda")[1:].view(k, n)
+    for name, op in _tf32x3_kernels():
+        for a, b in (views, tuple(t.contiguous() for t in views)):
+            verify.poison_allocator("cuda", m * n * 4)
+            out = op(a, b)
+            res = verify.check_case(wl, case, out, a.double() @ b.double())
+            assert res.correct, f"{name} {case} seed={SEED}: {res.message}"
+
+
+def test_gemm_tf32x3_kernels_on_empty_operands():
+    for name, op in _tf32x3_kernels():
+        zeros = op(torch.randn(4, 0, device="cuda"), torch.randn(0, 9, device="cuda"))
+        assert torch.equal(zeros, torch.zeros(4, 9, device="cuda")), name
+        assert op(torch.randn(0, 5, device="cuda"), torch.randn(5, 9, device="cuda")).shape == (0, 9), name
 
 
 def _check_gemm_op(op: str, tile: int, m: int, n: int, k: int, dtype: torch.dtype, seed: int) -> None:

@@ -38,13 +38,16 @@ B in flight), per key of M, N and K to a half-octave.  float32 at most 16
 rows runs the FMA form one element a load (exact float32: the products are
 bandwidth-bound there, so the CUDA cores keep up); larger float32 GEMMs
 are cuda:tf32x3's.
-``cuda:tf32x3`` is gemm_tf32x3.cu: float32 on the tensor cores as three TF32
-products a step (mma.sync m16n8k8), each operand split into a TF32 head and
-tail, held to float32's tolerance.
+``cuda:tf32x3`` is float32 on the tensor cores as three TF32 products a step,
+each operand split into a TF32 head and tail, held to float32's tolerance: on
+Hopper gemm_tf32x3_wgmma.cu (each k-tile split once a CTA into swizzled
+shared memory, wgmma m64n128k8 from there, 64- or 128-row tiles), elsewhere
+gemm_tf32x3.cu (mma.sync m16n8k8, split a fragment at a time).  Both add each
+k-tile's products to their float32 accumulators outside the tensor cores.
 ``cuda:naive`` is gemm_naive.cu: one thread per element of C, no tiling, all
 three dtypes; the pair shows what tiling and tensor cores buy.  Built by
 implementations._shared.cuda_ext on first use; called as torch.ops.kernel_suite.gemm_mma /
-gemm_mma_ws / gemm_skinny / gemm_skinny_tma / gemm_tf32x3 / gemm_naive.
+gemm_mma_ws / gemm_skinny / gemm_skinny_tma / gemm_tf32x3 / gemm_tf32x3_wgmma / gemm_naive.
 """
 from __future__ import annotations
 
@@ -60,7 +63,7 @@ from suite.workload import Case, register
 
 _HERE = Path(__file__).parent
 SOURCES = [_HERE / "gemm_mma.cu", _HERE / "gemm_naive.cu", _HERE / "gemm_skinny.cu", _HERE / "gemm_tf32x3.cu"]
-WS_SOURCES = [_HERE / "gemm_ws.cu", _HERE / "gemm_skinny_tma.cu"]  # sm_90a: its own extension
+WS_SOURCES = [_HERE / "gemm_ws.cu", _HERE / "gemm_skinny_tma.cu", _HERE / "gemm_tf32x3_wgmma.cu"]  # sm_90a: its own extension
 
 
 def _fakes() -> None:
@@ -88,6 +91,7 @@ def _ws_fakes() -> None:
 
     torch.library.register_fake("kernel_suite::gemm_mma_ws")(lambda a, b, tile=0: out_like(a, b))
     torch.library.register_fake("kernel_suite::gemm_skinny_tma")(out_like)
+    torch.library.register_fake("kernel_suite::gemm_tf32x3_wgmma")(lambda a, b, rows: out_like(a, b))
 
 
 @functools.cache
@@ -414,19 +418,40 @@ def gemm_tile(a, b, tile: int):
 
 TF32X3_TILE = ("128x128x32 tiles, 8 warps of 64x32, 3 stages of cp.async ({chunk}), "
                "each operand a TF32 head and tail, 3 mma.sync m16n8k8 a product")
+TF32X3_WGMMA_TILE = ("{rows}x128x32 tiles, {groups} warpgroup{s}, 2 stages of cp.async ({chunk}), each k-tile split "
+                     "once into swizzled TF32 heads and tails, 3 wgmma m64n128k8 a product")
+
+
+@functools.cache
+def _sm_count() -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+
+
+def tf32x3_rows(m: int, n: int) -> int:
+    """gemm_tf32x3_wgmma's tile height: 128 rows (two warpgroups) unless the
+    128-row tiles would leave SMs idle in the one wave there is, then 64."""
+    return 64 if -(-m // 128) * -(-n // 128) < _sm_count() else 128
 
 
 def _tf32x3_config(case: Case) -> str:
     vec = case["K"] % 4 == 0 and case["N"] % 4 == 0
-    return TF32X3_TILE.format(chunk="16-byte chunks" if vec else "4-byte chunks: K or N not a multiple of 4")
+    chunk = "16-byte chunks" if vec else "4-byte chunks: K or N not a multiple of 4"
+    if _hopper():
+        rows = tf32x3_rows(case["M"], case["N"])
+        return TF32X3_WGMMA_TILE.format(rows=rows, groups=rows // 64, s="s" if rows > 64 else "", chunk=chunk)
+    return TF32X3_TILE.format(chunk=chunk)
 
 
 @register("gemm", "cuda:tf32x3", available=cuda_ext.cuda_available, supports=dtype_in("float32"),
           config=_tf32x3_config, math="tf32x3",
           description="CUDA: float32 on TF32 tensor cores as three products (each operand a TF32 head "
-                      "plus a TF32 tail, tail x tail dropped), mma.sync from padded shared memory; "
+                      "plus a TF32 tail, tail x tail dropped): wgmma on Hopper, mma.sync elsewhere; "
                       "checked at float32's tolerance")
 def gemm_cuda_tf32x3(a, b):
+    if _hopper():
+        return ops().gemm_tf32x3_wgmma(a, b, tf32x3_rows(a.shape[0], b.shape[1]))
     return ops().gemm_tf32x3(a, b)
 
 
