@@ -54,3 +54,23 @@ def test_wgmma_config_asks_for_the_key_the_call_tuned(monkeypatch):
         w.gemm_cuda_wgmma(torch.randn(m, k).bfloat16(), torch.randn(k, n).bfloat16())
         w._config(Case.make("gemm", "bfloat16", M=m, N=n, K=k))
         assert asked[-1] == ran[-1], (m, n, k)
+
+
+def test_tf32x3_rows_fill_the_wave(monkeypatch):
+    """gemm_tf32x3_wgmma takes 64-row tiles only where 128-row ones leave SMs
+    idle in a single wave; the config text names the height that runs."""
+    from implementations.gemm import cuda as cg
+    from suite.workload import Case
+
+    monkeypatch.setattr(cg, "_sms", lambda: 132)
+    assert cg.tf32x3_rows(1607, 1087) == 64        # 13 x 9 = 117 tiles of 128 rows
+    assert cg.tf32x3_rows(1699, 2328) == 128       # 14 x 19 = 266
+    assert cg.tf32x3_rows(1536, 1408) == 128       # 12 x 11 = 132: one full wave
+    assert cg.tf32x3_rows(1, 4096) == 64
+    monkeypatch.setattr(cg, "_hopper", lambda: True)
+    text = cg._tf32x3_config(Case.make("gemm", "float32", M=1607, N=1087, K=1637))
+    assert text.startswith("64x128x32") and "1 warpgroup," in text and "4-byte chunks" in text
+    text = cg._tf32x3_config(Case.make("gemm", "float32", M=1699, N=2328, K=1152))
+    assert text.startswith("128x128x32") and "2 warpgroups" in text and "16-byte chunks" in text
+    monkeypatch.setattr(cg, "_hopper", lambda: False)
+    assert "mma.sync" in cg._tf32x3_config(Case.make("gemm", "float32", M=1699, N=2328, K=1152))

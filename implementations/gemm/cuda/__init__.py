@@ -422,17 +422,10 @@ TF32X3_WGMMA_TILE = ("{rows}x128x32 tiles, {groups} warpgroup{s}, 2 stages of cp
                      "once into swizzled TF32 heads and tails, 3 wgmma m64n128k8 a product")
 
 
-@functools.cache
-def _sm_count() -> int:
-    import torch
-
-    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-
-
 def tf32x3_rows(m: int, n: int) -> int:
     """gemm_tf32x3_wgmma's tile height: 128 rows (two warpgroups) unless the
     128-row tiles would leave SMs idle in the one wave there is, then 64."""
-    return 64 if -(-m // 128) * -(-n // 128) < _sm_count() else 128
+    return 64 if -(-m // 128) * -(-n // 128) < _sms() else 128
 
 
 def _tf32x3_config(case: Case) -> str:
