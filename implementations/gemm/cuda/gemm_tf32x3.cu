@@ -53,40 +53,13 @@ constexpr int A_STAGE = BM * A_LD, B_STAGE = BK * B_LD;
 constexpr size_t SMEM_BYTES = size_t(STAGES) * (A_STAGE + B_STAGE) * sizeof(float);
 constexpr int GROUP_M = 8;
 
-__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, bool valid) {
-  const int n = valid ? 4 : 0;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(n));
-}
-
-// ROWS x COLS floats of a row-major matrix (`rows` x `cols`, contiguous) from
-// (r0, c0) into shared memory rows LD floats apart, zero past its edges: VEC
-// copies 16-byte chunks (cols % 4 == 0 and an aligned base: a chunk is wholly
-// inside or wholly past the edge), else single floats.
-template <bool VEC, int ROWS, int COLS, int LD>
-__device__ __forceinline__ void copy_tile(float* dst, const float* __restrict__ src, int rows, int cols, int r0,
-                                          int c0) {
-  constexpr int W = VEC ? 4 : 1;  // floats a copy
-#pragma unroll 4
-  for (int i = 0; i < ROWS * COLS / W / THREADS; ++i) {
-    const int e = threadIdx.x + i * THREADS;
-    const int r = e / (COLS / W), col = (e % (COLS / W)) * W;
-    const bool ok = r0 + r < rows && c0 + col < cols;
-    const float* p = ok ? src + static_cast<int64_t>(r0 + r) * cols + c0 + col : src;
-    if constexpr (VEC) {
-      ksuite::ptx::cp_async_16(ksuite::ptx::smem_addr(dst + r * LD + col), p, ok);
-    } else {
-      cp_async_4(ksuite::ptx::smem_addr(dst + r * LD + col), p, ok);
-    }
-  }
-}
-
 // One k-tile of A (BM x BK) and B (BK x BN) into stage buffers sa, sb.
 template <bool VEC>
 __device__ __forceinline__ void load_tile(float* sa, float* sb, const float* __restrict__ A,
                                           const float* __restrict__ B, int M, int N, int K, int m0, int n0,
                                           int k0) {
-  copy_tile<VEC, BM, BK, A_LD>(sa, A, M, K, m0, k0);
-  copy_tile<VEC, BK, BN, B_LD>(sb, B, K, N, k0, n0);
+  ksuite::ptx::cp_async_tile_f32<VEC, BM, BK, A_LD, THREADS>(sa, A, M, K, m0, k0);
+  ksuite::ptx::cp_async_tile_f32<VEC, BK, BN, B_LD, THREADS>(sb, B, K, N, k0, n0);
 }
 
 template <bool VEC>

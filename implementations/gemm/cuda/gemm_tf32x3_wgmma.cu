@@ -73,32 +73,6 @@ __device__ __forceinline__ void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
-__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0));
-}
-
-// ROWS x COLS floats of a row-major `rows` x `cols` matrix from (r0, c0) into
-// shared memory (rows COLS floats apart), zero past its edges: VEC copies
-// 16-byte chunks (cols % 4 == 0, aligned base), else single floats.
-template <bool VEC, int ROWS, int COLS, int THREADS>
-__device__ __forceinline__ void copy_tile(float* dst, const float* __restrict__ src, int rows, int cols, int r0,
-                                          int c0) {
-  constexpr int W = VEC ? 4 : 1;
-  static_assert(ROWS * COLS / W % THREADS == 0, "the tile divides among the threads");
-#pragma unroll 4
-  for (int i = 0; i < ROWS * COLS / W / THREADS; ++i) {
-    const int e = threadIdx.x + i * THREADS;
-    const int r = e / (COLS / W), col = (e % (COLS / W)) * W;
-    const bool ok = r0 + r < rows && c0 + col < cols;
-    const float* p = ok ? src + static_cast<int64_t>(r0 + r) * cols + c0 + col : src;
-    if constexpr (VEC) {
-      ksuite::ptx::cp_async_16(ksuite::ptx::smem_addr(dst + r * COLS + col), p, ok);
-    } else {
-      cp_async_4(ksuite::ptx::smem_addr(dst + r * COLS + col), p, ok);
-    }
-  }
-}
-
 __device__ __forceinline__ void split4(const float4& x, uint4& h, uint4& l) {
   ksuite::ptx::split_tf32(x.x, h.x, l.x);
   ksuite::ptx::split_tf32(x.y, h.y, l.y);
@@ -162,8 +136,8 @@ gemm_tf32x3_wgmma_kernel(const float* __restrict__ A, const float* __restrict__ 
 
   auto load = [&](int kt) {
     const int s = kt & 1;
-    copy_tile<VEC, T::BM, BK, T::THREADS>(stage_a + s * T::A_STAGE, A, M, K, m0, kt * BK);
-    copy_tile<VEC, BK, BN, T::THREADS>(stage_b + s * T::B_STAGE, B, K, N, kt * BK, n0);
+    ksuite::ptx::cp_async_tile_f32<VEC, T::BM, BK, BK, T::THREADS>(stage_a + s * T::A_STAGE, A, M, K, m0, kt * BK);
+    ksuite::ptx::cp_async_tile_f32<VEC, BK, BN, BN, T::THREADS>(stage_b + s * T::B_STAGE, B, K, N, kt * BK, n0);
   };
   auto split = [&](int kt) {
     const int s = kt & 1;

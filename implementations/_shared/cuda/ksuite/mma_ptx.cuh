@@ -1,6 +1,6 @@
 // Thin wrappers over the sm_80+ PTX that the tensor-core kernels (gemm and
 // attention) use: cp.async (global -> shared without a register round trip,
-// zero-filled when out of range), ldmatrix (shared -> the exact register
+// zero-filled when out of range; also a whole float32 tile), ldmatrix (shared -> the exact register
 // layout mma expects), mma.sync m16n8k16 with fp32 accumulators, and the
 // m16n8k8 TF32 form with the head/tail split of float32 operands (3xTF32).
 // Shared from here so the build hash (which covers implementations/_shared/cuda) sees it.
@@ -25,7 +25,37 @@ __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n));
 }
 
+// The same for 4 bytes (one float), through L1 (.cg takes 16-byte copies only).
+__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, bool valid) {
+  const int n = valid ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(n));
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// ROWS x COLS floats of a row-major `rows` x `cols` float matrix from (r0,
+// c0) into shared memory rows LD floats apart, zero past its edges, spread
+// over THREADS threads: VEC copies 16-byte chunks (needs cols % 4 == 0 and a
+// 16-byte aligned base, so that a chunk is wholly inside or wholly past the
+// edge), else single floats.
+template <bool VEC, int ROWS, int COLS, int LD, int THREADS>
+__device__ __forceinline__ void cp_async_tile_f32(float* dst, const float* __restrict__ src, int rows, int cols,
+                                                  int r0, int c0) {
+  constexpr int W = VEC ? 4 : 1;  // floats a copy
+  static_assert(ROWS * COLS / W % THREADS == 0, "the tile divides among the threads");
+#pragma unroll 4
+  for (int i = 0; i < ROWS * COLS / W / THREADS; ++i) {
+    const int e = threadIdx.x + i * THREADS;
+    const int r = e / (COLS / W), col = (e % (COLS / W)) * W;
+    const bool ok = r0 + r < rows && c0 + col < cols;
+    const float* p = ok ? src + static_cast<int64_t>(r0 + r) * cols + c0 + col : src;
+    if constexpr (VEC) {
+      cp_async_16(smem_addr(dst + r * LD + col), p, ok);
+    } else {
+      cp_async_4(smem_addr(dst + r * LD + col), p, ok);
+    }
+  }
+}
 
 // Waits until at most N of this thread's committed groups are still in flight.
 template <int N>
