@@ -21,9 +21,10 @@
 //    (A[g][t], B[t][g] for g = lane / 4, t = lane % 4) hit 32 distinct banks.
 //  - Each k8 slice loads a warp's 4 A and 4 B fragments as scalars, splits
 //    each element into head and tail (two cvt.rna.tf32 and a subtraction),
-//    then issues 48 mma.
-//  - One CTA an SM (140-178 registers): under two an SM's 128 the 16-byte
-//    form spills.
+//    then issues 48 mma into a zeroed per-k-tile fragment, which is added to
+//    the accumulators in float32 at the k-tile's end: the mma accumulation
+//    rounds toward zero, so summing all of K inside it would drift one way.
+//  - One CTA an SM (205-246 registers with both fragment sets).
 //  - CTAs run in groups of 8 row tiles down each column band, so the CTAs
 //    resident at once share their A rows and B columns in L2.
 //  - C is stored from the fragments, two floats a store where N is even.
