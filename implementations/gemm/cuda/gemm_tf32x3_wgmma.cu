@@ -69,10 +69,6 @@ __device__ __forceinline__ void wgmma_m64n128k8_tf32(float (&d)[64], uint64_t de
                : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
-__device__ __forceinline__ void fence_proxy_async() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
 __device__ __forceinline__ void split4(const float4& x, uint4& h, uint4& l) {
   ksuite::ptx::split_tf32(x.x, h.x, l.x);
   ksuite::ptx::split_tf32(x.y, h.y, l.y);

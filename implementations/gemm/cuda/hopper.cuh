@@ -17,11 +17,17 @@ __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(smem_u32(bar)), "r"(count) : "memory");
 }
 
+// Orders this thread's ordinary shared-memory writes before later reads by
+// the async proxy (TMA, wgmma's descriptors), once followed by a CTA barrier.
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 // Makes the initialised barriers visible to the async proxy (the TMA unit)
 // and to the other threads once followed by a CTA barrier.
 __device__ __forceinline__ void mbar_init_fence() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  fence_proxy_async();
 }
 
 // One arrival that also adds `bytes` to the transaction count of the current phase.
