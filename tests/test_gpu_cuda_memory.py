@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from suite import cuda_build
-from suite.verify import check, check_case, poison_allocator
+from suite.verify import check_case, poison_allocator
 from suite.workload import Case, discover
 
 pytestmark = pytest.mark.gpu
@@ -60,7 +60,7 @@ def _run_and_check(impl_name: str, case: Case, inputs: dict):
     poison_allocator("cuda", wl.min_bytes(case))
     out = impl.fn(**inputs)
     torch.cuda.synchronize()
-    result = check(out, wl.reference(case, inputs), wl.tolerance(case))
+    result = check_case(wl, case, out, wl.reference(case, inputs), inputs=inputs)
     assert result.correct, f"{impl_name} {case}: {result.message}"
     assert out.dtype == next(v for v in inputs.values() if isinstance(v, torch.Tensor)).dtype
 
@@ -252,9 +252,39 @@ def test_variants_match_reference(wl_name, variant, case):
     poison_allocator("cuda", wl.min_bytes(case))
     out = _variant_call(wl_name, variant)(**inputs)
     torch.cuda.synchronize()
-    result = check(out, wl.reference(case, inputs), wl.tolerance(case))
+    result = check_case(wl, case, out, wl.reference(case, inputs), inputs=inputs)
     assert result.correct, f"variant {variant} {case}: {result.message}"
 
+
+# A row whose every element is -inf has no softmax: torch and the float64
+# reference give NaN, and so must every plan (before, plans 1-3, 15-33 and
+# auto's register plans wrote zeros); rows beside it keep their softmax.
+# Shapes that reach every plan: the variant shapes, short unaligned rows
+# (tiles, 34 and 35), an unaligned row past the register plans (36).
+MASKED_ROW_SHAPES = VARIANT_SHAPES["softmax"] + [{"M": 37, "N": 7}, {"M": 1237, "N": 25}, {"M": 37, "N": 781},
+                                                 {"M": 9, "N": 20003}, {"M": 7, "N": 90533}]
+
+
+@pytest.mark.parametrize("dtype", ("float32", "bfloat16", "float16"))
+@pytest.mark.parametrize("variant", VARIANTS["softmax"])
+def test_softmax_rows_of_minus_inf_are_nan(variant, dtype):
+    wl = discover().workloads["softmax"]
+    import_module("implementations.softmax.cuda").ops()
+    for shape in MASKED_ROW_SHAPES:
+        case = Case.make("softmax", dtype, **shape)
+        x = wl.make_inputs(case, "cuda", zlib.crc32(f"masked v{variant}|{case}".encode()))["x"]
+        masked = torch.arange(shape["M"], device="cuda") % 3 == 1
+        x[masked] = -math.inf
+        # Finite poison: an output element left unwritten reads 0.25, not NaN.
+        blocks = [torch.full_like(x, 0.25) for _ in range(4)]
+        del blocks
+        out = torch.ops.kernel_suite.softmax_v(x, variant)
+        torch.cuda.synchronize()
+        assert out[masked].isnan().all(), f"variant {variant} {case}: a row of -inf gave numbers"
+        kept = Case.make("softmax", dtype, M=int((~masked).sum()), N=shape["N"])
+        xk = x[~masked]
+        result = check_case(wl, kept, out[~masked], wl.reference(kept, {"x": xk}), inputs={"x": xk})
+        assert result.correct, f"variant {variant} {case}, rows beside the -inf ones: {result.message}"
 
 # softmax's short-row (11-14) and any-alignment (15-17, 26) plans at irregular
 # shapes in all three dtypes: tiny rows, rows of one element, rows a pack
@@ -279,7 +309,7 @@ def test_softmax_short_and_unaligned_variants(variant, shape, dtype):
     poison_allocator("cuda", wl.min_bytes(case))
     out = torch.ops.kernel_suite.softmax_v(inputs["x"], variant)
     torch.cuda.synchronize()
-    result = check(out, wl.reference(case, inputs), wl.tolerance(case))
+    result = check_case(wl, case, out, wl.reference(case, inputs), inputs=inputs)
     assert result.correct, f"variant {variant} {case}: {result.message}"
 
 
@@ -297,7 +327,7 @@ def test_softmax_new_variants_misaligned_base(variant, dtype):
         poison_allocator("cuda", wl.min_bytes(case))
         out = torch.ops.kernel_suite.softmax_v(x, variant)
         torch.cuda.synchronize()
-        result = check(out, wl.reference(case, {"x": x}), wl.tolerance(case))
+        result = check_case(wl, case, out, wl.reference(case, {"x": x}), inputs={"x": x})
         assert result.correct, f"variant {variant} {case} misaligned: {result.message}"
 
 
@@ -488,7 +518,7 @@ def _check_rlg_offset_rows(variant, dtype, n, shift):
     out = torch.ops.kernel_suite.residual_layernorm_gelu_v(
         inputs["x"], inputs["r"], inputs["weight"], inputs["bias"], float(inputs["eps"]), variant)
     torch.cuda.synchronize()
-    result = check(out, wl.reference(case, inputs), wl.tolerance(case))
+    result = check_case(wl, case, out, wl.reference(case, inputs), inputs=inputs)
     assert result.correct, f"variant {variant} {case} offset rows: {result.message}"
 
 

@@ -88,6 +88,34 @@ def test_granule_rows_minus_inf(poisoned):
     assert verify.check(y, torch.softmax(x.double(), -1), 1.6e-2).correct
 
 
+# numpy warns of the row max's -inf - -inf: that NaN is the answer here
+@cpu_only
+@pytest.mark.filterwarnings("ignore:invalid value encountered in subtract:RuntimeWarning")
+@pytest.mark.parametrize("dtype", ("float32", "bfloat16"))
+def test_rows_of_minus_inf_are_nan_on_every_path(dtype, monkeypatch):
+    """A row of -inf alone has no softmax: NaN from every kernel and form, as
+    from torch and the float64 reference, with the rows beside it correct.
+    Outputs start at 0.25, so a NaN is one a kernel wrote."""
+    real = torch.empty_like
+    monkeypatch.setattr(torch, "empty_like", lambda t, *a, **k: real(t, *a, **k).fill_(0.25))
+    impl = discover().get("softmax", "triton")
+    paths = [(3, 781, {}), (4, 4096, {}), (5, 7, {}), (3, 2053, {"granules": True}),
+             (3, 4099, {"max_fused": 1, "block": 1024, "long_rows": "split2"}),
+             (4, 1003, {"granules": True, "max_fused": 1, "block": 128, "long_rows": "split2"})]
+    if dtype == "bfloat16":
+        paths += [(3, 4096, {"pairs": True}), (3, 4112, {"pairs": True, "max_fused": 2048, "block": 1024})]
+    for m, n, options in paths:
+        wl, case, inputs = _inputs(m, n, dtype, "cpu", seed=m * 37 + n)
+        x = inputs["x"]
+        x[1] = float("-inf")
+        y = impl.fn(**inputs, **options)
+        assert y[1].isnan().all(), f"{case} {options}: a row of -inf gave numbers"
+        keep = torch.arange(m) != 1
+        kept = Case.make("softmax", dtype, M=m - 1, N=n)
+        res = verify.check_case(wl, kept, y[keep], torch.softmax(x[keep].double(), -1), impl, {"x": x[keep]})
+        assert res.correct, f"{case} {options}, rows beside the -inf one: {res.message}"
+
+
 @cpu_only
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_granule_split_chunks(dtype, poisoned):

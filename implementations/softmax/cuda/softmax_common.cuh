@@ -49,6 +49,12 @@ struct MergeMS {
 };
 
 
+// The scale of a row whose every element is -inf: it has no softmax, and
+// its output is NaN, as torch's and the float64 reference's are.  A thread
+// whose own elements are all -inf, in a row with a finite one, scales its
+// exps (all 0) by 0.
+constexpr float kNoSoftmax = __builtin_nanf("");
+
 // Block size bound of the register kernel: 32 floats a thread fit the 64
 // registers of a 1024-thread block; 64 floats need a 256-thread bound.
 constexpr int softmax_regs_max_threads(int elems) { return elems <= 32 ? 1024 : 256; }

@@ -51,7 +51,9 @@ softmax_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, int n
     }
   const float2 row_ms = ksuite::group_reduce(make_float2(mx, sum), tpr, red, make_float2(-INFINITY, 0.0f),
                                              MergeMS{});
-  const float scale = mx == -INFINITY ? 0.0f : ksuite::exp_approx(base - row_ms.x) / row_ms.y;
+  const float scale = row_ms.x == -INFINITY ? kNoSoftmax
+                      : mx == -INFINITY      ? 0.0f
+                                             : ksuite::exp_approx(base - row_ms.x) / row_ms.y;
   T* yr = y + row * n;
 #pragma unroll
   for (int p = 0; p < PACKS; ++p) {
@@ -244,7 +246,9 @@ softmax_unaligned_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, 
   }
   const float2 row_ms = ksuite::group_reduce(make_float2(mx, sum), tpr, red, make_float2(-INFINITY, 0.0f),
                                              MergeMS{});
-  const float scale = mx == -INFINITY ? 0.0f : ksuite::exp_approx(base - row_ms.x) * ksuite::rcp_approx(row_ms.y);
+  const float scale = row_ms.x == -INFINITY ? kNoSoftmax
+                      : mx == -INFINITY      ? 0.0f
+                                             : ksuite::exp_approx(base - row_ms.x) * ksuite::rcp_approx(row_ms.y);
   T* yb = yr + head;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
@@ -355,11 +359,11 @@ softmax_raw_kernel(const T* __restrict__ x, T* __restrict__ y, int n, int chunk)
     __syncthreads();
     tot = total;
   }
-  // An all -inf row gives zeros, as the other plans.  y = 2^(v log2 e - c)
-  // with c = log2(row max) + log2(row sum): one FMA and one exp an element.
-  const float c = tot.x == -INFINITY ? 0.0f : fmaf(tot.x, kLog2e, ksuite::lg2_approx(tot.y));
+  // y = 2^(v log2 e - c) with c = log2(row max) + log2(row sum): one FMA
+  // and one exp an element.  An all -inf row: c and y NaN (kNoSoftmax).
+  const float c = tot.x == -INFINITY ? kNoSoftmax : fmaf(tot.x, kLog2e, ksuite::lg2_approx(tot.y));
   // HALF_E: y = e * 2^(the thread's max - c), e as kept
-  const float scale = tot.x == -INFINITY || mx == -INFINITY ? 0.0f : ksuite::ex2_approx(bl - c);
+  const float scale = tot.x == -INFINITY ? kNoSoftmax : mx == -INFINITY ? 0.0f : ksuite::ex2_approx(bl - c);
   T* ys = y + row * n + int64_t(p0) * VEC;
 #pragma unroll
   for (int j = 0; j < K; ++j) {

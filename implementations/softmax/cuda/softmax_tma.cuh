@@ -381,7 +381,7 @@ softmax_tma_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, i
         for (int k = 0; k < VEC; ++k) mx = fmaxf(mx, e[j][k]);
       }
     }
-    const float base = mx == -INFINITY ? 0.0f : mx;  // no packs (or all -inf): zeros, not NaN
+    const float base = mx == -INFINITY ? 0.0f : mx;  // no packs (or all -inf): exps of 0, not NaN
     float sum = 0.0f;
 #pragma unroll
     for (int j = 0; j < KP; ++j) {
@@ -397,7 +397,9 @@ softmax_tma_regs_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t m, i
     const float2 cta = ksuite::group_reduce(make_float2(mx, sum), THREADS, red, make_float2(-INFINITY, 0.0f),
                                             MergeMS{});
     const float2 tot = exchange_stats(cta, it, cr.xbar0, ctas, rank, pairs);
-    const float scale = mx == -INFINITY ? 0.0f : ksuite::exp_approx(base - tot.x) / tot.y;
+    const float scale = tot.x == -INFINITY ? kNoSoftmax
+                        : mx == -INFINITY  ? 0.0f
+                                           : ksuite::exp_approx(base - tot.x) / tot.y;
     T* yr = y + row * n + int64_t(p0) * VEC;
 #pragma unroll
     for (int j = 0; j < KP; ++j) {
