@@ -1,5 +1,6 @@
 """Running the CLI in a fresh process, as a user would, or in this one; compiling
-Triton kernels for sm_90 in a fresh process, where no GPU is needed."""
+Triton kernels for sm_90 in a fresh process, where no GPU is needed; the suite's
+verdict on a softmax output."""
 import io
 import os
 import subprocess
@@ -78,3 +79,16 @@ def preset_params(impls, presets=("cpu", "quick")) -> list:
                     params.append(pytest.param(wl_name, impl_name, case,
                                                id=f"{impl_name}-{preset}-{case.label}-{case.dtype}"))
     return params
+
+
+def check_softmax(y, x, impl=None):
+    """The suite's verdict (verify.check_case: normwise and element by element)
+    on ``y`` as the softmax of ``x`` over its last dimension."""
+    import torch
+
+    from suite import verify
+    from suite.workload import Case, discover
+
+    wl = discover().workloads["softmax"]
+    case = Case.make("softmax", str(x.dtype).removeprefix("torch."), M=x.numel() // x.shape[-1], N=x.shape[-1])
+    return verify.check_case(wl, case, y, torch.softmax(x.double(), -1), impl, {"x": x})

@@ -120,7 +120,9 @@ def _check_gemm_op(op: str, tile: int, m: int, n: int, k: int, dtype: torch.dtyp
     out = getattr(ops(), op)(a, b, tile)
     torch.cuda.synchronize()
     assert out.dtype == dtype and out.shape == (m, n)
-    res = verify.check(out, a.double() @ b.double(), 1e-2)
+    wl = discover().workloads["gemm"]
+    case = Case.make("gemm", str(dtype).removeprefix("torch."), M=m, N=n, K=k)
+    res = verify.check_case(wl, case, out, a.double() @ b.double(), inputs={"a": a, "b": b})
     assert res.correct, f"{op} tile {tile} {dtype} {m}x{n}x{k} seed={seed}: {res.message}"
 
 
@@ -599,11 +601,12 @@ def _check_attention_variant(variant, d, s, causal, dtype, scale_qk=None):
     if scale_qk is not None:
         q, k = scale_qk(q, k)
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
-    ref = wl.reference(None, {"q": q, "k": k, "v": v, "causal": bool(causal)})
+    inputs = {"q": q, "k": k, "v": v, "causal": bool(causal)}
+    case = Case.make("attention", str(dtype).removeprefix("torch."), B=2, H=3, S=s, D=d, causal=int(causal))
+    ref = wl.reference(case, inputs)
     verify.poison_allocator("cuda", q.numel() * q.element_size())
     out = ops().attention_flash(q, k, v, bool(causal), variant)
-    tol = 3e-3 if dtype == torch.float16 else 2e-2
-    res = verify.check(out, ref, tol)
+    res = verify.check_case(wl, case, out, ref, inputs=inputs)
     assert res.correct, f"variant {variant} D={d} S={s} causal={causal} {dtype} seed={SEED}: {res.message}"
 
 
@@ -748,10 +751,10 @@ def test_tuner_races_whole_k_against_the_split(dtype):
     ref = wl.reference(case, inputs)
     out = g.gemm_cuda(inputs["a"], inputs["b"])
     torch.cuda.synchronize()
-    assert verify.check(out, ref, wl.tolerance(case)).correct
+    assert verify.check_case(wl, case, out, ref, inputs=inputs).correct
     key = g._key(dtype, m, n, k)
     assert g.WHOLE_K_FIRST + 9 in g._TUNER.times[key] and 9 in g._TUNER.times[key]
     for tile in g._TUNER.times[key]:
         verify.poison_allocator("cuda", m * n * 2)
-        res = verify.check(g.gemm_tile(inputs["a"], inputs["b"], tile), ref, wl.tolerance(case))
+        res = verify.check_case(wl, case, g.gemm_tile(inputs["a"], inputs["b"], tile), ref, inputs=inputs)
         assert res.correct, f"tile {tile}: {res.message}"

@@ -145,7 +145,7 @@ def test_preset(case):
     verify.poison_allocator("cuda", ref.numel() * 2)
     out = impl.fn(**inputs)
     torch.cuda.synchronize()
-    res = verify.check(out, ref, wl.tolerance(case))
+    res = verify.check_case(wl, case, out, ref, impl, inputs)
     assert res.correct, f"{case} seed={SEED} config={impl.config(case)}: {res.message}"
     torch.cuda.empty_cache()
 

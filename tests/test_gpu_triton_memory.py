@@ -32,7 +32,7 @@ def _run(wl_name: str, case: Case, **overrides) -> None:
     verify.poison_allocator("cuda", int(ref.numel()) * torch.empty((), dtype=inputs["x"].dtype).element_size())
     out = impl.fn(**inputs, **overrides)
     torch.cuda.synchronize()
-    res = verify.check(out, ref, wl.tolerance(case))
+    res = verify.check_case(wl, case, out, ref, impl, inputs)
     assert res.correct, f"{case} {overrides} seed={SEED} config={impl.config(case)}: {res.message}"
 
 
@@ -172,7 +172,7 @@ def test_rlg_fit_candidates(m, n, offset, dtype):
             ROWS=c["ROWS"], PARTS=c["PARTS"], Q=c["Q"], EXACT=b == 4, EVICT=c["EVICT"], num_warps=c["num_warps"],
             maxnreg=c.get("maxnreg"))
         torch.cuda.synchronize()
-        res = verify.check(y, ref, wl.tolerance(case))
+        res = verify.check_case(wl, case, y, ref, inputs=inputs)
         assert res.correct, f"{case} offset {offset} {c} seed={SEED}: {res.message}"
 
 
@@ -200,7 +200,7 @@ def test_rlg_team_candidates(m, n, offset, dtype):
                 triton.next_power_of_2(m), BLOCK=c["BLOCK"], P_MAX=p_max, MODE=0, EXACT=b == 4,
                 ALIGN=rlg.row_align(n, b), EVICT=c["EVICT"], GRANULES=c["GRANULES"], num_warps=c["num_warps"])
             torch.cuda.synchronize()
-            res = verify.check(y, ref, wl.tolerance(case))
+            res = verify.check_case(wl, case, y, ref, inputs=inputs)
             assert res.correct, f"{case} offset {offset} {c} seed={SEED}: {res.message}"
 
 
@@ -225,7 +225,7 @@ def test_rlg_parts_candidates(m, n, offset, dtype):
                              EVEN=c["EVEN"], ALIGN=rlg.row_align(n, b), PF_AT=c["PF_AT"], PF_DIV=c["PF_DIV"],
                              num_warps=c["num_warps"])
         torch.cuda.synchronize()
-        res = verify.check(y, ref, wl.tolerance(case))
+        res = verify.check_case(wl, case, y, ref, inputs=inputs)
         assert res.correct, f"{case} offset {offset} {c} seed={SEED}: {res.message}"
 
 
@@ -250,7 +250,7 @@ def test_rlg_rows_candidates(m, n, dtype):
             WB_EARLY=c["WB_EARLY"], EVICT=c["EVICT"], GRANULES=c.get("GRANULES", False), LANES=c.get("LANES", 0),
             num_warps=c["num_warps"], **({"maxnreg": c["maxnreg"]} if "maxnreg" in c else {}))
         torch.cuda.synchronize()
-        res = verify.check(y, ref, wl.tolerance(case))
+        res = verify.check_case(wl, case, y, ref, inputs=inputs)
         assert res.correct, f"{case} {c} seed={SEED}: {res.message}"
 
 
@@ -292,8 +292,9 @@ def test_softmax_input_off_16_bytes(m, n, dtype):
     assert x.data_ptr() % 16
     y = impl.fn(x)
     torch.cuda.synchronize()
-    res = verify.check(y, torch.softmax(x.double(), -1), discover().workloads["softmax"].tolerance(
-        Case.make("softmax", dtype, M=m, N=n)))
+    wl = discover().workloads["softmax"]
+    res = verify.check_case(wl, Case.make("softmax", dtype, M=m, N=n), y, torch.softmax(x.double(), -1),
+                            impl, {"x": x})
     assert res.correct, res.message
 
 
@@ -334,5 +335,5 @@ def test_softmax_pairs_forced(dtype):
         verify.poison_allocator("cuda", x.numel() * x.element_size())
         out = impl.fn(**inputs, pairs=True, **forced)
         torch.cuda.synchronize()
-        res = verify.check(out, ref, wl.tolerance(case))
+        res = verify.check_case(wl, case, out, ref, impl, inputs)
         assert res.correct, f"{case} pairs {forced} seed={SEED}: {res.message}"

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from suite import verify
+from tests.helpers import check_softmax
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -122,8 +123,7 @@ def test_softmax_pipe_probe_kernel_on_the_cpu(dtype, pairs, n, static, early):
     out = torch.full_like(x, float("nan"))
     y, _ = pipe(x, 32, 4, 1, pairs, out=out, programs=1, static=static, early=early)
     assert y is out
-    tol = {torch.float32: 1e-5, torch.bfloat16: 1.6e-2}[dtype]  # the softmax workload's tolerances
-    assert verify.check(y, torch.softmax(x.double(), -1), tol).correct
+    assert check_softmax(y, x).correct
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter form")
@@ -138,8 +138,7 @@ def test_softmax_tiny_flat_kernel_on_the_cpu(dtype, m, n):
     out = torch.full_like(x, float("nan"))
     y = flat_softmax(x, 64, 4, out=out)
     assert y is out
-    tol = {torch.float32: 1e-5, torch.bfloat16: 1.6e-2}[dtype]
-    assert verify.check(y, torch.softmax(x.double(), -1), tol).correct
+    assert check_softmax(y, x).correct
 
 
 def _rlg_inputs(dtype: str, m: int, n: int):
@@ -148,7 +147,8 @@ def _rlg_inputs(dtype: str, m: int, n: int):
     wl = discover().workloads["residual_layernorm_gelu"]
     case = Case.make("residual_layernorm_gelu", dtype, M=m, N=n)
     inp = wl.make_inputs(case, "cpu", m * n)
-    return inp, wl.reference(case, inp), wl.tolerance(case)
+    ref = wl.reference(case, inp)
+    return inp, lambda y: verify.check_case(wl, case, y, ref, inputs=inp)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter form")
@@ -159,12 +159,12 @@ def test_rlg_pipe_probe_kernel_on_the_cpu(dtype, n, early):
     ragged last one included), against the workload's float64 reference."""
     from lab.rlg_pipe_probe import pipe
 
-    inp, ref, tol = _rlg_inputs(dtype, 5, n)
+    inp, verdict = _rlg_inputs(dtype, 5, n)
     out = torch.full_like(inp["x"], float("nan"))
     y, _ = pipe(inp["x"], inp["r"], inp["weight"], inp["bias"], inp["eps"], 32, 4, early=early, out=out,
                 programs=1)
     assert y is out
-    assert verify.check(y, ref, tol).correct
+    assert verdict(y).correct
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter form")
@@ -175,11 +175,11 @@ def test_rlg_prefetch_probe_rotating_kernel_on_the_cpu(m, n, eager):
     float64 reference, into a NaN-filled output."""
     from lab.rlg_prefetch_probe import rot
 
-    inp, ref, tol = _rlg_inputs("bfloat16", m, n)
+    inp, verdict = _rlg_inputs("bfloat16", m, n)
     out = torch.full_like(inp["x"], float("nan"))
     y, _ = rot(inp["x"], inp["r"], inp["weight"], inp["bias"], inp["eps"], 1, eager, out=out, programs=2)
     assert y is out
-    assert verify.check(y, ref, tol).correct
+    assert verdict(y).correct
 
 
 # ---------------------------------------------------------------- nothing imports lab

@@ -21,7 +21,7 @@ import torch
 from implementations._shared import row_groups as G
 from suite import verify
 from suite.workload import Case, discover
-from tests.helpers import compile_for_sm90
+from tests.helpers import check_softmax, compile_for_sm90
 
 SEED = random.randrange(1 << 30)
 
@@ -170,7 +170,7 @@ def test_gpu_softmax_every_width_and_warps(dtype):
         y = verify.poison_(torch.empty_like(x))
         G.launch(x, y, warps)
         torch.cuda.synchronize()
-        res = verify.check(y, torch.softmax(x.double(), -1), wl.tolerance(Case.make("softmax", dtype, M=m, N=n)))
+        res = check_softmax(y, x)
         assert res.correct, f"{dtype} {m} x {n} {G.label(n, size, warps)} seed={SEED}: {res.message}"
 
 
@@ -188,7 +188,7 @@ def test_gpu_rlg_every_width_and_warps(dtype):
         y = verify.poison_(torch.empty_like(inputs["x"]))
         G.launch(inputs["x"], y, warps, inputs["r"], inputs["weight"], inputs["bias"], inputs["eps"])
         torch.cuda.synchronize()
-        res = verify.check(y, ref, wl.tolerance(case))
+        res = verify.check_case(wl, case, y, ref, inputs=inputs)
         assert res.correct, f"{case} {G.label(n, size, warps)} seed={SEED}: {res.message}"
 
 
@@ -209,7 +209,7 @@ def test_gpu_race_against_rows(workload, dtype, m, n):
         verify.poison_allocator("cuda", int(ref.numel()) * inputs["x"].element_size())
         out = impl.fn(**inputs)
         torch.cuda.synchronize()
-        res = verify.check(out, ref, wl.tolerance(case))
+        res = verify.check_case(wl, case, out, ref, impl, inputs)
         assert res.correct, f"{case} seed={SEED} config={impl.config(case)}: {res.message}"
     text = impl.config(case)
     assert "head to head" in text and "rows" in text and "groups G=" in text, text

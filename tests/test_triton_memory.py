@@ -20,7 +20,7 @@ import torch
 
 from suite import verify
 from suite.workload import Case, discover
-from tests.helpers import compile_for_sm90
+from tests.helpers import check_softmax, compile_for_sm90
 
 WORKLOADS = ("gelu", "softmax", "residual_layernorm_gelu")
 DTYPES = ("float32", "float16", "bfloat16")
@@ -112,7 +112,7 @@ def test_softmax_pipe_rows_of_minus_inf(poisoned):
     x = torch.full((3, 64), float("-inf"), dtype=torch.bfloat16)
     x[:, 40:] = torch.randn(3, 24).to(torch.bfloat16)
     y = _registry().get("softmax", "triton").fn(x, max_fused=1, block=32, long_rows="pipe")
-    assert verify.check(y, torch.softmax(x.double(), -1), 1.6e-2).correct
+    assert check_softmax(y, x).correct
 
 
 def test_softmax_pipe_refusals():
@@ -156,7 +156,7 @@ def test_softmax_split_chunk_of_minus_inf(sub, poisoned):
     x[:, 4990:] = torch.randn(3, 10)
     x[1, 2000:2003] = 1.0  # a finite group after -inf ones inside one chunk
     y = _registry().get("softmax", "triton").fn(x, max_fused=1, block=1024, long_rows="split2", sub=sub)
-    assert verify.check(y, torch.softmax(x.double(), -1), 1e-5).correct
+    assert check_softmax(y, x).correct
 
 
 # numpy's warnings on values the kernels compute and then drop: the online kernel's -inf - -inf
@@ -179,7 +179,7 @@ def test_softmax_masked_rows_on_the_long_row_paths(long_rows, granules, dtype, p
     x[2, :600] = float("-inf")
     x[2] -= 120.0
     y = sm.softmax_triton(x, max_fused=1, block=128, long_rows=long_rows, granules=granules)
-    res = verify.check(y, torch.softmax(x.double(), -1), 1e-5 if dtype == "float32" else 1.6e-2)
+    res = check_softmax(y, x)
     assert res.correct, res.message
 
 
@@ -213,7 +213,7 @@ def test_every_short_row_candidate(dtype, poisoned):
                 WB_EARLY=c["WB_EARLY"], EVICT=c["EVICT"], GRANULES=c.get("GRANULES", False),
                 LANES=c.get("LANES", 0), LIVE=rlg.live_cols(n, x.element_size()), num_warps=c["num_warps"],
                 **({"maxnreg": c["maxnreg"]} if "maxnreg" in c else {}))
-            res = verify.check(y, wl.reference(case, inputs), wl.tolerance(case))
+            res = verify.check_case(wl, case, y, wl.reference(case, inputs), inputs=inputs)
             assert res.correct, f"{case} {c}: {res.message}"
     for m, n in ((40, 128), (13, 100), (5, 3), (2100, 3), (1030, 7), (600, 16), (7, 319), (5, 232)):
         case = Case.make("softmax", dtype, M=m, N=n)
@@ -228,7 +228,7 @@ def test_every_short_row_candidate(dtype, poisoned):
                                                           LANES=c.get("LANES", 0), ALIGN=c.get("ALIGN", 1),
                                                           LIVE=sm.live_cols(n, x.element_size()),
                                                           num_warps=c["num_warps"])
-            res = verify.check(y, wl.reference(case, inputs), wl.tolerance(case))
+            res = verify.check_case(wl, case, y, wl.reference(case, inputs), inputs=inputs)
             assert res.correct, f"{case} {c}: {res.message}"
 
 
@@ -252,7 +252,7 @@ def test_every_wide_row_parts_candidate(dtype, poisoned):
                                  4, 132, PARTS=c["PARTS"], Q=c["Q"], EXACT=x.element_size() == 4,
                                  EVEN=c["EVEN"], ALIGN=rlg.row_align(n, x.element_size()), PF_AT=c["PF_AT"],
                                  PF_DIV=c["PF_DIV"], num_warps=c["num_warps"])
-            res = verify.check(y, ref, wl.tolerance(case))
+            res = verify.check_case(wl, case, y, ref, inputs=inputs)
             assert res.correct, f"{case} {c}: {res.message}"
 
 
@@ -450,7 +450,7 @@ def test_softmax_shift_invariance(max_fused):
     x = torch.randn(6, 3000) * 3 + 100
     y = _registry().get("softmax", "triton").fn(x, max_fused=max_fused, block=512)
     ref = torch.softmax(x.double(), -1)
-    assert verify.check(y, ref, 1e-5).correct
+    assert check_softmax(y, x).correct
 
 
 def test_plans_pick_each_path():
