@@ -102,3 +102,24 @@ def test_the_plan_runs_the_seeds_shapes(monkeypatch):
 def test_the_fuzz_preset_is_sized_for_a_gpu():
     r = suite_here("run", "--device", "cpu", "--preset", "fuzz", "--seed", "1", "--workloads", "gelu")
     assert r.returncode == 2 and "sized for a GPU" in r.stderr
+
+
+# What a backend has no kernel for at all, whatever the shape.
+NO_KERNEL = {("attention", "cuda", "float32")}  # FlashAttention-2, the CUDA target's peer, has none either
+
+
+def test_every_backend_takes_every_fuzz_shape_in_its_dtypes():
+    """Shapes of seeds no run has used (the held-out kind): for each dtype some
+    implementation of the Triton and of the CUDA backend supports every one, so
+    a sweep of new shapes gets times, not `unsupported` rows."""
+    for name, wl in WL.items():
+        impls = REG.for_workload(name)
+        for backend in ("triton", "cuda"):
+            ours = [i for i in impls if i.backend == backend]
+            for dtype in ("float32", "bfloat16", "float16"):
+                if (name, backend, dtype) in NO_KERNEL:
+                    continue
+                for seed in range(101, 121):
+                    for case in wl.cases("fuzz", [dtype], seed=seed):
+                        reasons = [i.supports(case) for i in ours]
+                        assert None in reasons, f"{backend} {case} seed {seed}: {reasons}"
