@@ -111,7 +111,7 @@ def _gemm_jobs():
         bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
         sig = {"a_desc": f"tensordesc<bf16[{bm}, {bk}]>", "b_desc": f"tensordesc<bf16[{bk}, {bn}]>",
                "c_desc": f"tensordesc<bf16[{bm}, {bn}]>", "ws_ptr": "*fp32", "lock_ptr": "*i32",
-               "M": "i32", "N": "i32", "K": "i32", "M_KEY": "i32", "N_KEY": "i32", "K_KEY": "i32",
+               "M": "i32", "N": "i32", "K": "i32", "M_KEY": "i32", "N_KEY": "i32", "K_KEY": "i32", "LINED_KEY": "i32",
                "DP_TILES": "i32", "SPLIT_K": "i32"}
         const = dict(cfg.kwargs, NUM_SMS=132, UPCAST=False, DTYPE="torch.bfloat16")
         yield "gemm-persistent-bf16", cfg, P._persistent_kernel.fn, sig, const, ["ws_ptr"]

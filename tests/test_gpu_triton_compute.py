@@ -65,6 +65,29 @@ def test_gemm_edges(m, n, k, dtype, impl_name):
     _check("gemm", impl_name, Case.make("gemm", dtype, M=m, N=n, K=k))
 
 
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+@pytest.mark.parametrize("m,n,k", [(1792, 5304, 2376), (1000, 4440, 2048), (300, 1032, 1000), (77, 72, 4104)])
+def test_gemm_persistent_on_lined_copies(m, n, k, dtype):
+    """triton:persistent forced onto copies whose rows start on 128-byte lines (K or N
+    off 64 elements), poisoned output, against float64; then the registered op, which
+    races the two forms where the copies pay (1792 x 5304 x 2376) and names its pick."""
+    from implementations.gemm import _triton_persistent as P
+
+    wl = discover().workloads["gemm"]
+    case = Case.make("gemm", dtype, M=m, N=n, K=k)
+    inputs = wl.make_inputs(case, "cuda", SEED)
+    ref = wl.reference(case, inputs)
+    verify.poison_allocator("cuda", ref.numel() * getattr(torch, dtype).itemsize)
+    out, text = P.matmul(inputs["a"], inputs["b"], lined=True)
+    torch.cuda.synchronize()
+    res = verify.check_case(wl, case, out, ref, inputs=inputs)
+    assert res.correct, f"{case} on lines seed={SEED} {text}: {res.message}"
+    assert "rows copied onto 128-byte lines" in text, text
+    _check("gemm", "triton:persistent", case)
+    if m == 1792:
+        assert "raced on lines:" in discover().get("gemm", "triton:persistent").config(case)
+
+
 @pytest.mark.parametrize("impl_name", ("triton", "triton:persistent"))
 def test_gemm_strided_and_misaligned_operands(impl_name):
     """B as a transposed view and A starting 2 bytes into its storage."""

@@ -110,6 +110,63 @@ def test_gemm_persistent_every_gpu_tile(tile, poisoned, monkeypatch):
         assert ("split_k=" in discover().get("gemm", "triton:persistent").config(case)) == split
 
 
+@pytest.mark.parametrize("dims", [dict(M=37, N=72, K=104), dict(M=65, N=200, K=64), dict(M=33, N=64, K=1000)],
+                         ids=lambda d: "x".join(map(str, d.values())))
+def test_gemm_persistent_on_lined_copies(dims, poisoned):
+    """The persistent kernel on copies of A and B whose rows start on 128-byte
+    lines (rows 64 bf16 elements apart or a multiple of that): the same product,
+    the columns past K and N read as TMA's zeros, not as the copies' unwritten
+    padding; operands already on lines are not copied."""
+    from implementations.gemm import _triton_persistent as P
+
+    case = Case.make("gemm", "bfloat16", **dims)
+    wl = discover().workloads["gemm"]
+    inputs = wl.make_inputs(case, "cpu", seed=dims["K"])
+    c, text = P.matmul(inputs["a"], inputs["b"], lined=True)
+    res = verify.check_case(wl, case, c, wl.reference(case, inputs), inputs=inputs)
+    assert res.correct, f"{case} on lines: {res.message}"
+    off = [n for n, d in zip("AB", (dims["K"], dims["N"])) if d % 64]
+    assert text.endswith("; rows copied onto 128-byte lines: " + " and ".join(off)) if off else "lines" not in text
+
+
+def test_gemm_persistent_races_lined_copies_once_a_key(monkeypatch):
+    """Where a row is off lines and the copies pay, the first call of a key
+    times both forms (copies included) and keeps the faster; later calls of
+    the key run the winner without a race.  Rows on lines, or a GEMM too small
+    for the copies to pay, never race."""
+    from implementations.gemm import _triton_persistent as P
+
+    launched, raced = [], []
+
+    def launch(a, b, lined_key):
+        launched.append((lined_key, a.stride(0), b.stride(0)))
+        return torch.zeros(a.shape[0], b.shape[1]), f"cfg{lined_key}"
+
+    def race(runs):
+        raced.append(sorted(runs))
+        for run in runs.values():
+            run()
+        return {False: 0.064, True: 0.058}  # ms
+
+    monkeypatch.setattr(P, "_launch", launch)
+    monkeypatch.setattr(P, "interpreting", lambda: False)
+    monkeypatch.setattr(P._autotune, "race", race)
+    monkeypatch.setattr(P, "_LINED", {})
+    a, b = torch.ones(1792, 2376, dtype=torch.bfloat16), torch.ones(2376, 5304, dtype=torch.bfloat16)
+    c, text = P.matmul(a, b)
+    assert raced == [[False, True]] and c.shape == (1792, 5304)
+    assert text == "cfg1; rows copied onto 128-byte lines: A and B; raced on lines:58us, as is:64us"
+    assert launched[-1] == (1, 2432, 5312)  # K and N rounded up to 64 elements
+    launched.clear()
+    P.matmul(a[:1700], b)  # the same key: the winner, no race
+    assert len(raced) == 1 and launched == [(1, 2432, 5312)]
+    for a2, b2 in ((torch.ones(1024, 1024, dtype=torch.bfloat16), torch.ones(1024, 1024, dtype=torch.bfloat16)),
+                   (torch.ones(64, 72, dtype=torch.bfloat16), torch.ones(72, 200, dtype=torch.bfloat16))):
+        launched.clear()
+        assert P.matmul(a2, b2)[1] == "cfg0" and launched == [(0, a2.shape[1], b2.shape[1])]
+    assert len(raced) == 1
+
+
 # Fewer tiles than the interpreter's pretend SMs and a long K: split K.  Odd K
 # (A's rows unaligned, B's not), one row, a ragged tile edge, several slices.
 SPLIT_SHAPES = [dict(M=3, N=40, K=333), dict(M=1, N=64, K=1001), dict(M=17, N=24, K=512)]

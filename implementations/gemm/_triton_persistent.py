@@ -20,6 +20,14 @@ model says (the partials cross L2 through registers, and the slices run
 after the flattened loop of whole tiles, their pipeline cold), so it is
 taken only where the model saves at least SPLIT_MIN_GAIN of a program's
 steps (the measurements behind that figure: NOTES.md).
+
+A box row of A or B that starts off a 128-byte line (K or N not a multiple
+of 64 elements in 16 bits) straddles two L2 lines, so each box asks L2 for
+more lines than it has rows.  Where the GEMM is large enough that copies
+cost little beside it (padding.pays), A and B are also copied onto rows a
+whole number of lines apart (padding.onto_lines; TMA still sees the
+original shape, so the columns past K and N read as zeros), and the two
+forms race, copies included, once per key: the faster is kept.
 """
 from __future__ import annotations
 
@@ -30,9 +38,11 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from implementations._shared import autotune as _autotune
+from implementations._shared.autotune import autotune, bucket
+from implementations.gemm import padding
 from implementations.gemm._triton_tiled import LARGE_MN, SKINNY_M, _lock, describe, split_plan, tile_coords
 from suite.backends import interpreting
-from implementations._shared.autotune import autotune, bucket
 
 
 SPLIT_MIN_GAIN = 0.18
@@ -50,7 +60,7 @@ def _plan_of(a: dict) -> tuple[int, int]:
 @triton.heuristics({"DP_TILES": lambda a: _plan_of(a)[0], "SPLIT_K": lambda a: _plan_of(a)[1]})
 @triton.jit
 def _persistent_kernel(a_desc, b_desc, c_desc, ws_ptr, lock_ptr, M, N, K,
-                       M_KEY, N_KEY, K_KEY,  # the autotuner's key only
+                       M_KEY, N_KEY, K_KEY, LINED_KEY,  # the autotuner's key only (LINED_KEY: 1 on lined copies)
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                        GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, UPCAST: tl.constexpr,
                        DTYPE: tl.constexpr, DP_TILES, SPLIT_K):
@@ -136,7 +146,7 @@ def _prune(configs, named_args, **kwargs):
 
 
 # Descriptors carry no .dtype for the autotuner's key, hence the DTYPE argument.
-_autotuned = autotune(configs=LARGE + MID + SKINNY, key=["M_KEY", "N_KEY", "K_KEY", "DTYPE"],
+_autotuned = autotune(configs=LARGE + MID + SKINNY, key=["M_KEY", "N_KEY", "K_KEY", "LINED_KEY", "DTYPE"],
                              prune_configs_by={"early_config_prune": _prune})(_persistent_kernel)
 
 INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 2}
@@ -157,7 +167,16 @@ def alignment_problem(k: int, n: int, itemsize: int) -> str | None:
     return None
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, str]:
+def off_lines(a: torch.Tensor, b: torch.Tensor) -> tuple[bool, bool]:
+    """Whether A's and B's rows start off 128-byte lines."""
+    return not padding.on_lines(a), not padding.on_lines(b)
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, lined: bool | None = None) -> tuple[torch.Tensor, str]:
+    """C = A @ B and the config that ran.  ``lined``: run on copies of A and B
+    whose rows start on 128-byte lines (True), on A and B as they are (False),
+    or (None) the faster of the two at this key, raced at its first call where
+    a row is off lines and the copies pay."""
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or a.dtype != b.dtype:
         raise ValueError(f"bad operands: {tuple(a.shape)} {a.dtype} @ {tuple(b.shape)} {b.dtype}")
     M, K = a.shape
@@ -168,6 +187,44 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, str]:
     # TMA also needs 16-byte aligned bases: a view that starts mid-row gets a copy
     a, b = (t if t.is_contiguous() and t.data_ptr() % 16 == 0 else t.clone(memory_format=torch.contiguous_format)
             for t in (a, b))
+    off = off_lines(a, b)
+    raced = ""
+    if lined is None:
+        lined = False
+        if any(off) and padding.pays(M, N, K) and not interpreting():
+            key = (bucket(M), bucket(N), bucket(K), a.dtype, off)
+            if key not in _LINED:
+                _LINED[key] = _race_lines(a, b)
+            lined, raced = _LINED[key]
+    if lined and any(off):
+        c, text = _launch(padding.onto_lines(a), padding.onto_lines(b), 1)
+        text += "; rows copied onto 128-byte lines: " + " and ".join(n for n, o in zip("AB", off) if o)
+    else:
+        c, text = _launch(a, b, 0)
+    return c, text + raced
+
+
+def _race_lines(a: torch.Tensor, b: torch.Tensor) -> tuple[bool, str]:
+    """Whether the lined copies win at this shape (each form tuned first, then
+    both timed with their copies in alternating passes), and the race as text."""
+    runs = {False: lambda: _launch(a, b, 0), True: lambda: _launch(padding.onto_lines(a), padding.onto_lines(b), 1)}
+    for run in runs.values():
+        run()  # tunes and compiles each form's configs before the race
+    times = _autotune.race(runs)
+    if not times:
+        return False, ""
+    won = min(times, key=times.get)
+    return won, "; raced " + ", ".join(("on lines" if k else "as is") + f":{t * 1000:.0f}us"
+                                       for k, t in sorted(times.items(), key=lambda kv: kv[1]))
+
+
+_LINED: dict[tuple, tuple[bool, str]] = {}
+
+
+def _launch(a: torch.Tensor, b: torch.Tensor, lined_key: int) -> tuple[torch.Tensor, str]:
+    """The kernel on row-major A and B (row strides of 16-byte multiples) into a new C."""
+    M, K = a.shape
+    N = b.shape[1]
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     interp = interpreting()
     num_sms = INTERPRETER_SMS if interp else _num_sms(
@@ -194,7 +251,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, str]:
         bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
         descs = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]),
                  TensorDescriptor.from_tensor(c, [bm, bn]))
-        _persistent_kernel[grid](*descs, ws, lock, M, N, K, bucket(M), bucket(N), bucket(K),
+        _persistent_kernel[grid](*descs, ws, lock, M, N, K, bucket(M), bucket(N), bucket(K), lined_key,
                                  NUM_SMS=INTERPRETER_SMS, UPCAST=a.dtype == torch.bfloat16, DTYPE=str(a.dtype),
                                  **cfg)
         return c, (describe(cfg, split=chosen[1], split_tiles=split_tiles(cfg, chosen),
@@ -203,7 +260,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, str]:
     # placeholder boxes; the config's pre_hook sets the real ones before each launch
     descs = (TensorDescriptor.from_tensor(a, [64, 64]), TensorDescriptor.from_tensor(b, [64, 64]),
              TensorDescriptor.from_tensor(c, [64, 64]))
-    _autotuned[grid](*descs, ws, lock, M, N, K, bucket(M), bucket(N), bucket(K), NUM_SMS=num_sms, UPCAST=False,
+    _autotuned[grid](*descs, ws, lock, M, N, K, bucket(M), bucket(N), bucket(K), lined_key, NUM_SMS=num_sms,
+                     UPCAST=False,
                      DTYPE=str(a.dtype))
     best = _autotuned.best_config
     cfg = best.kwargs
