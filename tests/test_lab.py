@@ -34,7 +34,7 @@ GPU_PROBES = {
 
 def test_every_gpu_probe_is_listed_here():
     """A probe added to lab/ without a smoke test here fails this."""
-    others = {"__init__", "_probe", "_attention_next_qk", "_gluon_pingpong", "_rlg_ring", "attention_occupancy", "dashboard_perf", "gemm_ncu_pair", "ncu_heat", "ncu_rows", "rlg_fit_rows", "live_cols",
+    others = {"__init__", "_probe", "_attention_next_qk", "_gluon_pingpong", "_rlg_ring", "attention_occupancy", "dashboard_perf", "gate_noise", "gemm_ncu_pair", "ncu_heat", "ncu_rows", "rlg_fit_rows", "live_cols",
               "rlg_wide_rows", "triton_clusters_probe"}
     assert {p.stem for p in (ROOT / "lab").glob("*.py")} - others == set(GPU_PROBES)
 
@@ -44,6 +44,7 @@ def test_every_gpu_probe_is_listed_here():
     ("mma_feed", "consumer loop", "--stages"),
     ("mma_peak", "mma.sync", "--out"),
     ("dashboard_perf", "How fast the dashboard answers", "--runs"),
+    ("gate_noise", "unchanged kernels move between committed runs", "--dir"),
 ])
 def test_probe_help(module, words, option, capsys):
     mod = importlib.import_module(f"lab.{module}")
