@@ -130,23 +130,28 @@ def _attention_jobs():
             yield f"attention-d{dim}-causal", cfg, A._attn_fwd, sig, const, ["Q", "K", "V", "O"]
     yield from tf32x3_attention_jobs(causal=True)
     yield from tf32x3_attention_jobs(causal=True, dims=(96,))
+    yield from tf32x3_attention_jobs(causal=True, in_kernel=True)
 
 
-def tf32x3_attention_jobs(causal: bool, configs=None, dims=(64, 128)):
+def tf32x3_attention_jobs(causal: bool, configs=None, dims=(64, 128), in_kernel: bool = False):
     """The float32 (tf32x3) attention kernel per config (``configs``: padded head dim
-    -> configs, default its own) at each of ``dims``: its tensor descriptors' types."""
+    -> configs, default its own) at each of ``dims``: its tensor descriptors' types.
+    ``in_kernel``: the form that splits K and V (and Q where D <= 64) as it loads them."""
     from implementations.attention import _triton_tf32x3 as F
     from implementations.attention.head_dims import padded_head_dim
 
     for dim in dims:
         d = padded_head_dim(dim)
-        for cfg in (configs or F.CONFIGS)[d]:
+        for cfg in (configs or (F.IN_KERNEL_CONFIGS if in_kernel else F.CONFIGS))[d]:
             bm, bn = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"]
+            v_box = f"[{bn}, {d}]" if in_kernel else f"[{d}, {bn}]"
             sig = {"q_desc": f"tensordesc<fp32[{bm}, {d}]>", "k_desc": f"tensordesc<fp32[{bn}, {d}]>",
-                   "v_desc": f"tensordesc<fp32[{d}, {bn}]>", "O": "*fp32", "S": "i32", "BH": "i32",
+                   "v_desc": f"tensordesc<fp32{v_box}>", "O": "*fp32", "S": "i32", "BH": "i32",
                    "qk_scale": "fp32", "S_KEY": "i32"}
-            const = dict(cfg.kwargs, HEAD_DIM=d, DIM=dim, CAUSAL=causal)
-            yield f"attention-tf32x3-d{dim}" + ("-causal" if causal else ""), cfg, F._attn_fwd, sig, const, ["O"]
+            const = dict(cfg.kwargs, HEAD_DIM=d, DIM=dim, CAUSAL=causal, RAW_Q=in_kernel and d == 64,
+                         RAW_KV=in_kernel)
+            name = "attention-tf32x3" + ("-inkernel" if in_kernel else "") + f"-d{dim}" + ("-causal" if causal else "")
+            yield name, cfg, F._attn_fwd, sig, const, ["O"]
 
 
 def _compile_gluon(fn, sig, const, warps):

@@ -16,6 +16,12 @@ Q's two halves once into shared memory and K's and V's per key block into a
 ring of stages.  P is split in registers.  The FA2 structure and the online
 softmax are the float16/bfloat16 kernel's (_triton_flash.py).
 
+Where a head has few key blocks the kernel is bound by memory, and the
+passes with the kernel's reads of both halves move four times the bytes of
+a kernel that reads Q, K and V once (64 against 16 an element), so below IN_KERNEL_BELOW
+keys the same kernel, splitting K and V (and Q at D <= 64) as it loads them,
+races the passes once per key, each timed whole.
+
 Napkin math (H200, D = 128, 64 x 32 tiles): per key block 3 x 2 x 64 x 32 x
 128 x 2 FLOP of TF32 MMA against 64 KB of K and V heads and tails from L2;
 the split pass reads 12 and writes 24 bytes per (q, k, v) element, about 2%
@@ -71,29 +77,41 @@ def _split_transposed(V, OUT, S, S_PAD, TAIL, D: tl.constexpr, DP: tl.constexpr,
 
 @triton.jit
 def _stream_kv(acc, l_i, m_i, q, q_tail, k_desc, v_desc, k_row, k_tails, v_row, v_tails, offs_m, S, lo, hi,
-               qk_scale, BLOCK_N: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr):
+               qk_scale, BLOCK_N: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr, RAW_KV: tl.constexpr):
     """Fold key blocks [lo, hi) into the running (acc, l, m) of one query block;
     each product three TF32 MMAs, the small terms first.  Rows of K past S are
-    the next head's (or TMA's zeros past the end), masked off by the softmax."""
+    the next head's (or TMA's zeros past the end), masked off by the softmax
+    (and their V rows meet P's zeros).  RAW_KV: K and V as they are, (BH S, D),
+    each tile split as it is loaded."""
     for start_n in range(lo, hi, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
-        k = k_desc.load([k_row + start_n, 0])
-        k_tail = k_desc.load([k_tails + k_row + start_n, 0])
+        if RAW_KV:
+            k, k_tail = split_tf32(k_desc.load([k_row + start_n, 0]))
+        else:
+            k = k_desc.load([k_row + start_n, 0])
+            k_tail = k_desc.load([k_tails + k_row + start_n, 0])
         qk = tl.dot(q_tail, k.T, input_precision="tf32")
         qk = tl.dot(q, k_tail.T, qk, input_precision="tf32")
         qk = tl.dot(q, k.T, qk, input_precision="tf32")
         offs_n = start_n + tl.arange(0, BLOCK_N)
         p, acc, l_i, m_new = online_softmax(qk, acc, l_i, m_i, offs_m, offs_n, S, qk_scale, MASKED, CAUSAL)
-        vt = v_desc.load([v_row, start_n])
-        vt_tail = v_desc.load([v_tails + v_row, start_n])
-        p, p_tail = split_tf32(p)
         # A block's P V in its own accumulator, added to O's in float32: the tensor
         # cores round their accumulation toward zero, so O's running sum taken
         # through every key's MMA steps drifts one way as S grows (and O is a sum
         # that cancels); a block's few steps, and partials of either sign, do not.
-        pv = tl.dot(p_tail, vt.T, input_precision="tf32")
-        pv = tl.dot(p, vt_tail.T, pv, input_precision="tf32")
-        acc += tl.dot(p, vt.T, pv, input_precision="tf32")
+        if RAW_KV:
+            v, v_tail = split_tf32(v_desc.load([k_row + start_n, 0]))
+            p, p_tail = split_tf32(p)
+            pv = tl.dot(p_tail, v, input_precision="tf32")
+            pv = tl.dot(p, v_tail, pv, input_precision="tf32")
+            acc += tl.dot(p, v, pv, input_precision="tf32")
+        else:
+            vt = v_desc.load([v_row, start_n])
+            vt_tail = v_desc.load([v_tails + v_row, start_n])
+            p, p_tail = split_tf32(p)
+            pv = tl.dot(p_tail, vt.T, input_precision="tf32")
+            pv = tl.dot(p, vt_tail.T, pv, input_precision="tf32")
+            acc += tl.dot(p, vt.T, pv, input_precision="tf32")
         m_i = m_new
     return acc, l_i, m_i
 
@@ -101,7 +119,7 @@ def _stream_kv(acc, l_i, m_i, q, q_tail, k_desc, v_desc, k_row, k_tails, v_row, 
 @triton.jit
 def _attn_fwd(q_desc, k_desc, v_desc, O, S, BH, qk_scale, S_KEY,  # S_KEY: the autotuner's key only
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, DIM: tl.constexpr,
-              CAUSAL: tl.constexpr):
+              CAUSAL: tl.constexpr, RAW_Q: tl.constexpr = False, RAW_KV: tl.constexpr = False):
     # DIM: the head dim; HEAD_DIM: the tiles' (its power of two): TMA fills Q's and
     # K's columns past DIM with zeros, V's rows past DIM are the next head's (or
     # zeros) and give O columns that are not stored
@@ -110,10 +128,14 @@ def _attn_fwd(q_desc, k_desc, v_desc, O, S, BH, qk_scale, S_KEY,  # S_KEY: the a
     else:
         start_m = tl.program_id(0)
     bh = tl.program_id(1)
-    # Q and K: (2 BH S, D), heads then tails; V: (2 BH D, S_PAD), the same
+    # Q and K: (2 BH S, D), heads then tails; V: (2 BH D, S_PAD), the same.
+    # RAW_Q, RAW_KV: Q, or K and V, as they are, (BH S, D), split here.
     k_row = bh * S
-    q = q_desc.load([k_row + start_m * BLOCK_M, 0])
-    q_tail = q_desc.load([BH * S + k_row + start_m * BLOCK_M, 0])
+    if RAW_Q:
+        q, q_tail = split_tf32(q_desc.load([k_row + start_m * BLOCK_M, 0]))
+    else:
+        q = q_desc.load([k_row + start_m * BLOCK_M, 0])
+        q_tail = q_desc.load([BH * S + k_row + start_m * BLOCK_M, 0])
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
@@ -122,15 +144,15 @@ def _attn_fwd(q_desc, k_desc, v_desc, O, S, BH, qk_scale, S_KEY,  # S_KEY: the a
     if CAUSAL:
         diag = start_m * BLOCK_M
         acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, q_tail, k_desc, v_desc, k_row, k_tails, v_row, v_tails,
-                                   offs_m, S, 0, diag, qk_scale, BLOCK_N, False, False)
+                                   offs_m, S, 0, diag, qk_scale, BLOCK_N, False, False, RAW_KV)
         acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, q_tail, k_desc, v_desc, k_row, k_tails, v_row, v_tails,
-                                   offs_m, S, diag, tl.minimum(diag + BLOCK_M, S), qk_scale, BLOCK_N, True, True)
+                                   offs_m, S, diag, tl.minimum(diag + BLOCK_M, S), qk_scale, BLOCK_N, True, True, RAW_KV)
     else:
         full = (S // BLOCK_N) * BLOCK_N
         acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, q_tail, k_desc, v_desc, k_row, k_tails, v_row, v_tails,
-                                   offs_m, S, 0, full, qk_scale, BLOCK_N, False, False)
+                                   offs_m, S, 0, full, qk_scale, BLOCK_N, False, False, RAW_KV)
         acc, l_i, m_i = _stream_kv(acc, l_i, m_i, q, q_tail, k_desc, v_desc, k_row, k_tails, v_row, v_tails,
-                                   offs_m, S, full, S, qk_scale, BLOCK_N, True, False)
+                                   offs_m, S, full, S, qk_scale, BLOCK_N, True, False, RAW_KV)
     out = acc / l_i[:, None]
     offs_d = tl.arange(0, HEAD_DIM)
     # a pointer store, not TMA's: rows past S are the next head's
@@ -165,6 +187,32 @@ CONFIGS = {
 
 _autotuned = tuned(_attn_fwd, CONFIGS)
 
+
+def _set_boxes_in_kernel(nargs):
+    """As _set_boxes, for V as it is: BLOCK_N keys of V's rows."""
+    bm, bn, d = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["HEAD_DIM"]
+    nargs["q_desc"].block_shape = [bm, d]
+    nargs["k_desc"].block_shape = [bn, d]
+    nargs["v_desc"].block_shape = [bn, d]
+
+
+def _cfg_in_kernel(bm, bn, warps, stages):
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=warps, num_stages=stages,
+                         pre_hook=_set_boxes_in_kernel)
+
+
+# Below IN_KERNEL_BELOW keys (see the module's docstring) the kernel that
+# splits its tiles as it loads them races the split passes.  At D = 64
+# its configs fit without spills (184-255 registers, ptxas sm_90); at D = 128,
+# with Q from its split pass, the 16-key tiles spill 40-56 bytes, the rest more.
+IN_KERNEL_BELOW = 1024
+IN_KERNEL_CONFIGS = {
+    64: [_cfg_in_kernel(64, 32, 4, 2), _cfg_in_kernel(64, 16, 4, 2), _cfg_in_kernel(128, 16, 8, 2),
+         _cfg_in_kernel(64, 64, 4, 1)],
+    128: [_cfg_in_kernel(64, 16, 4, 1), _cfg_in_kernel(64, 16, 4, 2), _cfg_in_kernel(128, 16, 8, 2)],
+}
+_autotuned_in_kernel = tuned(_attn_fwd, IN_KERNEL_CONFIGS)
+
 SPLIT_BLOCK = 4096
 SPLIT_ROWS = 32  # keys a program of _split_transposed
 
@@ -187,9 +235,13 @@ def split_transposed(v: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> tuple[torch.Tensor, str]:
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+              in_kernel: bool | None = None) -> tuple[torch.Tensor, str]:
     """softmax(q k^T / sqrt(D)) v for float32 (B, H, S, D) tensors, each product as
-    three TF32 MMAs; returns O and the config used (tuned per S's bucket, D and causal)."""
+    three TF32 MMAs; returns O and the config used (tuned per S's bucket, D and causal).
+    ``in_kernel``: split in the kernel (True; Q too where D <= 64) or by the split
+    passes first (False); None: the passes, and below S = IN_KERNEL_BELOW the faster
+    of the two forms at this key, raced at its first call."""
     if q.shape != k.shape or q.shape != v.shape or q.ndim != 4:
         raise ValueError(f"q, k, v must share one (B, H, S, D) shape: {q.shape} {k.shape} {v.shape}")
     B, H, S, D = q.shape
@@ -197,23 +249,85 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -
         raise ValueError(head_dim_problem(D))
     if q.dtype != torch.float32 or k.dtype != q.dtype or v.dtype != q.dtype:
         raise ValueError(f"float32 only, not {q.dtype}/{k.dtype}/{v.dtype}")
-    qs, ks, vs = split(q.contiguous()), split(k.contiguous()), split_transposed(v.contiguous())
-    o = torch.empty((B, H, S, D), dtype=torch.float32, device=q.device)
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    raced = ""
+    if in_kernel is None:
+        in_kernel = False
+        if S < IN_KERNEL_BELOW and not interpreting():
+            key = (bucket(S), D, bool(causal))
+            if key not in _FORM:
+                _FORM[key] = _race_forms(q, k, v, causal)
+            in_kernel, raced = _FORM[key]
+    o, text = (_in_kernel if in_kernel else _split_first)(q, k, v, causal)
+    return o, text + raced
+
+
+def _race_forms(q, k, v, causal) -> tuple[bool, str]:
+    """Whether splitting in the kernel beats the split passes at this shape (each
+    form tuned first, then both timed, passes included, in alternating passes)."""
+    from implementations._shared import autotune
+
+    runs = {False: lambda: _split_first(q, k, v, causal), True: lambda: _in_kernel(q, k, v, causal)}
+    for run in runs.values():
+        run()  # tunes and compiles each form before the race
+    times = autotune.race(runs)
+    if not times:
+        return False, ""
+    return min(times, key=times.get), "; raced " + ", ".join(
+        ("split in kernel" if f else "split passes") + f":{t * 1000:.0f}us"
+        for f, t in sorted(times.items(), key=lambda kv: kv[1]))
+
+
+def _launch(tuner, descs, o, B, H, S, D, causal, **forms) -> None:
     args = (o, S, B * H, _scale(D), bucket(S))
     dp = padded_head_dim(D)
     if interpreting():
-        bm, bn = INTERPRETER_CONFIG["BLOCK_M"], INTERPRETER_CONFIG["BLOCK_N"]
-        descs = (TensorDescriptor.from_tensor(qs, [bm, dp]), TensorDescriptor.from_tensor(ks, [bn, dp]),
-                 TensorDescriptor.from_tensor(vs, [dp, bn]))
-        _attn_fwd[(triton.cdiv(S, bm), B * H)](*descs, *args, HEAD_DIM=dp, DIM=D, CAUSAL=bool(causal),
-                                               **INTERPRETER_CONFIG)
+        _attn_fwd[(triton.cdiv(S, INTERPRETER_CONFIG["BLOCK_M"]), B * H)](
+            *descs, *args, HEAD_DIM=dp, DIM=D, CAUSAL=bool(causal), **INTERPRETER_CONFIG, **forms)
+    else:
+        tuner[lambda meta: (triton.cdiv(S, meta["BLOCK_M"]), B * H)](*descs, *args, HEAD_DIM=dp, DIM=D,
+                                                                      CAUSAL=bool(causal), **forms)
+
+
+def _boxes(bm: int, bn: int, dp: int, v_keys_first: bool) -> tuple[list, list, list]:
+    return [bm, dp], [bn, dp], ([bn, dp] if v_keys_first else [dp, bn])
+
+
+def _split_first(q, k, v, causal) -> tuple[torch.Tensor, str]:
+    """The split passes, then the kernel on the heads and tails."""
+    B, H, S, D = q.shape
+    qs, ks, vs = split(q), split(k), split_transposed(v)
+    o = torch.empty((B, H, S, D), dtype=torch.float32, device=q.device)
+    # interpreter: its one config's boxes; GPU: placeholders, each config's pre_hook sets its own
+    bm, bn = (INTERPRETER_CONFIG["BLOCK_M"], INTERPRETER_CONFIG["BLOCK_N"]) if interpreting() else (64, 16)
+    boxes = _boxes(bm, bn, padded_head_dim(D), False)
+    descs = tuple(TensorDescriptor.from_tensor(t, b) for t, b in zip((qs, ks, vs), boxes))
+    _launch(_autotuned, descs, o, B, H, S, D, causal)
+    if interpreting():
         return o, describe(INTERPRETER_CONFIG) + " (interpreter)"
-    # placeholder boxes; each config's pre_hook sets its own before the launch
-    descs = (TensorDescriptor.from_tensor(qs, [64, dp]), TensorDescriptor.from_tensor(ks, [64, dp]),
-             TensorDescriptor.from_tensor(vs, [dp, 16]))
-    _autotuned[lambda meta: (triton.cdiv(S, meta["BLOCK_M"]), B * H)](*descs, *args, HEAD_DIM=dp, DIM=D,
-                                                                       CAUSAL=bool(causal))
     return o, tried(_autotuned, (bucket(S), D, bool(causal)), _TRIED, f"B={B} H={H} S={S}")
 
 
+def _in_kernel(q, k, v, causal) -> tuple[torch.Tensor, str]:
+    """The kernel on K and V as they are, each tile split as it is loaded; Q as
+    well where D <= 64 (at D = 128 both halves of a Q tile in registers beside
+    K's and V's spill), else Q's split pass first."""
+    B, H, S, D = q.shape
+    dp = padded_head_dim(D)
+    raw_q = dp == 64
+    rows = B * H * S
+    qd = q.view(rows, D) if raw_q else split(q)
+    o = torch.empty((B, H, S, D), dtype=torch.float32, device=q.device)
+    bm, bn = (INTERPRETER_CONFIG["BLOCK_M"], INTERPRETER_CONFIG["BLOCK_N"]) if interpreting() else (64, 16)
+    boxes = _boxes(bm, bn, dp, True)
+    descs = tuple(TensorDescriptor.from_tensor(t, b) for t, b in zip((qd, k.view(rows, D), v.view(rows, D)), boxes))
+    _launch(_autotuned_in_kernel, descs, o, B, H, S, D, causal, RAW_Q=raw_q, RAW_KV=True)
+    what = "; Q, K and V split in the kernel" if raw_q else "; K and V split in the kernel"
+    if interpreting():
+        return o, describe(INTERPRETER_CONFIG) + what + " (interpreter)"
+    return o, tried(_autotuned_in_kernel, (bucket(S), D, bool(causal)), _TRIED_IN_KERNEL, f"B={B} H={H} S={S}") + what
+
+
 _TRIED: dict[tuple, str] = {}
+_TRIED_IN_KERNEL: dict[tuple, str] = {}
+_FORM: dict[tuple, tuple[bool, str]] = {}
