@@ -481,8 +481,8 @@ def default_pair(frame: pd.DataFrame, column: str, options: list[str], key: list
 def richest_case(frame: pd.DataFrame, names: list[str]) -> pd.Series:
     """Per case (``names``), how many commits have an ok row, most first: History's default."""
     good = ok(frame[names + ["commit", "status", "ms_median"]])
-    if good.empty:
-        return pd.Series(dtype="int64")
+    if good.empty:  # no case yet, but one level per name, as History reads them
+        return pd.Series(dtype="int64", index=pd.MultiIndex.from_tuples([], names=names))
     # distinct (case, commit) pairs counted per case: much faster than nunique at 400k rows
     pairs = good[names + ["commit"]].drop_duplicates()
     per = pairs.groupby(names, sort=True, dropna=False).size()

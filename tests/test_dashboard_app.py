@@ -267,3 +267,23 @@ def test_data_search_filters_and_leads_with_the_answer(monkeypatch, tree):
     t = at.dataframe[0].value
     assert list(t.columns[:6]) == ["impl", "shape", "ms_median", "gbps", "tflops", "sol"]
     assert len(t) and set(t["impl"]) == {"triton"} and set(t["workload"]) == {"softmax"}
+
+
+@pytest.fixture(scope="module")
+def failed_only(tmp_path_factory):
+    """One run in which nothing was measured: every row failed or was skipped."""
+    rows = fx.make_run("h200", "ccccccc", "2025-06-05T09:00:00Z", seed=4)
+    for r in rows:
+        r.update(status="error" if r["impl"] != "torch" else "unsupported", error="RuntimeError: boom",
+                 ms_median=None, ms_p20=None, ms_p80=None, ms_min=None, gbps=None, tflops=None, sol=None,
+                 samples_ms=None)
+    root = tmp_path_factory.mktemp("failed") / "results"
+    fx.write_run(rows, root)
+    return root
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_a_run_with_no_ok_row_says_so_on_every_page(monkeypatch, failed_only, page):
+    at = app(monkeypatch, [failed_only], page)
+    assert not at.exception, at.exception
+    assert [t.value for t in at.title] == [PAGES[page]]
