@@ -143,7 +143,18 @@ def only(df: pd.DataFrame, names) -> pd.DataFrame:
 
 
 def ok(df: pd.DataFrame) -> pd.DataFrame:
-    return df[(df["status"] == "ok") & df["ms_median"].gt(0).fillna(False).astype(bool)]
+    """The measurements: ok rows with a time, less those :func:`beyond_roof`."""
+    return df[(df["status"] == "ok") & df["ms_median"].gt(0).fillna(False).astype(bool) & ~beyond_roof(df)]
+
+
+def beyond_roof(df: pd.DataFrame) -> pd.Series:
+    """ok rows above roofline.SUSPECT_SOL, from runs older than the ``suspect`` status:
+    listed by :func:`suspects`, never shown as fast.  CPU rows are smoke runs, not held
+    to a roofline; without ``sol`` (a caller's column subset) no row is."""
+    if "sol" not in df.columns:
+        return pd.Series(False, index=df.index)
+    gpu = df["device"].astype(str).ne("cpu") if "device" in df.columns else True
+    return (df["status"] == "ok") & (pd.to_numeric(df["sol"], errors="coerce") > roofline.SUSPECT_SOL) & gpu
 
 
 def not_ok(df: pd.DataFrame) -> pd.DataFrame:
@@ -158,8 +169,7 @@ def suspects(df: pd.DataFrame) -> pd.DataFrame:
     older than that status above the same line.  A roof, bytes-model, check or
     timing bug to look at.  CPU rows are smoke runs, not held to a roofline."""
     gpu = df["device"].astype(str).ne("cpu") if "device" in df.columns else True
-    legacy = (df["status"] == "ok") & (pd.to_numeric(df["sol"], errors="coerce") > roofline.SUSPECT_SOL)
-    return df[((df["status"] == "suspect") | legacy) & gpu]
+    return df[((df["status"] == "suspect") & gpu) | beyond_roof(df)]
 
 
 def with_series(df: pd.DataFrame) -> pd.DataFrame:
@@ -216,7 +226,7 @@ def best_table(df: pd.DataFrame) -> pd.DataFrame:
     Grouped, not looped: a Python loop per group costs ~1 s at 200 runs."""
     columns = ["gpu", "workload", "dtype", "timer", "shape", "best", "ms", "sol", "vs_eager", "vs_torch"]
     keys = ["gpu", "workload", "dtype", "timer"]
-    df = only(df, keys + ["shape", "size", "impl", "backend", "status", "ms_median", "sol"])
+    df = only(df, keys + ["shape", "size", "impl", "backend", "status", "ms_median", "sol", "device"])
     rows = largest_shape(df, by=("workload", "dtype", "timer"))
     if rows.empty:
         return pd.DataFrame(columns=columns)
@@ -264,12 +274,13 @@ def sol_matrix(df: pd.DataFrame, dtype: str, gpu: str) -> tuple[pd.DataFrame, pd
 
     Cells of implementations that failed there hold NaN and their status.
     """
-    d = only(df, ["dtype", "gpu", "workload", "shape", "size", "impl", "status", "ms_median", "sol"])
+    d = only(df, ["dtype", "gpu", "workload", "shape", "size", "impl", "status", "ms_median", "sol", "device"])
     d = d[((d["dtype"] == dtype) & (d["gpu"] == gpu)).to_numpy()]
     shapes = _largest_shapes(d)
     if shapes.empty:
         return pd.DataFrame(), pd.DataFrame()
     at = d[d["shape"].eq(d["workload"].map(shapes))]
+    at = at.assign(status=at["status"].where(~beyond_roof(at), "suspect"))
     # several timers: keep the best of each implementation
     at = at.assign(_sol=at["sol"].where(at["status"] == "ok"))
     sol = at.pivot_table(index="workload", columns="impl", values="_sol", aggfunc="max")

@@ -235,6 +235,23 @@ def test_suspects_and_roofs():
     assert bw == 4200.0 and tf == {"float32": 50.0, "tf32": 400.0}
 
 
+def test_ok_rows_beyond_the_roof_are_never_shown_as_fast():
+    # a run older than the ``suspect`` status wrote "ok" above the roofline: the Overview
+    # lists it as a suspect, and no best-of, chart, case ranking or SOL cell takes it as fast
+    df = frame(case("triton", "big", 100, 1.0, sol=1.03, device="cuda"),
+               case("torch", "big", 100, 2.0, sol=0.52, device="cuda"),
+               case("torch", "small", 1, 1.0, sol=0.1, device="cuda"))
+    assert list(analysis.suspects(df)["impl"]) == ["triton"]
+    assert "triton" not in set(analysis.ok(df)["impl"])
+    assert list(analysis.best_table(df)["best"]) == ["torch"]
+    assert list(analysis.case_table(df[df["shape"] == "big"])["impl"]) == ["torch"]
+    sol, status = analysis.sol_matrix(df, "float32", "h200")
+    assert np.isnan(sol.loc["softmax", "triton"]) and status.loc["softmax", "triton"] == "suspect"
+    # a CPU run is a smoke run, not held to a roofline: its rows stay measurements
+    cpu = df.assign(device="cpu")
+    assert "triton" in set(analysis.ok(cpu)["impl"])
+
+
 def test_default_pair_skips_options_with_no_case_in_common():
     # newest first: "c" shares nothing with anyone (another preset), "b" shares with "a"
     df = frame(case("eager", "x", 1, 1.0, run_id="c"), case("eager", "y", 1, 1.0, run_id="b"),
