@@ -173,13 +173,21 @@ def suspects(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def with_series(df: pd.DataFrame) -> pd.DataFrame:
-    """Add ``series``: the implementation, plus timer and GPU when those vary."""
+    """Add ``series``: the implementation, plus timer and GPU when those vary, plus the
+    run (its commit, and its time where two runs share one) when a GPU has several."""
     df = df.copy()
     label = df["impl"].astype(str)
     if df["timer"].nunique() > 1:
         label = label + " [" + df["timer"].astype(str) + "]"
     if df["gpu"].nunique() > 1:
         label = label + " · " + df["gpu"].astype(str)
+    runs = df.drop_duplicates("run_id")
+    if runs["gpu"].duplicated().any():
+        tag = runs["commit"].astype(str).str[:7]
+        if tag.duplicated().any():
+            when = pd.to_datetime(runs["timestamp"].astype(str), utc=True, errors="coerce", format="mixed")
+            tag = tag + " " + when.dt.strftime("%Y-%m-%d %H:%M").fillna(runs["run_id"].astype(str))
+        label = label + " · " + df["run_id"].astype(str).map(dict(zip(runs["run_id"].astype(str), tag)))
     df["series"] = label
     return df
 

@@ -213,6 +213,12 @@ def test_with_series_names_timer_and_gpu_only_when_they_vary():
     two = analysis.with_series(frame(case("t", "s", 1, 1.0), case("t", "s", 1, 1.0, timer="graph",
                                                                    gpu_slug="h100")))
     assert list(two["series"]) == ["t [events] · h200", "t [graph] · h100"]
+    # several runs of one GPU: each run's commit, and its time where two runs share a commit
+    runs = analysis.with_series(frame(case("t", "s", 1, 1.0), case("t", "s", 1, 2.0, run_id="r2", commit="bbbbbbb")))
+    assert list(runs["series"]) == ["t · aaaaaaa", "t · bbbbbbb"]
+    seeds = analysis.with_series(frame(case("t", "s", 1, 1.0), case("t", "s", 1, 2.0, run_id="r2",
+                                                                     timestamp="2025-06-02T08:00:00Z")))
+    assert list(seeds["series"]) == ["t · aaaaaaa 2025-06-01 00:00", "t · aaaaaaa 2025-06-02 08:00"]
 
 
 def test_suspects_and_roofs():

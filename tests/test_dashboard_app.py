@@ -157,6 +157,23 @@ def test_bandwidth_never_plots_failed_rows(monkeypatch, tree):
     assert figures(at)[0]["layout"]["xaxis"]["type"] == "log"
 
 
+def test_bandwidth_draws_each_chosen_run_of_one_gpu_apart(monkeypatch, tree):
+    # two H200 runs chosen in the sidebar: each implementation's line is one run's, so the
+    # planted triton softmax slowdown of the newer commit shows instead of a zigzag
+    at = app(monkeypatch, [tree["two_commits"]], "bandwidth",
+             {"run": [fx.make_run("h200", c, t)[0]["run_id"] for c, t in (("aaaaaaa", "2025-06-01T10:00:00Z"),
+                                                                         ("bbbbbbb", "2025-06-03T09:30:00Z"))],
+              "bw_workload": "softmax", "bw_dtype": "float32"})
+    assert not at.exception, at.exception
+    lines = [t for t in figures(at)[0]["data"] if t.get("name")]
+    names = [t["name"] for t in lines]
+    assert len(names) == len(set(names))
+    assert {n for n in names if n.startswith("triton [events]")} == {"triton [events] · aaaaaaa",
+                                                                   "triton [events] · bbbbbbb"}
+    for t in lines:
+        assert len(t["customdata"]) == len(fx.SHAPES["softmax"]), t["name"]
+
+
 def test_filters_read_from_and_written_to_the_url(monkeypatch, tree):
     at = app(monkeypatch, [tree["results"]], "bandwidth", {"dtype": "float16", "gpu": "h200"})
     assert at.multiselect(key="filter_dtype").value == ["float16"]

@@ -6,7 +6,7 @@ from suite import store
 
 # the columns this page reads (its chart, roofs, shape families and failed rows): each row
 # mask below then takes these alone, not every column of the store
-COLUMNS = ["workload", "impl", "backend", "dtype", "shape", *store.SHAPE_COLUMNS, "size", "timer", "gpu", "run_id",
+COLUMNS = ["workload", "impl", "backend", "dtype", "shape", *store.SHAPE_COLUMNS, "size", "timer", "gpu", "run_id", "commit", "timestamp",
            "status", "device", "error", "rel_err", "tol", "bound", "ms_median", "ms_p20", "ms_p80", "sol", "gbps", "tflops",
            "flops", "min_bytes", "peak_gbps", "copy_gbps", "peak_tflops", "math", "ceilings", "sm_clock_mhz",
            "power_w", "clock_limits"]
