@@ -71,6 +71,22 @@ class Context:
         rows = analysis.newest_per_workload(self.loaded.rows(run_ids), run_ids, having=impl)
         return analysis.narrow(analysis.at_commits(rows, f), f)
 
+    def newest_of(self, keep) -> pd.DataFrame:
+        """``keep(rows)`` of the chosen runs; without a run filter, of every run the GPU and
+        commit filters allow, each (GPU, workload) from its newest run that has such rows
+        (Profile: the few runs with Nsight Compute or energy figures).  Shared like :meth:`of`."""
+        f = self.filters
+        if f.run:
+            return self.of(keep)
+
+        def compute():
+            every = self.loaded.runs["run_id"].tolist()
+            run_ids = analysis.select_runs(self.loaded.runs, replace(f, run=tuple(every)))
+            rows = keep(analysis.narrow(analysis.at_commits(self.loaded.rows(run_ids), f), f))
+            return analysis.newest_per_workload(rows, run_ids)
+
+        return self.loaded.shared(("newest_of", keep.__module__, keep.__qualname__, f), compute)
+
     def across_runs(self, columns: list[str] | None = None) -> pd.DataFrame:
         """Rows of every run (for Compare and History), narrowed by all but the run
         and commit filters, whose choice those pages make themselves; only

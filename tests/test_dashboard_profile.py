@@ -126,3 +126,25 @@ def test_a_link_sets_the_case_and_names_an_unknown_one(monkeypatch, tmp_path):
     at = app(monkeypatch, [path], "profile", {"profile_case": "h200 · nope"})
     assert at.selectbox(key="profile_case").value == labels[0]
     assert any("profile_case=h200 · nope" in t.value for t in at.main.text)
+
+
+def test_a_newer_run_without_figures_does_not_hide_a_profiled_one(monkeypatch, tmp_path):
+    # the default runs (the newest of the most backends) hold no profile, an older run of
+    # fewer implementations does: without a run filter the page shows that one, and says so
+    pytest.importorskip("streamlit", reason="the dashboard needs streamlit (scripts/setup.sh dev)")
+    import fixtures_dashboard as fx
+    from dashboard_apptest import app, figures
+
+    old = [r for r in _profiled_run(fx.make_run("h200", "ccccccc", "2025-06-05T10:00:00Z", seed=4))
+           if r["impl"] in ("torch", "triton")]
+    fx.write_run(old, tmp_path / "results")
+    fx.write_run(fx.make_run("h200", "ddddddd", "2025-06-06T10:00:00Z", seed=5), tmp_path / "results")
+    at = app(monkeypatch, [tmp_path / "results"], "profile")
+    assert not at.exception, at.exception
+    assert not any("--profile ncu" in i.value for i in at.info)
+    assert len(figures(at)) == 1 and set(at.dataframe[0].value["impl"]) <= {"torch", "triton"}
+    assert any("ccccccc" in c.value for c in at.caption)
+    # a run chosen in the sidebar is what the page shows, profiled or not
+    newest = fx.make_run("h200", "ddddddd", "2025-06-06T10:00:00Z")[0]["run_id"]
+    at = app(monkeypatch, [tmp_path / "results"], "profile", {"run": newest})
+    assert any("--profile ncu" in i.value for i in at.info) and not figures(at)

@@ -1,11 +1,17 @@
 """Profile: why each implementation of one case sits where it does (Nsight Compute), and its energy."""
 import streamlit as st
 
-from dashboard import charts_profile, ui
+from dashboard import charts_profile, safe, ui
 
 ctx = ui.context()
-ui.header(ctx, "Profile")
-rows = charts_profile.profiled(ctx.rows)
+ui.header(ctx, "Profile", runs=False)
+# few runs are profiled: without a run filter, each GPU and workload's newest profiled run
+rows = ctx.newest_of(charts_profile.profiled)
+shown = ctx.loaded.runs[ctx.loaded.runs["run_id"].isin(rows["run_id"].unique())]
+if len(shown):
+    what = ("Chosen runs" if ctx.filters.run else
+            "Newest run with Nsight Compute or energy figures of each GPU and workload")
+    st.caption(f"{what}: " + "; ".join(safe.md(x) for x in shown["label"]))
 if rows.empty:
     st.info("No row of the chosen runs has Nsight Compute or energy figures. Record them on a GPU "
             "with --profile ncu, for example:")
