@@ -181,15 +181,25 @@ def with_series(df: pd.DataFrame) -> pd.DataFrame:
         label = label + " [" + df["timer"].astype(str) + "]"
     if df["gpu"].nunique() > 1:
         label = label + " · " + df["gpu"].astype(str)
-    runs = df.drop_duplicates("run_id")
-    if runs["gpu"].duplicated().any():
-        tag = runs["commit"].astype(str).str[:7]
-        if tag.duplicated().any():
-            when = pd.to_datetime(runs["timestamp"].astype(str), utc=True, errors="coerce", format="mixed")
-            tag = tag + " " + when.dt.strftime("%Y-%m-%d %H:%M").fillna(runs["run_id"].astype(str))
-        label = label + " · " + df["run_id"].astype(str).map(dict(zip(runs["run_id"].astype(str), tag)))
+    if several_runs(df):
+        label = label + " · " + run_tags(df)
     df["series"] = label
     return df
+
+
+def several_runs(df: pd.DataFrame) -> bool:
+    """Whether a GPU has rows of more than one run here."""
+    return "run_id" in df.columns and bool(df.drop_duplicates("run_id")["gpu"].duplicated().any())
+
+
+def run_tags(df: pd.DataFrame) -> pd.Series:
+    """Each row's run, short: its commit, and its time where two runs here share one."""
+    runs = df.drop_duplicates("run_id")
+    tag = runs["commit"].astype(str).str[:7]
+    if tag.duplicated().any():
+        when = pd.to_datetime(runs["timestamp"].astype(str), utc=True, errors="coerce", format="mixed")
+        tag = tag + " " + when.dt.strftime("%Y-%m-%d %H:%M").fillna(runs["run_id"].astype(str))
+    return df["run_id"].astype(str).map(dict(zip(runs["run_id"].astype(str), tag)))
 
 
 def shares_sizes(df: pd.DataFrame) -> bool:
@@ -537,7 +547,7 @@ def history(df: pd.DataFrame, case: dict, metric: str) -> pd.DataFrame:
 
 # --l2-flush choices of `python -m suite run` (suite.timing.L2_CHOICES); "cold" is its default
 L2_FLAGS = ("cold-clean", "cold-flush")
-CASE_COLUMNS = ["rank", "impl", "timer", "ms", "p20", "p80", "rate", "unit", "sol", "vs_torch", "vs_compile",
+CASE_COLUMNS = ["rank", "impl", "timer", "run", "ms", "p20", "p80", "rate", "unit", "sol", "vs_torch", "vs_compile",
                 "sm_clock_mhz", "power_w", "energy_j", "energy_from", "per_j", "per_j_unit", "config", "command"]
 # how a case row's energy_j was found (case_table)
 ENERGY_BURST = "burst"          # the row's own energy_j: a back-to-back burst (suite.energy)
@@ -558,7 +568,8 @@ def case_table(df: pd.DataFrame) -> pd.DataFrame:
     ``rate`` is GB/s for a memory-bound case and TFLOP/s for a compute-bound one
     (the row's ``bound``); ``vs_torch`` and ``vs_compile`` are the fastest
     ``torch*`` and ``compile*`` row's median time over this row's (> 1: this row
-    is faster), on the same timer.  SM clock, power and energy are the row's
+    is faster), on the same timer and in the same run; ``run`` names the row's run
+    (:func:`run_tags`) where the rows hold several, else it is empty.  SM clock, power and energy are the row's
     own where the run recorded them.  ``energy_j`` is the row's measured joules a
     call where it has them, else power_w x median time (``energy_from`` says which:
     ENERGY_BURST or ENERGY_ESTIMATE); ``per_j`` is GFLOP/J for a compute-bound row
@@ -575,10 +586,12 @@ def case_table(df: pd.DataFrame) -> pd.DataFrame:
         "ms": good["ms_median"], "p20": good["ms_p20"], "p80": good["ms_p80"],
         "rate": np.where(compute, good["tflops"], good["gbps"]).astype(float),
         "unit": np.where(compute, "TFLOP/s", "GB/s"), "sol": good["sol"]})
+    out.insert(3, "run", run_tags(good) if several_runs(good) else "")
+    within = [good[c].astype(str) for c in ("timer", "run_id") if c in good.columns]
     for name, prefix in (("vs_torch", "torch"), ("vs_compile", "compile")):
         mine = good["impl"].astype(str).str.startswith(prefix)
-        best = good[mine].groupby("timer")["ms_median"].min()
-        out[name] = good["timer"].map(best).astype(float) / good["ms_median"]
+        best = good["ms_median"].where(mine).groupby(within).transform("min")
+        out[name] = best.astype(float) / good["ms_median"]
 
     def num(col: str) -> pd.Series:
         if col not in good.columns:

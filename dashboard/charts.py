@@ -365,10 +365,12 @@ def history_chart(h: pd.DataFrame, metric: str, by_date: bool = False, title: st
 
 def case_bars(table: pd.DataFrame, title: str = "") -> go.Figure:
     """One case's implementations (analysis.case_table), fastest on top: median ms as a
-    bar, p20-p80 as its error bar, coloured by backend."""
+    bar, p20-p80 as its error bar, coloured by backend; a bar per run where rows name one."""
     t = _text_safe(table).iloc[::-1]
     names = list(dict.fromkeys(t["impl"]))
     label = t["impl"] + np.where(t["timer"].nunique() > 1, " [" + t["timer"] + "]", "")
+    if "run" in t.columns:
+        label = label + np.where(t["run"] != "", " · " + t["run"].astype(str), "")
     fig = go.Figure(go.Bar(
         x=t["ms"], y=label, orientation="h", marker_color=[color(n, names) for n in t["impl"]],
         error_x=dict(type="data", array=(t["p80"] - t["ms"]).to_numpy(), arrayminus=(t["ms"] - t["p20"]).to_numpy()),

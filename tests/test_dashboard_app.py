@@ -279,6 +279,27 @@ def test_case_ranks_the_implementations(monkeypatch, tree):
                           "--impls triton --timer events")
 
 
+def test_case_names_the_run_of_each_row_when_several_are_chosen(monkeypatch, tree):
+    # two H200 runs chosen in the sidebar: each row says its run, its ratios are to its own
+    # run's torch, and each run's implementation has its own bar
+    runs = {c: fx.make_run("h200", c, t)[0]["run_id"] for c, t in (("aaaaaaa", "2025-06-01T10:00:00Z"),
+                                                                  ("bbbbbbb", "2025-06-03T09:30:00Z"))}
+    at = app(monkeypatch, [tree["two_commits"]], "case",
+             {"run": list(runs.values()), "timer": "events", "case_workload": "softmax",
+              "case_dtype": "float32", "case_shape": "M=4096,N=131072"})
+    assert not at.exception, at.exception
+    t = at.dataframe[0].value
+    assert set(t["run"]) == set(runs) and len(t) == len(set(zip(t["impl"], t["run"])))
+    for run in runs:
+        mine = t[t["run"] == run]
+        assert mine.loc[mine["impl"] == "torch", "vs_torch"].iloc[0] == pytest.approx(1.0)
+    bars = figures(at)[0]["data"][0]["y"]
+    assert len(bars) == len(set(bars)) == len(t)
+    # one run: no run column
+    at = app(monkeypatch, [tree["two_commits"]], "case", {"run": runs["aaaaaaa"]})
+    assert "run" not in at.dataframe[0].value.columns
+
+
 def test_data_search_filters_and_leads_with_the_answer(monkeypatch, tree):
     at = app(monkeypatch, [tree["results"]], "data_table", {"data_search": "softmax triton"})
     t = at.dataframe[0].value

@@ -42,6 +42,7 @@ else:
     st.text(f"Fastest: {safe.clip(best['impl'])}, {best['ms']:.4g} ms, "
             f"{best['rate']:,.1f} {best['unit']}, SOL {best['sol']:.2f}")
     empty = [c for c in ("sm_clock_mhz", "power_w", "energy_j", "per_j") if table[c].isna().all()]
+    empty += ["run"] if (table["run"] == "").all() else []
     empty += ["energy_from"] if "energy_j" in empty else []
     per_j = table["per_j_unit"].iloc[0]  # one case: one bound
     ui.table(table.drop(columns=empty + ["per_j_unit"]), hide_index=True, column_config={
@@ -60,7 +61,8 @@ else:
         "command": st.column_config.TextColumn("command to reproduce", width="large")})
     st.caption("Ranked by median time; p20 and p80 bound the middle of the samples. Rate is GB/s of "
                "compulsory bytes for a memory-bound case, TFLOP/s for a compute-bound one. × torch and "
-               "× compile: the fastest torch* or compile* row's time over this row's (> 1: faster). "
+               "× compile: the fastest torch* or compile* row's time in the same run over this row's "
+               "(> 1: faster). "
                f"J a call: from a back-to-back burst ({analysis.ENERGY_BURST}) where the run measured "
                f"it, else the power while timed × the median ({analysis.ENERGY_ESTIMATE}, an estimate); "
                f"{per_j} is the {'FLOPs' if per_j == 'GFLOP/J' else 'compulsory bytes'} over it.")
