@@ -297,7 +297,8 @@ def best_speedups(best: pd.DataFrame, title: str = "") -> go.Figure:
 def fusion_chart(ft: pd.DataFrame, title: str = "") -> go.Figure:
     """Measured speedup over eager against predicted (eager_bytes / min_bytes),
     log-log, one trace per implementation (colour) with one symbol per workload
-    (named in the title), then the y = x line of a prediction met."""
+    (a legend entry each, where there are several), then the y = x line of a
+    prediction met."""
     ft = _text_safe(ft)
     fig = go.Figure()
     names = list(dict.fromkeys(ft["impl"])) if len(ft) else []
@@ -314,11 +315,16 @@ def fusion_chart(ft: pd.DataFrame, title: str = "") -> go.Figure:
     vals = pd.concat([ft["predicted"], ft["measured"]]) if len(ft) else pd.Series([1.0])
     vals = vals[(vals > 0) & np.isfinite(vals)]
     lo, hi = (float(vals.min()) / 1.5, float(vals.max()) * 1.5) if len(vals) else (0.5, 2.0)
+    if len(workloads) > 1:  # the symbols' key: a legend entry per workload, nothing drawn
+        for i, w in enumerate(workloads):
+            fig.add_trace(go.Scatter(
+                x=[None], y=[None], mode="markers", name=w, legendgroup="workload",
+                legendgrouptitle_text="workload" if i == 0 else None, hoverinfo="skip",
+                marker=dict(color="#888", size=9, symbol=SYMBOLS[i % len(SYMBOLS)])))
     fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="as predicted",
                              line=dict(color="#444", dash="dash")))
-    if len(workloads) > 1:
-        title = f"{title} (symbols: " + ", ".join(f"{SYMBOLS[i % len(SYMBOLS)]} {w}"
-                                                   for i, w in enumerate(workloads)) + ")"
+    # tall enough for the whole legend, implementations and key, without its scroll bar
+    fig.update_layout(height=max(450, 30 * (len(names) + len(workloads) + 3) + 100))
     return _layout(fig, title, "predicted speedup (eager bytes / fused bytes)",
                    "measured speedup over eager", logx=True, logy=True)
 

@@ -110,6 +110,26 @@ def test_fusion_chart_diagonal_and_log_axes():
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
 
 
+def test_fusion_chart_names_each_workloads_symbol_in_its_legend():
+    # the key of the symbols is a legend entry per workload, not a title that the
+    # chart's width cuts off after a few workloads
+    workloads = ["attention", "gelu", "residual_layernorm_gelu", "softmax", "<b>w</b>"]
+    ft = pd.DataFrame({"impl": ["triton"] * 5, "predicted": [2.0, 5.5, 3.0, 4.0, 6.0],
+                       "measured": [2.0, 5.0, 3.0, 3.5, 6.0], "reached": [1.0, 0.9, 1.0, 0.88, 1.0],
+                       "workload": workloads, "shape": ["N=1"] * 5, "dtype": ["float32"] * 5})
+    fig = charts.fusion_chart(ft, title="Speedup over eager")
+    assert fig.layout.title.text == "Speedup over eager"
+    key = {t.name: t.marker.symbol for t in fig.data if t.legendgroup == "workload"}
+    assert set(key) == {"attention", "gelu", "residual_layernorm_gelu", "softmax", "&lt;b&gt;w&lt;/b&gt;"}
+    drawn = dict(zip(fig.data[0].customdata[:, 0], fig.data[0].marker.symbol))
+    assert all(key[w] == symbol for w, symbol in drawn.items())
+    assert fig.data[-1].name == "as predicted"
+    many = charts.fusion_chart(pd.concat([ft.assign(impl=f"impl{i}") for i in range(12)]))
+    assert many.layout.height >= 30 * (12 + 5 + 1) + 100  # the whole legend, no scroll bar
+    one = charts.fusion_chart(ft.iloc[:1])  # one workload: no key
+    assert not [t for t in one.data if t.legendgroup == "workload"]
+
+
 def test_compare_scatter_threshold_lines():
     t = pd.DataFrame({"size": [1, 10, 100], "speedup": [0.8, 1.0, 1.3],
                       "verdict": ["regression", "same", "improvement"], "workload": ["w"] * 3,
