@@ -209,6 +209,20 @@ def derive(df: pd.DataFrame) -> pd.DataFrame:
     df["gpu"] = df["gpu_slug"].where(df["gpu_slug"].notna() & (df["gpu_slug"] != ""), names.map(slugs))
     df["commit"] = df["commit"].fillna("nogit").astype(str)
     df["run_id"] = df["run_id"].where(df["run_id"].notna(), df["source"])
+    # size and bound are extra columns (store.EXTRA) an older file may lack; every size
+    # plot and best-of needs them: the workloads' default size is the product of the
+    # shape's values (attention's excludes causal too), the limiter roofline.limiter's
+    missing = df["size"].isna()
+    if missing.any():
+        keys = [c for c in store.SHAPE_COLUMNS if c != "shape_causal"]
+        shape = df.loc[missing, keys].astype("float64")
+        size = shape.prod(axis=1, min_count=1).where(shape.notna().any(axis=1))
+        df.loc[missing, "size"] = size.round().astype("Int64")
+    missing = df["bound"].isna() & df["flops"].notna() & df["min_bytes"].notna()
+    if missing.any():
+        d = df.loc[missing]
+        compute = d["flops"] / (d["peak_tflops"] * 1e12) >= d["min_bytes"] / (d["peak_gbps"] * 1e9)
+        df.loc[missing, "bound"] = np.where(compute, "compute", "memory")
     return df
 
 

@@ -153,3 +153,22 @@ def test_a_shared_result_is_computed_once_per_key_and_the_oldest_goes_first(tree
     loaded.shared(("a",), compute("a"))
     assert calls == ["a", "b", "c", "a"]
     assert data.build([str(tree["results"])]).shared(("a",), compute("a")) == ["a"]  # per load
+
+
+def test_a_file_with_the_required_columns_only_is_plotted(tmp_path, monkeypatch):
+    # size and bound are extra columns (suite.store.EXTRA) that an older file may lack: the
+    # views plot against size and pick the rate by bound, so they are filled from the shape
+    # and the roofs, and the Overview still finds each workload's largest case
+    rows = store.to_frame(fx.make_run())
+    keep = store.REQUIRED + [c for c in store.SHAPE_COLUMNS if c in rows.columns]
+    rows[keep].to_parquet(tmp_path / "old.parquet")
+    df = data.build([str(tmp_path / "old.parquet")]).frame
+    full = store.to_frame(fx.make_run())
+    assert (df["size"].to_numpy() == full["size"].to_numpy()).all()
+    assert (df["bound"].to_numpy() == full["bound"].to_numpy()).all()
+    from dashboard_apptest import app, table
+
+    at = app(monkeypatch, [tmp_path / "old.parquet"])
+    assert not at.exception, at.exception
+    assert set(at.dataframe[0].value["workload"]) == set(fx.SHAPES)
+    assert len(table(at, "overview_sol").value.columns) == len(fx.SHAPES)
