@@ -136,9 +136,12 @@ def _load_toml(path: Path) -> dict:
             raise UsageError(f"--shapes {path}: reading TOML needs Python 3.11 or the tomli package "
                              "(pip install tomli)") from None
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")  # TOML is UTF-8 whatever the locale says
     except OSError as exc:
         raise UsageError(f"--shapes {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"--shapes {path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} "
+                         f"at offset {exc.start}); TOML files are UTF-8") from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -144,6 +144,7 @@ ERRORS = [
     (["--shapes", "{tmp}/key.toml"], "key.toml [[gemm]] #2: gemm has no dimension 'Q'"),
     (["--shapes", "{tmp}/value.toml"], "value.toml [softmax] N: N must be a positive integer, not -3"),
     (["--shapes", "{tmp}/dtype.toml"], "dtype.toml [gelu] dtypes: unknown dtype 'float8'"),
+    (["--shapes", "{tmp}/latin1.toml"], "latin1.toml: not UTF-8 text"),
 ]
 FILES = {
     "bad.toml": "[softmax\nM = 1\n",
@@ -151,13 +152,17 @@ FILES = {
     "key.toml": "[[gemm]]\nM = 1\nN = 2\nK = 3\n[[gemm]]\nM = 1\nN = 2\nK = 3\nQ = 4\n",
     "value.toml": "[softmax]\nM = [1]\nN = [2, -3]\n",
     "dtype.toml": '[gelu]\nN = 8\ndtypes = ["float8"]\n',
+    "latin1.toml": "# caf\xe9\n[gelu]\nN = 8\n".encode("latin-1"),  # TOML is UTF-8; this is not
 }
 
 
 @pytest.mark.parametrize("args,needle", ERRORS, ids=[e[1][:40] for e in ERRORS])
 def test_bad_shapes_are_one_line_and_exit_2(tmp_path, args, needle):
     for name, text in FILES.items():
-        _write(tmp_path, text, name)
+        if isinstance(text, bytes):
+            (tmp_path / name).write_bytes(text)
+        else:
+            _write(tmp_path, text, name)
     r = suite_here("run", "--device", "cpu", *[a.format(tmp=tmp_path) for a in args])
     assert r.returncode == 2, r.stderr[-2000:]
     assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1, r.stderr
