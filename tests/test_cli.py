@@ -245,3 +245,20 @@ def test_plugin_text_prints_as_itself(tmp_path):
     r = suite_here("list", "--device", "cpu", "--plugin", str(plugin))
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-500:]
     assert "triton:[red]mine[/]" in r.stdout and "[link=http://evil.example]docs" in r.stdout, r.stdout[-2000:]
+
+
+def test_show_a_run_copied_into_two_folders(tmp_path):
+    """A run file kept in two places (runs/ and results/, say) is two files of one run_id:
+    show prints each file as it is, and --rows finds one torch time per case, not two."""
+    from suite import store
+
+    rows = _run_rows("same", "NVIDIA H200", "2026-01-01T00:00:00Z")
+    rows += [dict(r, impl="triton", backend="triton", ms_median=r["ms_median"] / 2) for r in rows]
+    for folder in ("a", "b"):
+        store.write_atomic(store.to_frame(rows), tmp_path / folder / "run.parquet")
+    r = suite_here("show", str(tmp_path), "--rows")
+    assert r.returncode == 0, r.stderr[-2000:]
+    heads = [ln for ln in r.stdout.splitlines() if ln.startswith("run same:")]
+    assert len(heads) == 2 and all("4 rows" in ln for ln in heads), heads
+    triton = [ln for ln in r.stdout.splitlines() if " triton " in ln and " ok " in ln and "N=4096" in ln]
+    assert len(triton) == 2 and all("2.000" in ln for ln in triton), triton
