@@ -321,6 +321,8 @@ def _open_resume(path: Path) -> RunFile:
 
     if not path.exists():
         raise UsageError(f"--resume {path}: no such file")
+    if path.is_dir():  # pandas reads a folder as one dataset, and a checkpoint cannot replace it
+        raise UsageError(f"--resume {path}: a folder; name the run file to finish, e.g. {path / 'run.parquet'}")
     try:
         return RunFile.resume(path)
     except StoreError as exc:

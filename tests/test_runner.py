@@ -175,6 +175,27 @@ def test_resume_keeps_the_runs_filters_seed_and_ceilings(tmp_path):
     assert resumed["ceilings"].nunique() == 1 and resumed["peak_gbps"].nunique() == 1
 
 
+def _tiny_run_file(path, run_args):
+    """A one-row checkpoint of a gelu run whose recorded options are ``run_args`` (JSON text)."""
+    row = {"schema_version": store.SCHEMA_VERSION, "run_id": "tiny", "timestamp": "2026-01-01T00:00:00Z",
+           "workload": "gelu", "impl": "torch", "backend": "torch", "dtype": "float32", "shape": "N=7",
+           "shape_N": 7, "timer": "wall", "status": "ok", "ms_median": 0.01, "device": "cpu",
+           "gpu_name": "CPU", "run_args": run_args}
+    return store.write_atomic(store.to_frame([row]), path)
+
+
+TINY_ARGS = ('{"device": "cpu", "preset": null, "workloads": "gelu", "impls": "torch", "dtypes": "float32", '
+             '"timer": "wall", "shape": ["N=5"], "samples": "3,3"}')
+
+
+def test_resume_refuses_a_folder_before_any_case(tmp_path):
+    """A folder would be read by pandas as one dataset, and its first checkpoint could not replace it."""
+    part = _tiny_run_file(tmp_path / "runs" / "part.parquet", TINY_ARGS)
+    r = suite_here("run", "--resume", str(part.parent), "--reuse-ceilings", "--no-progress")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert r.stderr.startswith(f"error: --resume {part.parent}: a folder; name the run file"), r.stderr
+
+
 def test_a_run_goes_to_runs_and_a_cpu_run_is_a_smoke_run(tmp_path):
     """Without --out a run is written under runs/ (ignored by git), readable by others, and
     ends with the command that opens it; a CPU run says it is not scored on a roofline."""
