@@ -221,6 +221,9 @@ def main(args) -> int:
 
     run, recorded = None, False
     if args.resume:  # the file's options and ceilings, before anything else reads args
+        if args.out is not None and Path(args.out).resolve() != Path(args.resume).resolve():
+            raise UsageError(f"--resume {args.resume} writes the run back to that file; leave out "
+                             f"--out {args.out} (or copy the file there first and resume the copy)")
         run = _open_resume(args.resume)
         recorded = resume.apply(args, run.rows, _defaults(), args.resume)
     protocol = make_protocol(args)  # checked before anything slow runs

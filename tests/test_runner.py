@@ -196,6 +196,16 @@ def test_resume_refuses_a_folder_before_any_case(tmp_path):
     assert r.stderr.startswith(f"error: --resume {part.parent}: a folder; name the run file"), r.stderr
 
 
+def test_resume_refuses_an_out_naming_another_file(tmp_path):
+    """--resume FILE writes back to FILE: an --out naming another file would be ignored."""
+    part = _tiny_run_file(tmp_path / "part.parquet", TINY_ARGS)
+    other = tmp_path / "other.parquet"
+    r = suite_here("run", "--resume", str(part), "--out", str(other), "--reuse-ceilings", "--no-progress")
+    assert r.returncode == 2 and not other.exists(), r.stderr[-2000:]
+    assert r.stderr.startswith(f"error: --resume {part} writes the run back to that file; leave out --out")
+    assert len(store.read_file(part)) == 1
+
+
 def test_a_run_goes_to_runs_and_a_cpu_run_is_a_smoke_run(tmp_path):
     """Without --out a run is written under runs/ (ignored by git), readable by others, and
     ends with the command that opens it; a CPU run says it is not scored on a roofline."""
