@@ -48,13 +48,16 @@ def ceilings_json(ceil: Ceilings) -> str:
 
 
 def _first(rows: Iterable[dict], column: str) -> dict | None:
+    """The JSON object of ``column`` in the first row that has one; None where it holds
+    something else (not JSON, or JSON that is not an object)."""
     for r in rows:
         text = r.get(column)
         if isinstance(text, str) and text:
             try:
-                return json.loads(text)
+                value = json.loads(text)
             except ValueError:
                 return None
+            return value if isinstance(value, dict) else None
     return None
 
 

@@ -206,6 +206,17 @@ def test_resume_refuses_an_out_naming_another_file(tmp_path):
     assert len(store.read_file(part)) == 1
 
 
+def test_resume_of_a_file_whose_run_args_are_not_options(tmp_path):
+    """run_args that parse as JSON but are not an object of options count as no record."""
+    part = _tiny_run_file(tmp_path / "part.parquet", "[1, 2]")
+    r = suite_here("run", "--resume", str(part), "--device", "cpu", "--workloads", "gelu", "--impls", "torch",
+                   "--dtypes", "float32", "--shape", "N=5", "--samples", "3,3", "--reuse-ceilings",
+                   "--no-progress")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "records no run options" in r.stderr
+    assert set(store.read_file(part)["shape"]) == {"N=7", "N=5"}
+
+
 def test_a_run_goes_to_runs_and_a_cpu_run_is_a_smoke_run(tmp_path):
     """Without --out a run is written under runs/ (ignored by git), readable by others, and
     ends with the command that opens it; a CPU run says it is not scored on a roofline."""
