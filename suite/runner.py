@@ -227,6 +227,8 @@ def main(args) -> int:
         run = _open_resume(args.resume)
         recorded = resume.apply(args, run.rows, _defaults(), args.resume)
     protocol = make_protocol(args)  # checked before anything slow runs
+    if not args.timeout > 0:  # NaN too; inf is no limit
+        raise UsageError(f"--timeout {args.timeout:g}: expected a positive number of seconds")
     if args.out is not None and run is None:
         writable_file(args.out)  # a bad path stops the run before any case, not at its first checkpoint
     # the seed before the plan: the fuzz preset's shapes are drawn from it

@@ -20,6 +20,8 @@ from tests.helpers import suite, suite_here
     (["list", "--device", "cuda"], "no CUDA GPU is visible"),
     (["frobnicate"], "unknown verb 'frobnicate'"),
     (["show", "/nonexistent/x.parquet"], "no readable results"),
+    (["run", "--device", "cpu", "--workloads", "gelu", "--shape", "N=5", "--timeout", "0"], "--timeout 0: expected a positive number of seconds"),
+    (["run", "--device", "cpu", "--workloads", "gelu", "--shape", "N=5", "--timeout", "nan"], "--timeout nan: expected a positive number"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, needle):
     r = suite_here(*args)
