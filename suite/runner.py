@@ -231,6 +231,8 @@ def main(args) -> int:
         raise UsageError(f"--timeout {args.timeout:g}: expected a positive number of seconds")
     if args.out is not None and run is None:
         writable_file(args.out)  # a bad path stops the run before any case, not at its first checkpoint
+    if args.seed is not None and not 0 <= args.seed < 2**63:  # every row stores it as an int64
+        raise UsageError(f"--seed {args.seed}: expected a whole number from 0 to {2**63 - 1}")
     # the seed before the plan: the fuzz preset's shapes are drawn from it
     args.seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     registry = discover(args.plugin)

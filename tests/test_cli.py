@@ -22,6 +22,10 @@ from tests.helpers import suite, suite_here
     (["show", "/nonexistent/x.parquet"], "no readable results"),
     (["run", "--device", "cpu", "--workloads", "gelu", "--shape", "N=5", "--timeout", "0"], "--timeout 0: expected a positive number of seconds"),
     (["run", "--device", "cpu", "--workloads", "gelu", "--shape", "N=5", "--timeout", "nan"], "--timeout nan: expected a positive number"),
+    (["run", "--device", "cpu", "--workloads", "gelu", "--impls", "torch", "--dtypes", "float32", "--shape", "N=5",
+      "--seed", str(2**63)], f"--seed {2**63}: expected a whole number from 0 to {2**63 - 1}"),
+    (["run", "--device", "cpu", "--workloads", "gelu", "--impls", "torch", "--dtypes", "float32", "--shape", "N=5",
+      "--seed", "-1"], "--seed -1: expected a whole number from 0"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, needle):
     r = suite_here(*args)
