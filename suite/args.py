@@ -19,13 +19,14 @@ def csv_list(text: str | None) -> list[str] | None:
 
 
 def choose(given: list[str] | None, valid: list[str], what: str) -> list[str] | None:
-    """``given`` unchanged when every item is in ``valid``, else UsageError naming the choices."""
+    """``given`` in its order, each name once, when every item is in ``valid``, else
+    UsageError naming the choices (a name listed twice would run, or match, twice)."""
     if given is None:
         return None
     bad = [g for g in given if g not in valid]
     if bad:
         raise UsageError(f"unknown {what} {', '.join(map(repr, bad))}; choose from {', '.join(valid)}")
-    return given
+    return list(dict.fromkeys(given))
 
 
 def writable_file(path, option: str = "--out", example: str = "run.parquet") -> Path:

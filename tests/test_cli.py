@@ -268,3 +268,23 @@ def test_show_a_run_copied_into_two_folders(tmp_path):
     assert len(heads) == 2 and all("4 rows" in ln for ln in heads), heads
     triton = [ln for ln in r.stdout.splitlines() if " triton " in ln and " ok " in ln and "N=4096" in ln]
     assert len(triton) == 2 and all("2.000" in ln for ln in triton), triton
+
+
+def test_a_name_given_twice_in_a_list_runs_once():
+    """--workloads gelu,gelu or --timer wall,wall would otherwise store each case twice under one
+    row key, which resume, compare and show --rows take to be one measurement."""
+    from suite import cli
+    from suite.runner import make_plan
+    from suite.workload import discover
+
+    reg = discover()
+
+    def plan(*argv):
+        return make_plan(cli.build_parser("run").parse_args(["run", "--device", "cpu", "--preset", "cpu", *argv]), reg)
+
+    once = plan("--workloads", "gelu", "--impls", "torch", "--dtypes", "float32", "--timer", "wall")
+    twice = plan("--workloads", "gelu,gelu", "--impls", "torch,torch", "--dtypes", "float32,float32",
+                 "--timer", "wall,wall", "--backends", "torch,torch")
+    assert twice.timers == once.timers == ("wall",)
+    assert [(c.key, [i.name for i in impls]) for c, impls in twice.cases] == \
+        [(c.key, [i.name for i in impls]) for c, impls in once.cases]
