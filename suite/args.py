@@ -14,8 +14,8 @@ class UsageError(Exception):
 
 
 def csv_list(text: str | None) -> list[str] | None:
-    """A comma-separated option as its non-empty items, or None when not given."""
-    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+    """A comma-separated option as its non-empty items ([] for an empty one), or None when not given."""
+    return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
 
 
 def choose(given: list[str] | None, valid: list[str], what: str) -> list[str] | None:
@@ -23,6 +23,8 @@ def choose(given: list[str] | None, valid: list[str], what: str) -> list[str] | 
     UsageError naming the choices (a name listed twice would run, or match, twice)."""
     if given is None:
         return None
+    if not given:  # an option given as "" or ",": refused, not read as no filter at all
+        raise UsageError(f"no {what} given (an empty list); choose from {', '.join(valid)}")
     bad = [g for g in given if g not in valid]
     if bad:
         raise UsageError(f"unknown {what} {', '.join(map(repr, bad))}; choose from {', '.join(valid)}")

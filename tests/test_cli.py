@@ -288,3 +288,27 @@ def test_a_name_given_twice_in_a_list_runs_once():
     assert twice.timers == once.timers == ("wall",)
     assert [(c.key, [i.name for i in impls]) for c, impls in twice.cases] == \
         [(c.key, [i.name for i in impls]) for c, impls in once.cases]
+
+
+@pytest.mark.parametrize("option,what", [("--workloads", "workload"), ("--impls", "implementation"),
+                                         ("--backends", "backend"), ("--dtypes", "dtype"), ("--timer", "timer")])
+@pytest.mark.parametrize("text", ["", ","])
+def test_an_empty_list_is_refused_not_taken_as_everything(option, what, text):
+    """--workloads \"$EMPTY\" from a script would otherwise sweep every workload."""
+    from suite import cli
+    from suite.args import UsageError
+    from suite.runner import make_plan
+    from suite.workload import discover
+
+    args = cli.build_parser("run").parse_args(["run", "--device", "cpu", "--preset", "cpu", option, text])
+    with pytest.raises(UsageError, match=f"no {what} given \\(an empty list\\); choose from "):
+        make_plan(args, discover())
+
+
+def test_show_refuses_an_empty_filter(tmp_path):
+    from suite import store
+
+    path = store.write_atomic(store.to_frame(_run_rows("r", "NVIDIA H200", "2026-01-01T00:00:00Z")),
+                              tmp_path / "run.parquet")
+    r = suite_here("show", "--rows", "--workloads", ",", str(path))
+    assert r.returncode == 2 and "no workload given (an empty list); choose from gelu" in r.stderr, r.stderr[-500:]
