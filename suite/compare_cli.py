@@ -78,6 +78,10 @@ def parse_threshold(text: str) -> float:
 
 
 def options(args) -> compare.Options:
+    if not 0 < args.alpha < 1:  # NaN too
+        raise UsageError(f"--alpha {args.alpha:g}: expected a significance level between 0 and 1, e.g. 0.01")
+    if not args.floor_us >= 0 or args.floor_us == float("inf"):
+        raise UsageError(f"--floor-us {args.floor_us:g}: expected 0 or more microseconds")
     return compare.Options(parse_threshold(args.threshold), args.floor_us, args.alpha,
                            args.fail_on_improvement, args.gate,
                            parse_fraction(args.run_spread, "--run-spread"))
