@@ -96,6 +96,9 @@ def _whole(paths, what: str) -> pd.DataFrame:
 
 def main(args) -> int:
     opt = options(args)
+    if args.base and not args.by:
+        raise UsageError(f"--base {args.base} names the group that --by compares against; give --by gpu "
+                         "or --by commit with one set of runs, or BASE CANDIDATE without --base")
     history = None
     if args.baselines:
         if args.by or len(args.paths) != 1:

@@ -29,6 +29,7 @@ from tests.helpers import suite, suite_here
     (["compare", "--alpha", "2", "a.parquet", "b.parquet"], "--alpha 2: expected a significance level between 0 and 1"),
     (["compare", "--alpha", "nan", "a.parquet", "b.parquet"], "--alpha nan: expected a significance level"),
     (["compare", "--floor-us", "-3", "a.parquet", "b.parquet"], "--floor-us -3: expected 0 or more microseconds"),
+    (["compare", "--base", "abc1234", "a.parquet", "b.parquet"], "--base abc1234 names the group that --by compares"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, needle):
     r = suite_here(*args)
