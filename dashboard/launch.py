@@ -45,6 +45,10 @@ def command(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
 
 
 def main(args: argparse.Namespace) -> int:
+    if not 0 < args.port < 65536:  # else streamlit's server dies on bind() with a traceback
+        from suite.args import UsageError
+
+        raise UsageError(f"--port {args.port}: expected a TCP port from 1 to 65535")
     missing = [m for m in ("streamlit", "plotly") if importlib.util.find_spec(m) is None]
     if missing:
         print(f"error: the dashboard needs {' and '.join(missing)}: run `scripts/setup.sh dev` "

@@ -316,3 +316,14 @@ def test_show_refuses_an_empty_filter(tmp_path):
                               tmp_path / "run.parquet")
     r = suite_here("show", "--rows", "--workloads", ",", str(path))
     assert r.returncode == 2 and "no workload given (an empty list); choose from gelu" in r.stderr, r.stderr[-500:]
+
+
+@pytest.mark.parametrize("port", ["99999", "-5"])
+def test_dashboard_refuses_a_port_out_of_range_before_streamlit(port, monkeypatch):
+    import subprocess
+
+    started = []
+    monkeypatch.setattr(subprocess, "call", lambda *a, **k: started.append(a) or 0)
+    r = suite_here("dashboard", "--headless", "--port", port)
+    assert r.returncode == 2 and not started, r.stderr[-500:]
+    assert r.stderr.startswith(f"error: --port {port}: expected a TCP port from 1 to 65535"), r.stderr
