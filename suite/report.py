@@ -75,7 +75,7 @@ def _run_section(run: pd.DataFrame, largest: int) -> list[str]:
     for dtype, g in run.groupby("dtype"):
         tf = pd.to_numeric(g["peak_tflops"], errors="coerce").median()
         if tf > 0:
-            roofs.append(f"{md_text(dtype)} matmul {tf:.0f} TFLOP/s")
+            roofs.append(f"{md_text(dtype)} matmul {_num(tf, '.0f')} TFLOP/s")
     lines = [f"## `{name}`", "",
              f"{md_text(first['gpu_name'])}, commit {md_text(str(first['commit'])[:7])}, "
              f"torch {md_text(first['torch'])}, triton {md_text(first['triton'])}; timer {_one(run['timer'])}, "
@@ -166,4 +166,6 @@ def _num(x, spec: str) -> str:
         x = float(x)
     except (TypeError, ValueError):
         return "-"
+    if spec in (".0f", ".1f") and 0 < abs(x) < 1:  # a CPU's rates: two digits, not 0
+        spec = ".2g"
     return "-" if math.isnan(x) else format(x, spec)

@@ -112,3 +112,19 @@ def test_stored_text_is_escaped_in_the_markdown(tmp_path):
     assert "](http" not in text.replace("\\](http", ""), text
     assert "<b>" not in text and "\\<b\\>" in text and "M=64,N=100\\|" in text
     assert "triton:\\[x\\](http://evil.example)" in text and "\\!\\[gpu\\]" in text
+
+
+def test_a_cpu_runs_rates_are_printed_not_rounded_to_zero(tmp_path):
+    """A CPU smoke run moves well under 1 TFLOP/s: its cells and roofs keep two significant
+    digits, as show prints them, rather than a row of zeros."""
+    base = {"schema_version": store.SCHEMA_VERSION, "run_id": "cpu", "timestamp": "2026-01-01T00:00:00Z",
+            "gpu_name": "CPU x86_64", "device": "cpu", "dtype": "float32", "timer": "wall", "l2": "n/a",
+            "status": "ok", "commit": "abc1234", "peak_gbps": 0.45, "peak_tflops": 0.0168}
+    rows = [dict(base, workload="gemm", impl="torch", backend="torch", bound="compute", shape="M=200,N=300,K=100",
+                 size=200 * 300 * 100, ms_median=16.0, tflops=0.00075, gbps=0.028),
+            dict(base, workload="softmax", impl="torch", backend="torch", bound="memory", shape="M=1823,N=781",
+                 size=1823 * 781, ms_median=8.0, tflops=0.00089, gbps=0.71)]
+    text = render(store.read_file(_run(tmp_path, rows)), "T")
+    assert "| float32 | M=200,N=300,K=100 | 0.00075 (-) |" in text, text
+    assert "| float32 | M=1823,N=781 | 0.71 (-) |" in text, text
+    assert "roofs: memory 0.45 GB/s, float32 matmul 0.017 TFLOP/s." in text, text
