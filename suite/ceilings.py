@@ -235,6 +235,14 @@ def configure(p) -> None:
                    help="show the cached figures for this device instead of measuring again")
 
 
+def _figure(x, spec: str) -> str:
+    """A figure of the table: '-' where there is none (no datasheet row, as on a CPU), two
+    significant digits below 1 (a CPU's TFLOP/s), else ``spec``."""
+    if x is None:
+        return "-"
+    return format(x, ".2g" if spec != ".2f" and 0 < abs(x) < 1 else spec)
+
+
 def main(args) -> int:
     from suite import environment
 
@@ -244,16 +252,16 @@ def main(args) -> int:
     sheet = c.datasheet or {}
     print(f"device: {c.gpu_name} ({c.device}); measured {c.measured_at} in {c.seconds:.1f} s")
     print(f"cache: {_cache_file()}")
-    ds_bw = sheet.get("gbps")
-    print(f"{'ceiling':<22}{'measured':>12}{'datasheet':>12}{'ratio':>8}")
-    for label, gbps in (("read GB/s", c.read_gbps), ("write GB/s", c.write_gbps),
-                        ("copy GB/s (1:1)", c.copy_gbps), ("2:1 r:w GB/s", c.mix21_gbps)):
-        print(f"{label:<22}{gbps:>12.0f}{ds_bw or float('nan'):>12.0f}"
-              f"{(gbps / ds_bw) if ds_bw else float('nan'):>8.2f}")
-    for name, rate in c.matmul_tflops.items():
-        ds = sheet.get("tflops", {}).get(name)
-        print(f"{'matmul ' + name + ' TFLOP/s':<22}{rate:>12.1f}{ds or float('nan'):>12.1f}"
-              f"{(rate / ds) if ds else float('nan'):>8.2f}")
+    rows = [(label, gbps, sheet.get("gbps"), ".0f") for label, gbps in (
+        ("read GB/s", c.read_gbps), ("write GB/s", c.write_gbps),
+        ("copy GB/s (1:1)", c.copy_gbps), ("2:1 r:w GB/s", c.mix21_gbps))]
+    rows += [(f"matmul {name} TFLOP/s", rate, sheet.get("tflops", {}).get(name), ".1f")
+             for name, rate in c.matmul_tflops.items()]
+    width = max(len(r[0]) for r in rows) + 2
+    print(f"{'ceiling':<{width}}{'measured':>12}{'datasheet':>12}{'ratio':>8}")
+    for label, measured, ds, spec in rows:
+        print(f"{label:<{width}}{_figure(measured, spec):>12}{_figure(ds, spec):>12}"
+              f"{_figure(measured / ds if ds else None, '.2f'):>8}")
     if sheet:
         print(f"datasheet row: {sheet['label']} (reference only; formulas use the measured figures)")
     return 0

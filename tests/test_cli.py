@@ -327,3 +327,24 @@ def test_dashboard_refuses_a_port_out_of_range_before_streamlit(port, monkeypatc
     r = suite_here("dashboard", "--headless", "--port", port)
     assert r.returncode == 2 and not started, r.stderr[-500:]
     assert r.stderr.startswith(f"error: --port {port}: expected a TCP port from 1 to 65535"), r.stderr
+
+
+def test_ceilings_of_a_cpu_print_its_figures_and_no_nan(tmp_path, monkeypatch):
+    """No datasheet row for a CPU: '-' in its columns; rates below 1 TFLOP/s keep two digits;
+    every row's figures line up under the header."""
+    from suite import ceilings, environment
+
+    monkeypatch.setenv("KSUITE_CACHE_DIR", str(tmp_path))
+    env = environment.collect("cpu")
+    ceilings.save_cached(ceilings.Ceilings(
+        device="cpu", gpu_name=env["gpu_name"], fingerprint=env["fingerprint"], copy_gbps=59.0,
+        matmul_tflops={"float32": 0.2, "tf32": 0.2, "float16": 0.0028, "bfloat16": 0.4}, read_gbps=113.0,
+        write_gbps=109.0, mix21_gbps=50.0, measured_at="2026-01-01T00:00:00Z", seconds=0.7))
+    r = suite_here("ceilings", "--device", "cpu", "--cached")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    table = lines[lines.index(next(ln for ln in lines if ln.startswith("ceiling"))):]
+    assert "nan" not in r.stdout.lower(), r.stdout
+    assert len({len(ln) for ln in table}) == 1, table  # one column layout for every row
+    f16 = next(ln for ln in table if "float16" in ln)
+    assert f16.split()[-3:] == ["0.0028", "-", "-"], f16
