@@ -77,7 +77,8 @@ def _own_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
     p.add_argument("--gate", choices=("own", "all"), default=d("own"),
                    help="own (default): regressions of triton, cuda and plugins fail; all: every "
                         "implementation's")
-    p.add_argument("--fail-on-improvement", action="store_true", default=d(False))
+    p.add_argument("--fail-on-improvement", action="store_true", default=d(False),
+                   help="exit 1 on a significant improvement too (to force a baseline refresh)")
     p.add_argument("--seed", type=int, default=d(None), help="seed of the warm-up; round r uses seed + r")
     p.add_argument("--base-env", action="append", default=d([]), metavar="NAME=VALUE",
                    help="environment for the base's runs only (repeatable)")
@@ -87,7 +88,9 @@ def _own_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
     p.add_argument("--out", type=Path, default=d(None), metavar="DIR",
                    help="keep the runs' Parquet files and logs in DIR (default: a temporary folder)")
     p.add_argument("--repo", type=Path, default=d(None), help="the git repository (default: the one here)")
-    p.add_argument("--format", choices=("table", "markdown", "json"), default=d("table"))
+    p.add_argument("--format", choices=("table", "markdown", "json"), default=d("table"),
+                   help="table (default): rich tables for a terminal; markdown: a pull-request "
+                        "comment, stored text escaped; json: every verdict with its numbers, for scripts")
     p.add_argument("--all", action="store_true", default=d(False), help="table: list unchanged cases too")
 
 
@@ -98,8 +101,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                      "the 95% interval of its paired-round time ratio lies wholly outside "
                      "+-threshold; losses (ok -> not ok, a row gone) are regressions. Exit 0: no "
                      "regression; 1: a regression; 2: bad input or nothing comparable.")
-    p.add_argument("base_ref", metavar="BASE_REF")
-    p.add_argument("cand_ref", metavar="CAND_REF")
+    p.add_argument("base_ref", metavar="BASE_REF", help="the base: a commit, branch or tag of --repo")
+    p.add_argument("cand_ref", metavar="CAND_REF",
+                   help="the candidate: a commit, branch or tag (the same ref with --cand-env: a setting's A/B)")
     _own_options(p)
     p.add_argument("run_args", nargs=argparse.REMAINDER, metavar="RUN OPTIONS",
                    help="options of `python -m suite run` (--workloads, --impls, --preset, ...), "

@@ -55,7 +55,9 @@ def configure(p) -> None:
     p.add_argument("--gate", choices=("own", "all"), default="own",
                    help="own (default): regressions of triton, cuda and plugins fail; all: of "
                         "eager, torch and compile too")
-    p.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    p.add_argument("--format", choices=("table", "markdown", "json"), default="table",
+                   help="table (default): rich tables for a terminal; markdown: a pull-request "
+                        "comment, stored text escaped; json: every verdict with its numbers, for scripts")
     p.add_argument("--all", action="store_true", help="table: list unchanged cases too")
     p.add_argument("--fail-on-improvement", action="store_true",
                    help="exit 1 on a significant improvement too (to force a baseline refresh)")

@@ -348,3 +348,17 @@ def test_ceilings_of_a_cpu_print_its_figures_and_no_nan(tmp_path, monkeypatch):
     assert len({len(ln) for ln in table}) == 1, table  # one column layout for every row
     f16 = next(ln for ln in table if "float16" in ln)
     assert f16.split()[-3:] == ["0.0028", "-", "-"], f16
+
+
+def test_every_option_of_every_verb_says_what_it_does():
+    import argparse
+
+    from suite.cli import build_parser
+
+    verbs = next(a for a in build_parser()._actions if a.dest == "verb").choices
+    silent = []
+    for verb in verbs:
+        sub = next(a for a in build_parser(verb)._actions if a.dest == "verb").choices[verb]
+        silent += [f"{verb} {a.option_strings[0] if a.option_strings else a.dest}" for a in sub._actions
+                   if not isinstance(a, argparse._HelpAction) and not a.help]
+    assert not silent, silent
