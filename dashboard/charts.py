@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html as _html
 import math
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -153,19 +154,73 @@ def _hlines(fig: go.Figure, lines: list[dict]) -> go.Figure:
     return fig.update_layout(shapes=shapes, annotations=notes)
 
 
+# A log axis labels at most this many ticks, each a plain number (log_ticks)
+LOG_TICKS = 8
+
+
+def log_ticks(lo: float, hi: float, most: int = LOG_TICKS) -> list[float]:
+    """Tick values for a log axis spanning [lo, hi]: 1, 2 and 5 times each power of ten
+    where at most ``most`` of them fall inside, else powers of ten (each one, or every
+    second, third, ...); where fewer than three of 1, 2 and 5 fall inside (a span under
+    half a decade or so), evenly spaced values a round step apart (0.7, 0.8, 0.9).
+    Empty for a range that is not positive and finite."""
+    if not (0 < lo <= hi and math.isfinite(hi)):
+        return []
+    a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+
+    def inside(values) -> list[float]:
+        return [v for v in values if lo <= v <= hi]
+
+    ticks = inside(float(f"{m}e{e}") for e in range(a, b + 1) for m in (1, 2, 5))
+    if len(ticks) >= 3:
+        every = 1
+        while len(ticks) > most:
+            ticks = inside(float(f"1e{e}") for e in range(a, b + 1) if e % every == 0)
+            every += 1
+        return ticks
+    for e in range(b, a - 3, -1):   # the largest round step that leaves three ticks
+        for m in (5, 2, 1):
+            step = float(f"{m}e{e}")
+            ticks = inside(float(f"{n * m}e{e}") for n in range(math.ceil(lo / step), math.floor(hi / step) + 1))
+            if len(ticks) >= 3:
+                return ticks
+    return ticks
+
+
+def plain(value: float) -> str:
+    """A tick's label: 0.05, 2, 1,000,000 (no exponent, no SI prefix, thousands separated)."""
+    return format(Decimal(repr(float(value))).normalize(), ",f")
+
+
+def _extent(fig: go.Figure, axis: str) -> tuple[float, float] | None:
+    """The smallest and largest positive value ``fig`` draws on ``axis`` ("x" or "y"):
+    its traces' points and its horizontal lines (_hlines)."""
+    parts = [np.asarray(getattr(t, axis), dtype=float).ravel() for t in fig.data if getattr(t, axis) is not None]
+    if axis == "y":
+        parts.append(np.array([s.y0 for s in fig.layout.shapes if s.yref == "y"], dtype=float))
+    values = np.concatenate(parts) if parts else np.array([])
+    values = values[np.isfinite(values) & (values > 0)]
+    return (float(values.min()), float(values.max())) if len(values) else None
+
+
 def _layout(fig: go.Figure, title: str, x: str, y: str, logx=False, logy=False) -> go.Figure:
     fig.update_layout(title=safe.html(title), xaxis_title=x, yaxis_title=y, legend_title_text="",
                       margin=dict(l=60, r=20, t=50, b=50), hovermode="closest")
     # plain numbers on every axis (0.01, 1, 100), the unit in the title: no SI
-    # prefixes ("10n" TFLOP/s) and no "2x10^5"
-    if logx:
-        fig.update_xaxes(type="log", tickformat="~g")
-    else:
-        fig.update_xaxes(exponentformat="none", separatethousands=True)
-    if logy:
-        fig.update_yaxes(type="log", tickformat="~g")
-    else:
-        fig.update_yaxes(exponentformat="none", separatethousands=True)
+    # prefixes ("10n" TFLOP/s) and no "2x10^5".  A log axis gets its ticks from
+    # log_ticks: Plotly's own label every digit of a decade over a short span
+    # (0.7 0.8 0.9 1, overlapping), or only its first digit.
+    for axis, log, update in (("x", logx, fig.update_xaxes), ("y", logy, fig.update_yaxes)):
+        update(exponentformat="none", separatethousands=True)
+        if not log:
+            continue
+        update(type="log")
+        extent = _extent(fig, axis)
+        if extent:
+            # Plotly pads a log axis past the data: ticks in that margin are drawn too
+            pad = 10 ** (0.05 * max(math.log10(extent[1] / extent[0]), 0.2))
+            ticks = log_ticks(extent[0] / pad, extent[1] * pad)
+            update(tickmode="array", tickvals=ticks, ticktext=[plain(v) for v in ticks])
     return fig
 
 

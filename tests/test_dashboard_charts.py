@@ -187,5 +187,50 @@ def test_fusion_splits_workloads_and_names_stay_inert():
     assert len(set(shapes.values())) == len(shapes) > 1  # one symbol per workload
     text = str(fig)
     assert "<a href" not in text and "&lt;a href" in text
-    # plain numbers on log axes: no SI prefixes
-    assert fig["layout"]["xaxis"]["tickformat"] == "~g" and fig["layout"]["yaxis"]["tickformat"] == "~g"
+
+
+def _log_axes(fig):
+    return [(name, ax) for name, ax in (("x", fig.layout.xaxis), ("y", fig.layout.yaxis)) if ax.type == "log"]
+
+
+def _readable(fig):
+    """Each log axis of ``fig`` carries its own ticks: at most charts.LOG_TICKS, each labelled
+    as a plain number, neighbours at least a twentieth of the axis's span apart (15 px on a
+    300-px axis: more than a label's height), so no two labels overlap."""
+    for name, ax in _log_axes(fig):
+        vals, text = list(ax.tickvals or ()), list(ax.ticktext or ())
+        assert 2 <= len(vals) <= charts.LOG_TICKS and len(text) == len(vals), (name, vals)
+        assert all("e" not in t.lower() and t[-1].isdigit() for t in text), (name, text)
+        assert [float(t.replace(",", "")) for t in text] == pytest.approx(vals)
+        logs = np.log10(vals)
+        assert (np.diff(logs) >= (logs[-1] - logs[0]) / 20).all(), (name, text)
+
+
+def test_log_axes_label_plain_numbers_that_do_not_overlap():
+    # a short span (the committed runs' fusion speedups, 0.46 to 98): 1, 2 and 5 of each
+    # decade, not every digit (0.7 0.8 0.9 1 overlapped)
+    ft = pd.DataFrame({"impl": ["triton", "cuda", "triton"], "predicted": [0.47, 5.5, 62.0],
+                       "measured": [0.46, 3.0, 97.5], "reached": [0.9, 0.55, 1.05],
+                       "workload": ["gelu"] * 3, "shape": ["N=1"] * 3, "dtype": ["float32"] * 3})
+    fig = charts.fusion_chart(ft)
+    _readable(fig)
+    assert list(fig.layout.yaxis.ticktext) == ["0.5", "1", "2", "5", "10", "20", "50", "100"]
+    # large sizes as 1,000,000, not 1e+6; speedups within a fraction of one evenly spaced
+    t = pd.DataFrame({"size": [1e3, 1e6, 3.5e7, 2e9], "speedup": [0.81, 1.0, 1.1, 1.27],
+                      "verdict": ["regression", "same", "same", "improvement"], "workload": ["w"] * 4,
+                      "impl": ["i"] * 4, "dtype": ["d"] * 4, "shape": ["s"] * 4})
+    fig = charts.compare_scatter(t, 0.05)
+    _readable(fig)
+    assert "1,000,000" in fig.layout.xaxis.ticktext and "1,000,000,000" in fig.layout.xaxis.ticktext
+    assert list(fig.layout.yaxis.ticktext) == ["0.8", "1", "1.2"]
+    _readable(charts.bandwidth(rows(sizes=(5e4, 1e6, 3.5e7, 2.7e8)), "gbps"))
+    _readable(charts.roofline_chart(rows(series=("triton",)), 4000.0, {"bfloat16": 800.0, "float32": 50.0}))
+    # any span, from a few percent to twelve decades
+    rng = np.random.default_rng(0)
+    for lo, decades in zip(10 ** rng.uniform(-4, 8, 300), rng.uniform(0.02, 12, 300)):
+        hi = lo * 10 ** decades
+        vals = charts.log_ticks(lo, hi)
+        assert 2 <= len(vals) <= charts.LOG_TICKS and all(lo <= v <= hi for v in vals), (lo, hi, vals)
+        logs = np.log10(vals)
+        assert (np.diff(logs) >= np.log10(hi / lo) / 20).all(), (lo, hi, vals)
+        assert [float(charts.plain(v).replace(",", "")) for v in vals] == pytest.approx(vals)
