@@ -187,9 +187,11 @@ def with_series(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def several_runs(df: pd.DataFrame) -> bool:
-    """Whether a GPU has rows of more than one run here."""
-    return "run_id" in df.columns and bool(df.drop_duplicates("run_id")["gpu"].duplicated().any())
+def several_runs(df: pd.DataFrame, by=("gpu",)) -> bool:
+    """Whether a GPU (a group of the ``by`` columns) has rows of more than one run here."""
+    if "run_id" not in df.columns:
+        return False
+    return bool(df.drop_duplicates([*by, "run_id"]).duplicated(list(by)).any())
 
 
 def run_tags(df: pd.DataFrame) -> pd.Series:
@@ -238,14 +240,18 @@ def largest_shape(df: pd.DataFrame, by=("workload", "dtype")) -> pd.DataFrame:
 
 
 def best_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per GPU, workload, dtype and timer, at the largest size: the fastest correct
-    implementation, its SOL, and its speedup over eager and over the best torch op.
+    """Per GPU, workload, dtype, timer and run, at the largest size: the fastest correct
+    implementation, its SOL, and its speedup over eager and over the best torch op of
+    the same run.  ``run`` names the run (:func:`run_tags`) where a GPU's workload has
+    rows of several runs here, else it is empty; ``run_id`` is the run's id.
 
     Grouped, not looped: a Python loop per group costs ~1 s at 200 runs."""
-    columns = ["gpu", "workload", "dtype", "timer", "shape", "best", "ms", "sol", "vs_eager", "vs_torch"]
-    keys = ["gpu", "workload", "dtype", "timer"]
-    df = only(df, keys + ["shape", "size", "impl", "backend", "status", "ms_median", "sol", "device"])
-    rows = largest_shape(df, by=("workload", "dtype", "timer"))
+    columns = ["gpu", "workload", "dtype", "timer", "run", "shape", "best", "ms", "sol", "vs_eager", "vs_torch",
+               "run_id"]
+    keys = ["gpu", "workload", "dtype", "timer", "run_id"]
+    df = only(df, keys + ["commit", "timestamp", "shape", "size", "impl", "backend", "status", "ms_median", "sol",
+                          "device"])
+    rows = largest_shape(df, by=("workload", "dtype", "timer", "run_id"))
     if rows.empty:
         return pd.DataFrame(columns=columns)
     groups = rows.groupby(keys, sort=True, observed=True)
@@ -259,6 +265,7 @@ def best_table(df: pd.DataFrame) -> pd.DataFrame:
 
     ms = best["ms_median"].to_numpy(dtype=float)
     out = pd.DataFrame({k: best[k].astype(object).to_numpy() for k in keys})
+    out["run"] = run_tags(best).to_numpy() if several_runs(rows, by=("gpu", "workload")) else ""
     out["shape"] = best["shape"].to_numpy()
     out["best"] = best["impl"].to_numpy()
     out["ms"], out["sol"] = ms, best["sol"].to_numpy(dtype=float)
@@ -272,10 +279,26 @@ def _largest_shapes(d: pd.DataFrame) -> pd.Series:
     return top.drop_duplicates("workload").set_index("workload")["shape"]
 
 
-def sol_shapes(df: pd.DataFrame, dtype: str, gpu: str) -> pd.Series:
+def _of_run(df: pd.DataFrame, run: str | None) -> pd.DataFrame:
+    return df if run is None else df[(df["run_id"] == run).to_numpy()]
+
+
+def sol_shapes(df: pd.DataFrame, dtype: str, gpu: str, run: str | None = None) -> pd.Series:
     """The shape :func:`sol_matrix` shows for each workload (its largest with an ok
     row), by workload."""
-    return _largest_shapes(df[(df["dtype"] == dtype) & (df["gpu"] == gpu)])
+    return _largest_shapes(_of_run(df[(df["dtype"] == dtype) & (df["gpu"] == gpu)], run))
+
+
+def sol_runs(df: pd.DataFrame, gpu: str) -> list[str]:
+    """The runs the SOL matrix of ``gpu`` offers, newest first: one is shown at a time,
+    where a workload of that GPU has rows of several runs here; else none (each
+    workload's cells come from its one run)."""
+    d = only(df, ["gpu", "workload", "run_id", "timestamp"])
+    d = d[(d["gpu"] == gpu).to_numpy()]
+    if not several_runs(d, by=("gpu", "workload")):
+        return []
+    runs = d.drop_duplicates("run_id").sort_values(["timestamp", "run_id"], ascending=[False, True], kind="stable")
+    return runs["run_id"].astype(str).tolist()
 
 
 def sol_choices(df: pd.DataFrame) -> tuple[list[str], list[str]]:
@@ -286,14 +309,15 @@ def sol_choices(df: pd.DataFrame) -> tuple[list[str], list[str]]:
     return dtypes, sorted(df["gpu"].unique())
 
 
-def sol_matrix(df: pd.DataFrame, dtype: str, gpu: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def sol_matrix(df: pd.DataFrame, dtype: str, gpu: str, run: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(SOL, status text): workload x implementation at each workload's largest size
-    (:func:`sol_shapes`).
+    (:func:`sol_shapes`), of the rows of ``run`` where given (:func:`sol_runs`).
 
     Cells of implementations that failed there hold NaN and their status.
     """
-    d = only(df, ["dtype", "gpu", "workload", "shape", "size", "impl", "status", "ms_median", "sol", "device"])
-    d = d[((d["dtype"] == dtype) & (d["gpu"] == gpu)).to_numpy()]
+    d = only(df, ["dtype", "gpu", "run_id", "workload", "shape", "size", "impl", "status", "ms_median", "sol",
+                  "device"])
+    d = _of_run(d[((d["dtype"] == dtype) & (d["gpu"] == gpu)).to_numpy()], run)
     shapes = _largest_shapes(d)
     if shapes.empty:
         return pd.DataFrame(), pd.DataFrame()

@@ -73,7 +73,8 @@ def first_view(loaded) -> None:
     ctx.of(analysis.best_table)
     dtypes, gpus = ctx.of(analysis.sol_choices)
     if dtypes and gpus:
-        ctx.of(analysis.sol_matrix, dtypes[0], gpus[0])
+        runs = ctx.of(analysis.sol_runs, gpus[0])
+        ctx.of(analysis.sol_matrix, dtypes[0], gpus[0], runs[0] if runs else None)
 
 
 def main(argv: list[str]) -> int:

@@ -127,6 +127,30 @@ def test_sol_matrix_shows_status_of_failed_cells():
     assert analysis.sol_shapes(df, "float32", "h200").to_dict() == {"softmax": "big"}
 
 
+def test_overview_tables_take_each_run_of_a_gpu_apart():
+    # two runs of one GPU chosen: r2 timed eager faster and triton slower (another clock, say);
+    # a best-of or SOL over both would set r1's triton against r2's eager
+    r1 = {"run_id": "r1", "commit": "1111111", "timestamp": "2025-06-01T00:00:00Z"}
+    r2 = {"run_id": "r2", "commit": "2222222", "timestamp": "2025-06-02T00:00:00Z"}
+    df = frame(case("eager", "big", 100, 2.0, sol=0.2, **r1), case("triton", "big", 100, 1.0, sol=0.5, **r1),
+               case("eager", "big", 100, 1.5, sol=0.3, **r2), case("triton", "big", 100, 1.2, sol=0.9, **r2),
+               case("triton", "small", 10, 0.1, sol=0.1, **r2))
+    best = analysis.best_table(df).set_index("run")
+    assert list(best.index) == ["1111111", "2222222"]
+    assert best.loc["1111111", "vs_eager"] == pytest.approx(2.0)
+    assert best.loc["2222222", "vs_eager"] == pytest.approx(1.25) and best.loc["2222222", "ms"] == 1.2
+    assert analysis.sol_runs(df, "h200") == ["r2", "r1"]  # newest first
+    for run, want in (("r1", 0.5), ("r2", 0.9)):
+        sol, _ = analysis.sol_matrix(df, "float32", "h200", run)
+        assert sol.loc["softmax", "triton"] == want
+        assert analysis.sol_shapes(df, "float32", "h200", run).to_dict() == {"softmax": "big"}
+    # one run of each (GPU, workload): no run column to fill, no run to choose
+    one = df[df["run_id"] == "r1"]
+    assert set(analysis.best_table(one)["run"]) == {""} and analysis.sol_runs(one, "h200") == []
+    other = pd.concat([one, frame(case("triton", "big", 100, 1.0, workload="gelu", **r2))])
+    assert set(analysis.best_table(other)["run"]) == {""} and analysis.sol_runs(other, "h200") == []
+
+
 def test_pass_rate_leaves_unsupported_out_of_the_denominator():
     df = frame(case("t", "a", 1, 1.0), case("t", "b", 1, 1.0, status="incorrect"),
                case("t", "c", 1, None, status="unsupported"), case("t", "d", 1, None, status="unavailable"))

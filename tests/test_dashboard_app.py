@@ -132,6 +132,38 @@ def test_the_overview_speedups_wait_until_the_session_has_plotly(monkeypatch, tr
     assert [f["layout"]["title"]["text"] for f in figures(after_chart)] == ["bfloat16 on h100-80gb-hbm3"]
 
 
+def test_overview_takes_each_chosen_run_of_one_gpu_apart(monkeypatch, tree):
+    # two H200 runs chosen in the sidebar: the best-of has a row per run, named by it, with
+    # its ratios within that run; the SOL matrix shows one run at a time, its own values
+    import pandas as pd
+
+    runs = {c: fx.make_run("h200", c, t)[0]["run_id"] for c, t in (("aaaaaaa", "2025-06-01T10:00:00Z"),
+                                                                  ("bbbbbbb", "2025-06-03T09:30:00Z"))}
+    at = app(monkeypatch, [tree["two_commits"]], params={"run": list(runs.values()), "timer": "events",
+                                                         "overview_dtype": "float32"})
+    assert not at.exception, at.exception
+    best = at.dataframe[0].value
+    assert set(best["run"]) == set(runs) and "run_id" not in best.columns
+    assert len(best) == 2 * len(best.drop_duplicates(["workload", "dtype"]))
+    rows = pd.concat([pd.read_parquet(tree[n]) for n in ("old", "new")])
+    rows = rows[(rows["timer"] == "events") & (rows["dtype"] == "float32") & (rows["workload"] == "softmax")]
+    rows = rows[rows["size"] == rows["size"].max()].set_index(["commit", "impl"])
+    for commit in runs:
+        mine = best[(best["run"] == commit) & (best["workload"] == "softmax") & (best["dtype"] == "float32")]
+        b = mine.iloc[0]
+        assert b["vs_eager"] == pytest.approx(rows.loc[(commit, "eager"), "ms_median"] / b["ms"])
+    assert at.selectbox(key="overview_run").value == runs["bbbbbbb"]  # newest first
+    for commit in ("bbbbbbb", "aaaaaaa"):
+        at.selectbox(key="overview_run").set_value(runs[commit]).run()
+        sol = table(at, "overview_sol").value
+        assert float(sol.loc["triton", "softmax"]) == pytest.approx(rows.loc[(commit, "triton"), "sol"], abs=0.005)
+    # a click on a cell opens the case in that run
+    sol = table(at, "overview_sol").value
+    at = select_cell(at, "overview_sol", list(sol.index).index("triton"), "softmax")
+    assert [t.value for t in at.title] == ["Case"]
+    assert at.selectbox(key="case_run").value == runs["aaaaaaa"]
+
+
 def test_a_click_on_a_sol_cell_opens_its_case(monkeypatch, tree):
     at = app(monkeypatch, [tree["results"]], params={"overview_gpu": "h200", "overview_dtype": "float32",
                                                      "dtype": "float32"})

@@ -73,8 +73,9 @@ def test_the_server_loads_the_runs_before_it_answers(monkeypatch, tmp_path):
     ctx = ui.context_for(warm, analysis.Filters())
     best = ctx.of(analysis.best_table)
     dtypes, gpus = ctx.of(analysis.sol_choices)
-    sol, _ = ctx.of(analysis.sol_matrix, dtypes[0], gpus[0])
+    assert ctx.of(analysis.sol_runs, gpus[0]) == []  # one run: no run to choose
+    sol, _ = ctx.of(analysis.sol_matrix, dtypes[0], gpus[0], None)
     assert len(best) and not sol.empty
-    # the rows and three tables, none added or computed again
-    assert len(ready) == 4 and warm._shared.keys() == ready.keys()
+    # the rows and four tables, none added or computed again
+    assert len(ready) == 5 and warm._shared.keys() == ready.keys()
     assert all(warm._shared[k] is v for k, v in ready.items())

@@ -17,9 +17,11 @@ rows = ctx.rows
 
 st.subheader("Best correct implementation, at the largest size")
 best = ctx.of(analysis.best_table)
+several = (best["run"] != "").any()
 st.caption("Speedups are the best implementation's median time against eager's and against the "
-           "fastest PyTorch library op (`torch`, `torch:*`) on the same case and timer.")
-ui.table(best, hide_index=True, column_config={
+           "fastest PyTorch library op (`torch`, `torch:*`) on the same case and timer"
+           + (", in the same run: each chosen run of a GPU has its own rows, named in the run column." if several else "."))
+ui.table(best.drop(columns=["run_id"] if several else ["run", "run_id"]), hide_index=True, column_config={
     "ms": st.column_config.NumberColumn("ms", format="%.4g"),
     "sol": st.column_config.NumberColumn("SOL", format="%.2f"),
     "vs_eager": st.column_config.NumberColumn("× eager", format="%.2f"),
@@ -35,25 +37,31 @@ if len(sus):
 
 st.subheader("SOL at the largest size")
 dtypes, gpus = ctx.of(analysis.sol_choices)
-left, right = st.columns(2)
+left, mid, right = st.columns(3)
 dtype = ui.choice(left.selectbox, "dtype", dtypes, key="overview_dtype")
-gpu = ui.choice(right.selectbox, "GPU", gpus, key="overview_gpu") if len(gpus) > 1 else gpus[0]
-sol, status = ctx.of(analysis.sol_matrix, dtype, gpu)
+gpu = ui.choice(mid.selectbox, "GPU", gpus, key="overview_gpu") if len(gpus) > 1 else gpus[0]
+# several chosen runs of this GPU: the matrix shows one at a time, its ratios all of one run
+runs = ctx.of(analysis.sol_runs, gpu)
+labels = dict(zip(ctx.loaded.runs["run_id"], ctx.loaded.runs["label"]))
+run = ui.choice(right.selectbox, "Run", runs, key="overview_run", format_func=lambda r: labels.get(r, r)) \
+    if runs else None
+sol, status = ctx.of(analysis.sol_matrix, dtype, gpu, run)
 if sol.empty:
     st.info(f"No correct {safe.md(dtype)} rows on {safe.md(gpu)}.")
 else:
     st.caption(f"SOL of each implementation (row) on each workload (column), {safe.md(dtype)} on "
-               f"{safe.md(gpu)}: 1 is the roofline; a failed case shows its status, — no row. "
-               "A click on a cell opens its case.")
+               f"{safe.md(gpu)}{', in the chosen run' if run else ''}: 1 is the roofline; a failed case "
+               "shows its status, — no row. A click on a cell opens its case.")
     table = tables.sol_table(sol, status)
     event = ui.table(table, key="overview_sol", width="content", height="content",
                          column_config={c: st.column_config.TextColumn(width=w)
                                         for c, w in tables.column_widths(table.data).items()},
                          on_select="rerun", selection_mode="single-cell")
     cells = event.selection.get("cells", []) if event else []
-    shapes = analysis.sol_shapes(rows, dtype, gpu) if cells else {}
+    shapes = analysis.sol_shapes(rows, dtype, gpu, run) if cells else {}
     if cells and cells[0][1] in shapes:  # (row, workload); every implementation is on the Case view
-        ui.open_case({"gpu": gpu, "workload": cells[0][1], "dtype": dtype, "shape": shapes[cells[0][1]]})
+        ui.open_case({"gpu": gpu, "workload": cells[0][1], "dtype": dtype, "shape": shapes[cells[0][1]],
+                      **({"run_id": run} if run else {})})
 
 # the sections below the SOL matrix run only while opened (their state in the URL): each
 # chart and table the browser draws costs the first render and every filter change
@@ -80,11 +88,14 @@ with st.expander("Environment", key="overview_show_env", bind="query-params") as
 
 def speedups() -> None:
     chosen = best[(best["dtype"] == dtype) & (best["gpu"] == gpu)]
+    if run:
+        chosen = chosen[chosen["run_id"] == run]
     if len(chosen):
         st.subheader("Speedup of the best implementation at the largest size")
         st.caption("The first table's × eager and × torch on the SOL matrix's dtype and GPU; above the "
                    "dashed line the best implementation is the faster.")
-        ui.plotly(charts.best_speedups(chosen, title=f"{dtype} on {gpu}"), key="overview_speedup")
+        title = f"{dtype} on {gpu}" + (f", {chosen['run'].iloc[0]}" if run else "")
+        ui.plotly(charts.best_speedups(chosen, title=title), key="overview_speedup")
 
 
 # last, and drawn once the rest is (ui.after_first_render): the session's first Plotly
