@@ -157,6 +157,13 @@ def beyond_roof(df: pd.DataFrame) -> pd.Series:
     return (df["status"] == "ok") & (pd.to_numeric(df["sol"], errors="coerce") > roofline.SUSPECT_SOL) & gpu
 
 
+def flag_suspects(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with the status of the rows :func:`beyond_roof` set to ``suspect``, as the
+    suite now writes it: for a view that sets ``status == "ok"`` rows apart itself."""
+    beyond = beyond_roof(df)
+    return df.assign(status=df["status"].where(~beyond, "suspect")) if beyond.any() else df
+
+
 def not_ok(df: pd.DataFrame) -> pd.DataFrame:
     cols = ["gpu", "run_id", "workload", "impl", "dtype", "shape", "timer", "status", "error",
             "rel_err", "tol"]
@@ -321,8 +328,7 @@ def sol_matrix(df: pd.DataFrame, dtype: str, gpu: str, run: str | None = None) -
     shapes = _largest_shapes(d)
     if shapes.empty:
         return pd.DataFrame(), pd.DataFrame()
-    at = d[d["shape"].eq(d["workload"].map(shapes))]
-    at = at.assign(status=at["status"].where(~beyond_roof(at), "suspect"))
+    at = flag_suspects(d[d["shape"].eq(d["workload"].map(shapes))])
     # several timers: keep the best of each implementation
     at = at.assign(_sol=at["sol"].where(at["status"] == "ok"))
     sol = at.pivot_table(index="workload", columns="impl", values="_sol", aggfunc="max")
@@ -471,8 +477,9 @@ def compare(base: pd.DataFrame, cand: pd.DataFrame, key: list[str], metric: str 
     speedup > 1 means the candidate is better: base ms / candidate ms, or, for
     metric == "sol" (different GPUs), candidate SOL / base SOL.  A case is a
     regression when its speedup < 1 / (1 + threshold) and an improvement when
-    it is > 1 + threshold.
+    it is > 1 + threshold.  An ok row :func:`beyond_roof` counts as ``suspect``: not ok.
     """
+    base, cand = flag_suspects(base), flag_suspects(cand)
     keep = key + ["size", "ms_median", "sol", "status"] + (["sm_clock_mhz"] if "sm_clock_mhz" in base.columns else [])
     b = latest_per_key(base, key)
     c = latest_per_key(cand, key)
@@ -549,12 +556,14 @@ def geomean(x: pd.Series) -> float:
 
 def history(df: pd.DataFrame, case: dict, metric: str) -> pd.DataFrame:
     """One case over commits, per GPU and l2: commit, first time seen, order, metric, status.
+    An ok row :func:`beyond_roof` counts as ``suspect``: a gap, as a failed run is.
 
     A change of how L2 is evicted before each sample moves mid-size times by
     up to a tenth, so each l2 is its own series rather than a step in one."""
     d = df
     for k, v in case.items():
         d = d[d[k] == v]
+    d = flag_suspects(d)
     if d.empty:
         return pd.DataFrame(columns=["gpu", "l2", "commit", "time", "order", metric, "status", "run_id"])
     d = d.assign(time=pd.to_datetime(d["timestamp"], utc=True, errors="coerce", format="mixed"),

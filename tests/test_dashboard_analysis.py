@@ -277,6 +277,13 @@ def test_ok_rows_beyond_the_roof_are_never_shown_as_fast():
     assert list(analysis.case_table(df[df["shape"] == "big"])["impl"]) == ["torch"]
     sol, status = analysis.sol_matrix(df, "float32", "h200")
     assert np.isnan(sol.loc["softmax", "triton"]) and status.loc["softmax", "triton"] == "suspect"
+    # nor does Compare compare it, or History plot it: each lists it as suspect
+    cand = df.assign(run_id="r2", timestamp="2025-06-02T00:00:00Z", ms_median=df["ms_median"] * 0.9)
+    cmp = analysis.compare(df, cand, analysis.ROW_KEY)
+    assert set(cmp.table["impl"]) == {"torch"}
+    assert list(cmp.failed[["impl", "status_base", "status_cand"]].iloc[0]) == ["triton", "suspect", "suspect"]
+    h = analysis.history(pd.concat([df, cand]), {"impl": "triton", "shape": "big"}, "ms_median")
+    assert h["ms_median"].isna().all() and set(h["status"]) == {"suspect"}
     # a CPU run is a smoke run, not held to a roofline: its rows stay measurements
     cpu = df.assign(device="cpu")
     assert "triton" in set(analysis.ok(cpu)["impl"])

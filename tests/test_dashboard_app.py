@@ -294,6 +294,33 @@ def test_history_and_fusion_content(monkeypatch, tree):
     assert "gemm" not in json.dumps([t.get("customdata") for t in spec["data"]])
 
 
+def test_history_and_compare_leave_out_ok_rows_beyond_the_roof(monkeypatch, tree):
+    # the fixture runs' L2-resident gelu cuda row is "ok" at SOL 1.3 (a run older than the
+    # suspect status): like every other page, History and Compare never take it as a time
+    import base64
+
+    import numpy as np
+
+    case = {"workload": "gelu", "impl": "cuda", "dtype": "bfloat16", "shape": "N=3000017", "timer": "events"}
+    at = app(monkeypatch, [tree["two_commits"]], "history", {f"hist_{k}": v for k, v in case.items()})
+    assert not at.exception, at.exception
+    (fig,) = figures(at)
+    y = fig["data"][0]["y"]  # Plotly writes a numeric array as base64 bytes
+    y = np.frombuffer(base64.b64decode(y["bdata"]), y["dtype"]) if isinstance(y, dict) else np.array(y, float)
+    assert len(y) == 2 and np.isnan(y).all()  # gaps, no points
+    bad = at.dataframe[0].value
+    assert len(bad) == 2 and set(bad["status"]) == {"suspect"}
+    at = app(monkeypatch, [tree["two_commits"]], "compare")
+    assert not at.exception, at.exception
+    compared, failed = at.dataframe[0].value, at.dataframe[-1].value
+
+    def this(t):
+        return t[(t[list(case)] == list(case.values())).all(axis=1)]
+
+    assert this(compared).empty
+    assert list(this(failed)[["status_base", "status_cand"]].iloc[0]) == ["suspect", "suspect"]
+
+
 def test_case_ranks_the_implementations(monkeypatch, tree):
     at = app(monkeypatch, [tree["results"]], "case",
              {"gpu": "h200", "case_workload": "softmax", "case_dtype": "float32", "case_shape": "M=1823,N=781"})

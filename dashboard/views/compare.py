@@ -53,7 +53,7 @@ def compare_view() -> None:
     # taken before any row mask: a mask over every column of 400k rows costs ~0.4 s
     need = [c_ for c_ in dict.fromkeys(key + ["gpu", column, "size", "ms_median", "sol", "status", "timestamp", "l2",
                                               "ms_p20", "ms_p80", "bound_ms", "error", "gpu_name", "run_id", "commit",
-                                              "dirty", "sm_clock_mhz", "ms_median_repeat", "source"])
+                                              "dirty", "sm_clock_mhz", "ms_median_repeat", "source", "device"])
             if c_ in ctx.loaded.frame.columns]
     # the GPU filter would hide one side of two GPUs; the row filters still apply
     frame = analysis.narrow(ctx.loaded.frame[need], f) if mode == "GPUs" else ctx.across_runs(need)
