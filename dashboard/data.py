@@ -4,7 +4,8 @@ The paths come only from the launcher (an environment variable holding a JSON
 list), never from a URL: query parameters select among loaded runs, they do
 not name files.  Loading follows suite.store's rules (files, folders, globs;
 a corrupt file becomes one problem line and the rest still loads) but reads
-all files as Arrow tables and converts once, and leaves out the raw
+all files as Arrow tables and converts once, refuses a file without one of the
+required columns (suite.store.REQUIRED) the same way, and leaves out the raw
 ``samples_ms`` lists that no view plots: with 200 runs of 2,000 rows this is
 several times faster than ``store.read_runs`` followed by concatenation.
 tests/test_dashboard_data.py checks that both give the same values.
@@ -147,6 +148,11 @@ def _read_one(path: Path, types: dict[str, pa.DataType]) -> pa.Table:
     if newest is not None and newest > store.SCHEMA_VERSION:
         raise store.StoreError(f"{path}: schema_version {newest} is newer than this suite "
                                f"understands ({store.SCHEMA_VERSION})")
+    # a run without a column of the contract (gbps, sol, ...) would leave its points out
+    # of some charts and not others, with nothing to say why: the file is refused instead
+    missing = [c for c in store.REQUIRED if c not in names]
+    if missing:
+        raise store.StoreError(f"{path}: a results file missing required columns ({', '.join(missing)})")
     columns, fields = [], []
     for name in store.COLUMNS + [n for n in names if n not in store.COLUMNS]:
         col = table.column(name) if name in names else None

@@ -321,6 +321,20 @@ def test_history_and_compare_leave_out_ok_rows_beyond_the_roof(monkeypatch, tree
     assert list(this(failed)[["status_base", "status_cand"]].iloc[0]) == ["suspect", "suspect"]
 
 
+def test_a_file_without_required_columns_is_named_and_the_rest_is_shown(monkeypatch, tree, tmp_path):
+    import pandas as pd
+
+    partial = tmp_path / "partial.parquet"
+    pd.read_parquet(tree["h100"]).drop(columns=["gbps", "sol"]).to_parquet(partial)
+    at = app(monkeypatch, [tree["two_commits"], partial], "bandwidth")
+    assert not at.exception, at.exception
+    assert any("could not be read" in w.value for w in at.warning)
+    (note,) = [t.value for t in at.text if str(partial) in t.value]
+    assert "gbps" in note and "sol" in note
+    assert at.multiselect(key="filter_gpu").options == ["h200"]  # its H100 run is not loaded
+    assert figures(at) and figures(at)[0]["data"]
+
+
 def test_case_ranks_the_implementations(monkeypatch, tree):
     at = app(monkeypatch, [tree["results"]], "case",
              {"gpu": "h200", "case_workload": "softmax", "case_dtype": "float32", "case_shape": "M=1823,N=781"})

@@ -40,6 +40,18 @@ def test_corrupt_file_is_named_and_the_rest_loads(tree):
     assert len(loaded.runs) == 3 and len(loaded.frame) > 0
 
 
+def test_a_file_without_required_columns_is_named_with_them_and_the_rest_loads(tree, tmp_path):
+    # without gbps and sol, the Bandwidth and Roofline charts of its run would be empty or partial
+    rows = store.to_frame(fx.make_run("h100", "ccccccc", "2025-06-04T09:00:00Z"))
+    partial = tmp_path / "partial.parquet"
+    rows.drop(columns=["samples_ms", "gbps", "sol"]).to_parquet(partial)
+    loaded = data.build([str(tree["results"]), str(partial)])
+    assert len(loaded.problems) == 1
+    assert loaded.problems[0].startswith(f"{partial}: ") and "gbps, sol" in loaded.problems[0]
+    assert len(loaded.runs) == 3 and str(partial) not in set(loaded.frame["source"])
+    assert loaded.frame["sol"].notna().any()
+
+
 def test_empty_folder_and_missing_path(tree, tmp_path):
     loaded = data.build([str(tree["empty"])])
     assert loaded.frame.empty and loaded.problems == [] and loaded.runs.empty
