@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import shlex
 import sys
 
 from suite.args import UsageError
@@ -53,7 +54,11 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    verb = next((a for a in argv if not a.startswith("-")), None)
+    if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
+        # every option belongs to a verb: an option's value would otherwise read as the verb
+        print(f"error: {_verb_first(argv)}", file=sys.stderr)
+        return 2
+    verb = argv[0] if argv and not argv[0].startswith("-") else None
     if verb is not None and verb not in VERBS:
         print(f"error: unknown verb {verb!r}; choose from {', '.join(VERBS)}", file=sys.stderr)
         return 2
@@ -75,3 +80,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _verb_first(argv: list[str]) -> str:
+    """What to type instead of options given before the verb."""
+    verb = next((a for a in argv if a in VERBS), None)
+    if verb is None:
+        return f"put the verb first: python -m suite VERB {shlex.join(argv)}; choose from {', '.join(VERBS)}"
+    rest = list(argv)
+    rest.remove(verb)
+    return f"put the verb first: python -m suite {shlex.join([verb, *rest])}"

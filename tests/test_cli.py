@@ -19,6 +19,8 @@ from tests.helpers import suite, suite_here
     (["run", "--device", "cpu", "--preset", "cpu", "--out", "/proc/no-such/run.parquet"], "cannot make its folder"),
     (["list", "--device", "cuda"], "no CUDA GPU is visible"),
     (["frobnicate"], "unknown verb 'frobnicate'"),
+    (["--device", "cpu", "run", "--preset", "cpu"], "put the verb first: python -m suite run --device cpu --preset cpu"),
+    (["--device", "cpu"], "put the verb first: python -m suite VERB --device cpu; choose from run, list"),
     (["show", "/nonexistent/x.parquet"], "no readable results"),
     (["run", "--device", "cpu", "--workloads", "gelu", "--shape", "N=5", "--timeout", "0"], "--timeout 0: expected a positive number of seconds"),
     (["run", "--device", "cpu", "--workloads", "gelu", "--shape", "N=5", "--timeout", "nan"], "--timeout nan: expected a positive number"),
