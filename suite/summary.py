@@ -151,10 +151,10 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="only the newest run of each GPU (given one GPU's folder: its newest run)")
     p.add_argument("--rows", action="store_true",
                    help="also print every row (time, GB/s, TFLOP/s, SOL, x torch, SM clock, board power "
-                        "and clock limits while timed), narrowed by the filters below")
-    p.add_argument("--workloads", help="comma-separated workloads for --rows")
-    p.add_argument("--impls", help="comma-separated implementations for --rows")
-    p.add_argument("--dtypes", help="comma-separated dtypes for --rows")
+                        "and clock limits while timed)")
+    p.add_argument("--workloads", help="comma-separated workloads: the summary (and --rows) of only their rows")
+    p.add_argument("--impls", help="comma-separated implementations: the summary (and --rows) of only their rows")
+    p.add_argument("--dtypes", help="comma-separated dtypes: the summary (and --rows) of only their rows")
     p.add_argument("--robustness", action="store_true",
                    help="also print, per implementation and dtype, the geometric mean and the worst of "
                         "SOL (memory bound) or of the speed against the workload's reference backend "
@@ -174,22 +174,23 @@ def main(args) -> int:
     runs = [(run_id, g) for (run_id, _), g in df.groupby(["run_id", "source"], sort=False, dropna=False)]
     if args.newest:
         runs = newest_runs(runs)
-    filtered = args.rows and any((args.workloads, args.impls, args.dtypes))
+    filtered = any(f is not None for f in (args.workloads, args.impls, args.dtypes))
     skipped = 0
     for run_id, g in runs:
-        rows = _narrow(g, df, args) if args.rows else None
-        if filtered and rows.empty:  # said once at the end, not once a run
+        rows = _narrow(g, df, args) if filtered else g
+        if rows.empty:  # said once at the end, not once a run
             skipped += 1
             continue
         first = g.iloc[0]
+        count = f"{len(rows)} of {len(g)} rows" if filtered else f"{len(g)} rows"
         print(f"run {run_id}: {first['gpu_name']}, commit {str(first['commit'])[:7]}, "
-              f"{first['timestamp']}, {len(g)} rows ({first['source']})")
-        print_summary(g)
+              f"{first['timestamp']}, {count} ({first['source']})")
+        print_summary(rows)
         if args.robustness or ("preset" in g and g["preset"].astype(str).eq("fuzz").any()):
             from suite.robustness import print_robustness
             from suite.workload import discover
 
-            print_robustness(g, discover().workloads)
+            print_robustness(rows, discover().workloads)
         if args.rows:
             print_rows(rows)
     if skipped == len(runs) and skipped:

@@ -182,6 +182,20 @@ def test_show_newest_run_of_each_gpu_and_one_line_when_no_row_matches(tmp_path):
     assert r.returncode == 0 and r.stdout.count("no rows match") == 1 and "run " not in r.stdout
 
 
+def test_show_filters_narrow_the_summary_without_rows_too(tmp_path):
+    from suite import store
+
+    rows = _run_rows("r", "NVIDIA H200", "2026-01-01T00:00:00Z", "gemm")
+    rows += _run_rows("r", "NVIDIA H200", "2026-01-01T00:00:00Z", "gelu")
+    path = store.write_atomic(store.to_frame(rows), tmp_path / "run.parquet")
+    r = suite_here("show", str(path), "--workloads", "gemm")
+    assert r.returncode == 0, r.stderr[-500:]
+    assert " gemm " in r.stdout and " gelu " not in r.stdout, r.stdout
+    assert "2 of 4 rows" in r.stdout and "rows by status: ok 2" in r.stdout, r.stdout
+    r = suite_here("show", str(path), "--dtypes", "float32", "--impls", "eager")
+    assert r.returncode == 2 and "unknown implementation 'eager'; choose from torch" in r.stderr, r.stderr
+
+
 def test_summary_of_unavailable_rows_and_of_cpu_rows():
     """Rows as the sweep builds them for an unavailable implementation carry no timing columns;
     a CPU row (a smoke run) shows no SOL and is never a suspect."""
