@@ -56,7 +56,9 @@ def render(df: pd.DataFrame, title: str, largest: int = 1) -> str:
              "with SOL (measured time / roofline bound) in brackets. "
              "`ours / peer`: the best of our own backends against the best library peer "
              "(time ratio, above 1 is faster).", ""]
-    for _, run in df.groupby("run_id", sort=False):
+    # one file is one run's rows: a copy of a run file elsewhere is its own section, not merged into it
+    by = ["run_id", "source"] if "source" in df else ["run_id"]
+    for _, run in df.groupby(by, sort=False, dropna=False):
         lines += _run_section(run, largest)
     return "\n".join(lines).rstrip() + "\n"
 

@@ -128,3 +128,21 @@ def test_a_cpu_runs_rates_are_printed_not_rounded_to_zero(tmp_path):
     assert "| float32 | M=200,N=300,K=100 | 0.00075 (-) |" in text, text
     assert "| float32 | M=1823,N=781 | 0.71 (-) |" in text, text
     assert "roofs: memory 0.45 GB/s, float32 matmul 0.017 TFLOP/s." in text, text
+
+
+def test_a_run_file_found_twice_is_two_sections_of_its_own_rows(tmp_path):
+    """A run kept in two folders (runs/ and results/, say) is two files of one run_id: each
+    is printed as it is, as show does, not merged into one section of twice the rows."""
+    base = {"schema_version": store.SCHEMA_VERSION, "run_id": "same", "timestamp": "2026-01-01T00:00:00Z",
+            "gpu_name": "NVIDIA H200", "device": "cuda", "dtype": "float32", "timer": "events",
+            "l2": "cold-clean", "status": "ok", "commit": "abc1234", "workload": "softmax", "bound": "memory",
+            "shape": "M=64,N=100", "size": 6400, "ms_median": 0.01, "gbps": 500.0, "sol": 0.5}
+    rows = [dict(base, impl="torch", backend="torch"), dict(base, impl="triton", backend="triton")]
+    for folder in ("a", "b"):
+        store.write_atomic(store.to_frame(rows), tmp_path / folder / "run.parquet")
+    df, problems = store.read_runs([tmp_path])
+    assert not problems and len(df) == 4
+    text = render(df, "T")
+    assert text.count("## `run.parquet`") == 2, text
+    assert text.count("2 rows (ok 2)") == 2 and "4 rows" not in text, text
+    assert text.count("| float32 | M=64,N=100 | 500 (0.50) | 500 (0.50) | 1.00 |") == 2, text
