@@ -331,9 +331,13 @@ def _open_resume(path: Path) -> RunFile:
     if path.is_dir():  # pandas reads a folder as one dataset, and a checkpoint cannot replace it
         raise UsageError(f"--resume {path}: a folder; name the run file to finish, e.g. {path / 'run.parquet'}")
     try:
-        return RunFile.resume(path)
+        run = RunFile.resume(path)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
+    if not run.rows:  # a run is checkpointed only once a case is done: no row, no options to finish
+        raise UsageError(f"--resume {path}: the file holds no rows, so there is nothing to resume; "
+                         f"start a new run instead (--out {path} writes it there)")
+    return run
 
 
 def _defaults() -> dict:

@@ -206,6 +206,19 @@ def test_resume_refuses_an_out_naming_another_file(tmp_path):
     assert len(store.read_file(part)) == 1
 
 
+def test_resume_refuses_a_file_with_no_rows(tmp_path):
+    """A run is checkpointed only once it has rows: a file with the schema and no row records no
+    options to finish, and resuming it would sweep whatever the command line says instead."""
+    empty = store.write_atomic(store.to_frame([]), tmp_path / "empty.parquet")
+    r = suite_here("run", "--resume", str(empty), "--device", "cpu", "--workloads", "gelu", "--impls", "torch",
+                   "--dtypes", "float32", "--shape", "N=5", "--samples", "3,3", "--reuse-ceilings",
+                   "--no-progress")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert r.stderr.startswith(f"error: --resume {empty}: the file holds no rows, so there is nothing to "
+                               f"resume"), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and len(store.read_file(empty)) == 0
+
+
 def test_resume_of_a_file_whose_run_args_are_not_options(tmp_path):
     """run_args that parse as JSON but are not an object of options count as no record."""
     part = _tiny_run_file(tmp_path / "part.parquet", "[1, 2]")
