@@ -404,8 +404,9 @@ def power_note(frames: dict[str, pd.DataFrame]) -> list[str]:
 
 
 def verdicts(runs: dict[str, list[SideRun | None]], opt: compare.Options, labels: dict[str, str],
-             shas: dict[str, str], envs: dict[str, dict] | None = None) -> compare.Result:
-    """``envs``: each side's extra environment (--base-env, --cand-env), for the notes."""
+             shas: dict[str, str], envs: dict[str, dict] | None = None, kept: bool = False) -> compare.Result:
+    """``envs``: each side's extra environment (--base-env, --cand-env), for the notes;
+    ``kept``: the runs' files stay (--out DIR), so the headings name them."""
     keyed = {s: [_keyed(r.frame, r.only) if r is not None else {} for r in runs[s]] for s in SIDES}
     # A base run that wrote nothing is left out; a candidate's counts: it lost every row.
     done = {"base": [(k, r.only) for k, r in zip(keyed["base"], runs["base"])
@@ -452,14 +453,16 @@ def verdicts(runs: dict[str, list[SideRun | None]], opt: compare.Options, labels
                          f"({len(keys)} cases seen)")
     cases = {s: pd.DataFrame([{"impl": k[1], "status": _status(done[s], k)} for k in keys],
                              columns=["impl", "status"]) for s in SIDES}
-    base = _describe(labels["base"], frames["base"], shas["base"])
-    cand = _describe(labels["cand"], frames["cand"], shas["cand"])
+    base = _describe(labels["base"], frames["base"], shas["base"], kept)
+    cand = _describe(labels["cand"], frames["cand"], shas["cand"], kept)
     return compare.Result(base, cand, False, notes, rows, compare.rollup(rows, cases["base"], cases["cand"]))
 
 
-def _describe(label: str, frame: pd.DataFrame, sha: str) -> dict:
+def _describe(label: str, frame: pd.DataFrame, sha: str, kept: bool) -> dict:
     gpus = sorted({str(g) for g in frame["gpu_name"].dropna()}) if len(frame) else []
-    return {"label": label, "files": [], "gpus": gpus, "commits": [sha[:7]], "rows": int(len(frame)),
+    # a temporary folder's files are gone by the time the heading is printed
+    files = sorted({Path(s).name for s in frame["source"].dropna()}) if kept and "source" in frame else []
+    return {"label": label, "files": files, "gpus": gpus, "commits": [sha[:7]], "rows": int(len(frame)),
             "dirty": False}
 
 
@@ -607,7 +610,7 @@ def main(args) -> int:
             extra_rounds(paths, run_args, runs, max_rounds, seed, side_envs, out_dir, labels, opt)
     finally:
         trees.close()
-    result = verdicts(runs, opt, labels, shas, envs)
+    result = verdicts(runs, opt, labels, shas, envs, kept=args.out is not None)
     code = compare.exit_code([result], opt)
     intro = (f"A/B on one GPU: {labels['base']} vs {labels['cand']}, {args.rounds} rounds after a "
              f"warm-up. A case changes when the 95% interval of its paired-round time ratio lies "

@@ -105,7 +105,7 @@ def _heading(result: Result) -> str:
         what = ", ".join(d["files"][:3]) + (" ..." if len(d["files"]) > 3 else "")
         gpu = ", ".join(d["gpus"]) or "unknown GPU"
         commit = ", ".join(d["commits"][:3]) or "no commit"
-        return f"{d['label']} ({what or 'no files'}; {gpu}; {commit})"
+        return f"{d['label']} ({what or 'files not kept'}; {gpu}; {commit})"
 
     return f"{side(result.base)} -> {side(result.candidate)}"
 

@@ -209,6 +209,22 @@ def test_ab_bad_input_and_failed_sides(fake_repo, capsys, tmp_path):
     assert sorted(p.name for p in keep.iterdir()) == ["00-base.log", "00-base.parquet", "00-cand.log"]
 
 
+def test_the_heading_names_the_kept_files(fake_repo, capsys, tmp_path):
+    """With --out DIR each side's heading names its Parquet files there; without it the runs go
+    to a temporary folder, and the heading says that they were not kept."""
+    repo, refs, _ = fake_repo
+    keep = tmp_path / "kept"
+    argv = ["ab", refs["A"], refs["B"], "--repo", str(repo), "--rounds", "2", "--max-rounds", "2", "--seed", "1",
+            "--workloads", "gemm"]
+    assert cli.main([*argv, "--out", str(keep)]) == 1
+    heads = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("base ")]
+    assert len(heads) == 1 and "(00-base.parquet, 01-base.parquet, 02-base.parquet; cpu;" in heads[0], heads
+    assert "(00-cand.parquet, 01-cand.parquet, 02-cand.parquet; cpu;" in heads[0] and "no files" not in heads[0]
+    assert cli.main(argv) == 1
+    heads = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("base ")]
+    assert heads[0].count("(files not kept; cpu;") == 2, heads
+
+
 def _side(frames) -> list[ab.SideRun]:
     return [ab.SideRun(0, store.to_frame(f) if f is not None else None, 1.0, Path("x.log")) for f in frames]
 
