@@ -87,6 +87,9 @@ def bench_rows(doc: dict, source: str) -> list[dict]:
 
 def read_json(path: str) -> dict:
     p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{path}: a folder, not a file; name the pytest-benchmark JSON files in it "
+                         f"(e.g. {p / '*.json'})")
     if not p.is_file():
         raise UsageError(f"{path}: no such file")
     try:

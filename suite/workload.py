@@ -385,6 +385,9 @@ def import_plugin(plugin: str):
             _PLUGIN_LABELS[plugin] = plugin
             return importlib.import_module(plugin)
         path = Path(plugin).expanduser()
+        if path.is_dir():
+            raise PluginError(f"--plugin {plugin}: a folder, not a file; name a .py file in it "
+                              f"(or a module by its name)")
         if not path.is_file():
             raise PluginError(f"--plugin {plugin}: no such file")
         name = plugin_module_name(path)

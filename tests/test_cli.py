@@ -18,6 +18,8 @@ from tests.helpers import suite, suite_here
     (["import-pytest-benchmark", "--out", "/proc/no-such/x.parquet", "x.json"], "cannot make its folder"),
     (["run", "--device", "cpu", "--preset", "cpu", "--out", "/proc/no-such/run.parquet"], "cannot make its folder"),
     (["list", "--device", "cuda"], "no CUDA GPU is visible"),
+    (["list", "--device", "cpu", "--plugin", "/"], "--plugin /: a folder, not a file; name a .py file"),
+    (["import-pytest-benchmark", "/"], "/: a folder, not a file; name the pytest-benchmark JSON files in it"),
     (["frobnicate"], "unknown verb 'frobnicate'"),
     (["--device", "cpu", "run", "--preset", "cpu"], "put the verb first: python -m suite run --device cpu --preset cpu"),
     (["--device", "cpu"], "put the verb first: python -m suite VERB --device cpu; choose from run, list"),
