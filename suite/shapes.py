@@ -45,10 +45,11 @@ def parse_value(key: str, raw: Any, where: str) -> int:
         raise UsageError(f"{where}: {key} must be 0 or 1 (or true/false), not {raw!r}")
     if isinstance(raw, bool) or isinstance(raw, float):
         raise UsageError(f"{where}: {key} must be a positive integer, not {raw!r}")
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise UsageError(f"{where}: {key} must be a positive integer, not {raw!r}") from None
+    text = str(raw).strip()
+    # ASCII digits only: int() also reads 1_000, +5 and other scripts' digits
+    if not isinstance(raw, int) and not (text.isascii() and text.isdigit()):
+        raise UsageError(f"{where}: {key} must be a positive integer, not {raw!r}")
+    value = int(text)
     if value <= 0:
         raise UsageError(f"{where}: {key} must be a positive integer, not {raw!r}")
     return value

@@ -1,4 +1,6 @@
 """--shape, --shapes FILE and --preset llm: parsing, errors, memory, shape_source."""
+import re
+
 import pytest
 
 from suite import cli, shapes, store
@@ -154,6 +156,15 @@ FILES = {
     "dtype.toml": '[gelu]\nN = 8\ndtypes = ["float8"]\n',
     "latin1.toml": "# caf\xe9\n[gelu]\nN = 8\n".encode("latin-1"),  # TOML is UTF-8; this is not
 }
+
+
+@pytest.mark.parametrize("text", ["1_000", "+5", "\u0663", "\uff15", "0x10"])
+def test_a_size_is_plain_ascii_digits(text):
+    """int() also reads 1_000, +5 and digits of other scripts (Arabic-Indic 3, fullwidth 5): a
+    typo or a pasted character would run as a shape nobody wrote; only 0-9 are a size."""
+    with pytest.raises(UsageError, match=re.escape(f"N must be a positive integer, not '{text}'")):
+        shapes.cli_cases([f"N={text}"], WL, ["gelu"], ["float32"])
+    assert [c["N"] for c in shapes.cli_cases(["N=1000"], WL, ["gelu"], ["float32"])] == [1000]
 
 
 @pytest.mark.parametrize("args,needle", ERRORS, ids=[e[1][:40] for e in ERRORS])
