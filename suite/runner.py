@@ -227,6 +227,9 @@ def main(args) -> int:
         run = _open_resume(args.resume)
         recorded = resume.apply(args, run.rows, _defaults(), args.resume)
     protocol = make_protocol(args)  # checked before anything slow runs
+    if args.profile_dir is not None and args.profile != "ncu":
+        raise UsageError(f"--profile-dir {args.profile_dir}: only --profile ncu writes there; add "
+                         f"--profile ncu or leave it out")
     if not args.timeout > 0:  # NaN too; inf is no limit
         raise UsageError(f"--timeout {args.timeout:g}: expected a positive number of seconds")
     if args.out is not None and run is None:

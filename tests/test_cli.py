@@ -30,6 +30,8 @@ from tests.helpers import suite, suite_here
       "--seed", str(2**63)], f"--seed {2**63}: expected a whole number from 0 to {2**63 - 1}"),
     (["run", "--device", "cpu", "--workloads", "gelu", "--impls", "torch", "--dtypes", "float32", "--shape", "N=5",
       "--seed", "-1"], "--seed -1: expected a whole number from 0"),
+    (["run", "--device", "cpu", "--workloads", "gelu", "--impls", "torch", "--dtypes", "float32", "--shape", "N=5",
+      "--samples", "3,3", "--profile-dir", "ncu-out"], "--profile-dir ncu-out: only --profile ncu writes there"),
     (["compare", "--alpha", "2", "a.parquet", "b.parquet"], "--alpha 2: expected a significance level between 0 and 1"),
     (["compare", "--alpha", "nan", "a.parquet", "b.parquet"], "--alpha nan: expected a significance level"),
     (["compare", "--floor-us", "-3", "a.parquet", "b.parquet"], "--floor-us -3: expected 0 or more microseconds"),
