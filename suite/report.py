@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from suite.plain import md_text
+from suite.plain import figure, md_text
 
 PEER_BACKENDS = ("torch", "compile")   # what a user calls today
 OWN_BACKENDS = ("triton", "cuda")      # written here; plugins count as ours too
@@ -168,6 +168,4 @@ def _num(x, spec: str) -> str:
         x = float(x)
     except (TypeError, ValueError):
         return "-"
-    if spec in (".0f", ".1f") and 0 < abs(x) < 1:  # a CPU's rates: two digits, not 0
-        spec = ".2g"
-    return "-" if math.isnan(x) else format(x, spec)
+    return "-" if math.isnan(x) else figure(x, spec)

@@ -17,6 +17,7 @@ from typing import Iterable
 
 import pandas as pd
 
+from suite.plain import figure
 from suite.plain import rich_text as _t
 from suite.roofline import SUSPECT_SOL
 from suite.store import normalize
@@ -52,9 +53,7 @@ def best_rows(df: pd.DataFrame) -> pd.DataFrame:
 def _fmt(x, spec: str, unit: str = "") -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
-    if spec in (".0f", ".1f") and 0 < abs(x) < 1:  # a CPU's rates: two digits, not 0.0
-        spec = ".2g"
-    return format(x, spec) + unit
+    return figure(x, spec) + unit
 
 
 def print_summary(rows: Iterable[dict] | pd.DataFrame, file=None) -> None:

@@ -222,6 +222,26 @@ def test_summary_of_unavailable_rows_and_of_cpu_rows():
     assert "6.28" not in text and "suspect" not in text and "0.012" in text
 
 
+def test_show_and_report_keep_two_digits_of_a_small_rate():
+    """1.42 GB/s printed as '1' (or 0.0123 TFLOP/s as '0.0') reads as a different figure: a
+    rate keeps at least two significant digits, in show's summary, its rows and report alike."""
+    import io
+
+    from suite import store
+    from suite.report import render
+    from suite.summary import print_rows, print_summary
+
+    rows = [dict(r, gbps=1.42, tflops=0.0123) for r in _run_rows("r", "NVIDIA H200", "2026-01-01T00:00:00Z")]
+    out = io.StringIO()
+    print_summary(rows, file=out)
+    best = next(ln for ln in out.getvalue().splitlines() if "N=4096" in ln)
+    assert " 1.4 " in best and " 0.012 " in best, best
+    out = io.StringIO()
+    print_rows(store.to_frame(rows), file=out)
+    assert all(" 1.4 " in ln and " 0.012 " in ln for ln in out.getvalue().splitlines() if "N=" in ln), out.getvalue()
+    assert "| 1.4 (0.50) |" in render(store.to_frame(rows), "t")
+
+
 def _hostile_runs(tmp_path):
     """Two small runs whose stored text holds rich markup and Markdown: an error message,
     an implementation name and a commit."""
