@@ -31,10 +31,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--headless", action="store_true", help="do not open a browser")
 
 
+def is_glob(path: str) -> bool:
+    """A pattern to expand, not a path: it has glob characters and no such file or folder
+    exists (x[1].parquet that exists is that file, as suite.store reads it)."""
+    return any(c in path for c in "*?[") and not Path(path).expanduser().exists()
+
+
 def command(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
     """The streamlit command line and environment for these arguments."""
-    paths = [str(Path(p).expanduser().resolve()) if not any(c in p for c in "*?[") else p
-             for p in (args.paths or default_paths())]
+    paths = [p if is_glob(p) else str(Path(p).expanduser().resolve()) for p in (args.paths or default_paths())]
     cmd = [sys.executable, str(SERVE), "run", str(APP),
            "--server.port", str(args.port), "--server.address", args.address,
            "--server.headless", "true" if args.headless else "false",
@@ -56,7 +61,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     cmd, env = command(args)
     for p in json.loads(env[PATHS_ENV]):
-        if not Path(p).exists() and not any(c in p for c in "*?["):
+        if not is_glob(p) and not Path(p).exists():
             print(f"warning: {p} does not exist; the dashboard will say so", file=sys.stderr)
     print(f"kernel-suite dashboard on http://{args.address}:{args.port}", file=sys.stderr)
     try:

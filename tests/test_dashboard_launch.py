@@ -28,6 +28,17 @@ def test_command_passes_paths_in_the_environment(tmp_path):
     assert json.loads(env[data.PATHS_ENV]) == [str(tmp_path.resolve()), "results/*.parquet"]
 
 
+def test_an_existing_path_with_glob_characters_is_taken_literally(tmp_path, monkeypatch):
+    """x[1].parquet names a file when one exists: made absolute like any path (the server
+    does not run here), and only a path that exists nowhere is passed on as a glob."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x[1].parquet").write_bytes(b"")
+    (tmp_path / "runs[old]").mkdir()
+    _, env = launch.command(args("x[1].parquet", "runs[old]", "r[0-9].parquet"))
+    assert json.loads(env[data.PATHS_ENV]) == [str((tmp_path / "x[1].parquet").resolve()),
+                                               str((tmp_path / "runs[old]").resolve()), "r[0-9].parquet"]
+
+
 def test_default_paths_are_the_users_runs_and_the_reference_results(tmp_path, monkeypatch):
     cmd, env = launch.command(args())
     assert json.loads(env[data.PATHS_ENV]) == list(data.default_paths())
