@@ -53,7 +53,7 @@ def render(df: pd.DataFrame, title: str, largest: int = 1) -> str:
              "Printed by `python -m suite report` from the Parquet files named below; "
              "do not edit by hand.", "",
              "Cells: GB/s for memory-bound workloads, TFLOP/s for compute-bound ones, "
-             "with SOL (measured time / roofline bound) in brackets. "
+             "with SOL (roofline bound / measured time) in brackets. "
              "`ours / peer`: the best of our own backends against the best library peer "
              "(time ratio, above 1 is faster).", ""]
     # one file is one run's rows: a copy of a run file elsewhere is its own section, not merged into it
