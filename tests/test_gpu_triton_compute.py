@@ -136,12 +136,10 @@ def test_attention_every_config(b, h, s, causal, d):
         assert res.correct, f"{case} {cfg} seed={SEED}: {res.message}"
 
 
-@pytest.mark.parametrize("d", (64, 96, 128))
-@pytest.mark.parametrize("b,h,s,causal", [(2, 3, 1000, 1), (1, 2, 4096, 0), (3, 2, 333, 0), (2, 2, 129, 1),
-                                          (1, 1, 5, 0)])
-def test_attention_tf32x3_every_config(b, h, s, causal, d):
-    """Each config of the float32 kernel into a poisoned output: K's rows past S are
-    the next head's (or TMA's zeros), V's keys past S are the split's zeros."""
+def _tf32x3_every_config(b, h, s, causal, d, in_kernel: bool):
+    """Each config of the float32 kernel (the split-first form's, or with ``in_kernel``
+    the form that splits K and V, and Q at D <= 64, as it loads them) launched into a
+    poisoned output and checked; returns the case."""
     import triton
     from triton.tools.tensor_descriptor import TensorDescriptor
 
@@ -152,19 +150,35 @@ def test_attention_tf32x3_every_config(b, h, s, causal, d):
     case = Case.make("attention", "float32", B=b, H=h, S=s, D=d, causal=causal)
     inputs = wl.make_inputs(case, "cuda", SEED)
     ref = wl.reference(case, inputs)
-    qs, ks, vs = F.split(inputs["q"]), F.split(inputs["k"]), F.split_transposed(inputs["v"])
     dp = padded_head_dim(d)
-    for cfg in F.CONFIGS[dp]:
+    raw_q = in_kernel and dp == 64
+    if in_kernel:
+        q, k, v = (inputs[n].reshape(-1, d) for n in "qkv")
+        q = q if raw_q else F.split(inputs["q"])
+    else:
+        q, k, v = F.split(inputs["q"]), F.split(inputs["k"]), F.split_transposed(inputs["v"])
+    for cfg in (F.IN_KERNEL_CONFIGS if in_kernel else F.CONFIGS)[dp]:
         bm, bn = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"]
-        descs = (TensorDescriptor.from_tensor(qs, [bm, dp]), TensorDescriptor.from_tensor(ks, [bn, dp]),
-                 TensorDescriptor.from_tensor(vs, [dp, bn]))
+        descs = (TensorDescriptor.from_tensor(q, [bm, dp]), TensorDescriptor.from_tensor(k, [bn, dp]),
+                 TensorDescriptor.from_tensor(v, [bn, dp] if in_kernel else [dp, bn]))
         o = verify.poison_(torch.empty_like(inputs["q"]))
         F._attn_fwd[(triton.cdiv(s, bm), b * h)](*descs, o, s, b * h, 1.4426950408889634 / d ** 0.5, F.bucket(s),
-                                                  HEAD_DIM=dp, DIM=d, CAUSAL=bool(causal), num_warps=cfg.num_warps,
+                                                  HEAD_DIM=dp, DIM=d, CAUSAL=bool(causal), RAW_Q=raw_q,
+                                                  RAW_KV=in_kernel, num_warps=cfg.num_warps,
                                                   num_stages=cfg.num_stages, **cfg.kwargs)
         torch.cuda.synchronize()
         res = verify.check_case(wl, case, o, ref, reg.get("attention", "triton:tf32x3"))
         assert res.correct, f"{case} {cfg} seed={SEED}: {res.message}"
+    return case
+
+
+@pytest.mark.parametrize("d", (64, 96, 128))
+@pytest.mark.parametrize("b,h,s,causal", [(2, 3, 1000, 1), (1, 2, 4096, 0), (3, 2, 333, 0), (2, 2, 129, 1),
+                                          (1, 1, 5, 0)])
+def test_attention_tf32x3_every_config(b, h, s, causal, d):
+    """Each config of the float32 kernel into a poisoned output: K's rows past S are
+    the next head's (or TMA's zeros), V's keys past S are the split's zeros."""
+    _tf32x3_every_config(b, h, s, causal, d, in_kernel=False)
 
 
 @pytest.mark.parametrize("d", (64, 96, 128))
@@ -175,35 +189,9 @@ def test_attention_tf32x3_split_in_kernel_every_config(b, h, s, causal, d):
     loads them, into a poisoned output: K's and V's rows past S are the next head's
     (or TMA's zeros), which the softmax's mask and P's zeros must keep out.  Then
     the registered op at the same case, which races the two forms below 1024 keys."""
-    import triton
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
-    from implementations.attention import _triton_tf32x3 as F
-
-    reg = discover()
-    wl = reg.workloads["attention"]
-    case = Case.make("attention", "float32", B=b, H=h, S=s, D=d, causal=causal)
-    inputs = wl.make_inputs(case, "cuda", SEED)
-    ref = wl.reference(case, inputs)
-    impl = reg.get("attention", "triton:tf32x3")
-    dp = padded_head_dim(d)
-    q, k, v = (inputs[n].reshape(-1, d) for n in "qkv")
-    if dp != 64:
-        q = F.split(inputs["q"])
-    for cfg in F.IN_KERNEL_CONFIGS[dp]:
-        bm, bn = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"]
-        descs = (TensorDescriptor.from_tensor(q, [bm, dp]), TensorDescriptor.from_tensor(k, [bn, dp]),
-                 TensorDescriptor.from_tensor(v, [bn, dp]))
-        o = verify.poison_(torch.empty_like(inputs["q"]))
-        F._attn_fwd[(triton.cdiv(s, bm), b * h)](*descs, o, s, b * h, 1.4426950408889634 / d ** 0.5, F.bucket(s),
-                                                  HEAD_DIM=dp, DIM=d, CAUSAL=bool(causal), RAW_Q=dp == 64,
-                                                  RAW_KV=True, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-                                                  **cfg.kwargs)
-        torch.cuda.synchronize()
-        res = verify.check_case(wl, case, o, ref, impl)
-        assert res.correct, f"{case} {cfg} seed={SEED}: {res.message}"
+    case = _tf32x3_every_config(b, h, s, causal, d, in_kernel=True)
     _check("attention", "triton:tf32x3", case)
-    text = impl.config(case)
+    text = discover().get("attention", "triton:tf32x3").config(case)
     assert "split in kernel:" in text and "split passes:" in text, text  # S < IN_KERNEL_BELOW: raced
 
 
