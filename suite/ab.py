@@ -39,14 +39,17 @@ case, PyTorch's own implementations included.  Exit codes as compare's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -581,6 +584,25 @@ def _paired(row: dict, keyed: dict, key: tuple, band: float, opt: compare.Option
 
 
 # ---------------------------------------------------------------- the verb
+@contextlib.contextmanager
+def _terminate_as_exit():
+    """SIGTERM (a cancelled CI job, timeout(1)) raises SystemExit(143) instead of ending the
+    process on the spot, so that the side's run in flight is killed (subprocess.run does that
+    on any exception) and the worktrees are removed, as after Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(args) -> int:
     from suite.compare_cli import parse_fraction
 
@@ -603,11 +625,12 @@ def main(args) -> int:
     out_dir = args.out or trees.root / "runs"  # the temporary one goes with the worktrees
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        paths = {s: trees.add(s, shas[s]) for s in SIDES}
-        side_envs = {s: side_env(paths[s], envs[s]) for s in SIDES}
-        runs = orchestrate(paths, run_args, args.rounds, seed, side_envs, out_dir, labels)
-        if runs["cand"][0] is not None and runs["cand"][0].frame is not None:
-            extra_rounds(paths, run_args, runs, max_rounds, seed, side_envs, out_dir, labels, opt)
+        with _terminate_as_exit():
+            paths = {s: trees.add(s, shas[s]) for s in SIDES}
+            side_envs = {s: side_env(paths[s], envs[s]) for s in SIDES}
+            runs = orchestrate(paths, run_args, args.rounds, seed, side_envs, out_dir, labels)
+            if runs["cand"][0] is not None and runs["cand"][0].frame is not None:
+                extra_rounds(paths, run_args, runs, max_rounds, seed, side_envs, out_dir, labels, opt)
     finally:
         trees.close()
     result = verdicts(runs, opt, labels, shas, envs, kept=args.out is not None)

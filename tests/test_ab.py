@@ -24,7 +24,7 @@ from suite import ab, cli, compare, store
 ROOT = Path(__file__).resolve().parents[1]
 
 FAKE_MAIN = '''
-import json, os, random, sys, pathlib
+import json, os, random, sys, pathlib, time
 import pandas as pd
 args = sys.argv[1:]
 assert args[0] == "run", args
@@ -32,7 +32,8 @@ out, seed = args[args.index("--out") + 1], int(args[args.index("--seed") + 1])
 spec = json.loads((pathlib.Path(__file__).parent / "spec.json").read_text())
 with open(os.environ["FAKE_AB_LOG"], "a") as fh:
     fh.write(f"{spec['name']} {seed} {os.environ.get('FAKE_AB_FLAG', '-')} "
-             f"{'extra:' + args[args.index('--impls') + 1] if '--shapes' in args else 'full'}\\n")
+             f"{'extra:' + args[args.index('--impls') + 1] if '--shapes' in args else 'full'} {os.getpid()}\\n")
+time.sleep(spec.get("sleep", 0))
 if spec.get("rc"):
     sys.exit(spec["rc"])
 rows = []
@@ -53,8 +54,9 @@ CAND_ROWS = [["triton", "ok", 1.2], ["torch", "ok", 1.5], ["eager", "ok", 3.0],
              ["triton:x", "ok", 1.0], ["cuda:new", "ok", 1.0]]
 
 
-def _commit(repo: Path, name: str, rows, rc: int = 0) -> str:
-    (repo / "suite" / "spec.json").write_text(json.dumps({"name": name, "rows": rows, "rc": rc}))
+def _commit(repo: Path, name: str, rows, rc: int = 0, sleep: float = 0) -> str:
+    (repo / "suite" / "spec.json").write_text(json.dumps({"name": name, "rows": rows, "rc": rc,
+                                                          "sleep": sleep}))
     subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, capture_output=True)
     subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
                     "commit", "-q", "-m", name], check=True, capture_output=True)
@@ -73,7 +75,8 @@ def fake_repo(tmp_path, monkeypatch):
             "dead": _commit(repo, "dead", [], rc=3),
             # triton 2.5% slower under 3% noise a round: undecided after a few rounds
             "noisyA": _commit(repo, "noisyA", [["triton", "ok", 1.0, 0.03], ["eager", "ok", 3.0]]),
-            "noisyB": _commit(repo, "noisyB", [["triton", "ok", 1.025, 0.03], ["eager", "ok", 3.0]])}
+            "noisyB": _commit(repo, "noisyB", [["triton", "ok", 1.025, 0.03], ["eager", "ok", 3.0]]),
+            "sleepy": _commit(repo, "sleepy", BASE_ROWS, sleep=60)}
     log = tmp_path / "runs.log"
     monkeypatch.setenv("FAKE_AB_LOG", str(log))
     return repo, refs, log
@@ -207,6 +210,37 @@ def test_ab_bad_input_and_failed_sides(fake_repo, capsys, tmp_path):
     assert code == 1
     assert {r["verdict"] for r in doc["comparisons"][0]["rows"] if r["base_status"] == "ok"} == {"missing"}
     assert sorted(p.name for p in keep.iterdir()) == ["00-base.log", "00-base.parquet", "00-cand.log"]
+
+
+def test_a_terminated_ab_removes_its_worktrees_and_stops_its_run(fake_repo, tmp_path):
+    """SIGTERM (a cancelled CI job, timeout(1)) while a side runs: the side's run is
+    stopped, the worktrees and their folder are removed, and the exit status says so."""
+    import os
+    import signal
+    import time
+
+    repo, refs, log = fake_repo
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "suite", "ab", refs["sleepy"], refs["A"], "--repo", str(repo),
+                             "--rounds", "2", "--workloads", "gemm"], cwd=ROOT,
+                            env={**os.environ, "TMPDIR": str(tmp)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not (log.exists() and log.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child = int(log.read_text().split()[-1])
+    assert list(tmp.glob("ksuite-ab-*"))
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    listed = subprocess.run(["git", "-C", str(repo), "worktree", "list", "--porcelain"],
+                            capture_output=True, text=True).stdout
+    assert listed.count("worktree ") == 1, listed
+    assert not list(tmp.glob("ksuite-ab-*"))
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
 
 
 def test_the_heading_names_the_kept_files(fake_repo, capsys, tmp_path):
@@ -393,3 +427,4 @@ def test_a_power_capped_case_without_a_settle_gets_a_note():
     assert note.startswith("1 case(s) ran at the GPU's power limit") and "--settle-ms 300" in note
     assert notes("power cap", 0.0) == [note]
     assert notes("power cap", 300.0) == [] and notes("", None) == [] and notes("thermal", None) == []
+
