@@ -16,9 +16,12 @@ removes it instead:
    on both sides alike.  Both runs of a round use the round's seed: the same
    inputs.  A round yields one median per case per side.
 4. Per case, the log ratios candidate / base of the rounds where both are ok give
-   the geometric-mean ratio and its 95% t interval (compare_stats.paired), for two
+   the geometric-mean ratio and its t interval (compare_stats.paired), for two
    statistics of each round's samples: the median, and the fast end (their 10th
-   percentile).  A regression when an interval lies wholly above 1 + threshold
+   percentile).  Each interval is taken at 1 - 5% / (statistics x looks), a look being
+   each time the case can be judged (after --rounds, then after every extra round up to
+   --max-rounds), so that identical code is called slower or faster in at most 5% of
+   cases, however many rounds it took (_level).  A regression when an interval lies wholly above 1 + threshold
    and neither lies wholly below 1 / (1 + threshold), an improvement the other
    way round, the same when both lie wholly inside the band.  The fast end is
    there for kernels at the GPU's power limit: within a run their samples slow
@@ -67,6 +70,7 @@ SIDES = ("base", "cand")
 OWN_RUN_OPTIONS = ("--out", "--resume", "--seed", "--reuse-ceilings", "--no-progress")
 MEDIAN, FAST = 1, 2  # the statistics of a round's case in _keyed's tuples
 FAST_Q = 0.10  # the fast end of a round's samples
+CONFIDENCE = 0.95  # of a case's verdict, over both statistics and every look (_level)
 
 
 def _own_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
@@ -101,8 +105,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.description = ((p.description or "") + ". Both refs are checked out into temporary worktrees; "
                      "after one warm-up run each, they run in alternating rounds (AB, BA, ...) "
                      "with the same seed per round, each with its own code. A case changes when "
-                     "the 95% interval of its paired-round time ratio lies wholly outside "
-                     "+-threshold; losses (ok -> not ok, a row gone) are regressions. Exit 0: no "
+                     "its paired-round time ratio lies wholly outside +-threshold at 95% "
+                     "confidence; losses (ok -> not ok, a row gone) are regressions. Exit 0: no "
                      "regression; 1: a regression; 2: bad input or nothing comparable.")
     p.add_argument("base_ref", metavar="BASE_REF", help="the base: a commit, branch or tag of --repo")
     p.add_argument("cand_ref", metavar="CAND_REF",
@@ -294,7 +298,7 @@ def extra_round_args(run_args: list[str], keys: list[tuple], shapes_file: Path) 
     return kept + ["--shapes", str(shapes_file), "--impls", ",".join(sorted({k[1] for k in keys}))]
 
 
-def undecided(runs: dict[str, list[SideRun | None]], opt: compare.Options) -> list[tuple]:
+def undecided(runs: dict[str, list[SideRun | None]], opt: compare.Options, looks: int = 1) -> list[tuple]:
     """The gated cases ok on both sides whose verdict is still unsure (see _combine)."""
     band = math.log1p(opt.threshold)
     keyed = {s: [_keyed(r.frame, r.only) if r is not None else {} for r in runs[s]] for s in SIDES}
@@ -302,7 +306,7 @@ def undecided(runs: dict[str, list[SideRun | None]], opt: compare.Options) -> li
     for key in sorted(set().union(*keyed["base"], *keyed["cand"])):
         if not opt.gated(key[1]) or len(_pairs(keyed, key)) < 2:
             continue
-        if _decide(keyed, key, band) == "unsure":
+        if _decide(keyed, key, band, looks) == "unsure":
             out.append(key)
     return out
 
@@ -312,8 +316,9 @@ def extra_rounds(trees: dict[str, Path], run_args: list[str], runs: dict[str, li
                  opt: compare.Options, runner: Callable[..., SideRun] = run_side) -> None:
     """Append rounds of the undecided cases to ``runs`` until none is left or
     ``max_rounds`` rounds are done, the first side alternating as before."""
+    looks = max_rounds - (len(runs["base"]) - 1) + 1
     while len(runs["base"]) - 1 < max_rounds:
-        keys = undecided(runs, opt)
+        keys = undecided(runs, opt, looks)
         if not keys:
             return
         r = len(runs["base"])
@@ -407,9 +412,11 @@ def power_note(frames: dict[str, pd.DataFrame]) -> list[str]:
 
 
 def verdicts(runs: dict[str, list[SideRun | None]], opt: compare.Options, labels: dict[str, str],
-             shas: dict[str, str], envs: dict[str, dict] | None = None, kept: bool = False) -> compare.Result:
+             shas: dict[str, str], envs: dict[str, dict] | None = None, kept: bool = False,
+             looks: int = 1) -> compare.Result:
     """``envs``: each side's extra environment (--base-env, --cand-env), for the notes;
-    ``kept``: the runs' files stay (--out DIR), so the headings name them."""
+    ``kept``: the runs' files stay (--out DIR), so the headings name them; ``looks``: how
+    often a case could have been judged (1 + the extra rounds --max-rounds allowed), see _level."""
     keyed = {s: [_keyed(r.frame, r.only) if r is not None else {} for r in runs[s]] for s in SIDES}
     # A base run that wrote nothing is left out; a candidate's counts: it lost every row.
     done = {"base": [(k, r.only) for k, r in zip(keyed["base"], runs["base"])
@@ -422,7 +429,7 @@ def verdicts(runs: dict[str, list[SideRun | None]], opt: compare.Options, labels
         bs, cs = _status(done["base"], key), _status(done["cand"], key)
         row = _row(key, bs, cs, opt)
         if bs == "ok" and cs == "ok":
-            row = _paired(row, keyed, key, band, opt)
+            row = _paired(row, keyed, key, band, opt, looks)
         else:
             row = _status_verdict(row, bs, cs)
         rows.append(row)
@@ -430,7 +437,10 @@ def verdicts(runs: dict[str, list[SideRun | None]], opt: compare.Options, labels
                            or [pd.DataFrame(columns=store.COLUMNS)], ignore_index=True) for s in SIDES}
     extra = sum(r is not None and r.only is not None for r in runs["cand"])
     notes = [f"{sum(r is not None and r.only is None for r in runs['cand']) - 1} round(s) after a "
-             "warm-up, the first side alternating (AB, BA, ...); one seed per round for both sides"]
+             "warm-up, the first side alternating (AB, BA, ...); one seed per round for both sides",
+             f"each verdict holds at {CONFIDENCE:.0%}: its median's and fast end's intervals are "
+             f"{_level(looks, 2):.2%} ones ({_level(looks, 1):.2%} without samples), as it was "
+             f"judged up to {looks} time(s)"]
     if extra:
         notes.append(f"{extra} extra round(s) of only the cases whose interval crossed "
                      f"+-{opt.threshold:.1%}")
@@ -536,16 +546,28 @@ def _combine(median: str, fast: str | None) -> str:
     return "same" if all(j == "inside" for j in seen) else "unsure"
 
 
-def _stats(keyed: dict, key: tuple):
+def _level(looks: int, statistics: int) -> float:
+    """The confidence of each interval that makes a case's verdict a CONFIDENCE one.
+
+    A verdict says slower when either statistic's interval clears the band, and a case
+    still unsure is judged again after each extra round until one does: each interval at
+    95% would let identical code through as slower or faster far more often than 5% of
+    the time on a noisy machine.  Bonferroni over the statistics and the looks bounds it."""
+    return 1.0 - (1.0 - CONFIDENCE) / (max(looks, 1) * statistics)
+
+
+def _stats(keyed: dict, key: tuple, looks: int = 1):
     """The median's and the fast end's paired intervals (the latter None where fewer than
-    two rounds kept samples)."""
-    med = paired([math.log(mc / mb) for mb, mc in _pairs(keyed, key, MEDIAN)])
-    fast = paired([math.log(mc / mb) for mb, mc in _pairs(keyed, key, FAST)])
+    two rounds kept samples), each at _level."""
+    fast_logs = [math.log(mc / mb) for mb, mc in _pairs(keyed, key, FAST)]
+    level = _level(looks, 2 if len(fast_logs) >= 2 else 1)
+    med = paired([math.log(mc / mb) for mb, mc in _pairs(keyed, key, MEDIAN)], level)
+    fast = paired(fast_logs, level)
     return med, (fast if fast.n >= 2 else None)
 
 
-def _decide(keyed: dict, key: tuple, band: float) -> str:
-    med, fast = _stats(keyed, key)
+def _decide(keyed: dict, key: tuple, band: float, looks: int = 1) -> str:
+    med, fast = _stats(keyed, key, looks)
     return _combine(_judge(med, band), _judge(fast, band) if fast else None)
 
 
@@ -553,9 +575,10 @@ def _ci_text(p) -> str:
     return f"x{p.ratio:.4f}, time CI {p.lo:.4f}-{p.hi:.4f}"
 
 
-def _paired(row: dict, keyed: dict, key: tuple, band: float, opt: compare.Options) -> dict:
+def _paired(row: dict, keyed: dict, key: tuple, band: float, opt: compare.Options,
+            looks: int = 1) -> dict:
     pairs = _pairs(keyed, key)
-    p, fast = _stats(keyed, key)
+    p, fast = _stats(keyed, key, looks)
     row.update(rounds=p.n, band=opt.threshold, band_source="threshold", test="paired rounds")
     if p.n < 2:
         return {**row, "verdict": "same", "reason": f"{p.n} paired round(s): too few to judge"}
@@ -633,11 +656,12 @@ def main(args) -> int:
                 extra_rounds(paths, run_args, runs, max_rounds, seed, side_envs, out_dir, labels, opt)
     finally:
         trees.close()
-    result = verdicts(runs, opt, labels, shas, envs, kept=args.out is not None)
+    looks = max_rounds - args.rounds + 1
+    result = verdicts(runs, opt, labels, shas, envs, kept=args.out is not None, looks=looks)
     code = compare.exit_code([result], opt)
     intro = (f"A/B on one GPU: {labels['base']} vs {labels['cand']}, {args.rounds} rounds after a "
-             f"warm-up. A case changes when the 95% interval of its paired-round time ratio lies "
-             f"wholly outside +-{opt.threshold:.1%}. Gated: "
+             f"warm-up. A case changes when its paired-round time ratio lies wholly outside "
+             f"+-{opt.threshold:.1%} at {CONFIDENCE:.0%} confidence. Gated: "
              + ("every implementation" if opt.gate == "all" else
                 "our own implementations (triton, cuda, plugins)") + ".\n")
     compare_render.emit([result], opt, args.format, code, show_all=args.all, intro=intro)

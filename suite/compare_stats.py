@@ -50,6 +50,36 @@ def t975(df: int) -> float:
     return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
 
 
+def t_two_sided(level: float, df: int) -> float:
+    """The t with P(|T| < t) = ``level`` for Student's T with ``df`` (whole) degrees of
+    freedom: bisection on the closed form of P(|T| < t) (Abramowitz & Stegun 26.7.3-4)."""
+    if df < 1:
+        return math.inf
+
+    def inside(t: float) -> float:
+        theta = math.atan(t / math.sqrt(df))
+        c2, term, total = math.cos(theta) ** 2, 1.0, 1.0
+        if df % 2 == 0:
+            for k in range(1, df // 2):
+                term *= c2 * (2 * k - 1) / (2 * k)
+                total += term
+            return math.sin(theta) * total
+        if df == 1:
+            return 2 * theta / math.pi
+        for k in range(1, (df - 1) // 2):
+            term *= c2 * (2 * k) / (2 * k + 1)
+            total += term
+        return 2 / math.pi * (theta + math.sin(theta) * math.cos(theta) * total)
+
+    lo, hi = 0.0, 1.0
+    while inside(hi) < level:
+        hi *= 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if inside(mid) < level else (lo, mid)
+    return (lo + hi) / 2
+
+
 # ---------------------------------------------------------------- between-run spread
 @dataclass(frozen=True)
 class Spread:
@@ -126,7 +156,7 @@ def band(threshold: float, spread: Spread, runs_b: int, runs_c: int, floor_rel: 
 # ---------------------------------------------------------------- paired rounds
 @dataclass(frozen=True)
 class Paired:
-    """Paired rounds' log ratios (candidate / base) summarised as a ratio and its 95% CI."""
+    """Paired rounds' log ratios (candidate / base) summarised as a ratio and its CI."""
 
     n: int
     ratio: float
@@ -135,7 +165,8 @@ class Paired:
     sd: float
 
 
-def paired(log_ratios) -> Paired:
+def paired(log_ratios, level: float = 0.95) -> Paired:
+    """The geometric-mean ratio and its two-sided ``level`` t interval."""
     x = np.asarray([v for v in log_ratios if np.isfinite(v)], dtype=float)
     n = len(x)
     if n == 0:
@@ -144,7 +175,7 @@ def paired(log_ratios) -> Paired:
     if n == 1:
         return Paired(1, math.exp(mean), 0.0, math.inf, math.nan)
     sd = float(x.std(ddof=1))
-    half = t975(n - 1) * sd / math.sqrt(n)
+    half = (t975(n - 1) if level == 0.95 else t_two_sided(level, n - 1)) * sd / math.sqrt(n)
     return Paired(n, math.exp(mean), math.exp(mean - half), math.exp(mean + half), sd)
 
 
