@@ -62,7 +62,7 @@ import numpy as np
 import pandas as pd
 
 from suite import compare, compare_render, store
-from suite.args import UsageError
+from suite.args import Parser, UsageError
 from suite.compare_stats import paired
 
 SIDES = ("base", "cand")
@@ -119,7 +119,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def split_args(args) -> tuple[argparse.Namespace, list[str]]:
     """ab's own options may follow the refs, among the run options: pick them out."""
-    own = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    own = Parser(prog="python -m suite ab", add_help=False, allow_abbrev=False)
     _own_options(own, suppress=True)
     given, rest = own.parse_known_args(args.run_args)
     merged = {**vars(args), **vars(given)}

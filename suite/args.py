@@ -1,16 +1,31 @@
-"""What the verbs share for reading their arguments: the usage error and list parsing.
+"""What the verbs share for reading their arguments: the parser, the usage error and list parsing.
 
 A verb's module imports these from here, never from suite.cli, which imports
 the verbs' modules by name: the CLI depends on the verbs and not the reverse.
 """
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
 
 class UsageError(Exception):
     """Bad input from the user: printed as one line, exit code 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's own refusals (a missing value, a bad type or choice, a missing positional)
+    as one line naming the verb's --help and exit code 2, as a UsageError is; the usage
+    block is left to --help.  ``add_subparsers`` makes each verb's parser of this class too."""
+
+    def error(self, message: str):
+        self.exit(2, refusal(self.prog, message) + "\n")
+
+
+def refusal(prog: str, message: str) -> str:
+    """The line that refuses a command line of ``prog`` (e.g. python -m suite run)."""
+    return f"error: {message} (see {prog} --help)"
 
 
 def csv_list(text: str | None) -> list[str] | None:

@@ -12,7 +12,7 @@ import importlib
 import shlex
 import sys
 
-from suite.args import UsageError
+from suite.args import Parser, UsageError, refusal
 
 # verb -> (module, configure attr, main attr, one-line help)
 VERBS = {
@@ -40,7 +40,7 @@ VERBS = {
 
 
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m suite",
         description="kernel-suite: GPU kernels on the roofline. Each verb has its own --help.",
     )
@@ -67,7 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as exc:
         print(f"error: {verb} needs a package that is not installed: {exc}", file=sys.stderr)
         return 2
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named after the verb, whose --help lists its options
+        print(refusal(f"{parser.prog} {args.verb}", f"unrecognized arguments: {' '.join(unknown)}"),
+              file=sys.stderr)
+        return 2
     if args.verb is None:
         parser.print_help()
         return 0

@@ -51,6 +51,29 @@ def test_a_usage_error_is_exit_2_of_the_process():
     assert r.returncode == 2 and r.stderr.startswith("error: unknown verb 'frobnicate'"), r.stderr
 
 
+@pytest.mark.parametrize("args,line", [
+    (["run", "--out"], "error: argument --out: expected one argument (see python -m suite run --help)"),
+    (["run", "--seed", "x"], "error: argument --seed: invalid int value: 'x' (see python -m suite run --help)"),
+    (["show"], "error: the following arguments are required: paths (see python -m suite show --help)"),
+    (["compare", "--alpha"], "error: argument --alpha: expected one argument (see python -m suite compare --help)"),
+    # ab's own options after the refs are read by a parser of their own
+    (["ab", "A", "B", "--rounds", "x"], "error: argument --rounds: invalid int value: 'x' "
+                                        "(see python -m suite ab --help)"),
+])
+def test_argparse_refusals_are_one_line_naming_the_help(args, line):
+    r = suite_here(*args)
+    assert r.returncode == 2 and r.stderr == line + "\n", r.stderr
+
+
+def test_every_verb_refuses_an_unknown_option_in_one_line():
+    from suite.cli import VERBS
+
+    for verb in VERBS:
+        r = suite_here(verb, "--no-such-option", "x")
+        assert r.returncode == 2 and r.stderr.startswith("error: "), (verb, r.stderr)
+        assert len(r.stderr.splitlines()) == 1 and f"(see python -m suite {verb} --help)" in r.stderr, (verb, r.stderr)
+
+
 def test_l2_flush_takes_the_row_l2_names_only():
     r = suite_here("run", "--device", "cpu", "--preset", "cpu", "--l2-flush", "clean")
     assert r.returncode == 2
