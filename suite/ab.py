@@ -253,7 +253,7 @@ def orchestrate(trees: dict[str, Path], run_args: list[str], rounds: int, seed: 
         print(f"ab: {what} {labels[side]}: {rows} rows ({ok} ok) in {done.seconds:.0f} s"
               + (f", exit {done.rc}: {done.tail}" if done.rc else ""), file=sys.stderr)
         if r == 0 and side == "base" and (done.frame is None or done.frame.empty):
-            raise UsageError(f"the base {labels['base']} wrote no rows (exit {done.rc}): {done.tail}")
+            raise UsageError(f"{labels['base']} wrote no rows (exit {done.rc}): {done.tail}")
     return runs
 
 

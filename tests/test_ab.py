@@ -205,6 +205,7 @@ def test_ab_bad_input_and_failed_sides(fake_repo, capsys, tmp_path):
     assert code == 2 and "--frobnicate" in err
     code, _, err = _ab(capsys, repo, refs["dead"], refs["A"], "--rounds", "2")
     assert code == 2 and "wrote no rows (exit 3)" in err.splitlines()[-1]
+    assert err.splitlines()[-1].startswith(f"error: base {refs['dead']} ({refs['dead'][:7]}) wrote no rows")
     # a candidate that cannot run loses every row the base has
     keep = tmp_path / "kept"
     code, doc, err = _ab(capsys, repo, refs["A"], refs["dead"], "--rounds", "2", "--out", keep)
