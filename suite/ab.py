@@ -175,6 +175,17 @@ def resolve(repo: Path, ref: str) -> str:
     return r.stdout.strip()
 
 
+def uncommitted_warning(repo: Path, shas: dict[str, str]) -> str | None:
+    """A warning where a ref is the commit checked out and tracked files differ from it:
+    each side runs a worktree of its commit, which holds none of those changes."""
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    if head not in shas.values() or not _git(repo, "status", "--porcelain", "--untracked-files=no"):
+        return None
+    return (f"ab: warning: {repo} has uncommitted changes; they are not part of the refs, "
+            "which are timed as committed")
+
+
 class Worktrees:
     """Detached worktrees under one temporary folder, all removed by ``close``."""
 
@@ -643,6 +654,9 @@ def main(args) -> int:
     refs = {"base": args.base_ref, "cand": args.cand_ref}
     shas = {s: resolve(repo, ref) for s, ref in refs.items()}
     labels = {s: f"{s} {refs[s]} ({shas[s][:7]})" for s in SIDES}
+    warning = uncommitted_warning(repo, shas)
+    if warning:
+        print(warning, file=sys.stderr)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**30)
     trees = Worktrees(repo)
     out_dir = args.out or trees.root / "runs"  # the temporary one goes with the worktrees

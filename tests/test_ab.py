@@ -185,6 +185,20 @@ def test_ab_of_a_commit_against_itself_passes(fake_repo, capsys):
     assert any("A/A" in n for n in doc["comparisons"][0]["notes"])
 
 
+def test_uncommitted_changes_of_a_ref_checked_out_are_warned_of_not_timed(fake_repo, capsys):
+    repo, refs, _ = fake_repo
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", "--detach", refs["A"]], check=True)
+    code, _, err = _ab(capsys, repo, refs["A"], "HEAD", "--rounds", "2")
+    assert code == 0 and "uncommitted" not in err, err
+    (repo / "suite" / "spec.json").write_text(json.dumps({"name": "edited", "rows": CAND_ROWS}))
+    code, doc, err = _ab(capsys, repo, refs["A"], "HEAD", "--rounds", "2")
+    assert code == 0, err  # timed as committed, not refused
+    warned = [ln for ln in err.splitlines() if "uncommitted" in ln]
+    assert warned == [f"ab: warning: {repo} has uncommitted changes; they are not part of the refs, "
+                      f"which are timed as committed"], err
+    assert {r["verdict"] for r in doc["comparisons"][0]["rows"]} == {"same"}
+
+
 def test_losses_come_first_in_the_table(fake_repo, capsys):
     repo, refs, _ = fake_repo
     code = cli.main(["ab", refs["A"], refs["B"], "--repo", str(repo), "--rounds", "2", "--seed", "1"])
