@@ -236,11 +236,11 @@ def configure(p) -> None:
 
 
 def _figure(x, spec: str) -> str:
-    """A figure of the table: '-' where there is none (no datasheet row, as on a CPU), two
-    significant digits below 1 (a CPU's TFLOP/s), else ``spec``."""
-    if x is None:
-        return "-"
-    return format(x, ".2g" if spec != ".2f" and 0 < abs(x) < 1 else spec)
+    """A figure of the table: '-' where there is none (no datasheet row, as on a CPU), else
+    plain.figure's (at least two significant digits: a CPU's rates)."""
+    from suite.plain import figure
+
+    return "-" if x is None else figure(x, spec)
 
 
 def main(args) -> int:
