@@ -158,8 +158,9 @@ def beyond_roof(df: pd.DataFrame) -> pd.Series:
 
 
 def flag_suspects(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with the status of the rows :func:`beyond_roof` set to ``suspect``, as the
-    suite now writes it: for a view that sets ``status == "ok"`` rows apart itself."""
+    """``df`` with the status of the rows :func:`beyond_roof` set to ``suspect``, the
+    status the suite writes for such a row: for a view that sets ``status == "ok"``
+    rows apart itself."""
     beyond = beyond_roof(df)
     return df.assign(status=df["status"].where(~beyond, "suspect")) if beyond.any() else df
 
