@@ -13,7 +13,7 @@ import functools
 import types
 from typing import Callable
 
-from suite.workload import Case, register
+from suite.workload import REGISTRY, Case, register
 
 VARIANTS = {
     "compile": dict(dynamic=False),
@@ -57,6 +57,10 @@ def _available(device: str) -> str | None:
 
 def register_compiled(workload: str, fn: Callable,
                       supports: Callable[[Case], str | None] | None = None) -> None:
+    # held to the bound of the function it compiles: Inductor may leave that
+    # chain's roundings as they are
+    rounding = next((i.rounding for i in REGISTRY.impls.values()
+                     if i.workload == workload and i.fn is fn), None)
     for name, options in VARIANTS.items():
         tag = name.replace(":", "_").replace("-", "_")
         state: dict[str, Callable] = {}
@@ -70,6 +74,8 @@ def register_compiled(workload: str, fn: Callable,
             return _state["fn"](**inputs)
 
         extra = {"supports": supports} if supports else {}
+        if rounding is not None:
+            extra["rounding"] = rounding
         if options.get("mode"):
             # Autotuning costs 15-60 s per new shape on an H200 (measured), too
             # much for a sweep: it runs when named with --impls.

@@ -113,9 +113,10 @@ class Check:
 
 
 def rule_for(wl, case, impl=None) -> Rule:
-    """The rule of ``case`` for ``impl`` (its own tolerance and math mode, if any)."""
+    """The rule of ``case`` for ``impl`` (its own tolerance, rounding and math mode, if any)."""
     tol = ((impl.tolerance if impl is not None else None) or {}).get(case.dtype, wl.tolerance(case))
-    return Rule(tol=tol, dtype=case.dtype, rounding=wl.rounding, reduction=wl.reduction_length(case),
+    rounding = getattr(impl, "rounding", None) or wl.rounding
+    return Rule(tol=tol, dtype=case.dtype, rounding=rounding, reduction=wl.reduction_length(case),
                 math=getattr(impl, "math", None), floor=wl.check_floor)
 
 

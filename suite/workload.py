@@ -232,6 +232,9 @@ class Implementation:
     config: Callable[[Case], str | None] = lambda case: None
     tolerance: Mapping[str, float] | None = None
     math: str | None = None
+    # the elementwise test's ``rounding`` (Workload.rounding) where this
+    # implementation's honest chain of ops rounds more than the workload's does
+    rounding: float | None = None
     description: str = ""
     # False: skipped by a sweep unless named with --impls (too slow to sweep)
     in_default_sweep: bool = True

@@ -162,6 +162,31 @@ def test_the_bound_is_the_dtypes_rounding_and_the_reductions():
             assert verify.rule_for(wl, case).elem_tol < 0.1, (wl.name, d)
 
 
+def test_an_implementation_may_round_more_than_its_workload():
+    wl = REG.workloads["attention"]
+    case = Case.make("attention", "bfloat16", B=1, H=2, S=256, D=64, causal=1)
+    eager = REG.get("attention", "eager")
+    base, own = verify.rule_for(wl, case), verify.rule_for(wl, case, eager)
+    assert (base.rounding, own.rounding) == (16.0, 32.0)
+    assert own.elem_tol - base.elem_tol == pytest.approx(16 * 2.0**-8)
+    for impl in REG.for_workload("attention"):  # torch.compile of eager: eager's
+        want = 32.0 if impl.backend in ("eager", "compile") else 16.0
+        assert verify.rule_for(wl, case, impl).rounding == want, impl.name
+    # the looser bound still fails a wrong row of eager's own output
+    inputs = wl.make_inputs(case, "cpu", 3)
+    ref = wl.reference(case, inputs)
+    out = eager.fn(**inputs)
+    assert verify.check_case(wl, case, out, ref, impl=eager, inputs=inputs).correct
+    out[0, 1, 200] = 0.0
+    c = verify.check_case(wl, case, out, ref, impl=eager, inputs=inputs)
+    assert not c.correct and c.check == "elementwise", c
+    # and every implementation's bound, its own rounding included, stays below 1/4
+    for impl in REG.impls.values():
+        w = REG.workloads[impl.workload]
+        for d in w.dtypes:
+            assert verify.rule_for(w, w.cases("quick", [d])[-1], impl).elem_tol < 0.25, impl.name
+
+
 def test_one_element_beyond_the_rounding_fails_and_near_zero_has_a_floor():
     ref = torch.linspace(-3, 3, 1001, dtype=torch.float64)
     rule = verify.Rule(tol=1e-2, dtype="float32", rounding=8)
