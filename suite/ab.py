@@ -112,9 +112,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("cand_ref", metavar="CAND_REF",
                    help="the candidate: a commit, branch or tag (the same ref with --cand-env: a setting's A/B)")
     _own_options(p)
-    p.add_argument("run_args", nargs=argparse.REMAINDER, metavar="RUN OPTIONS",
-                   help="options of `python -m suite run` (--workloads, --impls, --preset, ...), "
-                        "the same for both sides")
+    rest = p.add_argument("run_args", nargs=argparse.REMAINDER, metavar="RUN OPTIONS",
+                          help="options of `python -m suite run` (--workloads, --impls, --preset, "
+                               "...), the same for both sides; none: run's defaults")
+    rest.required = False  # argparse marks a remainder required; it may be empty
 
 
 def split_args(args) -> tuple[argparse.Namespace, list[str]]:
@@ -327,7 +328,7 @@ def extra_rounds(trees: dict[str, Path], run_args: list[str], runs: dict[str, li
                  opt: compare.Options, runner: Callable[..., SideRun] = run_side) -> None:
     """Append rounds of the undecided cases to ``runs`` until none is left or
     ``max_rounds`` rounds are done, the first side alternating as before."""
-    looks = max_rounds - (len(runs["base"]) - 1) + 1
+    looks = _looks(len(runs["base"]) - 1, max_rounds)
     while len(runs["base"]) - 1 < max_rounds:
         keys = undecided(runs, opt, looks)
         if not keys:
@@ -557,6 +558,12 @@ def _combine(median: str, fast: str | None) -> str:
     return "same" if all(j == "inside" for j in seen) else "unsure"
 
 
+def _looks(rounds: int, max_rounds: int) -> int:
+    """How often a case may be judged: after the ``rounds`` first rounds, then after
+    each extra round up to ``max_rounds``."""
+    return max_rounds - rounds + 1
+
+
 def _level(looks: int, statistics: int) -> float:
     """The confidence of each interval that makes a case's verdict a CONFIDENCE one.
 
@@ -670,7 +677,7 @@ def main(args) -> int:
                 extra_rounds(paths, run_args, runs, max_rounds, seed, side_envs, out_dir, labels, opt)
     finally:
         trees.close()
-    looks = max_rounds - args.rounds + 1
+    looks = _looks(args.rounds, max_rounds)
     result = verdicts(runs, opt, labels, shas, envs, kept=args.out is not None, looks=looks)
     code = compare.exit_code([result], opt)
     intro = (f"A/B on one GPU: {labels['base']} vs {labels['cand']}, {args.rounds} rounds after a "

@@ -228,6 +228,17 @@ def test_ab_bad_input_and_failed_sides(fake_repo, capsys, tmp_path):
     assert sorted(p.name for p in keep.iterdir()) == ["00-base.log", "00-base.parquet", "00-cand.log"]
 
 
+def test_ab_without_refs_names_only_the_refs_as_required(capsys):
+    """The run options may be left out (run's defaults), so a refusal never asks for them."""
+    for argv, missing in ((["ab"], "BASE_REF, CAND_REF"), (["ab", "HEAD"], "CAND_REF")):
+        with pytest.raises(SystemExit) as exit_:
+            cli.main(argv)
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert err == (f"error: the following arguments are required: {missing} "
+                       "(see python -m suite ab --help)"), err
+
+
 def test_a_terminated_ab_removes_its_worktrees_and_stops_its_run(fake_repo, tmp_path):
     """SIGTERM (a cancelled CI job, timeout(1)) while a side runs: the side's run is
     stopped, the worktrees and their folder are removed, and the exit status says so."""
