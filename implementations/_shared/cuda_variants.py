@@ -20,7 +20,8 @@ runs unless the key was tuned before.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable
+import functools
+from typing import Any, Callable, Hashable, NamedTuple
 
 # per variant and pass: a few samples inside a 10 ms budget, under the run's
 # l2 (suite.timing.current_protocol); four passes give each variant 40 ms,
@@ -49,6 +50,45 @@ TIE = 0.02
 # than the rest of the case.  A factor of three is far outside what one probe
 # of a kernel of at least a few microseconds can be off by.
 PRUNE = 3.0
+
+
+class Limits(NamedTuple):
+    """What the launchers ask of the device: its compute capability's major
+    number (thread-block clusters and TMA from 9) and its opt-in shared memory
+    a block.  The ``runs`` mirrors read them, so that a variant the device
+    cannot launch is never timed."""
+
+    major: int
+    smem_optin: int
+
+    @property
+    def clusters(self) -> bool:
+        return self.major >= 9
+
+
+H200 = Limits(9, 232448)
+
+
+def device() -> Limits:
+    """The current CUDA device's Limits, as the .cu launchers read them; an H200's
+    where there is no CUDA device (a plan's text and the tests, without a GPU)."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return H200
+        index = torch.cuda.current_device()
+    except Exception:  # no torch, or no driver: describe the H200
+        return H200
+    return _limits(index)
+
+
+@functools.lru_cache(maxsize=None)
+def _limits(index: int) -> Limits:
+    import torch
+
+    props = torch.cuda.get_device_properties(index)
+    return Limits(props.major, int(getattr(props, "shared_memory_per_block_optin", 49152)))
 
 
 def alternating_means(names: list, time_one: Callable[[Any], float | None], passes: int = TUNE_PASSES) -> dict:

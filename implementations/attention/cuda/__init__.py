@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from implementations._shared import cuda_ext
+from implementations._shared import cuda_ext, cuda_variants
 from implementations._shared.cuda_variants import VariantTuner
 from implementations.attention.head_dims import heads_problem
 from suite.workload import Case, register
@@ -98,9 +98,24 @@ def _supports(case: Case) -> str | None:
     return heads_problem(case["B"], case["H"])
 
 
+def smem(d: int, variant: int) -> int:
+    """Mirror of flash_attention.cuh's Cfg::SMEM: Q's tile and the K and V stages,
+    rows of D + 8 two-byte elements."""
+    bm, _, _, bn, _, _, *rest = VARIANTS[d][variant]
+    stages = rest[0] if rest else 2
+    return (bm + 2 * stages * bn) * (d + 8) * 2
+
+
+def _fits(d: int, variant: int) -> bool:
+    """Whether the device's shared memory a block holds the tiling (at D = 128 only
+    tilings 3 and 4 on GPUs of 99 KB)."""
+    return smem(d, variant) <= cuda_variants.device().smem_optin
+
+
 # Without KSUITE_ATTN_VARIANT the tiling is timed at the first call of each
 # (dtype, D, causal, S bucket) and the fastest kept (implementations/_shared/cuda_variants).
-_TUNERS = {d: VariantTuner(tuple(range(len(VARIANTS[d]))), {i: describe(d, i) for i in range(len(VARIANTS[d]))})
+_TUNERS = {d: VariantTuner(tuple(range(len(VARIANTS[d]))), {i: describe(d, i) for i in range(len(VARIANTS[d]))},
+                           runs=lambda v, _key, d=d: _fits(d, v))
            for d in VARIANTS}
 
 

@@ -54,7 +54,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from implementations._shared import cuda_ext
+from implementations._shared import cuda_ext, cuda_variants
 from implementations._shared.autotune import bucket
 from implementations._shared.cuda_variants import VariantTuner
 from implementations.gemm import padding
@@ -194,6 +194,19 @@ def skinny_mma_plan(m: int, n: int, k: int, sms: int, per_sm: int = SKINNY_MMA_P
 TILE_SHAPES = {0: (128, 128, 32, 2), 1: (128, 256, 32, 1), 2: (128, 256, 64, 1), 3: (256, 128, 64, 1),
                4: (128, 128, 64, 2), 5: (128, 256, 64, 1), 6: (256, 128, 64, 1), 7: (128, 256, 64, 1),
                8: (128, 256, 64, 1), 9: (128, 128, 64, 2)}
+# cp.async stages of tiles 0..9 (gemm_mma.cu's TileConfig), for their shared memory
+TILE_STAGES = {0: 4, 1: 4, 2: 3, 3: 3, 4: 3, 5: 4, 6: 3, 7: 3, 8: 4, 9: 3}
+
+
+def tile_smem(tile: int) -> int:
+    """Mirror of gemm_mma_kernel.cuh's TileConfig::SMEM_BYTES: the stages of A
+    (BM x BK) and B (BK x BN) with rows padded by 8 elements, or C's staging
+    tile (BM x BN + 8) if larger; 2-byte elements."""
+    bm, bn, bk, _ = TILE_SHAPES[tile]
+    pipe = TILE_STAGES[tile] * (bm * (bk + 8) + bk * (bn + 8)) * 2
+    return max(pipe, bm * (bn + 8) * 2)
+
+
 SPLIT_MIN_KTILES = 4   # a slice has at least this many k-tiles
 SPLIT_GUARDED_KTILE = 4  # a guarded k-tile costs this many aligned ones in the model
 
@@ -326,7 +339,13 @@ def auto_tile(m: int, n: int, k: int, sms: int) -> int:
 # with K or N not a multiple of 8 have one (guarded) tile.
 def _runs(tile: int, key: tuple) -> bool:
     """Whether the tuner times ``tile`` for ``key``: the ws tiles on Hopper only; a
+    mma.sync tile only where the device's shared memory a block holds it (tiles
+    1-9 need 105-204 KB: not on GPUs of 99 KB, 5 and 8 not on an A100's 163); a
     whole-K variant only where its tile's plan splits K (else it is that tile)."""
+    if tile < WS_FIRST or tile >= WHOLE_K_FIRST:
+        base = tile - WHOLE_K_FIRST if tile >= WHOLE_K_FIRST else tile
+        if tile_smem(base) > cuda_variants.device().smem_optin:
+            return False
     if tile >= WHOLE_K_FIRST:
         _, m, n, k = key
         m, n, k = m * 128, n * 128, k * 32  # the key's largest shape: the same tiles and k-tiles
@@ -437,7 +456,25 @@ def _tf32x3_config(case: Case) -> str:
     return TF32X3_TILE.format(chunk=chunk)
 
 
-@register("gemm", "cuda:tf32x3", available=cuda_ext.cuda_available, supports=dtype_in("float32"),
+TF32X3_SMEM = 3 * (128 * (32 + 4) + 32 * (128 + 8)) * 4  # gemm_tf32x3.cu's SMEM_BYTES (mma.sync form)
+
+
+def _tf32x3_available(device: str) -> str | None:
+    """The mma.sync form (GPUs other than Hopper) needs TF32 tensor cores and 105 KB
+    of shared memory a block."""
+    err = cuda_ext.cuda_available(device)
+    if err or _hopper():
+        return err
+    limits = cuda_variants.device()
+    if limits.major < 8:
+        return f"needs TF32 tensor cores (sm_80 or newer); this GPU is sm_{limits.major}x"
+    if limits.smem_optin < TF32X3_SMEM:
+        return (f"needs {TF32X3_SMEM} bytes of shared memory a block; this GPU offers "
+                f"{limits.smem_optin}")
+    return None
+
+
+@register("gemm", "cuda:tf32x3", available=_tf32x3_available, supports=dtype_in("float32"),
           config=_tf32x3_config, math="tf32x3",
           description="CUDA: float32 on TF32 tensor cores as three products (each operand a TF32 head "
                       "plus a TF32 tail, tail x tail dropped): wgmma on Hopper, mma.sync elsewhere; "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from implementations._shared import cuda_ext, row_plans
+from implementations._shared import cuda_ext, cuda_variants, row_plans
 from implementations._shared.cuda_variants import VariantTuner
 from suite.backends import dtype_in
 from suite.workload import itemsize, register
@@ -70,12 +70,18 @@ _UNALIGNED_PACKS = {18: 4, 19: 8}
 _CLUSTER_SPLIT = 20
 # the .cu's streamed rows (launch_stream): two buffers of a row's x and r, <= 4 packs a thread
 _STREAM = 21
+# the plans on thread-block clusters or TMA, whose launchers refuse devices before sm_90
+_SM90 = frozenset((4, *range(8, 18), _CLUSTER_SPLIT, _STREAM))
 
 
 def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
-    """Mirror of the .cu's launch(): which plans run as themselves (for
-    inputs allocated by torch: base pointers on 16-byte boundaries)."""
+    """Mirror of the .cu's launch() on this machine's GPU (cuda_variants.device):
+    which plans run as themselves (for inputs allocated by torch: base pointers
+    on 16-byte boundaries)."""
     vec = 16 // itemsize(dtype)
+    limits = cuda_variants.device()
+    if variant in _SM90 and not limits.clusters:
+        return False
     if variant in _UNALIGNED_PACKS:
         # launch_unaligned_rows: threads for the body's n // vec packs, <= 1024 of them at 4 packs a
         # thread, <= 512 at 8.  They run on 16-byte rows too, as register plans whose w and b are
@@ -87,7 +93,7 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
         # at rows that are not 16-byte multiples from 512 packs (bf16 4096 columns); at 16-byte
         # rows it runs but is not timed (the TMA plans 8-17 are its aligned form)
         packs = n // vec
-        return n % vec != 0 and 512 <= packs <= 4096 and 64 * packs + 1024 <= row_plans.SMEM_OPTIN_H200
+        return n % vec != 0 and 512 <= packs <= 4096 and 64 * packs + 1024 <= limits.smem_optin
     if variant == _CLUSTER_SPLIT:
         # the body's n // vec packs, as float, over 1..8 CTAs.  It runs on 16-byte rows too, as plan
         # 4 with w and b read a word at a time: not timed there.
@@ -121,12 +127,18 @@ def _key(m: int, n: int, dtype: str) -> tuple:
 def _auto_plan(case) -> str:
     """Mirror of the .cu's auto choice: registers, else the cluster (rows that
     are not 16-byte multiples: plan 20's 16-byte body where its slices fit),
-    else two reads."""
+    else two reads; before sm_90 (no clusters), launch_wide: one CTA a row
+    with the row in its shared memory where it fits, else two reads."""
     n, size = case["N"], itemsize(case.dtype)
-    plan = row_plans.row_plan_first_fit(n, size, 4, (2, 4) if size == 4 else (4,), long_rows="cluster")
+    limits = cuda_variants.device()
+    plan = row_plans.row_plan_first_fit(n, size, 4, (2, 4) if size == 4 else (4,), limits=limits,
+                                        long_rows="cluster")
     vec = 16 // size
-    if n % vec and not plan.startswith("registers"):
-        ctas = row_plans.cluster_ctas(n // vec, vec * 4)
+    if not plan.startswith("registers") and not limits.clusters:
+        if n * 4 + 1024 <= limits.smem_optin:
+            plan = f"one 1024-thread CTA a row, row in shared memory as float, vec {vec if n % vec == 0 else 1}"
+    elif not plan.startswith("registers") and n % vec:
+        ctas = row_plans.cluster_ctas(n // vec, vec * 4, limits.smem_optin)
         if ctas:
             plan = f"cluster of {ctas} x 512 threads, row in shared memory, scalar head and tail, 16-byte body"
     return plan + " (auto plan)"

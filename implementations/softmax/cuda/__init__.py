@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from implementations._shared import cuda_ext, row_plans
+from implementations._shared import cuda_ext, cuda_variants, row_plans
 from implementations._shared.cuda_variants import VariantTuner
 from suite.backends import dtype_in
 from suite.workload import itemsize, register
@@ -43,10 +43,12 @@ def _plan(n: int, size: int) -> str:
     (plan 36; x and y as torch allocates them)."""
     packs = (2, 4) if size == 4 or n <= 1024 else (4,)
     long_rows = "cluster" if size == 4 else "tma"
-    plan = row_plans.row_plan_first_fit(n, size, size, packs, long_rows=long_rows, tma_slice=64 * 1024)
+    limits = cuda_variants.device()
+    plan = row_plans.row_plan_first_fit(n, size, size, packs, limits=limits, long_rows=long_rows,
+                                        tma_slice=64 * 1024)
     vec = 16 // size
-    if n % vec and not plan.startswith("registers"):
-        ctas = row_plans.cluster_ctas(n // vec, 16)
+    if n % vec and not plan.startswith("registers") and limits.clusters:
+        ctas = row_plans.cluster_ctas(n // vec, 16, limits.smem_optin)
         if ctas:
             return f"cluster of {ctas} x 512 threads, row in shared memory, scalar head and tail, 16-byte body"
     return plan
@@ -113,13 +115,19 @@ _TILE_MAX_COLS = 256
 _CLUSTER_SPLIT = 36
 # softmax.cu's raw-pack plans (23-25): threads, packs a thread
 _RAW = {23: (512, 8), 24: (256, 8), 25: (1024, 8), 27: (512, 8), 28: (512, 8)}
+# the plans on thread-block clusters or TMA, whose launchers refuse devices before sm_90
+_SM90 = frozenset((4, 5, 6, 8, 9, 10, _CLUSTER_SPLIT, *_IN_REGISTERS, *_RAW))
 
 
 def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
-    """Mirror of softmax.cu's launch(): which plans run as themselves (for
-    inputs allocated by torch: base pointers on 16-byte boundaries)."""
+    """Mirror of softmax.cu's launch() on this machine's GPU (cuda_variants.device):
+    which plans run as themselves (for inputs allocated by torch: base pointers
+    on 16-byte boundaries)."""
     size = itemsize(dtype)
     vec = 16 // size
+    clusters = cuda_variants.device().clusters
+    if variant in _SM90 and not clusters:
+        return False
     if variant in _TILES:  # any alignment (x and y equally misaligned, as allocated)
         return 1 <= n <= _TILE_MAX_COLS
     if variant in _UNALIGNED_PACKS:  # any n whose row fits K packs a thread
@@ -131,7 +139,8 @@ def _runs(variant: int, dtype: str, n: int, _bucket: int) -> bool:
     if n % vec:
         # unaligned rows: plans 1-14 are not used, auto runs: one element a load in
         # registers (8 a thread, <= 1024 threads), else plan 36, else two reads
-        return variant == 0 and (row_plans.regs_fit(n, 1, 8, 1024) or row_plans.cluster_ctas(n // vec, 16) == 0)
+        return variant == 0 and (row_plans.regs_fit(n, 1, 8, 1024) or not clusters
+                                 or row_plans.cluster_ctas(n // vec, 16) == 0)
     if variant == 0:
         return False  # auto runs one of plans 1-7 here
     if variant in (1, 2, 3):
