@@ -283,3 +283,39 @@ def test_a_variant_far_slower_in_the_probe_is_not_timed_further(monkeypatch):
     probed.clear(), timed.clear()
     tuner.run("k2", lambda v: v)
     assert sorted(set(timed)) == [1, 2, 3]
+
+
+def test_a_variant_that_raises_sits_the_tuning_out_and_is_named(monkeypatch):
+    """A launch the device refuses (more shared memory than it has, say) costs that
+    variant its place, not the case; where every variant raises, the error stands."""
+    import suite.timing
+
+    monkeypatch.setattr(suite.timing, "measure", lambda calls, *a, **k: SimpleNamespace(median=float(calls[0]())))
+
+    def op(v):
+        if v == 1:
+            raise RuntimeError("CUDA error: invalid argument\nmore lines")
+        return v
+
+    tuner = VariantTuner((1, 2, 3), {1: "one", 2: "two", 3: "three"})
+    assert tuner.run("k", op) == 2
+    text = tuner.config("k")
+    assert "1:" not in text and "2:2000us" in text and text.endswith("; 1 failed: RuntimeError: CUDA error: invalid argument)")
+
+    # raising only once timed (the probe passed): dropped from the passes too
+    calls = []
+
+    def late(v):
+        calls.append(v)
+        if v == 2 and len(calls) > 3:
+            raise RuntimeError("late")
+        return v
+
+    monkeypatch.setattr(suite.timing, "measure", lambda fns, *a, **k: SimpleNamespace(median=float(fns[0]())))
+    assert VariantTuner((2, 3), {2: "two", 3: "three"}).run("k", late) == 3
+
+    def broken(v):
+        raise RuntimeError(f"variant {v} broke")
+
+    with pytest.raises(RuntimeError, match="variant 1 broke"):
+        VariantTuner((1, 2), {1: "one", 2: "two"}).run("k", broken)

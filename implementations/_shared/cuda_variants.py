@@ -124,6 +124,7 @@ class VariantTuner:
         self.best: dict[Hashable, int] = {}
         self.times: dict[Hashable, dict[int, float]] = {}
         self.timed_at: dict[Hashable, str] = {}
+        self.failed: dict[Hashable, dict[int, str]] = {}
 
     def run(self, key: Hashable, call: Callable[[int], Any], at: str | None = None) -> Any:
         """``call(variant)`` with the key's tuned variant, tuning it first at
@@ -138,6 +139,11 @@ class VariantTuner:
         return call(variant)
 
     def _tune(self, key: Hashable, call: Callable[[int], Any]) -> int:
+        """Time the candidates and keep the fastest.  A variant that raises when
+        probed or timed (a launch the device refuses that no ``runs`` mirror
+        foresaw) sits the tuning out, as a Triton candidate does in
+        autotune.race, and config names it with its error; where every variant
+        raises, the first error is the case's."""
         from dataclasses import replace
 
         from suite.timing import current_protocol, measure, probe_ms
@@ -147,14 +153,32 @@ class VariantTuner:
             self.best[key], self.times[key] = 0, {}
             return 0
         protocol = replace(current_protocol(), **TUNE_LIMITS)
-        probes = {v: probe_ms(lambda v=v: call(v), "cuda", protocol.l2) for v in candidates}
+        probes, failed = {}, {}
+        for v in candidates:
+            try:
+                probes[v] = probe_ms(lambda v=v: call(v), "cuda", protocol.l2)
+            except Exception as exc:  # noqa: BLE001 - sits the tuning out
+                failed[v] = exc
+        if not probes:
+            raise next(iter(failed.values()))
         fastest = min(probes.values())
-        kept = [v for v in candidates if probes[v] <= PRUNE * fastest]
-        times = alternating_means(kept, lambda v: measure([lambda: call(v)], "cuda", "events",
-                                                          protocol=protocol).median)
-        times.update({v: probes[v] for v in candidates if v not in times})  # shown, never picked
+        kept = [v for v in probes if probes[v] <= PRUNE * fastest]
+
+        def time_one(v):
+            try:
+                return measure([lambda: call(v)], "cuda", "events", protocol=protocol).median
+            except Exception as exc:  # noqa: BLE001 - sits the tuning out
+                failed[v] = exc
+                return None
+
+        times = alternating_means(kept, time_one)
+        times.update({v: probes[v] for v in probes if v not in times and v not in failed})  # shown, never picked
+        if not times:
+            raise next(iter(failed.values()))
         best = self._pick(times)
         self.best[key], self.times[key] = best, times
+        self.failed[key] = {v: f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                            for v, e in failed.items()}
         return best
 
     def _pick(self, times: dict[int, float]) -> int:
@@ -178,7 +202,8 @@ class VariantTuner:
         tie = "" if times[v] <= min(times.values()) else f"; preferred at a tie within {TIE:.0%}"
         where = self.timed_at.get(key)
         shared = f"; timed at {where}, whose key this shape shares" if where and at and where != at else ""
-        return f"variant {v}: {self.describe[v]} (autotuned; {tried}{tie}{shared})"
+        failed = "".join(f"; {k} failed: {why}" for k, why in sorted(self.failed.get(key, {}).items()))
+        return f"variant {v}: {self.describe[v]} (autotuned; {tried}{tie}{shared}{failed})"
 
 
 def _capturing() -> bool:
