@@ -1,4 +1,5 @@
-"""CI without a GPU: every .cu under implementations/ must compile for the H200.
+"""CI without a GPU: every .cu under implementations/ must compile for the H200, and the
+ones every GPU builds (portable_sources) for an A100 (sm_80) too.
 
 nvcc builds each file for sm_90a with torch's headers and the same defines
 the real extension build uses, so a syntax or type error in any kernel
@@ -42,11 +43,11 @@ needs_nvcc = pytest.mark.skipif(cuda_build.nvcc_path() is None, reason="nvcc not
 PTXAS_VERBOSE = ["-Xptxas", "-v"]
 
 
-def _compile(source: Path) -> tuple[Path, str | None, float, str]:
+def _compile(source: Path, arch: str = "sm_90a") -> tuple[Path, str | None, float, str]:
     """(source, error or None, seconds, nvcc's output with ptxas's figures)."""
     start = time.perf_counter()
     try:
-        log = cuda_ext.compile_check(source, arch="sm_90a", extra_flags=PTXAS_VERBOSE)
+        log = cuda_ext.compile_check(source, arch=arch, extra_flags=PTXAS_VERBOSE)
         err = None
     except Exception as exc:
         err, log = str(exc), ""
@@ -60,16 +61,16 @@ def includes_torch(source: Path) -> bool:
     return bool(TORCH_INCLUDE.search(source.read_text()))
 
 
-def _compile_together(sources: list[Path]) -> dict[Path, tuple[str | None, float, str]]:
+def _compile_together(sources: list[Path], arch: str = "sm_90a") -> dict[Path, tuple[str | None, float, str]]:
     """One translation unit #including every source; on failure, each source
     alone.  Every source of the unit gets the unit's whole log."""
     with tempfile.TemporaryDirectory(prefix="ksuite-unit-") as tmp:
         unit = Path(tmp) / "together.cu"
         unit.write_text("".join(f'#include "{s}"\n' for s in sources))
-        _, err, secs, log = _compile(unit)
+        _, err, secs, log = _compile(unit, arch)
     if err is None:
         return {s: (None, secs, log) for s in sources}
-    return {src: (e, t, lg) for src, e, t, lg in map(_compile, sources)}
+    return {src: (e, t, lg) for src, e, t, lg in (_compile(s, arch) for s in sources)}
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +83,40 @@ def compiled() -> dict[Path, tuple[str | None, float, str]]:
         together = pool.submit(_compile_together, heavy)
         alone = {src: (err, secs, log) for src, err, secs, log in pool.map(_compile, light)}
         return {**alone, **together.result()}
+
+
+def portable_sources() -> list[Path]:
+    """The .cu files that the ops build for the device's own arch on any GPU (all but
+    the sm_90a extensions: cuda:wgmma's, and the cuda GEMM's Hopper forms)."""
+    import implementations.attention.cuda as attention
+    import implementations.gelu.cuda as gelu
+    import implementations.gemm.cuda as gemm
+    import implementations.residual_layernorm_gelu.cuda as rlg
+    import implementations.softmax.cuda as softmax
+
+    return sorted({*attention.SOURCES, *gelu.SOURCES, *gemm.SOURCES, *rlg.SOURCES, *softmax.SOURCES})
+
+
+@pytest.fixture(scope="module")
+def compiled_sm80() -> dict[Path, tuple[str | None, float, str]]:
+    """The portable sources for sm_80 (an A100): Hopper-only code must stay behind
+    its __CUDA_ARCH__ guards.  As for sm_90a, the torch unit on one thread."""
+    sources = portable_sources()
+    heavy = [s for s in sources if includes_torch(s)]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        together = pool.submit(_compile_together, heavy, "sm_80")
+        alone = {src: (err, secs, log)
+                 for src, err, secs, log in pool.map(lambda s: _compile(s, "sm_80"), set(sources) - set(heavy))}
+        return {**alone, **together.result()}
+
+
+@needs_nvcc
+def test_the_portable_sources_compile_for_sm_80(compiled_sm80):
+    names = {p.name for p in compiled_sm80}
+    assert {"gelu.cu", "softmax.cu", "gemm_mma.cu", "flash_attention.cu"} <= names
+    assert not names & {"gemm_wgmma.cu", "gemm_ws.cu", "gemm_skinny_tma.cu", "gemm_tf32x3_wgmma.cu"}
+    failed = {str(p.relative_to(ROOT)): err for p, (err, _, _) in compiled_sm80.items() if err}
+    assert not failed, failed
 
 
 def test_sources_found():
@@ -183,12 +218,36 @@ TILE_TABLE = re.compile(r"using Tile(\d+) = TileConfig<(\d+), (\d+), (\d+), (\d+
 
 
 def test_tile_table_mirrored():
-    """TILE_SHAPES in implementations/gemm/cuda/__init__.py is gemm_mma.cu's tile table."""
-    from implementations.gemm.cuda import TILE_SHAPES
+    """TILE_SHAPES and TILE_STAGES in implementations/gemm/cuda/__init__.py are gemm_mma.cu's
+    tile table, and tile_smem gives the shared memory its comments state."""
+    from implementations.gemm.cuda import TILE_SHAPES, TILE_STAGES, tile_smem
 
     text = (ROOT / "implementations/gemm/cuda/gemm_mma.cu").read_text()
-    table = {int(t): (int(bm), int(bn), int(bk), int(mb)) for t, bm, bn, bk, _, mb in TILE_TABLE.findall(text)}
+    rows = TILE_TABLE.findall(text)
+    table = {int(t): (int(bm), int(bn), int(bk), int(mb)) for t, bm, bn, bk, _, mb in rows}
     assert table == TILE_SHAPES
+    assert {int(t): int(stages) for t, _, _, _, stages, _ in rows} == TILE_STAGES
+    stated = {int(t): int(kib) for t, kib in re.findall(r"using Tile(\d+) = .*?(\d+) KiB", text)}
+    assert {t: tile_smem(t) // 1024 for t in TILE_SHAPES} == stated
+
+
+ATTN_CFG = re.compile(r"using D(\d+)V(\d+) = Cfg<(\d+), (\d+), (\d+), (\d+), (?:true|false), \d+"
+                      r"(?:, (?:true|false), (?:true|false), (\d+))?>;")
+
+
+def test_attention_tilings_mirrored():
+    """VARIANTS in implementations/attention/cuda/__init__.py is flash_attention.cuh's Cfg
+    table (rows, keys and stages), so its smem mirror is the kernel's."""
+    from implementations.attention.cuda import VARIANTS, smem
+
+    text = (ROOT / "implementations/attention/cuda/flash_attention.cuh").read_text()
+    rows = ATTN_CFG.findall(text)
+    assert len(rows) == sum(map(len, VARIANTS.values()))
+    for d, v, d_, mt, warps, bn, stages in rows:
+        d, v, stages = int(d), int(v), int(stages or 2)
+        bm = int(warps) * 16 * int(mt)
+        assert VARIANTS[d][v][0] == bm and VARIANTS[d][v][3] == int(bn), (d, v)
+        assert smem(d, v) == (bm + 2 * stages * int(bn)) * (d + 8) * 2, (d, v)
 
 
 @needs_nvcc
