@@ -196,3 +196,13 @@ def test_the_mma_sync_3xtf32_gemm_is_unavailable_where_its_tile_does_not_fit(mon
         monkeypatch.setattr(cuda_variants, "device", lambda limits=limits: limits)
         got = gemm._tf32x3_available("cuda")
         assert (got is None) if expect is None else (got or "").startswith(expect), (limits, got)
+
+
+def test_the_gelu_plans_count_the_devices_sms(monkeypatch):
+    """A small input is cut into blocks until every SM has two programs: of this GPU."""
+    from implementations.gelu import triton as gelu
+
+    n = 132 * 2 * 2048  # float32: 2048-element blocks give the H200's SMs two programs each
+    assert gelu.plan(n, 4) == (2048, 4)
+    monkeypatch.setattr(cuda_variants, "device", lambda: cuda_variants.Limits(10, 232448, 148))
+    assert gelu.plan(n, 4) == (1024, 4)

@@ -54,19 +54,21 @@ PRUNE = 3.0
 
 class Limits(NamedTuple):
     """What the launchers ask of the device: its compute capability's major
-    number (thread-block clusters and TMA from 9) and its opt-in shared memory
-    a block.  The ``runs`` mirrors read them, so that a variant the device
-    cannot launch is never timed."""
+    number (thread-block clusters and TMA from 9), its opt-in shared memory a
+    block and its SMs.  The ``runs`` mirrors read them, so that a variant the
+    device cannot launch is never timed, and the plans' texts, so that they
+    name what runs there."""
 
     major: int
     smem_optin: int
+    sms: int = 132
 
     @property
     def clusters(self) -> bool:
         return self.major >= 9
 
 
-H200 = Limits(9, 232448)
+H200 = Limits(9, 232448, 132)
 
 
 def device() -> Limits:
@@ -88,7 +90,8 @@ def _limits(index: int) -> Limits:
     import torch
 
     props = torch.cuda.get_device_properties(index)
-    return Limits(props.major, int(getattr(props, "shared_memory_per_block_optin", 49152)))
+    return Limits(props.major, int(getattr(props, "shared_memory_per_block_optin", 49152)),
+                  props.multi_processor_count)
 
 
 def alternating_means(names: list, time_one: Callable[[Any], float | None], passes: int = TUNE_PASSES) -> dict:

@@ -23,8 +23,9 @@ import triton.language as tl
 from suite.backends import dtype_in, interpreting, needs_triton
 from suite.workload import Case, itemsize, register
 
-from implementations._shared.gelu_math import gelu_f32
+from implementations._shared import cuda_variants
 from implementations._shared.autotune import autotune
+from implementations._shared.gelu_math import gelu_f32
 
 
 # N_BUCKET (next_pow2(n)) is only an autotuning key; never specialised.
@@ -49,7 +50,8 @@ def plan(n: int, dtype_bytes: int) -> tuple[int, int]:
     block = 16384 // dtype_bytes  # 16 KB of input per program
     # Small inputs: shrink the block so that every SM gets at least two
     # programs rather than leaving most of the chip idle.
-    while block > 1024 and triton.cdiv(n, block) < 2 * 132:
+    sms = cuda_variants.device().sms
+    while block > 1024 and triton.cdiv(n, block) < 2 * sms:
         block //= 2
     return block, (8 if block >= 4096 else 4)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from implementations._shared import cuda_ext
+from implementations._shared import cuda_ext, cuda_variants
 from implementations._shared.cuda_variants import VariantTuner
 from suite.backends import dtype_in
 from suite.workload import itemsize, register
@@ -30,10 +30,10 @@ def ops():
 
 
 def _config(case) -> str:
-    """Mirror of gelu.cu's auto_variant on the H200 (132 SMs, 256-thread blocks)."""
+    """Mirror of gelu.cu's auto_variant (256-thread blocks, eight an SM)."""
     vec = 16 // itemsize(case.dtype)
     tiles4 = case["N"] // vec // (256 * 4)
-    unroll = 4 if vec > 4 and tiles4 >= 4 * 132 * 8 else 1
+    unroll = 4 if vec > 4 and tiles4 >= 4 * cuda_variants.device().sms * 8 else 1
     return f"16B vectors, {unroll} in flight/thread, one {256 * unroll}-pack tile a block, fast erfc GELU"
 
 
