@@ -5,9 +5,10 @@ do not cost the same: read-only (a sum), write-only (a fill), copy (1:1) and
 two reads a write (c = a + b), each the best of its forms, counting bytes
 read plus bytes written.  A row's memory roof is the bandwidth of its own
 workload's read:write mix (suite.roofline.mix_gbps); the copy figure is kept
-beside it.  The matrix rate is a large torch.matmul on random data per dtype
-and math mode (float32 in true FP32, and ``tf32`` separately; ``tf32x3``,
-three TF32 products, gets a third of the TF32 rate).  All are medians of
+beside it.  The matrix rate is the best of three large torch.matmul shapes
+on random data (matmul_shapes) per dtype and math mode (float32 in true
+FP32, and ``tf32`` separately; ``tf32x3``, three TF32 products, gets a third
+of the TF32 rate).  All are medians of
 timed repetitions after warm-up, so they are statistics of the same kind as
 the kernels' own.  A datasheet table sits beside them for
 reference only: it is never used inside a formula.
@@ -185,6 +186,29 @@ def _bandwidths(device: str, timed) -> dict[str, float]:
     return out
 
 
+def matmul_shapes(gpu: bool) -> tuple[tuple[int, int, int], ...]:
+    """(M, N, K) of the matmuls whose best rate is the compute roof: on a GPU a
+    square, and the same work as a long-K and a short-K product, since the
+    library's best kernel differs by shape and a long K can beat the square;
+    on the CPU, whose runs are not scored on a roofline, one small square."""
+    if not gpu:
+        return ((512, 512, 512),)
+    n = 8192
+    return (n, n, n), (n // 2, n // 2, 4 * n), (2 * n, 2 * n, n // 4)
+
+
+def _matmul_tflops(m: int, n: int, k: int, dtype, device: str) -> float:
+    import torch
+
+    a = torch.randn(m, k, device=device).to(dtype)
+    b = torch.randn(k, n, device=device).to(dtype)
+    if device == "cuda":
+        ms = _median_events_ms(lambda: torch.matmul(a, b), 2, 10)
+    else:
+        ms = _median_ms(lambda: torch.matmul(a, b), lambda: None, 2, 3)
+    return 2 * m * n * k / (ms * 1e-3) / 1e12
+
+
 def measure(device: str, fingerprint: str, gpu_name: str) -> Ceilings:
     import torch
 
@@ -196,18 +220,12 @@ def measure(device: str, fingerprint: str, gpu_name: str) -> Ceilings:
     bandwidth = _bandwidths(device, timed)
 
     rates: dict[str, float] = {}
-    n = 8192 if gpu else 512
     old_tf32 = torch.backends.cuda.matmul.allow_tf32
     try:
         for name in MATMUL_DTYPES:
             dt = torch.float32 if name in ("float32", "tf32") else getattr(torch, name)
             torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
-            a = torch.randn(n, n, device=device).to(dt)
-            b = torch.randn(n, n, device=device).to(dt)
-            ms = (_median_events_ms(lambda: torch.matmul(a, b), 2, 10) if gpu else
-                  _median_ms(lambda: torch.matmul(a, b), lambda: None, 2, 3))
-            rates[name] = 2 * n**3 / (ms * 1e-3) / 1e12
-            del a, b
+            rates[name] = max(_matmul_tflops(m, n, k, dt, device) for m, n, k in matmul_shapes(gpu))
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old_tf32
     if gpu:

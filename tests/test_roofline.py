@@ -96,3 +96,26 @@ def test_only_a_cold_row_above_its_roof_is_suspect():
     assert roofline.suspect_reason(1.019, "cold-clean", "memory", 4400.0, 60.0) is None
     for l2 in ("warm", "n/a", None):
         assert roofline.suspect_reason(3.0, l2, "memory", 4400.0, 60.0) is None
+
+
+def test_the_matmul_roof_is_the_best_of_its_shapes(monkeypatch):
+    """As a bandwidth roof is the best of its forms: the library's best kernel differs
+    by shape, and a roof one shape sets can be beaten by another (suspect rows)."""
+    from suite import ceilings
+
+    shapes = ceilings.matmul_shapes(gpu=True)
+    assert shapes[0] == (8192, 8192, 8192) and len(set(shapes)) == 3
+    assert len({m * n * k for m, n, k in shapes}) == 1  # the same work each
+    seen = []
+
+    def rate(m, n, k, dtype, device):
+        seen.append((m, n, k))
+        return {shapes[0]: 700.0, shapes[1]: 720.0, shapes[2]: 690.0}.get((m, n, k), 1.0)
+
+    monkeypatch.setattr(ceilings, "_matmul_tflops", rate)
+    monkeypatch.setattr(ceilings, "_bandwidths", lambda device, timed: {
+        "read_gbps": 1.0, "write_gbps": 1.0, "copy_gbps": 1.0, "mix21_gbps": 1.0})
+    monkeypatch.setattr(ceilings, "matmul_shapes", lambda gpu: shapes)
+    c = ceilings.measure("cpu", "fp", "cpu")
+    assert c.matmul_tflops == {name: 720.0 for name in ceilings.MATMUL_DTYPES}
+    assert seen == list(shapes) * len(ceilings.MATMUL_DTYPES)
