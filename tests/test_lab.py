@@ -34,7 +34,7 @@ GPU_PROBES = {
 
 def test_every_gpu_probe_is_listed_here():
     """A probe added to lab/ without a smoke test here fails this."""
-    others = {"__init__", "_probe", "_attention_next_qk", "_gluon_pingpong", "_rlg_ring", "attention_occupancy", "dashboard_perf", "gate_noise", "gemm_ncu_pair", "ncu_heat", "ncu_rows", "rlg_fit_rows", "live_cols",
+    others = {"__init__", "_probe", "_attention_next_qk", "_gluon_pingpong", "_rlg_ring", "attention_occupancy", "dashboard_perf", "gate_noise", "gemm_ncu_pair", "interp_fuzz", "ncu_heat", "ncu_rows", "rlg_fit_rows", "live_cols",
               "rlg_wide_rows", "triton_clusters_probe"}
     assert {p.stem for p in (ROOT / "lab").glob("*.py")} - others == set(GPU_PROBES)
 
@@ -140,6 +140,25 @@ def test_softmax_tiny_flat_kernel_on_the_cpu(dtype, m, n):
     y = flat_softmax(x, 64, 4, out=out)
     assert y is out
     assert check_softmax(y, x).correct
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter form")
+def test_interp_fuzz_runs_every_variant_and_reports_a_wrong_one(monkeypatch, capsys):
+    """interp_fuzz (CPU, interpreter) at one shape: every variant passes; with a
+    kernel argument sabotaged (LIVE one column short) it prints a failure line
+    and exits 1."""
+    from implementations.residual_layernorm_gelu import triton as R
+    from lab import interp_fuzz
+
+    args = ["--seed", "5", "--shapes", "1", "--workloads", "gelu,residual_layernorm_gelu", "--dtypes", "bfloat16"]
+    assert interp_fuzz.main(args) == 0
+    out = capsys.readouterr().out
+    assert "total: " in out and ", 0 failures" in out and "FAIL" not in out
+    monkeypatch.setattr(R, "live_cols", lambda n, b: n - 1)
+    assert interp_fuzz.main(args) == 1
+    assert "FAIL seed=5 residual_layernorm_gelu triton [kernel=rows" in capsys.readouterr().out
+    monkeypatch.delenv("TRITON_INTERPRET")
+    assert interp_fuzz.main(args) == 2
 
 
 def _rlg_inputs(dtype: str, m: int, n: int):
