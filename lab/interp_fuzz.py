@@ -15,19 +15,21 @@ causal and not).  For each Triton implementation and dtype its ``supports`` acce
 - the registered call, as the interpreter runs it (the untuned plan);
 - the rows workloads (softmax, residual_layernorm_gelu): every autotuning candidate of
   every kernel the launcher tunes or races at this width (candidates(), split_candidates(),
-  parts_, team_ and fit_candidates()), for this M and for an M the fuzz preset draws at
-  this width (the kernels mask rows, so any candidate runs at any M), each launched with
-  the arguments the tuned launcher passes; the split and team kernels, whose one-launch
-  form (MODE 0) waits for the other programs of a row, as their two-launch form (MODE 1
-  then 2), which is all the interpreter, running one program at a time, can do; the
-  softmax pipe kernel (forced with ``long_rows="pipe"``) only at chunks of at least half
-  a row, for the same reason;
+  parts_, team_ and fit_candidates()) for any M the fuzz preset could pair with it (the
+  candidates hang on M through its power of two, and the kernels mask rows, so any
+  candidate runs at this M), each launched with the arguments the tuned launcher
+  passes; the split and team kernels, whose one-launch form (MODE 0) waits for the
+  other programs of a row, as their two-launch form (MODE 1 then 2), which is all the
+  interpreter, running one program at a time, can do; the softmax pipe kernel (forced
+  with ``long_rows="pipe"``) only at chunks of at least half a row, for the same reason;
 - gelu: the plan's block and each candidate's (``block=``);
 - gemm and attention: each GPU tile through the tests' hook (the module's
-  INTERPRETER_CONFIG), the tiled GEMM's K split planned for the H200's 132 SMs and for
-  the interpreter's 4, and its K-whole twin; the padded GEMM path (``padding.PAD_BELOW``
-  lifted); the persistent GEMM on copies of A and B on 128-byte lines; the float32
-  attention's split passes and its split in the kernel.
+  INTERPRETER_CONFIG): the GEMM's candidates at this shape and at a fuzz preset shape of
+  the same kind (decode, skinny, large), the tiled GEMM's K split planned for the H200's
+  132 SMs and for the interpreter's 4, and its K-whole twin; the padded GEMM path
+  (``padding.PAD_BELOW`` lifted); the persistent GEMM on copies of A and B on 128-byte
+  lines; the attention kernels' tiles for the head dim, and the float32 attention's
+  split passes and its split in the kernel.
 
 Fresh random inputs (the workload's own make_inputs, never zeros), the output's memory
 poisoned with NaN by the CPU harness's poison (suite.verify.poisoned_empty), each output
@@ -119,7 +121,7 @@ SOFTMAX_EDGES = (16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65
 
 
 def softmax_shape(rng, i, wl):
-    from suite.shapes import fuzz_rows, fuzz_size
+    from suite.shapes import fuzz_size
 
     kind = i % 6
     if kind == 0:  # rows of 1..16 (tiny_rows), many to a program
@@ -136,14 +138,14 @@ def softmax_shape(rng, i, wl):
     else:  # vocabulary rows, now and then past the split kernel's 64 programs a row (online)
         n = fuzz_size(rng, 262145, 300000) if rng.random() < 0.25 else fuzz_size(rng, 32000, 152064)
         m = rng.randint(1, 2)
-    return {"M": m, "N": n}, fuzz_rows(rng, n, 1 << 20, 1 << 25)
+    return {"M": m, "N": n}, None
 
 
 RLG_EDGES = (16, 64, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 
 
 def rlg_shape(rng, i, wl):
-    from suite.shapes import fuzz_rows, fuzz_size
+    from suite.shapes import fuzz_size
 
     kind = i % 6
     if kind == 0:
@@ -159,7 +161,7 @@ def rlg_shape(rng, i, wl):
         n, m = fuzz_size(rng, 8193, 32768), rng.randint(1, 4)
     else:  # past the fuzz preset's 32768: split and team
         n, m = fuzz_size(rng, 32769, 65536), rng.randint(1, 2)
-    return {"M": m, "N": n}, fuzz_rows(rng, n, 1 << 20, 3 << 23)
+    return {"M": m, "N": n}, None
 
 
 def gemm_shape(rng, i, wl):
@@ -177,7 +179,7 @@ def gemm_shape(rng, i, wl):
         m, n, k = fuzz_size(rng, 129, 300), fuzz_size(rng, 17, 300), fuzz_size(rng, 1, 400)
     else:  # 16-byte rows in 16-bit (TMA: the persistent kernel), off 64 and 128
         m, n, k = fuzz_size(rng, 1, 200), 8 * fuzz_size(rng, 1, 40), 8 * fuzz_size(rng, 2, 100)
-    return {"M": m, "N": n, "K": k}, wl.fuzz_shape(rng, kind % 4)
+    return {"M": m, "N": n, "K": k}, wl.fuzz_shape(rng, kind % 4)  # whose tiles the GPU also tries
 
 
 def attention_shape(rng, i, wl):
@@ -246,13 +248,22 @@ def _softmax_launch(x, c: dict):
     return y
 
 
-def softmax_variants(reg, case, m_big):
+FUZZ_ELEMS = 1 << 25  # the fuzz preset's largest M * N
+
+
+def row_counts(m: int, n: int) -> list[int]:
+    """``m`` and every power of two of rows up to the fuzz preset's largest M at width
+    ``n``: the candidates of a rows kernel hang on M only through its power of two."""
+    return [m] + [1 << k for k in range(max(1, FUZZ_ELEMS // n).bit_length())]
+
+
+def softmax_variants(reg, case, companion):
     from implementations.softmax import triton as S
     from suite.workload import itemsize
 
     impl = reg.get("softmax", "triton")
     m, n, b = case["M"], case["N"], itemsize(case.dtype)
-    cands = S.candidates(m, n, b) + S.candidates(m_big, n, b)
+    cands = [c for rows in row_counts(m, n) for c in S.candidates(rows, n, b)]
     if S.split_tried(n):
         cands += S.split_candidates(m, n, b)
     out = [_registered("triton", impl)]
@@ -299,14 +310,14 @@ def _rlg_launch(inp: dict, c: dict):
     return y
 
 
-def rlg_variants(reg, case, m_big):
+def rlg_variants(reg, case, companion):
     from implementations.residual_layernorm_gelu import triton as R
     from suite.workload import itemsize
 
     impl = reg.get("residual_layernorm_gelu", "triton")
     m, n, b = case["M"], case["N"], itemsize(case.dtype)
     cands = []
-    for rows in (m, m_big):
+    for rows in row_counts(m, n):
         cands += (R.candidates(rows, n, b) + R.parts_candidates(rows, n, b) + R.team_candidates(rows, n, b)
                   + R.fit_candidates(rows, n, b))
     return [_registered("triton", impl)] + [
@@ -417,7 +428,7 @@ VARIANTS = {"gelu": gelu_variants, "softmax": softmax_variants, "residual_layern
 
 def _stats():
     return {"seeds": set(), "shapes": set(), "cases": set(), "paths": set(), "runs": 0, "failures": 0,
-            "refused": {}, "seconds": 0.0}
+            "refused": {}, "seconds": 0.0, "worst": (0.0, "")}
 
 
 def run(seeds, count: int, workloads, dtypes, verbose: bool = False, out=sys.stdout) -> dict:
@@ -458,6 +469,9 @@ def run(seeds, count: int, workloads, dtypes, verbose: bool = False, out=sys.std
                                 y = v.run(inputs)
                             res = verify.check_case(wl, case, y, ref, impl, inputs)
                             ok, check, message = res.correct, res.check, res.message
+                            used = res.elem_err / res.elem_tol  # the share of the elementwise bound used
+                            if ok and used > st["worst"][0]:
+                                st["worst"] = (used, f"[{v.path}] {dtype} {case.label} seed={seed}")
                         except Exception as exc:  # noqa: BLE001 - a launch that fails is a finding too
                             ok, check, message = False, "error", f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
                         took = time.perf_counter() - t
@@ -483,15 +497,19 @@ def run(seeds, count: int, workloads, dtypes, verbose: bool = False, out=sys.std
 
 def summary(stats: dict, out=sys.stdout) -> None:
     print(f"\n{'workload':<24} {'impl':<18} {'seeds':>5} {'shapes':>6} {'cases':>5} {'configs':>7} "
-          f"{'runs':>5} {'failed':>6} {'refused':>7} {'s':>6}", file=out)
+          f"{'runs':>5} {'failed':>6} {'refused':>7} {'s':>6} {'worst':>5}", file=out)
     for (wname, impl), st in sorted(stats.items()):
         refused = len({label for labels in st["refused"].values() for label in labels})
         print(f"{wname:<24} {impl:<18} {len(st['seeds']):>5} {len(st['shapes']):>6} {len(st['cases']):>5} "
-              f"{len(st['paths']):>7} {st['runs']:>5} {st['failures']:>6} {refused:>7} {st['seconds']:>6.1f}",
-              file=out)
+              f"{len(st['paths']):>7} {st['runs']:>5} {st['failures']:>6} {refused:>7} {st['seconds']:>6.1f} "
+              f"{st['worst'][0]:>5.2f}", file=out)
     total = sum(st["runs"] for st in stats.values())
     failed = sum(st["failures"] for st in stats.values())
     print(f"total: {total} runs, {failed} failures", file=out)
+    print("worst: the largest share of the elementwise bound a passing output used, at", file=out)
+    for (wname, impl), st in sorted(stats.items()):
+        if st["worst"][1]:
+            print(f"  {wname} {impl}: {st['worst'][0]:.2f} {st['worst'][1]}", file=out)
     reasons = sorted({(w, i, why, len(labels)) for (w, i), st in stats.items() for why, labels in st["refused"].items()})
     if reasons:
         print("refused by supports (shapes a dtype):", file=out)
