@@ -43,6 +43,7 @@ import argparse
 import contextlib
 import os
 import random
+import re
 import sys
 import time
 import zlib
@@ -510,11 +511,14 @@ def summary(stats: dict, out=sys.stdout) -> None:
     for (wname, impl), st in sorted(stats.items()):
         if st["worst"][1]:
             print(f"  {wname} {impl}: {st['worst'][0]:.2f} {st['worst'][1]}", file=out)
-    reasons = sorted({(w, i, why, len(labels)) for (w, i), st in stats.items() for why, labels in st["refused"].items()})
-    if reasons:
-        print("refused by supports (shapes a dtype):", file=out)
-        for w, i, why, n in reasons:
-            print(f"  {w} {i}: {n} x {why}", file=out)
+    refusals = defaultdict(list)  # (workload, impl, the reason less its figures) -> [(reason, shapes)]
+    for (wname, impl), st in sorted(stats.items()):
+        for why, labels in sorted(st["refused"].items()):
+            refusals[(wname, impl, re.sub(r"\d+", "#", why))].append((why, len(labels)))
+    if refusals:
+        print("refused by supports (shapes; one reason as given):", file=out)
+        for (wname, impl, _), whys in refusals.items():
+            print(f"  {wname} {impl}: {sum(n for _, n in whys)} x {whys[0][0]}", file=out)
 
 
 def main(argv=None) -> int:
