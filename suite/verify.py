@@ -28,7 +28,11 @@ that fails names the row's ``check``):
   elements); n is the workload's ``reduction_length``.  s_row is the RMS of
   the reference over the output's last dimension (a row; the whole vector
   for a 1-D output), so that elements near zero are held to the size of
-  their row rather than to a relative accuracy no formula has.  ``floor``
+  their row rather than to a relative accuracy no formula has; where a
+  workload's columns are as much a scale as its rows
+  (``Workload.check_columns``: a GEMM, whose one-column output is a row of
+  one element that cancellation can bring near zero), the larger of the
+  row's and the column's RMS.  ``floor``
   is the workload's absolute floor, for outputs whose error follows the
   inputs rather than the outputs (y = x * f(x) with f accurate to a few u
   absolute errs by about |x| * u, which for a short vector of small outputs
@@ -81,6 +85,7 @@ class Rule:
     reduction: int = 1        # n, the longest sum behind one output element
     math: str | None = None   # an arithmetic coarser than the dtype (tf32)
     floor: float = 0.0        # the workload's absolute floor
+    columns: bool = False     # s_row: the larger of the row's RMS and the column's
 
     @property
     def unit(self) -> float:
@@ -117,7 +122,7 @@ def rule_for(wl, case, impl=None) -> Rule:
     tol = ((impl.tolerance if impl is not None else None) or {}).get(case.dtype, wl.tolerance(case))
     rounding = getattr(impl, "rounding", None) or wl.rounding
     return Rule(tol=tol, dtype=case.dtype, rounding=rounding, reduction=wl.reduction_length(case),
-                math=getattr(impl, "math", None), floor=wl.check_floor)
+                math=getattr(impl, "math", None), floor=wl.check_floor, columns=wl.check_columns)
 
 
 def check_case(wl, case, out, ref: torch.Tensor, impl=None, inputs=None) -> Check:
@@ -142,24 +147,31 @@ def _row_blocks(rows: int, n: int):
             yield slice(i, i + step), slice(None)
 
 
-def _measure(out: torch.Tensor, ref: torch.Tensor, floor: float,
-             scale: torch.Tensor | None = None) -> tuple[float, float, tuple[int, int]]:
+def _measure(out: torch.Tensor, ref: torch.Tensor, floor: float, scale: torch.Tensor | None = None,
+             columns: bool = False) -> tuple[float, float, tuple[int, int]]:
     """(normwise error, worst |out - ref| / (|ref| + row RMS + floor), (row, column) of the worst);
-    ``scale``: per row, what that ratio is divided by (a looser bound for a row, as a factor)."""
+    ``scale``: per row, what that ratio is divided by (a looser bound for a row, as a factor);
+    ``columns``: the row RMS is the larger of the row's and the column's."""
     n = ref.shape[-1] if ref.dim() else 1
     r2, o2 = ref.reshape(-1, n), out.reshape(-1, n)
     rows = r2.shape[0]
     sumsq = torch.zeros(rows, dtype=torch.float64, device=ref.device)
+    colsq = torch.zeros(n, dtype=torch.float64, device=ref.device)
     for rs, cs in _row_blocks(rows, n):
-        sumsq[rs] += r2[rs, cs].to(torch.float64).square().sum(-1)
+        sq = r2[rs, cs].to(torch.float64).square()
+        sumsq[rs] += sq.sum(-1)
+        if columns:
+            colsq[cs] += sq.sum(0)
     rms = (sumsq / max(n, 1)).sqrt()
+    col_rms = (colsq / max(rows, 1)).sqrt()
     num = 0.0
     worst, where = 0.0, (0, 0)
     for rs, cs in _row_blocks(rows, n):
         r = r2[rs, cs].to(torch.float64)
         d = (o2[rs, cs].to(torch.float64) - r).abs_()
         num += float(d.square().sum().item())
-        ratio = d.div_(r.abs().add_(rms[rs, None]).add_(floor))
+        size = torch.maximum(rms[rs, None], col_rms[None, cs]) if columns else rms[rs, None]
+        ratio = d.div_(r.abs().add_(size).add_(floor))
         if scale is not None:
             ratio.div_(scale[rs, None])
         if ratio.numel():
@@ -202,7 +214,7 @@ def check(out, ref: torch.Tensor, rule: Rule | float, cond: torch.Tensor | None 
         # row r's bound, e + CONDITION_FACTOR * kappa_r * u_acc, as a multiple of e
         extra = CONDITION_FACTOR * UNIT_ROUNDOFF[ACCUMULATOR] / etol
         scale = cond.to(device=ref.device, dtype=torch.float64).reshape(-1).mul(extra).add_(1.0)
-    err, elem, (row, col) = _measure(out, ref, tiny + rule.floor, scale)
+    err, elem, (row, col) = _measure(out, ref, tiny + rule.floor, scale, rule.columns)
     if not err <= tol:
         return fail("normwise", f"relative error {err:.3g} > tolerance {tol:.3g}", err, elem)
     if rule.rounding is not None and not elem <= etol:
@@ -210,7 +222,8 @@ def check(out, ref: torch.Tensor, rule: Rule | float, cond: torch.Tensor | None 
         o = float(out.reshape(-1, n)[row, col].item())
         r = float(ref.reshape(-1, n)[row, col].item())
         return fail("elementwise", f"element (row {row}, column {col}) is {o:.6g} against {r:.6g}: "
-                    f"error {elem:.3g} of |ref| + row RMS{' + floor' if rule.floor else ''} > bound {etol:.3g} "
+                    f"error {elem:.3g} of |ref| + {'row or column' if rule.columns else 'row'} RMS"
+                    f"{' + floor' if rule.floor else ''} > bound {etol:.3g} "
                     f"({elem / rule.unit:.1f} units of {rule.unit:.3g})"
                     + (f"; the row's condition {float(cond.reshape(-1)[row]):.3g} is in the bound"
                        if scale is not None else ""), err, elem)

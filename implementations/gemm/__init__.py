@@ -47,6 +47,9 @@ class Gemm(Workload):
     # products, about u of the row's RMS and up to 5-6 u at the worst element;
     # 16-bit split-K partial sums may be rounded to the dtype before adding
     rounding = 16.0
+    # every element is a K-term dot product of like inputs: its column's RMS is as
+    # much its scale as its row's, which with one column is the element alone
+    check_columns = True
     presets = {
         "cpu": [{"M": 1, "N": 64, "K": 33}, {"M": 37, "N": 129, "K": 71},
                 {"M": 127, "N": 65, "K": 257}, {"M": 200, "N": 300, "K": 100}],
