@@ -207,3 +207,18 @@ def test_cuda_gemm_takes_float32_at_skinny_shapes_only():
     assert impl.supports(Case.make("gemm", "float32", M=16, N=4096, K=4096)) is None
     assert "cuda:tf32x3" in impl.supports(Case.make("gemm", "float32", M=17, N=64, K=64))
     assert impl.supports(Case.make("gemm", "bfloat16", M=17, N=64, K=64)) is None
+
+
+def test_the_tiled_triton_gemms_refuse_operands_past_32_bit_offsets():
+    """A prefill LM head of 32768 tokens x 128256 words has a C of 4.2e9 elements:
+    unsupported with the reason, not an error inside the call."""
+    from suite.workload import Case, discover
+
+    reg = discover()
+    big = Case.make("gemm", "bfloat16", M=32768, N=128256, K=4096)
+    fits = Case.make("gemm", "bfloat16", M=4096, N=128256, K=4096)
+    assert "32-bit" in reg.get("gemm", "triton").supports(big)
+    assert reg.get("gemm", "triton").supports(fits) is None
+    f32 = Case.make("gemm", "float32", M=32768, N=128256, K=4096)
+    for name in ("triton:tf32", "triton:tf32x3"):
+        assert "32-bit" in reg.get("gemm", name).supports(f32)

@@ -23,10 +23,18 @@ def _config_of(name: str):
     return config
 
 
+def _tiled_supports(case: Case) -> str | None:
+    """The tiled kernel addresses A, B and C with 32-bit offsets (_triton_tiled.matmul)."""
+    m, n, k = case["M"], case["N"], case["K"]
+    if max(m * k, k * n, m * n) >= 2**31:
+        return "an operand of 2^31 elements or more: the tiled kernel's offsets are 32-bit"
+    return None
+
+
 def _only_float32(case: Case) -> str | None:
     if case.dtype != "float32":
         return f"TF32 applies to float32 inputs only, not {case.dtype}"
-    return None
+    return _tiled_supports(case)
 
 
 def _persistent_supports(case: Case) -> str | None:
@@ -37,7 +45,7 @@ def _persistent_supports(case: Case) -> str | None:
     return alignment_problem(case["K"], case["N"], itemsize(case.dtype))
 
 
-@register("gemm", "triton", available=needs_triton, config=_config_of("triton"),
+@register("gemm", "triton", available=needs_triton, supports=_tiled_supports, config=_config_of("triton"),
           description="tiled Triton matmul, autotuned, grouped ordering; float32 exact (no TF32)")
 def gemm_triton(a, b):
     from implementations.gemm._triton_tiled import matmul
