@@ -30,9 +30,10 @@ that fails names the row's ``check``):
   for a 1-D output), so that elements near zero are held to the size of
   their row rather than to a relative accuracy no formula has; where a
   workload's columns are as much a scale as its rows
-  (``Workload.check_columns``: a GEMM, whose one-column output is a row of
-  one element that cancellation can bring near zero), the larger of the
-  row's and the column's RMS.  ``floor``
+  (``Workload.check_columns``: every element the same kind of sum, so that
+  a one-column output, whose row is the element itself, is not held to a
+  value that cancellation brought near zero), the larger of the row's and
+  the column's RMS.  ``floor``
   is the workload's absolute floor, for outputs whose error follows the
   inputs rather than the outputs (y = x * f(x) with f accurate to a few u
   absolute errs by about |x| * u, which for a short vector of small outputs

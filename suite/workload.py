@@ -194,7 +194,7 @@ class Workload:
     rounding: ClassVar[float] = 8.0
     check_floor: ClassVar[float] = 0.0
     # True: an element near zero is held to the larger of its row's and its
-    # column's RMS, where every output element is the same kind of sum (a GEMM)
+    # column's RMS, where every output element is the same kind of sum
     check_columns: ClassVar[bool] = False
 
     def reduction_length(self, case: Case) -> int:
