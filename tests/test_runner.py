@@ -121,8 +121,11 @@ def _keys(df):
 
 
 def test_interrupted_run_resumes_to_the_same_rows(tmp_path):
+    # --settle-ms: an idle wait before each measurement keeps the run going for seconds
+    # after its first checkpoint, so that the interrupt below lands mid-run on a busy machine
     args = ["run", "--device", "cpu", "--preset", "cpu", "--workloads", "gelu,softmax,gemm", "--dtypes",
-            "float32", "--impls", "eager,torch", "--no-progress", "--samples", "3,5", "--budget-ms", "50"]
+            "float32", "--impls", "eager,torch", "--no-progress", "--samples", "3,5", "--budget-ms", "50",
+            "--settle-ms", "100"]
     full = tmp_path / "full.parquet"
     assert suite(*args, "--out", str(full)).returncode == 0
     part = tmp_path / "part.parquet"
