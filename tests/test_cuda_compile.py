@@ -350,3 +350,14 @@ def test_spill_check_reads_a_spill():
     assert (fig["spill_st"], fig["spill_ld"], fig["regs"]) == (8, 12, 64)
     assert MEMORY_BOUND_KERNELS["implementations/residual_layernorm_gelu/cuda/residual_layernorm_gelu.cu"].search(
         "_Z19rlg_regs_kernelIfEvv")
+
+
+def test_tf32x3_shared_memory_mirrored():
+    """TF32X3_SMEM is gemm_tf32x3.cu's SMEM_BYTES (STAGES x (BM x (BK + 4) + BK x (BN + 8)) floats)."""
+    from implementations.gemm.cuda import TF32X3_SMEM
+
+    text = (ROOT / "implementations/gemm/cuda/gemm_tf32x3.cu").read_text()
+    dims = dict(re.findall(r"\b(BM|BN|BK|STAGES) = (\d+)", text))
+    bm, bn, bk, stages = (int(dims[k]) for k in ("BM", "BN", "BK", "STAGES"))
+    assert "A_LD = BK + 4, B_LD = BN + 8" in text
+    assert TF32X3_SMEM == stages * (bm * (bk + 4) + bk * (bn + 8)) * 4
