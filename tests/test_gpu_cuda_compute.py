@@ -577,6 +577,12 @@ def test_attention_short_and_ragged(s, d, causal, dtype):
     _check("attention", "cuda", Case.make("attention", dtype, B=2, H=3, S=s, D=d, causal=causal))
 
 
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+def test_attention_more_heads_than_a_grid_holds(dtype):
+    """65,545 heads: two launches of flash_attention.cu's loop, the second of 10 heads."""
+    _check("attention", "cuda", Case.make("attention", dtype, B=6554, H=10, S=19, D=64, causal=1))
+
+
 def test_attention_large_logits():
     """Scores of several hundred: the running max must keep exp2 in range."""
     def scale(inputs):

@@ -111,6 +111,12 @@ def test_attention_edges(s, d, causal, impl_name, dtype):
     _check("attention", impl_name, Case.make("attention", dtype, B=2, H=3, S=s, D=d, causal=causal))
 
 
+@pytest.mark.parametrize("impl_name,dtype", (("triton", "bfloat16"), ("triton:tf32x3", "float32")))
+def test_attention_more_heads_than_a_grid_holds(impl_name, dtype):
+    """65,545 heads: two launches (head_dims.MAX_HEADS), the second of 10 heads."""
+    _check("attention", impl_name, Case.make("attention", dtype, B=6554, H=10, S=19, D=64, causal=1))
+
+
 @pytest.mark.parametrize("d", (64, 96, 128))
 @pytest.mark.parametrize("b,h,s,causal", [(2, 3, 1000, 1), (1, 2, 4096, 0), (3, 2, 333, 0), (2, 2, 129, 1)])
 def test_attention_every_config(b, h, s, causal, d):

@@ -528,12 +528,26 @@ def test_attention_supports():
             assert (why is None) == ok and (ok or f"head dim {d} not supported" in why), (d, why)
     for case in discover().workloads["attention"].cases("full", ("float16", "bfloat16")):
         assert impl.supports(case) is None
-    # a launch's second grid axis holds B x H: 65535 heads, for every backend's kernel
+    # more heads than a launch's second grid axis holds run a launch per run of them
     cuda = discover().get("attention", "cuda")
     for which, dtype in ((impl, "bfloat16"), (tf32x3, "float32"), (cuda, "bfloat16")):
-        assert which.supports(Case.make("attention", dtype, **dict(shape, B=32767, H=2, S=16))) is None
-        why = which.supports(Case.make("attention", dtype, **dict(shape, B=32768, H=2, S=16)))
-        assert "B*H=65536 exceeds the grid's y limit (65535)" == why, why
+        assert which.supports(Case.make("attention", dtype, **dict(shape, B=32768, H=12, S=16))) is None
+
+
+@pytest.mark.parametrize("impl_name,dtype", (("triton", "bfloat16"), ("triton:tf32x3", "float32")))
+def test_attention_more_heads_than_a_launch_holds(impl_name, dtype, poisoned, monkeypatch):
+    """B x H past head_dims.MAX_HEADS (a grid's y limit, 65535): a launch per run of
+    heads, each into its slice of one output.  Here a launch holds 4 heads, so 3 x 3
+    heads take three launches, the last of one head."""
+    from implementations.attention import head_dims
+
+    monkeypatch.setattr(head_dims, "MAX_HEADS", 4)
+    assert head_dims.head_runs(9) == [(0, 4), (4, 8), (8, 9)]
+    impl = discover().get("attention", impl_name)
+    for causal in (0, 1):
+        case = Case.make("attention", dtype, B=3, H=3, S=37, D=64, causal=causal)
+        _run("attention", impl_name, case)  # poisoned: a head no launch wrote fails
+        assert impl.config(case).endswith("; 3 launches of at most 4 heads"), impl.config(case)
 
 
 def test_gpu_configs_compile_for_sm90():

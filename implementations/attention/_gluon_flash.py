@@ -329,11 +329,12 @@ def available(q: torch.Tensor) -> bool:
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, block_m: int, block_n: int,
-              stages: int, warps: int, q_in_regs: int, ws: int) -> torch.Tensor:
-    """softmax(q k^T / sqrt(D)) v for contiguous (B, H, S, D) tensors of one dtype."""
+              stages: int, warps: int, q_in_regs: int, ws: int, out: torch.Tensor | None = None) -> torch.Tensor:
+    """softmax(q k^T / sqrt(D)) v for contiguous (B, H, S, D) tensors of one dtype (into
+    ``out`` where given), B x H at most head_dims.MAX_HEADS."""
     B, H, S, D = q.shape
     gdt = gl.bfloat16 if q.dtype == torch.bfloat16 else gl.float16
-    o = torch.empty_like(q)
+    o = torch.empty_like(q) if out is None else out
     q2, k2, v2 = (t.view(B * H * S, D) for t in (q, k, v))
     q_rows = 64 if ws else block_m  # a consumer's box, or the whole block
     q_desc = TensorDescriptor.from_tensor(q2, [q_rows, D], gl.NVMMASharedLayout.get_default_for([q_rows, D], gdt))

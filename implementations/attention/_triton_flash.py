@@ -24,6 +24,7 @@ import triton.language as tl
 
 from suite.backends import interpreting
 from implementations._shared.autotune import autotune, bucket
+from implementations.attention import head_dims
 from implementations.attention.head_dims import head_dim_problem, padded_head_dim
 
 
@@ -176,8 +177,11 @@ def describe(kwargs, num_warps=None, num_stages=None) -> str:
     return text
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> tuple[torch.Tensor, str]:
-    """softmax(q k^T / sqrt(D)) v for (B, H, S, D) tensors; returns O and the config used.
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+              out: torch.Tensor | None = None) -> tuple[torch.Tensor, str]:
+    """softmax(q k^T / sqrt(D)) v for (B, H, S, D) tensors; returns O (``out`` where
+    given: a contiguous tensor of q's shape) and the config used.  More than
+    MAX_HEADS heads run a launch per run of them (head_dims.by_head_runs).
 
     On sm_90 the Gluon kernel (_gluon_flash.py) races this one: per key (S's
     bucket, D, causal, dtype) the autotuned Triton config and each Gluon config
@@ -191,8 +195,10 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -
     if q.dtype not in (torch.float16, torch.bfloat16) or k.dtype != q.dtype or v.dtype != q.dtype:
         raise ValueError(f"float16 or bfloat16 only (float32: _triton_tf32x3), not {q.dtype}/{k.dtype}/{v.dtype}")
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    if B * H > head_dims.MAX_HEADS:
+        return head_dims.by_head_runs(attention, q, k, v, causal, torch.empty_like(q) if out is None else out)
     if interpreting():
-        o = torch.empty_like(q)
+        o = torch.empty_like(q) if out is None else out
         cfg = INTERPRETER_CONFIG
         grid = (triton.cdiv(S, cfg["BLOCK_M"]), B * H)
         _attn_fwd[grid](q, k, v, o, S, _scale(D), bucket(S), HEAD_DIM=padded_head_dim(D), DIM=D,
@@ -203,11 +209,11 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -
         _WINNER[key], _RACED[key] = _race(q, k, v, causal)
     choice = _WINNER[key]
     if choice is None:
-        o, text = _triton(q, k, v, causal)
+        o, text = _triton(q, k, v, causal, out)
     else:
         from implementations.attention import _gluon_flash
 
-        o = _gluon_flash.attention(q, k, v, bool(causal), *choice)
+        o = _gluon_flash.attention(q, k, v, bool(causal), *choice, out=out)
         text = _gluon_flash.describe(choice)
     return o, text + _RACED[key]
 
@@ -216,11 +222,12 @@ def _scale(d: int) -> float:
     return math.log2(math.e) / math.sqrt(d)
 
 
-def _triton(q, k, v, causal) -> tuple[torch.Tensor, str]:
-    """The autotuned Triton kernel (tuned at its key's first call): O and its config,
-    with the autotuner's timings of every candidate where this call tuned."""
+def _triton(q, k, v, causal, out=None) -> tuple[torch.Tensor, str]:
+    """The autotuned Triton kernel (tuned at its key's first call): O (into ``out``
+    where given) and its config, with the autotuner's timings of every candidate
+    where this call tuned."""
     B, H, S, D = q.shape
-    o = torch.empty_like(q)
+    o = torch.empty_like(q) if out is None else out
 
     def grid(meta):
         return (triton.cdiv(S, meta["BLOCK_M"]), B * H)

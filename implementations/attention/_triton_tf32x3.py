@@ -37,6 +37,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from implementations._shared.autotune import bucket
 from implementations.attention._triton_flash import (INTERPRETER_CONFIG, _scale, describe, online_softmax,
                                                      tried, tuned)
+from implementations.attention import head_dims
 from implementations.attention.head_dims import head_dim_problem, padded_head_dim
 from suite.backends import interpreting
 
@@ -236,12 +237,14 @@ def split_transposed(v: torch.Tensor) -> torch.Tensor:
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
-              in_kernel: bool | None = None) -> tuple[torch.Tensor, str]:
+              in_kernel: bool | None = None, out: torch.Tensor | None = None) -> tuple[torch.Tensor, str]:
     """softmax(q k^T / sqrt(D)) v for float32 (B, H, S, D) tensors, each product as
     three TF32 MMAs; returns O and the config used (tuned per S's bucket, D and causal).
     ``in_kernel``: split in the kernel (True; Q too where D <= 64) or by the split
     passes first (False); None: the passes, and below S = IN_KERNEL_BELOW the faster
-    of the two forms at this key, raced at its first call."""
+    of the two forms at this key, raced at its first call.  ``out``: a contiguous
+    float32 tensor of q's shape to write O into.  More than MAX_HEADS heads run a
+    launch per run of them (head_dims.by_head_runs)."""
     if q.shape != k.shape or q.shape != v.shape or q.ndim != 4:
         raise ValueError(f"q, k, v must share one (B, H, S, D) shape: {q.shape} {k.shape} {v.shape}")
     B, H, S, D = q.shape
@@ -250,6 +253,11 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
     if q.dtype != torch.float32 or k.dtype != q.dtype or v.dtype != q.dtype:
         raise ValueError(f"float32 only, not {q.dtype}/{k.dtype}/{v.dtype}")
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    if B * H > head_dims.MAX_HEADS:
+        def run(q, k, v, causal, out):
+            return attention(q, k, v, causal, in_kernel, out)
+
+        return head_dims.by_head_runs(run, q, k, v, causal, torch.empty_like(q) if out is None else out)
     raced = ""
     if in_kernel is None:
         in_kernel = False
@@ -258,7 +266,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
             if key not in _FORM:
                 _FORM[key] = _race_forms(q, k, v, causal)
             in_kernel, raced = _FORM[key]
-    o, text = (_in_kernel if in_kernel else _split_first)(q, k, v, causal)
+    o, text = (_in_kernel if in_kernel else _split_first)(q, k, v, causal, out)
     return o, text + raced
 
 
@@ -293,11 +301,11 @@ def _boxes(bm: int, bn: int, dp: int, v_keys_first: bool) -> tuple[list, list, l
     return [bm, dp], [bn, dp], ([bn, dp] if v_keys_first else [dp, bn])
 
 
-def _split_first(q, k, v, causal) -> tuple[torch.Tensor, str]:
-    """The split passes, then the kernel on the heads and tails."""
+def _split_first(q, k, v, causal, out=None) -> tuple[torch.Tensor, str]:
+    """The split passes, then the kernel on the heads and tails (into ``out`` where given)."""
     B, H, S, D = q.shape
     qs, ks, vs = split(q), split(k), split_transposed(v)
-    o = torch.empty((B, H, S, D), dtype=torch.float32, device=q.device)
+    o = torch.empty((B, H, S, D), dtype=torch.float32, device=q.device) if out is None else out
     # interpreter: its one config's boxes; GPU: placeholders, each config's pre_hook sets its own
     bm, bn = (INTERPRETER_CONFIG["BLOCK_M"], INTERPRETER_CONFIG["BLOCK_N"]) if interpreting() else (64, 16)
     boxes = _boxes(bm, bn, padded_head_dim(D), False)
@@ -308,7 +316,7 @@ def _split_first(q, k, v, causal) -> tuple[torch.Tensor, str]:
     return o, tried(_autotuned, (bucket(S), D, bool(causal)), _TRIED, f"B={B} H={H} S={S}")
 
 
-def _in_kernel(q, k, v, causal) -> tuple[torch.Tensor, str]:
+def _in_kernel(q, k, v, causal, out=None) -> tuple[torch.Tensor, str]:
     """The kernel on K and V as they are, each tile split as it is loaded; Q as
     well where D <= 64 (at D = 128 both halves of a Q tile in registers beside
     K's and V's spill), else Q's split pass first."""
@@ -317,7 +325,7 @@ def _in_kernel(q, k, v, causal) -> tuple[torch.Tensor, str]:
     raw_q = dp == 64
     rows = B * H * S
     qd = q.view(rows, D) if raw_q else split(q)
-    o = torch.empty((B, H, S, D), dtype=torch.float32, device=q.device)
+    o = torch.empty((B, H, S, D), dtype=torch.float32, device=q.device) if out is None else out
     bm, bn = (INTERPRETER_CONFIG["BLOCK_M"], INTERPRETER_CONFIG["BLOCK_N"]) if interpreting() else (64, 16)
     boxes = _boxes(bm, bn, dp, True)
     descs = tuple(TensorDescriptor.from_tensor(t, b) for t, b in zip((qd, k.view(rows, D), v.view(rows, D)), boxes))

@@ -19,8 +19,19 @@ def padded_head_dim(d: int) -> int:
 MAX_HEADS = 65535  # a launch's second grid axis: one (batch, head) a row of programs
 
 
-def heads_problem(b: int, h: int) -> str | None:
-    """None where B x H heads fit one launch's second grid axis, else the reason."""
-    if b * h > MAX_HEADS:
-        return f"B*H={b * h} exceeds the grid's y limit ({MAX_HEADS})"
-    return None
+def head_runs(bh: int) -> list[tuple[int, int]]:
+    """[start, stop) runs of at most MAX_HEADS of ``bh`` heads: one launch each, where
+    B x H heads exceed a launch's second grid axis."""
+    return [(a, min(a + MAX_HEADS, bh)) for a in range(0, bh, MAX_HEADS)]
+
+
+def by_head_runs(attention, q, k, v, causal, out):
+    """``attention(q, k, v, causal, out=...)`` over each run of heads (head_runs) of
+    contiguous (B, H, S, D) tensors, into ``out``; returns out and the last run's
+    config text, naming the launches."""
+    B, H, S, D = q.shape
+    flat = [t.view(1, B * H, S, D) for t in (q, k, v, out)]
+    runs = head_runs(B * H)
+    for a, b in runs:
+        _, text = attention(*(t[:, a:b] for t in flat[:3]), causal, out=flat[3][:, a:b])
+    return out, f"{text}; {len(runs)} launches of at most {MAX_HEADS} heads"

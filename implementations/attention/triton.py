@@ -7,7 +7,7 @@ the config each case was tuned to, for the results' `config` column.
 """
 from __future__ import annotations
 
-from implementations.attention.head_dims import head_dim_problem, heads_problem
+from implementations.attention.head_dims import head_dim_problem
 from suite.backends import needs_triton
 from suite.workload import Case, register
 
@@ -26,7 +26,7 @@ def _supports(case: Case) -> str | None:
 
 
 def _shape_problem(case: Case) -> str | None:
-    return head_dim_problem(case["D"]) or heads_problem(case["B"], case["H"])
+    return head_dim_problem(case["D"])
 
 
 def _supports_tf32x3(case: Case) -> str | None:

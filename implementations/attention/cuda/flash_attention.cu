@@ -6,6 +6,8 @@
 // (0..3 at D = 64 and 96, 0..6 at D = 128, see the table in the header), -1
 // the automatic one below.
 
+#include <algorithm>
+
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAException.h>
@@ -20,6 +22,7 @@ namespace ksuite_attn {
 // The automatic tiling per head dim; __init__.py (AUTO) mirrors it for the
 // config column.  Both are two m16 tiles per warp, 4 warps, 2 CTAs per SM.
 constexpr int AUTO_D64 = 0, AUTO_D96 = 0, AUTO_D128 = 0;
+constexpr int64_t kMaxHeads = 65535;  // a grid's y limit: one (batch, head) a row of CTAs
 
 at::Tensor attention_flash(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            bool causal, int64_t variant) {
@@ -46,7 +49,6 @@ at::Tensor attention_flash(const at::Tensor& q, const at::Tensor& k, const at::T
                   ksuite::aligned16(v.data_ptr()),
               "attention_flash: q, k and v must start on a 16-byte boundary");
   const int64_t B = q.size(0), H = q.size(1), S = q.size(2);
-  KSUITE_CHECK(B * H <= 65535, "attention_flash: B*H = ", B * H, " exceeds the grid's y limit 65535");
   KSUITE_CHECK(S * q.size(3) < (1LL << 31), "attention_flash: S*D must fit in 32-bit ints");
 
   const int64_t d = q.size(3);
@@ -59,19 +61,20 @@ at::Tensor attention_flash(const at::Tensor& q, const at::Tensor& k, const at::T
   const int automatic = d == 64 ? AUTO_D64 : d == 96 ? AUTO_D96 : AUTO_D128;
   const int var = static_cast<int>(variant < 0 ? automatic : variant);
   const bool half = q.scalar_type() == at::kHalf;
-  const Args args{q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), B, H, S, causal,
-                  ksuite::current_stream()};
-  cudaError_t err;
-  if (d == 64) {
-    err = (half ? run_fp16_d64 : run_bf16_d64)(args, var);
-  } else if (d == 96) {
-    err = (half ? run_fp16_d96 : run_bf16_d96)(args, var);
-  } else if (var < 4) {
-    err = (half ? run_fp16_d128 : run_bf16_d128)(args, var);
-  } else {
-    err = (half ? run_fp16_d128_pipe : run_bf16_d128_pipe)(args, var);
+  auto run = d == 64  ? (half ? run_fp16_d64 : run_bf16_d64)
+             : d == 96 ? (half ? run_fp16_d96 : run_bf16_d96)
+             : var < 4 ? (half ? run_fp16_d128 : run_bf16_d128)
+                       : (half ? run_fp16_d128_pipe : run_bf16_d128_pipe);
+  // A launch's grid holds at most kMaxHeads (batch, head) pairs on its y axis: more
+  // run a launch per run of them, each on its heads' contiguous slice.
+  const int64_t heads = B * H, head_bytes = S * d * static_cast<int64_t>(q.element_size());
+  for (int64_t h0 = 0; h0 < heads; h0 += kMaxHeads) {
+    const int64_t off = h0 * head_bytes;
+    const Args args{static_cast<const char*>(q.data_ptr()) + off, static_cast<const char*>(k.data_ptr()) + off,
+                    static_cast<const char*>(v.data_ptr()) + off, static_cast<char*>(o.data_ptr()) + off, 1,
+                    std::min(kMaxHeads, heads - h0), S, causal, ksuite::current_stream()};
+    C10_CUDA_CHECK(run(args, var));
   }
-  C10_CUDA_CHECK(err);
   return o;
 }
 
