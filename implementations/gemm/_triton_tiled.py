@@ -360,6 +360,13 @@ def _span(t: torch.Tensor) -> int:
     return 1 + sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride()))
 
 
+def size_problem(m: int, n: int, k: int) -> str | None:
+    """None where A (m x k), B (k x n) and C (m x n) fit the kernel's 32-bit offsets, else why."""
+    if max(m * k, k * n, m * n) >= 2**31:
+        return "an operand of 2^31 elements or more: the tiled kernel's offsets are 32-bit"
+    return None
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = None) -> tuple[torch.Tensor, str]:
     """C = A @ B in A's dtype; returns C and a description of the config used.
     ``sms``: the SM count split_plan plans for (default: the device's)."""
@@ -369,8 +376,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor, precision: str, sms: int | None = N
         raise ValueError(f"mixed dtypes {a.dtype} and {b.dtype}")
     M, K = a.shape
     N = b.shape[1]
-    if max(M * K, K * N, M * N) >= 2**31:
-        raise ValueError("operands of 2^31 elements or more: the kernel's offsets are 32-bit")
+    problem = size_problem(M, N, K)
+    if problem:
+        raise ValueError(problem)
     # a strided view can reach past 2^31 elements from its start with fewer in it
     a, b = (t if _span(t) < 2**31 else t.contiguous() for t in (a, b))
     padded = _padded(a, b, precision, sms)

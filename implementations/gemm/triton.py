@@ -24,11 +24,9 @@ def _config_of(name: str):
 
 
 def _tiled_supports(case: Case) -> str | None:
-    """The tiled kernel addresses A, B and C with 32-bit offsets (_triton_tiled.matmul)."""
-    m, n, k = case["M"], case["N"], case["K"]
-    if max(m * k, k * n, m * n) >= 2**31:
-        return "an operand of 2^31 elements or more: the tiled kernel's offsets are 32-bit"
-    return None
+    from implementations.gemm._triton_tiled import size_problem
+
+    return size_problem(case["M"], case["N"], case["K"])
 
 
 def _only_float32(case: Case) -> str | None:
