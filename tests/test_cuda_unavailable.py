@@ -206,3 +206,20 @@ def test_the_gelu_plans_count_the_devices_sms(monkeypatch):
     assert gelu.plan(n, 4) == (2048, 4)
     monkeypatch.setattr(cuda_variants, "device", lambda: cuda_variants.Limits(10, 232448, 148))
     assert gelu.plan(n, 4) == (1024, 4)
+
+
+def test_a_tensors_limits_are_a_cached_lookup(monkeypatch):
+    """limits_of serves a launcher's every call: a CPU tensor gets the H200's, a CUDA
+    one its device's, read once a device."""
+    calls = []
+    assert cuda_variants.limits_of(torch.empty(1).device) == cuda_variants.H200
+
+    def fake(index):
+        calls.append(index)
+        return cuda_variants.Limits(8, 101376, 58)
+
+    cached = cuda_variants.functools.lru_cache(maxsize=None)(fake)
+    monkeypatch.setattr(cuda_variants, "_limits", cached)
+    for _ in range(3):
+        assert cuda_variants.limits_of(torch.device("cuda", 1)).sms == 58
+    assert calls == [1]

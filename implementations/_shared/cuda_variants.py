@@ -85,6 +85,18 @@ def device() -> Limits:
     return _limits(index)
 
 
+def limits_of(dev) -> Limits:
+    """The Limits of the device a tensor lives on (``tensor.device``): a cached lookup,
+    cheap enough for a launcher's every call; an H200's for a CPU tensor."""
+    if dev.type != "cuda":
+        return H200
+    if dev.index is None:
+        import torch
+
+        return _limits(torch.cuda.current_device())
+    return _limits(dev.index)
+
+
 @functools.lru_cache(maxsize=None)
 def _limits(index: int) -> Limits:
     import torch

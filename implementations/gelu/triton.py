@@ -45,12 +45,13 @@ def _gelu_kernel(x_ptr, y_ptr, n, N_BUCKET, BLOCK: tl.constexpr, EXACT: tl.const
         tl.store(ys + offs, gelu_f32(x, EXACT).to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def plan(n: int, dtype_bytes: int) -> tuple[int, int]:
-    """(BLOCK, num_warps) for n elements of dtype_bytes each."""
+def plan(n: int, dtype_bytes: int, sms: int | None = None) -> tuple[int, int]:
+    """(BLOCK, num_warps) for n elements of dtype_bytes each on a GPU of ``sms`` SMs
+    (default: the current device's)."""
     block = 16384 // dtype_bytes  # 16 KB of input per program
     # Small inputs: shrink the block so that every SM gets at least two
     # programs rather than leaving most of the chip idle.
-    sms = cuda_variants.device().sms
+    sms = cuda_variants.device().sms if sms is None else sms
     while block > 1024 and triton.cdiv(n, block) < 2 * sms:
         block //= 2
     return block, (8 if block >= 4096 else 4)
@@ -114,7 +115,7 @@ def gelu_triton(x, *, block: int | None = None, exact: bool | None = None):
         best = _tuned.best_config
         _CHOSEN[(bucket, b)] = (best.kwargs["BLOCK"], best.num_warps, best.kwargs["EVICT"])
         return y
-    blk, warps = plan(n, b)
+    blk, warps = plan(n, b, cuda_variants.limits_of(x.device).sms)
     if block is not None:
         blk = block
     _gelu_kernel[(triton.cdiv(n, blk),)](x, y, n, bucket, BLOCK=blk, EXACT=exact, EVICT="evict_first",
